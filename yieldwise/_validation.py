@@ -1,0 +1,158 @@
+"""Input validation and label handling shared by every module.
+
+Every check raises ``ValueError`` or ``TypeError`` whose message names the
+argument, what was expected and what was found, so that a user can fix the
+call without reading the source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+Label = Hashable
+
+
+def _scalar(label: Any) -> Label:
+    """Turn numpy scalars into Python scalars so ``0`` and ``np.int64(0)`` agree."""
+    if isinstance(label, np.generic):
+        return label.item()
+    return label
+
+
+def _describe(values: Sequence[Any], limit: int = 6) -> str:
+    shown = ", ".join(repr(v) for v in list(values)[:limit])
+    more = f", ... ({len(values)} in all)" if len(values) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def as_float_array(
+    values: Any, name: str, *, ndim: int | tuple[int, ...] | None = None
+) -> np.ndarray:
+    """Convert ``values`` to a finite float array, checking its dimensionality."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be numeric array-like, found a string {values!r}")
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be numeric array-like; could not convert it to numbers ({exc})"
+        ) from None
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if array.ndim not in allowed:
+            expected = " or ".join(f"{d}-dimensional" for d in allowed)
+            raise ValueError(
+                f"{name} must be {expected}, found shape {array.shape} "
+                f"({array.ndim}-dimensional)"
+            )
+    if array.size == 0:
+        raise ValueError(f"{name} is empty (shape {array.shape})")
+    bad = ~np.isfinite(array)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        kind = "NaN" if np.isnan(array[tuple(where)]) else "infinite"
+        raise ValueError(
+            f"{name} must be finite, found {int(bad.sum())} NaN/infinite value(s); "
+            f"the first ({kind}) is at index {tuple(int(i) for i in where)}"
+        )
+    return array
+
+
+def check_labels(labels: Iterable[Any] | None, size: int, name: str) -> tuple[Label, ...]:
+    """Validate axis labels: default ``0..size-1``; unique, hashable, right length."""
+    if labels is None:
+        return tuple(range(size))
+    if isinstance(labels, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of labels, found the string {labels!r}")
+    if isinstance(labels, pd.Index | pd.Series | np.ndarray):
+        labels = labels.tolist()
+    result = tuple(_scalar(label) for label in labels)
+    if len(result) != size:
+        raise ValueError(f"{name} must have {size} labels, found {len(result)}: {_describe(result)}")
+    for label in result:
+        if not isinstance(label, Hashable) or _is_missing(label):
+            raise ValueError(f"{name} must hold hashable, non-missing labels, found {label!r}")
+    if len(set(result)) != len(result):
+        seen: set[Label] = set()
+        duplicated = [x for x in result if x in seen or seen.add(x)]  # type: ignore[func-returns-value]
+        raise ValueError(f"{name} must be unique, found duplicates {_describe(duplicated)}")
+    return result
+
+
+def _is_missing(label: Any) -> bool:
+    try:
+        return bool(pd.isna(label))
+    except (TypeError, ValueError):
+        return False
+
+
+def label_values(values: Any, name: str) -> np.ndarray:
+    """Turn a 1-D sequence of labels (numpy, list, pandas Series/Categorical) into
+    an object array of Python scalars, rejecting missing values."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of labels, found the string {values!r}")
+    if isinstance(values, pd.DataFrame):
+        raise TypeError(f"{name} must be 1-dimensional, found a DataFrame with columns "
+                        f"{list(values.columns)}; pass one column")
+    series = pd.Series(values) if not isinstance(values, pd.Series) else values
+    if series.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, found shape {np.shape(values)}")
+    if len(series) == 0:
+        raise ValueError(f"{name} is empty")
+    missing = series.isna().to_numpy()
+    if missing.any():
+        positions = np.flatnonzero(missing)
+        raise ValueError(
+            f"{name} has {missing.sum()} missing label(s) (NaN/None); "
+            f"first at position {int(positions[0])}"
+        )
+    return np.array([_scalar(v) for v in series.tolist()], dtype=object)
+
+
+def categories_of(values: Any) -> tuple[Label, ...] | None:
+    """The declared categories of a pandas Categorical or categorical Series, else None."""
+    if isinstance(values, pd.Categorical):
+        return tuple(_scalar(c) for c in values.categories)
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        return tuple(_scalar(c) for c in values.cat.categories)
+    return None
+
+
+def sorted_unique(*arrays: np.ndarray) -> tuple[Label, ...]:
+    """Sorted union of labels; falls back to first-seen order for unorderable mixes."""
+    joined = pd.unique(np.concatenate(arrays))
+    try:
+        return tuple(sorted(joined.tolist()))
+    except TypeError:
+        return tuple(joined.tolist())
+
+
+def indices_of(values: np.ndarray, labels: Sequence[Label], name: str, axis_name: str) -> np.ndarray:
+    """Positions of each value of ``values`` within ``labels``; unknown labels raise."""
+    index = pd.Index(list(labels), dtype=object)
+    positions = index.get_indexer(pd.Index(values, dtype=object))
+    unknown = positions < 0
+    if unknown.any():
+        found = pd.unique(values[unknown]).tolist()
+        raise ValueError(
+            f"{name} holds label(s) {_describe(found)} that are not among the {axis_name} "
+            f"{_describe(list(labels))}"
+        )
+    return positions
+
+
+def align(
+    source: Sequence[Label], target: Sequence[Label], name: str, axis_name: str
+) -> np.ndarray:
+    """Positions in ``target`` of every label in ``source``; all must be present."""
+    return indices_of(np.array(list(source), dtype=object), target, name, axis_name)
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, found {value!r}")
+    return int(value)

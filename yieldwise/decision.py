@@ -1,0 +1,179 @@
+"""Expected-utility decisions ("augmentation", theory section 2).
+
+Given class probabilities ``p`` for an item, the expected utility of decision
+``i`` is ``EU_i = sum_c U[i, c] p_c``; the decision is ``argmax_i EU_i``.
+Everything here is vectorised over items; utilities may differ per item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ._validation import Label, align, as_float_array, check_labels
+from .utility import UtilityMatrix
+
+__all__ = ["decide", "expected_utilities", "label_array"]
+
+# Probabilities from transducers and softmax layers sum to one up to rounding;
+# anything further off is a score, not a probability, and must not be decided on.
+_SUM_TOLERANCE = 1e-6
+# Expected utilities closer than this (relative to the largest utility) are ties:
+# exact ties in real arithmetic differ by a few ulps once computed in floats.
+_TIE_RTOL = 1e-10
+
+
+def _prepare(
+    probabilities: Any, utility: UtilityMatrix | Any, decisions: Iterable[Label] | None
+) -> tuple[np.ndarray, np.ndarray, tuple[Label, ...], tuple[Label, ...]]:
+    """Validate inputs; return ``p (n, C)``, ``u (1 or n, D, C)`` and the labels."""
+    if isinstance(utility, UtilityMatrix):
+        if decisions is not None:
+            raise ValueError(
+                "decisions must not be given with a UtilityMatrix: its own decision labels are used"
+            )
+        u = utility.values[None, :, :]
+        decision_labels, class_labels = utility.decisions, utility.classes
+    else:
+        u = as_float_array(utility, "utility", ndim=(2, 3))
+        if u.ndim == 2:
+            u = u[None]
+        if u.shape[1] < 2 or u.shape[2] < 2:
+            raise ValueError(
+                "utility must have at least 2 decisions and 2 classes, found matrices of "
+                f"shape {u.shape[1:]}"
+            )
+        decision_labels = check_labels(decisions, u.shape[1], "decisions")
+        class_labels = tuple(range(u.shape[2]))
+
+    if isinstance(probabilities, pd.DataFrame):
+        columns = [c.item() if isinstance(c, np.generic) else c for c in probabilities.columns]
+        if set(columns) != set(class_labels):
+            raise ValueError(
+                f"probabilities has columns {columns}, expected one per class {list(class_labels)}"
+            )
+        order = align(class_labels, columns, "utility's classes", "probabilities' columns")
+        p = as_float_array(probabilities.to_numpy()[:, order], "probabilities", ndim=2)
+    else:
+        p = as_float_array(probabilities, "probabilities", ndim=(1, 2))
+        if p.ndim == 1:
+            raise ValueError(
+                f"probabilities must be 2-dimensional (items, classes), found shape {p.shape}; "
+                "for a binary P(class 1) vector pass np.column_stack([1 - p, p])"
+            )
+    n_items, n_classes = p.shape
+    if n_classes != u.shape[2]:
+        raise ValueError(
+            f"probabilities has {n_classes} columns but the utility matrix has "
+            f"{u.shape[2]} classes {list(class_labels)}"
+        )
+    if u.shape[0] not in (1, n_items):
+        raise ValueError(
+            f"per-item utility has {u.shape[0]} matrices but probabilities has {n_items} items"
+        )
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError(
+            f"probabilities must lie in [0, 1], found range [{p.min()}, {p.max()}]; "
+            "raw scores are not probabilities: fit a Transducer first"
+        )
+    sums = p.sum(axis=1)
+    off = np.abs(sums - 1) > _SUM_TOLERANCE
+    if off.any():
+        first = int(np.flatnonzero(off)[0])
+        raise ValueError(
+            f"each row of probabilities must sum to 1, found {int(off.sum())} row(s) that do "
+            f"not; row {first} sums to {sums[first]!r}"
+        )
+    return p, u, decision_labels, class_labels
+
+
+def _expected(p: np.ndarray, u: np.ndarray) -> np.ndarray:
+    if u.shape[0] == 1:
+        return p @ u[0].T
+    return np.einsum("nc,ndc->nd", p, u)
+
+
+def _tied_decisions(p: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Boolean ``(n, D)`` mask of the decisions tied for the highest expected utility."""
+    eu = _expected(p, u)
+    scale = np.abs(u).max(axis=(1, 2))[:, None]
+    best = eu.max(axis=1, keepdims=True)
+    return eu >= best - _TIE_RTOL * scale
+
+
+def label_array(labels: Sequence[Label], positions: np.ndarray) -> np.ndarray:
+    """Labels at ``positions``, as an int/str array when the labels are homogeneous."""
+    if len({type(label) for label in labels}) == 1 and isinstance(labels[0], int | str | float):
+        table = np.array(labels)
+    else:
+        table = np.empty(len(labels), dtype=object)
+        table[:] = list(labels)
+    return table[positions]
+
+
+def expected_utilities(
+    probabilities: Any, utility: UtilityMatrix | Any, *, decisions: Iterable[Label] | None = None
+) -> pd.DataFrame:
+    """Expected utility of every decision for every item, ``EU[n, i] = sum_c U[i,c] p[n,c]``.
+
+    Returns a ``DataFrame`` with one column per decision label.
+    """
+    p, u, decision_labels, _ = _prepare(probabilities, utility, decisions)
+    return pd.DataFrame(
+        _expected(p, u), columns=pd.Index(decision_labels, name="decision", dtype=object)
+    )
+
+
+def decide(
+    probabilities: Any,
+    utility: UtilityMatrix | Any,
+    tie: Literal["random", "first"] = "random",
+    seed: int | np.random.Generator | None = None,
+    *,
+    decisions: Iterable[Label] | None = None,
+) -> np.ndarray:
+    """Maximum-expected-utility decisions for every item.
+
+    Parameters
+    ----------
+    probabilities : array-like (items, classes) or DataFrame
+        Class probabilities per item; rows sum to 1. A ``DataFrame``'s columns
+        are matched to the utility's class labels by name.
+    utility : UtilityMatrix or array-like
+        One matrix (decisions x classes) or per-item matrices
+        ``(items, decisions, classes)``. Rectangular matrices work.
+    tie : {"random", "first"}
+        Break ties uniformly at random (seeded) or by the first decision.
+    seed : int or numpy Generator, optional
+        Seed for random tie-breaking.
+    decisions : sequence of labels, optional
+        Decision labels for a plain-array ``utility`` (default ``0..D-1``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The chosen decision label per item.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from yieldwise import UtilityMatrix, decide
+    >>> u = UtilityMatrix([[0, -10], [-1, 5]], decisions=["wait", "treat"],
+    ...                   classes=["healthy", "ill"])
+    >>> decide(np.array([[0.95, 0.05], [0.9, 0.1]]), u)
+    array(['wait', 'treat'], dtype='<U5')
+    """
+    if tie not in ("random", "first"):
+        raise ValueError(f"tie must be 'random' or 'first', found {tie!r}")
+    p, u, decision_labels, _ = _prepare(probabilities, utility, decisions)
+    tied = _tied_decisions(p, u)
+    if tie == "first":
+        chosen = tied.argmax(axis=1)
+    else:
+        rng = np.random.default_rng(seed)
+        keys = np.where(tied, rng.random(tied.shape), -1.0)
+        chosen = keys.argmax(axis=1)
+    return label_array(decision_labels, chosen)

@@ -1,0 +1,662 @@
+"""Common classification metrics, each labelled with its admissibility (theory 1.2).
+
+Only the utility yield (:func:`yieldwise.utility_yield`) is guaranteed to rank
+classifiers as the problem's utilities do. The metrics here are provided to
+compare against and to audit: every function carries ``.admissible`` (whether
+it ranks all confusion matrices of a fixed binary test set as some utility
+matrix does) and ``.admissibility`` (why).
+
+Conventions
+-----------
+* Confusion matrices have rows = decisions, columns = true classes, and the
+  decisions must correspond one to one with the classes (matched by label).
+* Binary metrics take ``positive=`` (default: the *first* class). On more than
+  two classes they take either ``positive=`` (that class against the rest) or
+  ``average=`` (``"macro"``, ``"weighted"`` or ``"micro"``).
+* A metric that is undefined for the input (say precision with no positive
+  decisions) raises :class:`UndefinedMetricError` saying which term vanished.
+* Each confusion-matrix metric has a vectorised ``.batch(counts, ...)`` form on
+  arrays ``(..., K, K)`` that returns NaN where the metric is undefined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ._validation import (
+    Label,
+    align,
+    as_float_array,
+    categories_of,
+    check_labels,
+    indices_of,
+    label_values,
+    sorted_unique,
+)
+from .confusion import ConfusionMatrix
+
+__all__ = [
+    "UndefinedMetricError",
+    "MetricInfo",
+    "accuracy",
+    "precision",
+    "recall",
+    "true_positive_rate",
+    "specificity",
+    "true_negative_rate",
+    "f1",
+    "fbeta",
+    "matthews",
+    "fowlkes_mallows",
+    "balanced_accuracy",
+    "cohen_kappa",
+    "preference_driven",
+    "roc_curve",
+    "roc_auc",
+    "brier",
+    "log_loss",
+    "ROCCurve",
+    "CONFUSION_METRICS",
+    "SCORE_METRICS",
+]
+
+Average = Literal["macro", "weighted", "micro"]
+
+
+class UndefinedMetricError(ValueError):
+    """A metric has no value for this input (a ratio with a zero denominator)."""
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """Admissibility record attached to each metric function as ``.info``."""
+
+    name: str
+    admissible: bool
+    admissibility: str
+    input: Literal["confusion", "scores"]
+
+
+def _metric(
+    name: str, admissible: bool, admissibility: str, input: Literal["confusion", "scores"],
+    batch: Callable[..., np.ndarray] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def attach(function: Callable[..., Any]) -> Callable[..., Any]:
+        function.info = MetricInfo(name, admissible, admissibility, input)  # type: ignore[attr-defined]
+        function.admissible = admissible  # type: ignore[attr-defined]
+        function.admissibility = admissibility  # type: ignore[attr-defined]
+        if batch is not None:
+            function.batch = batch  # type: ignore[attr-defined]
+        return function
+
+    return attach
+
+
+# --------------------------------------------------------------------------- kernels
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator`` with NaN (not a warning) where the denominator is 0."""
+    numerator, denominator = np.broadcast_arrays(
+        np.asarray(numerator, float), np.asarray(denominator, float)
+    )
+    out = np.full(numerator.shape, np.nan)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+def _one_vs_rest(counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """True/false positives/negatives of every class against the rest, ``(..., K)`` each."""
+    tp = np.diagonal(counts, axis1=-2, axis2=-1)
+    decided = counts.sum(axis=-1)  # row sums: items given decision k
+    present = counts.sum(axis=-2)  # column sums: items of class k
+    total = counts.sum(axis=(-2, -1))[..., None]
+    fp = decided - tp
+    fn = present - tp
+    tn = total - tp - fp - fn
+    return tp, fp, fn, tn
+
+
+def _precision_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202 - internal kernels
+    return _ratio(tp, tp + fp)
+
+
+def _recall_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202
+    return _ratio(tp, tp + fn)
+
+
+def _specificity_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202
+    return _ratio(tn, tn + fp)
+
+
+def _fbeta_ovr(tp, fp, fn, tn, beta=1.0):  # noqa: ANN001, ANN202
+    b2 = beta * beta
+    return _ratio((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp)
+
+
+def _fowlkes_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202
+    return _ratio(tp, np.sqrt((tp + fp) * (tp + fn)))
+
+
+def _apply_ovr(
+    kernel: Callable[..., np.ndarray],
+    counts: np.ndarray,
+    positive: int | None,
+    average: Average | None,
+    **kw: float,
+) -> np.ndarray:
+    tp, fp, fn, tn = _one_vs_rest(counts)
+    if average is None:
+        k = 0 if positive is None else positive
+        return kernel(tp[..., k], fp[..., k], fn[..., k], tn[..., k], **kw)
+    if average == "micro":
+        return kernel(tp.sum(-1), fp.sum(-1), fn.sum(-1), tn.sum(-1), **kw)
+    per_class = kernel(tp, fp, fn, tn, **kw)
+    if average == "macro":
+        return per_class.mean(axis=-1)
+    support = tp + fn
+    # A class with no items carries zero weight, whatever its (possibly undefined) score.
+    weighted = np.where(support > 0, per_class, 0.0) * support
+    return _ratio(weighted.sum(-1), support.sum(-1))
+
+
+def _accuracy_batch(counts: np.ndarray) -> np.ndarray:
+    counts = np.asarray(counts, float)
+    return _ratio(np.trace(counts, axis1=-2, axis2=-1), counts.sum(axis=(-2, -1)))
+
+
+def _balanced_batch(counts: np.ndarray) -> np.ndarray:
+    return _apply_ovr(_recall_ovr, np.asarray(counts, float), None, "macro")
+
+
+def _matthews_batch(counts: np.ndarray) -> np.ndarray:
+    counts = np.asarray(counts, float)
+    s = counts.sum(axis=(-2, -1))
+    c = np.trace(counts, axis1=-2, axis2=-1)
+    decided = counts.sum(axis=-1)
+    present = counts.sum(axis=-2)
+    cov = c * s - (decided * present).sum(-1)
+    var_d = s * s - (decided * decided).sum(-1)
+    var_c = s * s - (present * present).sum(-1)
+    return _ratio(cov, np.sqrt(var_d * var_c))
+
+
+def _kappa_batch(counts: np.ndarray) -> np.ndarray:
+    counts = np.asarray(counts, float)
+    s = counts.sum(axis=(-2, -1))
+    observed = np.trace(counts, axis1=-2, axis2=-1) / s
+    chance = (counts.sum(axis=-1) * counts.sum(axis=-2)).sum(-1) / (s * s)
+    return _ratio(observed - chance, 1 - chance)
+
+
+def _preference_batch(counts: np.ndarray, kappa: np.ndarray | None = None) -> np.ndarray:
+    counts = np.asarray(counts, float)
+    tp, fp, fn, tn = _one_vs_rest(counts)
+    if kappa is None:
+        present = tp + fn
+        kappa = present / present.sum(-1, keepdims=True)
+    kappa = np.asarray(kappa, float)
+    # A zero weight removes its term even where that precision/recall is undefined.
+    prec = np.where(kappa > 0, kappa * _ratio(tp, tp + fp), 0.0)
+    rec = np.where(kappa < 1, (1 - kappa) * _ratio(tp, tp + fn), 0.0)
+    return (prec + rec).mean(axis=-1)
+
+
+def _ovr_batch(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def batch(
+        counts: np.ndarray, positive: int = 0, average: Average | None = None, **kw: float
+    ) -> np.ndarray:
+        return _apply_ovr(kernel, np.asarray(counts, float), positive, average, **kw)
+
+    batch.__doc__ = (
+        "Vectorised form on counts ``(..., K, K)`` (rows decisions, columns classes); "
+        "``positive`` is a class index. NaN where undefined."
+    )
+    return batch
+
+
+# --------------------------------------------------------------------- validation
+def _square_counts(confusion: Any, metric: str) -> tuple[np.ndarray, tuple[Label, ...]]:
+    """Counts with rows reordered so row ``k`` is the decision "choose class ``k``"."""
+    if not isinstance(confusion, ConfusionMatrix):
+        raise TypeError(
+            f"{metric}: confusion must be a ConfusionMatrix, found {type(confusion).__name__}"
+        )
+    if set(confusion.decisions) != set(confusion.classes):
+        raise ValueError(
+            f"{metric} needs one decision per class (decision k = 'choose class k'), but the "
+            f"decisions are {list(confusion.decisions)} and the classes "
+            f"{list(confusion.classes)}; use utility_yield for other decision sets"
+        )
+    rows = align(confusion.classes, confusion.decisions, "classes", "decisions")
+    return confusion.counts[rows], confusion.classes
+
+
+def _resolve(
+    classes: tuple[Label, ...], positive: Label | None, average: str | None, metric: str
+) -> tuple[int | None, Average | None]:
+    if average is not None:
+        if average not in ("macro", "weighted", "micro"):
+            raise ValueError(
+                f"{metric}: average must be 'macro', 'weighted' or 'micro', found {average!r}"
+            )
+        if positive is not None:
+            raise ValueError(f"{metric}: give either positive= or average=, not both")
+        return None, average  # type: ignore[return-value]
+    if positive is None:
+        if len(classes) > 2:
+            raise ValueError(
+                f"{metric} on {len(classes)} classes {list(classes)} needs positive= (one class "
+                "against the rest) or average= ('macro', 'weighted' or 'micro')"
+            )
+        return 0, None
+    return int(indices_of(np.array([positive], dtype=object), classes, "positive", "classes")[0]), None
+
+
+def _undefined_ovr(
+    metric: str, counts: np.ndarray, classes: tuple[Label, ...], which: list[int]
+) -> str:
+    tp, fp, fn, tn = _one_vs_rest(counts)
+    reasons = []
+    for k in which:
+        label = classes[k]
+        if tp[k] + fp[k] == 0:
+            reasons.append(f"no item was decided as class {label!r}")
+        if tp[k] + fn[k] == 0:
+            reasons.append(f"no item of class {label!r} is in the test set")
+        if tn[k] + fp[k] == 0:
+            reasons.append(f"every item is of class {label!r}")
+    detail = "; ".join(reasons) if reasons else "a denominator is zero"
+    return f"{metric} is undefined for this confusion matrix: {detail}"
+
+
+def _ovr_metric(
+    metric: str,
+    kernel: Callable[..., np.ndarray],
+    confusion: ConfusionMatrix,
+    positive: Label | None,
+    average: str | None,
+    **kw: float,
+) -> float:
+    counts, classes = _square_counts(confusion, metric)
+    k, avg = _resolve(classes, positive, average, metric)
+    value = float(_apply_ovr(kernel, counts, k, avg, **kw))
+    if np.isnan(value):
+        which = [k] if k is not None else list(range(len(classes)))
+        raise UndefinedMetricError(_undefined_ovr(metric, counts, classes, which))
+    return value
+
+
+def _whole_metric(
+    metric: str, batch: Callable[[np.ndarray], np.ndarray], confusion: ConfusionMatrix, why: str
+) -> float:
+    counts, _ = _square_counts(confusion, metric)
+    value = float(batch(counts))
+    if np.isnan(value):
+        raise UndefinedMetricError(f"{metric} is undefined for this confusion matrix: {why}")
+    return value
+
+
+# ------------------------------------------------------------- confusion metrics
+@_metric(
+    "accuracy", True,
+    "Yield of the identity utility matrix (X = Y = 1 in theory 1.2).",
+    "confusion", _accuracy_batch,
+)
+def accuracy(confusion: ConfusionMatrix) -> float:
+    """Fraction of items whose decision is their true class.
+
+    Examples
+    --------
+    >>> from yieldwise import ConfusionMatrix
+    >>> from yieldwise.metrics import accuracy
+    >>> accuracy(ConfusionMatrix([[3, 1], [1, 5]]))  # (3 + 5) / 10
+    0.8
+    """
+    return _whole_metric("accuracy", _accuracy_batch, confusion, "empty confusion matrix")
+
+
+@_metric(
+    "precision", False,
+    "Nonlinear in the confusion matrix (a ratio with the decisions in the denominator): "
+    "it ranks some pairs wrongly under every utility matrix.",
+    "confusion", _ovr_batch(_precision_ovr),
+)
+def precision(
+    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+) -> float:
+    """Fraction of items decided as the positive class that are positive (PPV)."""
+    return _ovr_metric("precision", _precision_ovr, confusion, positive, average)
+
+
+@_metric(
+    "recall", True,
+    "Binary: yield of the matrix rewarding only correct positives (X = 1, Y = 0). "
+    "Macro-averaged over classes it becomes balanced accuracy, which is not admissible.",
+    "confusion", _ovr_batch(_recall_ovr),
+)
+def recall(
+    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+) -> float:
+    """True-positive rate: fraction of positive items decided as positive."""
+    return _ovr_metric("recall", _recall_ovr, confusion, positive, average)
+
+
+true_positive_rate = recall
+
+
+@_metric(
+    "specificity", True,
+    "Binary: yield of the matrix rewarding only correct negatives (X = 0, Y = 1).",
+    "confusion", _ovr_batch(_specificity_ovr),
+)
+def specificity(
+    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+) -> float:
+    """True-negative rate: fraction of non-positive items not decided as positive."""
+    return _ovr_metric("specificity", _specificity_ovr, confusion, positive, average)
+
+
+true_negative_rate = specificity
+
+
+@_metric(
+    "fbeta", False,
+    "Nonlinear in the confusion matrix (harmonic mean of precision and recall).",
+    "confusion", _ovr_batch(_fbeta_ovr),
+)
+def fbeta(
+    confusion: ConfusionMatrix,
+    beta: float = 1.0,
+    positive: Label | None = None,
+    average: Average | None = None,
+) -> float:
+    """F-beta score ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)``."""
+    if not np.isscalar(beta) or not np.isfinite(beta) or beta <= 0:
+        raise ValueError(f"fbeta: beta must be a positive finite number, found {beta!r}")
+    return _ovr_metric("fbeta", _fbeta_ovr, confusion, positive, average, beta=float(beta))
+
+
+def _f1_batch(counts: np.ndarray, positive: int = 0, average: Average | None = None) -> np.ndarray:
+    return _apply_ovr(_fbeta_ovr, np.asarray(counts, float), positive, average, beta=1.0)
+
+
+@_metric(
+    "f1", False,
+    "Nonlinear in the confusion matrix (harmonic mean of precision and recall).",
+    "confusion", _f1_batch,
+)
+def f1(
+    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+) -> float:
+    """F1 score, the harmonic mean of precision and recall."""
+    return _ovr_metric("f1", _fbeta_ovr, confusion, positive, average, beta=1.0)
+
+
+@_metric(
+    "matthews", False,
+    "Nonlinear in the confusion matrix (a correlation coefficient).",
+    "confusion", _matthews_batch,
+)
+def matthews(confusion: ConfusionMatrix) -> float:
+    """Matthews correlation coefficient (multi-class form of Gorodkin, 2004)."""
+    return _whole_metric(
+        "matthews", _matthews_batch, confusion,
+        "every item was given the same decision, or every item is of the same class",
+    )
+
+
+@_metric(
+    "fowlkes_mallows", False,
+    "Nonlinear in the confusion matrix (geometric mean of precision and recall).",
+    "confusion", _ovr_batch(_fowlkes_ovr),
+)
+def fowlkes_mallows(
+    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+) -> float:
+    """Fowlkes-Mallows index ``sqrt(precision * recall)``."""
+    return _ovr_metric("fowlkes_mallows", _fowlkes_ovr, confusion, positive, average)
+
+
+@_metric(
+    "balanced_accuracy", False,
+    "Linear, but its weights X/Y = f_1/f_0 depend on the class balance of the test set.",
+    "confusion", _balanced_batch,
+)
+def balanced_accuracy(confusion: ConfusionMatrix) -> float:
+    """Mean over classes of the per-class recall."""
+    counts, classes = _square_counts(confusion, "balanced_accuracy")
+    value = float(_balanced_batch(counts))
+    if np.isnan(value):
+        raise UndefinedMetricError(
+            _undefined_ovr("balanced_accuracy", counts, classes, list(range(len(classes))))
+        )
+    return value
+
+
+@_metric(
+    "cohen_kappa", False,
+    "Nonlinear in the confusion matrix (chance agreement depends on the decisions' margins).",
+    "confusion", _kappa_batch,
+)
+def cohen_kappa(confusion: ConfusionMatrix) -> float:
+    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``."""
+    return _whole_metric(
+        "cohen_kappa", _kappa_batch, confusion,
+        "chance agreement is 1 (all decisions and all classes are one and the same class)",
+    )
+
+
+@_metric(
+    "preference_driven", False,
+    "Nonlinear in the confusion matrix (averages precisions, theory 1.3).",
+    "confusion", _preference_batch,
+)
+def preference_driven(confusion: ConfusionMatrix, kappa: Any = None) -> float:
+    """Preference-driven measure ``(1/K) sum_i [kappa_i P_i + (1 - kappa_i) R_i]`` (theory 1.3).
+
+    ``kappa`` defaults to the class frequencies among the true labels.
+    """
+    counts, classes = _square_counts(confusion, "preference_driven")
+    if kappa is not None:
+        kappa = as_float_array(kappa, "kappa", ndim=1)
+        if kappa.shape != (len(classes),):
+            raise ValueError(
+                f"kappa must have one entry per class {list(classes)}, found {kappa.size}"
+            )
+        if (kappa < 0).any() or (kappa > 1).any():
+            raise ValueError(f"kappa must lie in [0, 1], found {kappa.tolist()}")
+    value = float(_preference_batch(counts, kappa))
+    if np.isnan(value):
+        raise UndefinedMetricError(
+            _undefined_ovr("preference_driven", counts, classes, list(range(len(classes))))
+        )
+    return value
+
+
+# ---------------------------------------------------------------- score metrics
+@dataclass(frozen=True)
+class ROCCurve:
+    """Empirical ROC curve; decide "positive" when ``score >= thresholds[j]``.
+
+    ``thresholds[0]`` is ``+inf`` (nothing positive, the point (0, 0)).
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+    positive: Label
+    prevalence: float  # fraction of positive items, B in theory 1.4
+    n_items: int
+
+
+def _binary_truth(
+    true_classes: Any, positive: Label | None, classes: Any, n_items: int
+) -> tuple[np.ndarray, Label, tuple[Label, ...]]:
+    truth = label_values(true_classes, "true_classes")
+    if truth.size != n_items:
+        raise ValueError(
+            f"true_classes must have one label per score ({n_items}), found {truth.size}"
+        )
+    if classes is None:
+        classes = categories_of(true_classes) or sorted_unique(truth)
+    classes = check_labels(classes, len(list(classes)), "classes")
+    indices_of(truth, classes, "true_classes", "classes")
+    if positive is None:
+        positive = classes[0]
+    elif positive not in classes:
+        raise ValueError(f"positive {positive!r} is not among the classes {list(classes)}")
+    is_positive = truth == np.array([positive], dtype=object)
+    return is_positive, positive, classes
+
+
+def _scores_1d(scores: Any) -> np.ndarray:
+    return as_float_array(scores, "scores", ndim=1)
+
+
+def roc_curve_core(scores: np.ndarray, is_positive: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Cumulative counts at each distinct threshold, highest first (vectorised)."""
+    order = np.argsort(-scores, kind="mergesort")
+    s = scores[order]
+    pos = is_positive[order].astype(float)
+    last_of_run = np.r_[np.flatnonzero(np.diff(s) != 0), s.size - 1]
+    tp = np.r_[0.0, np.cumsum(pos)[last_of_run]]
+    fp = np.r_[0.0, np.cumsum(1 - pos)[last_of_run]]
+    thresholds = np.r_[np.inf, s[last_of_run]]
+    return tp, fp, thresholds
+
+
+@_metric(
+    "roc_curve", False,
+    "A curve, not a score: pick the operating point with roc.best_operating_point.",
+    "scores",
+)
+def roc_curve(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> ROCCurve:
+    """Empirical ROC curve of a scoring classifier; higher scores mean "more positive".
+
+    ``positive`` defaults to the first class (the first category of a
+    categorical, else the smallest label).
+    """
+    s = _scores_1d(scores)
+    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, s.size)
+    n_pos = is_positive.sum()
+    n_neg = s.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        missing = "positive" if n_pos == 0 else "negative"
+        raise UndefinedMetricError(
+            f"roc_curve is undefined: true_classes has no {missing} items (positive = {positive!r})"
+        )
+    tp, fp, thresholds = roc_curve_core(s, is_positive)
+    return ROCCurve(fp / n_neg, tp / n_pos, thresholds, positive, float(n_pos / s.size), s.size)
+
+
+@_metric(
+    "roc_auc", False,
+    "Averages over all thresholds instead of the one a utility matrix selects; crossing ROC "
+    "curves are ranked by the utility, never by their areas (theory 1.4).",
+    "scores",
+)
+def roc_auc(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> float:
+    """Area under the empirical ROC curve (ties count one half)."""
+    curve = roc_curve(scores, true_classes, positive, classes)
+    return float(np.trapezoid(curve.tpr, curve.fpr))
+
+
+def _probability_matrix(
+    probabilities: Any, true_classes: Any, classes: Any, positive: Label | None, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, onehot)`` arrays; a 1-D input is the probability of ``positive``."""
+    p = as_float_array(probabilities, "probabilities", ndim=(1, 2))
+    truth = label_values(true_classes, "true_classes")
+    if truth.size != p.shape[0]:
+        raise ValueError(
+            f"true_classes must have one label per row of probabilities ({p.shape[0]}), "
+            f"found {truth.size}"
+        )
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError(f"{metric}: probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]")
+    if p.ndim == 1:
+        is_positive, _, _ = _binary_truth(true_classes, positive, classes, p.size)
+        return p[:, None], is_positive.astype(float)[:, None]
+    if positive is not None:
+        raise ValueError(f"{metric}: positive= applies to 1-D probabilities only")
+    if classes is None:
+        classes = categories_of(true_classes) or sorted_unique(truth)
+    classes = check_labels(classes, p.shape[1], "classes")
+    sums = p.sum(axis=1)
+    if np.abs(sums - 1).max() > 1e-6:
+        raise ValueError(
+            f"{metric}: each row of probabilities must sum to 1, found sums in "
+            f"[{sums.min()}, {sums.max()}]"
+        )
+    onehot = np.zeros_like(p)
+    onehot[np.arange(p.shape[0]), indices_of(truth, classes, "true_classes", "classes")] = 1.0
+    return p, onehot
+
+
+@_metric(
+    "brier", False,
+    "Scores probabilities, not decisions: it is not a function of any confusion matrix, so "
+    "it cannot rank by the utility of the decisions actually taken.",
+    "scores",
+)
+def brier(
+    probabilities: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> float:
+    """Brier score (lower is better).
+
+    With 1-D ``probabilities`` (of ``positive``): ``mean (p - y)^2``. With
+    ``(items, classes)`` probabilities: ``mean_n sum_c (p_nc - y_nc)^2``
+    (Brier's original form, twice the 1-D value on binary problems).
+    """
+    p, onehot = _probability_matrix(probabilities, true_classes, classes, positive, "brier")
+    return float(((p - onehot) ** 2).sum(axis=1).mean())
+
+
+@_metric(
+    "log_loss", False,
+    "Scores probabilities, not decisions: it is not a function of any confusion matrix.",
+    "scores",
+)
+def log_loss(
+    probabilities: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> float:
+    """Mean negative log probability of the true class (lower is better).
+
+    A zero probability on a true class gives ``inf``: nothing is clipped.
+    """
+    p, onehot = _probability_matrix(probabilities, true_classes, classes, positive, "log_loss")
+    if p.shape[1] == 1:
+        p_true = np.where(onehot[:, 0] == 1, p[:, 0], 1 - p[:, 0])
+    else:
+        p_true = (p * onehot).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        return float(-np.log(p_true).mean())
+
+
+CONFUSION_METRICS: dict[str, Callable[..., Any]] = {
+    "accuracy": accuracy,
+    "precision": precision,
+    "recall": recall,
+    "specificity": specificity,
+    "f1": f1,
+    "matthews": matthews,
+    "fowlkes_mallows": fowlkes_mallows,
+    "balanced_accuracy": balanced_accuracy,
+    "cohen_kappa": cohen_kappa,
+    "preference_driven": preference_driven,
+}
+"""The confusion-matrix metrics by name (``fbeta`` needs a ``beta`` and is left out)."""
+
+SCORE_METRICS: dict[str, Callable[..., Any]] = {
+    "roc_auc": roc_auc,
+    "brier": brier,
+    "log_loss": log_loss,
+}
+"""The metrics computed from scores or probabilities, by name."""

@@ -1,0 +1,343 @@
+"""Utility matrices: rows are decisions, columns are classes (theory section 1).
+
+``U[i, c]`` is what is gained when decision ``i`` is taken and class ``c``
+turns out to be true. Decisions need not correspond to classes: "discard /
+promote / re-test" against "inactive / active" is a 3x2 matrix.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._validation import Label, align, as_float_array, check_labels
+
+__all__ = ["UtilityMatrix", "chart_matrices", "in_chart_domain"]
+
+# Tolerance for deciding that two utilities are equal after rescaling; utilities are
+# user numbers of moderate size, so a relative 1e-9 is far above rounding error.
+_EQUAL_RTOL = 1e-9
+
+
+class UtilityMatrix:
+    """A utility matrix with labelled decisions (rows) and classes (columns).
+
+    Parameters
+    ----------
+    values : array-like of shape (n_decisions, n_classes)
+        Finite utilities; at least two decisions and two classes, not all equal.
+    decisions : sequence of labels, optional
+        Row labels; default ``0 .. n_decisions - 1``.
+    classes : sequence of labels, optional
+        Column labels; default ``0 .. n_classes - 1``.
+
+    Examples
+    --------
+    >>> from yieldwise import UtilityMatrix
+    >>> u = UtilityMatrix([[0, -10], [-1, 5]], decisions=["wait", "treat"],
+    ...                   classes=["healthy", "ill"])
+    >>> u.threshold()  # choose "treat" when P(ill) exceeds 1/16
+    0.0625
+    >>> u.standard().values
+    array([[0.66666667, 0.        ],
+           [0.6       , 1.        ]])
+    """
+
+    __array_priority__ = 10
+
+    def __init__(
+        self,
+        values: Any,
+        decisions: Iterable[Label] | None = None,
+        classes: Iterable[Label] | None = None,
+    ) -> None:
+        array = as_float_array(values, "values", ndim=2)
+        n_decisions, n_classes = array.shape
+        if n_decisions < 2 or n_classes < 2:
+            raise ValueError(
+                "values must have at least 2 decisions (rows) and 2 classes (columns), "
+                f"found shape {array.shape}"
+            )
+        if np.ptp(array) == 0:
+            raise ValueError(
+                f"values has every entry equal to {array.flat[0]!r}: every decision is "
+                "worth the same whatever the class, so the matrix cannot rank anything"
+            )
+        self._values = array
+        self._values.setflags(write=False)
+        self._decisions = check_labels(decisions, n_decisions, "decisions")
+        self._classes = check_labels(classes, n_classes, "classes")
+
+    # ------------------------------------------------------------------ access
+    @property
+    def values(self) -> np.ndarray:
+        """The utilities as a read-only ``(n_decisions, n_classes)`` float array."""
+        return self._values
+
+    @property
+    def decisions(self) -> tuple[Label, ...]:
+        """Row labels."""
+        return self._decisions
+
+    @property
+    def classes(self) -> tuple[Label, ...]:
+        """Column labels."""
+        return self._classes
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._values.shape  # type: ignore[return-value]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.array(self._values, dtype=dtype)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The matrix as a ``DataFrame`` indexed by decision, with class columns."""
+        return pd.DataFrame(
+            self._values,
+            index=pd.Index(self._decisions, name="decision", dtype=object),
+            columns=pd.Index(self._classes, name="class", dtype=object),
+        )
+
+    def reindex(
+        self, decisions: Sequence[Label] | None = None, classes: Sequence[Label] | None = None
+    ) -> UtilityMatrix:
+        """The same matrix with rows/columns reordered to the given labels."""
+        rows = (
+            align(decisions, self._decisions, "decisions", "utility matrix's decisions")
+            if decisions is not None
+            else np.arange(self.shape[0])
+        )
+        cols = (
+            align(classes, self._classes, "classes", "utility matrix's classes")
+            if classes is not None
+            else np.arange(self.shape[1])
+        )
+        return UtilityMatrix(
+            self._values[np.ix_(rows, cols)],
+            decisions=[self._decisions[i] for i in rows],
+            classes=[self._classes[j] for j in cols],
+        )
+
+    # ------------------------------------------------------------ equivalence
+    def standard(self) -> UtilityMatrix:
+        """The standard form ``(U - min U) / (max U - min U)``: smallest entry 0, largest 1."""
+        low, high = self._values.min(), self._values.max()
+        return UtilityMatrix(
+            (self._values - low) / (high - low), decisions=self._decisions, classes=self._classes
+        )
+
+    def is_equivalent(self, other: UtilityMatrix) -> bool:
+        """Whether ``other`` equals ``a * self + b`` with ``a > 0``.
+
+        Equivalent matrices rank every set of decisions identically. Labels must
+        agree as sets; rows and columns are matched by label, not position.
+        """
+        if not isinstance(other, UtilityMatrix):
+            raise TypeError(f"other must be a UtilityMatrix, found {type(other).__name__}")
+        if set(other.decisions) != set(self._decisions) or set(other.classes) != set(
+            self._classes
+        ):
+            return False
+        aligned = other.reindex(self._decisions, self._classes)
+        return bool(
+            np.allclose(self.standard().values, aligned.standard().values, rtol=0, atol=_EQUAL_RTOL)
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UtilityMatrix):
+            return NotImplemented
+        return (
+            self._decisions == other._decisions
+            and self._classes == other._classes
+            and np.array_equal(self._values, other._values)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._decisions, self._classes, self._values.tobytes()))
+
+    # ------------------------------------------------------- binary chart (1.1)
+    @classmethod
+    def from_xy(
+        cls,
+        x: float,
+        y: float,
+        decisions: Iterable[Label] | None = None,
+        classes: Iterable[Label] | None = None,
+    ) -> UtilityMatrix:
+        """The binary standard-form matrix at chart point ``(x, y)`` (theory 1.1).
+
+        ``(0, 0)`` is the identity (accuracy). Only the admitted domain is
+        accepted: ``x, y`` in ``[-1, 1]`` without the corners
+        ``x < 0, y > 1 + x`` and ``x > 0, -y > 1 - x``.
+
+        Examples
+        --------
+        >>> UtilityMatrix.from_xy(0.5, -0.25).values
+        array([[0.5 , 0.  ],
+               [0.25, 1.  ]])
+        """
+        for name, value in (("x", x), ("y", y)):
+            if not np.isscalar(value) or not np.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, found {value!r}")
+        if not in_chart_domain(x, y):
+            raise ValueError(
+                f"(x, y) = ({x}, {y}) is outside the admitted domain of binary utility "
+                "matrices: need -1 <= x, y <= 1, and not (x < 0 and y > 1 + x) nor "
+                "(x > 0 and -y > 1 - x); there a wrong decision would be worth more than "
+                "the correct one"
+            )
+        return cls(chart_matrices(x, y), decisions=decisions, classes=classes)
+
+    @property
+    def xy(self) -> tuple[float, float]:
+        """Chart coordinates ``(x, y)`` of this binary matrix (inverse of :meth:`from_xy`).
+
+        Row ``i`` is taken to mean "choose class ``i``". Raises ``ValueError`` for a
+        matrix that is not 2x2 or outside the admitted domain (a wrong decision
+        worth more than the correct one in some column).
+        """
+        self._require_binary("xy")
+        u = self._values
+        for c in range(2):
+            if u[c, c] < u[1 - c, c]:
+                raise ValueError(
+                    f"this utility matrix is outside the chart's domain: for class "
+                    f"{self._classes[c]!r} the wrong decision {self._decisions[1 - c]!r} "
+                    f"({u[1 - c, c]}) is worth more than the correct one "
+                    f"{self._decisions[c]!r} ({u[c, c]})"
+                )
+        s = self.standard().values
+        # In standard form the largest entry (1) is on the diagonal and the smallest (0)
+        # off it; x says which diagonal entry fell short of 1, y which off-diagonal rose.
+        x = 1.0 - s[0, 0] if np.isclose(s[1, 1], 1.0) else s[1, 1] - 1.0
+        y = s[0, 1] if np.isclose(s[1, 0], 0.0) else -s[1, 0]
+        return float(x), float(y)
+
+    # ------------------------------------------------------------- combination
+    @classmethod
+    def expected(
+        cls, matrices: Sequence[UtilityMatrix], weights: Sequence[float] | None = None
+    ) -> UtilityMatrix:
+        """Expected matrix ``sum_a q_a U^(a)`` under uncertainty about the right one.
+
+        The matrices are averaged as given, not their standard forms. All must
+        have the same decision and class labels (matched by label). ``weights``
+        are the probabilities ``q_a`` (non-negative, summing to 1); default equal.
+
+        Examples
+        --------
+        >>> a = UtilityMatrix([[1, 0], [0, 1]])
+        >>> b = UtilityMatrix([[1, -10], [0, 10]])
+        >>> UtilityMatrix.expected([a, b], [0.75, 0.25]).values
+        array([[ 1.  , -2.5 ],
+               [ 0.  ,  3.25]])
+        """
+        matrices = list(matrices)
+        if not matrices:
+            raise ValueError("matrices is empty; pass at least one UtilityMatrix")
+        for k, m in enumerate(matrices):
+            if not isinstance(m, UtilityMatrix):
+                raise TypeError(f"matrices[{k}] must be a UtilityMatrix, found {type(m).__name__}")
+        first = matrices[0]
+        if weights is None:
+            q = np.full(len(matrices), 1.0 / len(matrices))
+        else:
+            q = as_float_array(weights, "weights", ndim=1)
+            if q.shape != (len(matrices),):
+                raise ValueError(
+                    f"weights must have one entry per matrix ({len(matrices)}), found {q.size}"
+                )
+            if (q < 0).any():
+                raise ValueError(f"weights must be non-negative, found {q.tolist()}")
+            if not np.isclose(q.sum(), 1.0, rtol=0, atol=1e-9):
+                raise ValueError(
+                    f"weights must sum to 1 (they are probabilities), found sum {q.sum()!r}; "
+                    "divide them by their sum if they are relative weights"
+                )
+        stack = []
+        for k, m in enumerate(matrices):
+            if set(m.decisions) != set(first.decisions) or set(m.classes) != set(first.classes):
+                raise ValueError(
+                    f"matrices[{k}] has decisions {list(m.decisions)} and classes "
+                    f"{list(m.classes)}, but matrices[0] has {list(first.decisions)} and "
+                    f"{list(first.classes)}; all must share labels"
+                )
+            stack.append(m.reindex(first.decisions, first.classes).values)
+        mean = np.tensordot(q, np.stack(stack), axes=1)
+        return cls(mean, decisions=first.decisions, classes=first.classes)
+
+    # -------------------------------------------------------------- threshold
+    def threshold(self) -> float:
+        """Probability of class 1 above which choosing decision 1 is best (binary only).
+
+        ``(U[0,0] - U[1,0]) / ((U[0,0] - U[1,0]) + (U[1,1] - U[0,1]))`` (theory 2).
+        A value of 1 or more means decision 1 is never worth choosing; 0 or less
+        means it is always at least as good.
+        """
+        self._require_binary("threshold()")
+        u = self._values
+        gain0 = u[0, 0] - u[1, 0]
+        gain1 = u[1, 1] - u[0, 1]
+        if gain0 + gain1 <= 0:
+            raise ValueError(
+                "threshold() is undefined for this matrix: (U[0,0] - U[1,0]) + "
+                f"(U[1,1] - U[0,1]) = {gain0 + gain1} is not positive, so decision 1 is "
+                "not preferred as P(class 1) grows"
+            )
+        return float(gain0 / (gain0 + gain1))
+
+    def _require_binary(self, what: str) -> None:
+        if self.shape != (2, 2):
+            raise ValueError(f"{what} needs a 2x2 (binary) utility matrix, found shape {self.shape}")
+
+    # ---------------------------------------------------------------- display
+    def __repr__(self) -> str:
+        table = self.to_frame().to_string()
+        return f"UtilityMatrix({self.shape[0]} decisions x {self.shape[1]} classes)\n{table}"
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self._classes)
+        rows = "".join(
+            f"<tr><th>{html.escape(str(d))}</th>"
+            + "".join(f"<td>{v:.6g}</td>" for v in row)
+            + "</tr>"
+            for d, row in zip(self._decisions, self._values, strict=True)
+        )
+        return (
+            "<table class='yieldwise-utility'>"
+            f"<caption>UtilityMatrix ({self.shape[0]} decisions &times; {self.shape[1]} "
+            "classes; rows decisions, columns classes)</caption>"
+            f"<thead><tr><th>decision \\ class</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+
+def in_chart_domain(x: Any, y: Any) -> np.ndarray | bool:
+    """Whether chart points ``(x, y)`` lie in the admitted domain of theory 1.1."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    inside = (np.abs(x) <= 1) & (np.abs(y) <= 1)
+    inside &= ~((x < 0) & (y > 1 + x))
+    inside &= ~((x > 0) & (-y > 1 - x))
+    return inside if inside.ndim else bool(inside)
+
+
+def chart_matrices(x: Any, y: Any) -> np.ndarray:
+    """Binary standard-form matrices ``U(x, y)`` (theory 1.1), vectorised.
+
+    Returns an array of shape ``broadcast(x, y).shape + (2, 2)``; no domain check.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    x, y = np.broadcast_arrays(x, y)
+    out = np.empty(x.shape + (2, 2))
+    # np.where, not multiplication by a mask, so that no entry comes out as -0.0.
+    out[..., 0, 0] = np.where(x > 0, 1 - x, 1.0)
+    out[..., 0, 1] = np.where(y > 0, y, 0.0)
+    out[..., 1, 0] = np.where(y < 0, -y, 0.0)
+    out[..., 1, 1] = np.where(x < 0, 1 + x, 1.0)
+    return out
