@@ -46,8 +46,7 @@ def as_float_array(
         if array.ndim not in allowed:
             expected = " or ".join(f"{d}-dimensional" for d in allowed)
             raise ValueError(
-                f"{name} must be {expected}, found shape {array.shape} "
-                f"({array.ndim}-dimensional)"
+                f"{name} must be {expected}, found shape {array.shape} ({array.ndim}-dimensional)"
             )
     if array.size == 0:
         raise ValueError(f"{name} is empty (shape {array.shape})")
@@ -72,7 +71,9 @@ def check_labels(labels: Iterable[Any] | None, size: int, name: str) -> tuple[La
         labels = labels.tolist()
     result = tuple(_scalar(label) for label in labels)
     if len(result) != size:
-        raise ValueError(f"{name} must have {size} labels, found {len(result)}: {_describe(result)}")
+        raise ValueError(
+            f"{name} must have {size} labels, found {len(result)}: {_describe(result)}"
+        )
     for label in result:
         if not isinstance(label, Hashable) or _is_missing(label):
             raise ValueError(f"{name} must hold hashable, non-missing labels, found {label!r}")
@@ -96,8 +97,10 @@ def label_values(values: Any, name: str) -> np.ndarray:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of labels, found the string {values!r}")
     if isinstance(values, pd.DataFrame):
-        raise TypeError(f"{name} must be 1-dimensional, found a DataFrame with columns "
-                        f"{list(values.columns)}; pass one column")
+        raise TypeError(
+            f"{name} must be 1-dimensional, found a DataFrame with columns "
+            f"{list(values.columns)}; pass one column"
+        )
     series = pd.Series(values) if not isinstance(values, pd.Series) else values
     if series.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, found shape {np.shape(values)}")
@@ -131,7 +134,9 @@ def sorted_unique(*arrays: np.ndarray) -> tuple[Label, ...]:
         return tuple(joined.tolist())
 
 
-def indices_of(values: np.ndarray, labels: Sequence[Label], name: str, axis_name: str) -> np.ndarray:
+def indices_of(
+    values: np.ndarray, labels: Sequence[Label], name: str, axis_name: str
+) -> np.ndarray:
     """Positions of each value of ``values`` within ``labels``; unknown labels raise."""
     index = pd.Index(list(labels), dtype=object)
     positions = index.get_indexer(pd.Index(values, dtype=object))

@@ -62,7 +62,7 @@ class ConfusionMatrix:
             raise ValueError(f"counts must be non-negative, found {array[where]} at index {where}")
         if array.sum() <= 0:
             raise ValueError(f"counts is an empty confusion matrix (all zero, shape {array.shape})")
-        self._counts = array
+        self._counts = array.copy()  # never share (and freeze) the caller's array
         self._counts.setflags(write=False)
         self._decisions = check_labels(decisions, array.shape[0], "decisions")
         self._classes = check_labels(classes, array.shape[1], "classes")
@@ -207,9 +207,7 @@ class ConfusionMatrix:
         """Concatenate folds: counts add, matched by label (labels must agree as sets)."""
         if not isinstance(other, ConfusionMatrix):
             return NotImplemented
-        if set(other.decisions) != set(self._decisions) or set(other.classes) != set(
-            self._classes
-        ):
+        if set(other.decisions) != set(self._decisions) or set(other.classes) != set(self._classes):
             raise ValueError(
                 "cannot add confusion matrices with different labels: decisions "
                 f"{list(self._decisions)} vs {list(other.decisions)}, classes "

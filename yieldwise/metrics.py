@@ -82,7 +82,10 @@ class MetricInfo:
 
 
 def _metric(
-    name: str, admissible: bool, admissibility: str, input: Literal["confusion", "scores"],
+    name: str,
+    admissible: bool,
+    admissibility: str,
+    input: Literal["confusion", "scores"],
     batch: Callable[..., np.ndarray] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def attach(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -119,24 +122,26 @@ def _one_vs_rest(counts: np.ndarray) -> tuple[np.ndarray, ...]:
     return tp, fp, fn, tn
 
 
-def _precision_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202 - internal kernels
+def _precision_ovr(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
     return _ratio(tp, tp + fp)
 
 
-def _recall_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202
+def _recall_ovr(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
     return _ratio(tp, tp + fn)
 
 
-def _specificity_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202
+def _specificity_ovr(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
     return _ratio(tn, tn + fp)
 
 
-def _fbeta_ovr(tp, fp, fn, tn, beta=1.0):  # noqa: ANN001, ANN202
+def _fbeta_ovr(
+    tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, beta: float = 1.0
+) -> np.ndarray:
     b2 = beta * beta
     return _ratio((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp)
 
 
-def _fowlkes_ovr(tp, fp, fn, tn):  # noqa: ANN001, ANN202
+def _fowlkes_ovr(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
     return _ratio(tp, np.sqrt((tp + fp) * (tp + fn)))
 
 
@@ -193,7 +198,7 @@ def _kappa_batch(counts: np.ndarray) -> np.ndarray:
 
 def _preference_batch(counts: np.ndarray, kappa: np.ndarray | None = None) -> np.ndarray:
     counts = np.asarray(counts, float)
-    tp, fp, fn, tn = _one_vs_rest(counts)
+    tp, fp, fn, _ = _one_vs_rest(counts)
     if kappa is None:
         present = tp + fn
         kappa = present / present.sum(-1, keepdims=True)
@@ -252,7 +257,9 @@ def _resolve(
                 "against the rest) or average= ('macro', 'weighted' or 'micro')"
             )
         return 0, None
-    return int(indices_of(np.array([positive], dtype=object), classes, "positive", "classes")[0]), None
+    return int(
+        indices_of(np.array([positive], dtype=object), classes, "positive", "classes")[0]
+    ), None
 
 
 def _undefined_ovr(
@@ -301,9 +308,11 @@ def _whole_metric(
 
 # ------------------------------------------------------------- confusion metrics
 @_metric(
-    "accuracy", True,
+    "accuracy",
+    True,
     "Yield of the identity utility matrix (X = Y = 1 in theory 1.2).",
-    "confusion", _accuracy_batch,
+    "confusion",
+    _accuracy_batch,
 )
 def accuracy(confusion: ConfusionMatrix) -> float:
     """Fraction of items whose decision is their true class.
@@ -319,10 +328,12 @@ def accuracy(confusion: ConfusionMatrix) -> float:
 
 
 @_metric(
-    "precision", False,
+    "precision",
+    False,
     "Nonlinear in the confusion matrix (a ratio with the decisions in the denominator): "
     "it ranks some pairs wrongly under every utility matrix.",
-    "confusion", _ovr_batch(_precision_ovr),
+    "confusion",
+    _ovr_batch(_precision_ovr),
 )
 def precision(
     confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
@@ -332,10 +343,12 @@ def precision(
 
 
 @_metric(
-    "recall", True,
+    "recall",
+    True,
     "Binary: yield of the matrix rewarding only correct positives (X = 1, Y = 0). "
     "Macro-averaged over classes it becomes balanced accuracy, which is not admissible.",
-    "confusion", _ovr_batch(_recall_ovr),
+    "confusion",
+    _ovr_batch(_recall_ovr),
 )
 def recall(
     confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
@@ -348,9 +361,11 @@ true_positive_rate = recall
 
 
 @_metric(
-    "specificity", True,
+    "specificity",
+    True,
     "Binary: yield of the matrix rewarding only correct negatives (X = 0, Y = 1).",
-    "confusion", _ovr_batch(_specificity_ovr),
+    "confusion",
+    _ovr_batch(_specificity_ovr),
 )
 def specificity(
     confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
@@ -363,9 +378,11 @@ true_negative_rate = specificity
 
 
 @_metric(
-    "fbeta", False,
+    "fbeta",
+    False,
     "Nonlinear in the confusion matrix (harmonic mean of precision and recall).",
-    "confusion", _ovr_batch(_fbeta_ovr),
+    "confusion",
+    _ovr_batch(_fbeta_ovr),
 )
 def fbeta(
     confusion: ConfusionMatrix,
@@ -384,9 +401,11 @@ def _f1_batch(counts: np.ndarray, positive: int = 0, average: Average | None = N
 
 
 @_metric(
-    "f1", False,
+    "f1",
+    False,
     "Nonlinear in the confusion matrix (harmonic mean of precision and recall).",
-    "confusion", _f1_batch,
+    "confusion",
+    _f1_batch,
 )
 def f1(
     confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
@@ -396,22 +415,28 @@ def f1(
 
 
 @_metric(
-    "matthews", False,
+    "matthews",
+    False,
     "Nonlinear in the confusion matrix (a correlation coefficient).",
-    "confusion", _matthews_batch,
+    "confusion",
+    _matthews_batch,
 )
 def matthews(confusion: ConfusionMatrix) -> float:
     """Matthews correlation coefficient (multi-class form of Gorodkin, 2004)."""
     return _whole_metric(
-        "matthews", _matthews_batch, confusion,
+        "matthews",
+        _matthews_batch,
+        confusion,
         "every item was given the same decision, or every item is of the same class",
     )
 
 
 @_metric(
-    "fowlkes_mallows", False,
+    "fowlkes_mallows",
+    False,
     "Nonlinear in the confusion matrix (geometric mean of precision and recall).",
-    "confusion", _ovr_batch(_fowlkes_ovr),
+    "confusion",
+    _ovr_batch(_fowlkes_ovr),
 )
 def fowlkes_mallows(
     confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
@@ -421,9 +446,11 @@ def fowlkes_mallows(
 
 
 @_metric(
-    "balanced_accuracy", False,
+    "balanced_accuracy",
+    False,
     "Linear, but its weights X/Y = f_1/f_0 depend on the class balance of the test set.",
-    "confusion", _balanced_batch,
+    "confusion",
+    _balanced_batch,
 )
 def balanced_accuracy(confusion: ConfusionMatrix) -> float:
     """Mean over classes of the per-class recall."""
@@ -437,22 +464,28 @@ def balanced_accuracy(confusion: ConfusionMatrix) -> float:
 
 
 @_metric(
-    "cohen_kappa", False,
+    "cohen_kappa",
+    False,
     "Nonlinear in the confusion matrix (chance agreement depends on the decisions' margins).",
-    "confusion", _kappa_batch,
+    "confusion",
+    _kappa_batch,
 )
 def cohen_kappa(confusion: ConfusionMatrix) -> float:
     """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``."""
     return _whole_metric(
-        "cohen_kappa", _kappa_batch, confusion,
+        "cohen_kappa",
+        _kappa_batch,
+        confusion,
         "chance agreement is 1 (all decisions and all classes are one and the same class)",
     )
 
 
 @_metric(
-    "preference_driven", False,
+    "preference_driven",
+    False,
     "Nonlinear in the confusion matrix (averages precisions, theory 1.3).",
-    "confusion", _preference_batch,
+    "confusion",
+    _preference_batch,
 )
 def preference_driven(confusion: ConfusionMatrix, kappa: Any = None) -> float:
     """Preference-driven measure ``(1/K) sum_i [kappa_i P_i + (1 - kappa_i) R_i]`` (theory 1.3).
@@ -529,7 +562,8 @@ def roc_curve_core(scores: np.ndarray, is_positive: np.ndarray) -> tuple[np.ndar
 
 
 @_metric(
-    "roc_curve", False,
+    "roc_curve",
+    False,
     "A curve, not a score: pick the operating point with roc.best_operating_point.",
     "scores",
 )
@@ -555,7 +589,8 @@ def roc_curve(
 
 
 @_metric(
-    "roc_auc", False,
+    "roc_auc",
+    False,
     "Averages over all thresholds instead of the one a utility matrix selects; crossing ROC "
     "curves are ranked by the utility, never by their areas (theory 1.4).",
     "scores",
@@ -580,28 +615,36 @@ def _probability_matrix(
             f"found {truth.size}"
         )
     if (p < 0).any() or (p > 1).any():
-        raise ValueError(f"{metric}: probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]")
+        raise ValueError(
+            f"{metric}: probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]"
+        )
     if p.ndim == 1:
         is_positive, _, _ = _binary_truth(true_classes, positive, classes, p.size)
         return p[:, None], is_positive.astype(float)[:, None]
     if positive is not None:
         raise ValueError(f"{metric}: positive= applies to 1-D probabilities only")
-    if classes is None:
-        classes = categories_of(true_classes) or sorted_unique(truth)
-    classes = check_labels(classes, p.shape[1], "classes")
     sums = p.sum(axis=1)
     if np.abs(sums - 1).max() > 1e-6:
         raise ValueError(
             f"{metric}: each row of probabilities must sum to 1, found sums in "
             f"[{sums.min()}, {sums.max()}]"
         )
+    if classes is None:
+        classes = categories_of(true_classes) or sorted_unique(truth)
+        if len(classes) != p.shape[1]:
+            raise ValueError(
+                f"{metric}: probabilities has {p.shape[1]} columns but true_classes shows "
+                f"{len(classes)} class(es) {list(classes)}; pass classes= to name every column"
+            )
+    classes = check_labels(classes, p.shape[1], "classes")
     onehot = np.zeros_like(p)
     onehot[np.arange(p.shape[0]), indices_of(truth, classes, "true_classes", "classes")] = 1.0
     return p, onehot
 
 
 @_metric(
-    "brier", False,
+    "brier",
+    False,
     "Scores probabilities, not decisions: it is not a function of any confusion matrix, so "
     "it cannot rank by the utility of the decisions actually taken.",
     "scores",
@@ -620,7 +663,8 @@ def brier(
 
 
 @_metric(
-    "log_loss", False,
+    "log_loss",
+    False,
     "Scores probabilities, not decisions: it is not a function of any confusion matrix.",
     "scores",
 )

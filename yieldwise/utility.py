@@ -67,7 +67,7 @@ class UtilityMatrix:
                 f"values has every entry equal to {array.flat[0]!r}: every decision is "
                 "worth the same whatever the class, so the matrix cannot rank anything"
             )
-        self._values = array
+        self._values = array.copy()  # never share (and freeze) the caller's array
         self._values.setflags(write=False)
         self._decisions = check_labels(decisions, n_decisions, "decisions")
         self._classes = check_labels(classes, n_classes, "classes")
@@ -139,9 +139,7 @@ class UtilityMatrix:
         """
         if not isinstance(other, UtilityMatrix):
             raise TypeError(f"other must be a UtilityMatrix, found {type(other).__name__}")
-        if set(other.decisions) != set(self._decisions) or set(other.classes) != set(
-            self._classes
-        ):
+        if set(other.decisions) != set(self._decisions) or set(other.classes) != set(self._classes):
             return False
         aligned = other.reindex(self._decisions, self._classes)
         return bool(
@@ -293,7 +291,9 @@ class UtilityMatrix:
 
     def _require_binary(self, what: str) -> None:
         if self.shape != (2, 2):
-            raise ValueError(f"{what} needs a 2x2 (binary) utility matrix, found shape {self.shape}")
+            raise ValueError(
+                f"{what} needs a 2x2 (binary) utility matrix, found shape {self.shape}"
+            )
 
     # ---------------------------------------------------------------- display
     def __repr__(self) -> str:
@@ -334,7 +334,7 @@ def chart_matrices(x: Any, y: Any) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     x, y = np.broadcast_arrays(x, y)
-    out = np.empty(x.shape + (2, 2))
+    out = np.empty((*x.shape, 2, 2))
     # np.where, not multiplication by a mask, so that no entry comes out as -0.0.
     out[..., 0, 0] = np.where(x > 0, 1 - x, 1.0)
     out[..., 0, 1] = np.where(y > 0, y, 0.0)

@@ -123,8 +123,16 @@ def utility_yield_per_item(
             raise ValueError(
                 f"{name} must have one label per item of utilities ({n_items}), found {labels.size}"
             )
-    rows = indices_of(chosen, check_labels(decision_labels, u.shape[1], "decision_labels"),
-                      "decisions", "decision_labels")
-    cols = indices_of(truth, check_labels(class_labels, u.shape[2], "class_labels"),
-                      "true_classes", "class_labels")
+    rows = indices_of(
+        chosen,
+        check_labels(decision_labels, u.shape[1], "decision_labels"),
+        "decisions",
+        "decision_labels",
+    )
+    cols = indices_of(
+        truth,
+        check_labels(class_labels, u.shape[2], "class_labels"),
+        "true_classes",
+        "class_labels",
+    )
     return float(u[np.arange(n_items), rows, cols].mean())

@@ -1,0 +1,115 @@
+"""Expected-utility decisions: rule, ties, per-item and rectangular utilities."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from yieldwise import ConfusionMatrix, UtilityMatrix, decide, expected_utilities, utility_yield
+
+U = UtilityMatrix([[0, -10], [-1, 5]], decisions=["wait", "treat"], classes=["healthy", "ill"])
+
+
+def test_binary_threshold_rule():
+    # Threshold 1/16: treat exactly when P(ill) > 1/16.
+    p_ill = np.array([0.0, 0.05, 0.0624, 0.0626, 0.5, 1.0])
+    chosen = decide(np.column_stack([1 - p_ill, p_ill]), U)
+    assert chosen.tolist() == ["wait", "wait", "wait", "treat", "treat", "treat"]
+
+
+def test_matches_brute_force_argmax_with_rectangular_matrix():
+    rng = np.random.default_rng(0)
+    u = UtilityMatrix(rng.normal(size=(4, 3)), decisions=list("abcd"))
+    p = rng.dirichlet([1, 1, 1], size=500)
+    expected = [u.decisions[int(np.argmax([u.values[i] @ row for i in range(4)]))] for row in p]
+    assert decide(p, u).tolist() == expected
+    eu = expected_utilities(p, u)
+    assert list(eu.columns) == list("abcd")
+    np.testing.assert_allclose(eu.to_numpy(), p @ u.values.T)
+
+
+def test_per_item_utilities():
+    rng = np.random.default_rng(1)
+    n = 300
+    per_item = rng.normal(size=(n, 3, 2))
+    p = rng.dirichlet([1, 1], size=n)
+    expected = [int(np.argmax(per_item[k] @ p[k])) for k in range(n)]
+    assert decide(p, per_item).tolist() == expected
+    labelled = decide(p, per_item, decisions=["x", "y", "z"])
+    assert labelled.tolist() == [["x", "y", "z"][k] for k in expected]
+
+
+def test_ties_random_is_seeded_and_uniform_first_is_first():
+    # With the identity and p = (0.5, 0.5), both decisions tie for every item.
+    p = np.full((20_000, 2), 0.5)
+    u = UtilityMatrix([[1, 0], [0, 1]])
+    a = decide(p, u, seed=42)
+    assert np.array_equal(a, decide(p, u, seed=42))
+    assert abs(np.mean(a == 1) - 0.5) < 4 * np.sqrt(0.25 / p.shape[0])
+    assert (decide(p, u, tie="first") == 0).all()
+    # Ties in exact arithmetic that floats miss by an ulp still count: at p1 = 1/16.
+    p16 = np.array([[15 / 16, 1 / 16]])
+    assert set(decide(np.repeat(p16, 400, axis=0), U, seed=0)) == {"wait", "treat"}
+
+
+def test_confusion_from_probabilities_splits_ties_equally():
+    p = np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    truth = [0, 0, 1, 1]
+    cm = ConfusionMatrix.from_probabilities(p, truth, UtilityMatrix([[1, 0], [0, 1]]))
+    # Item 0 (true 0) tied: 0.5 to each row of column 0; item 1 -> decision 0; item 2 ->
+    # decision 1; item 3 (true 1) tied: 0.5 to each row of column 1.
+    np.testing.assert_allclose(cm.counts, [[1.5, 0.5], [0.5, 1.5]])
+    # Its yield is the average over all tie-breaks.
+    assert utility_yield(cm, UtilityMatrix([[1, 0], [0, 1]])) == pytest.approx(0.75)
+
+
+def test_confusion_from_probabilities_matches_decide_without_ties():
+    rng = np.random.default_rng(5)
+    p = rng.dirichlet([2, 1, 1], size=1000)
+    truth = rng.integers(0, 3, 1000)
+    u = UtilityMatrix(rng.normal(size=(3, 3)))
+    direct = ConfusionMatrix.from_labels(truth, decide(p, u), classes=[0, 1, 2])
+    assert ConfusionMatrix.from_probabilities(p, truth, u) == direct
+
+
+def test_dataframe_probabilities_matched_by_column_name():
+    frame = pd.DataFrame({"ill": [0.9, 0.01], "healthy": [0.1, 0.99]})
+    assert decide(frame, U).tolist() == ["treat", "wait"]
+    with pytest.raises(ValueError, match="columns"):
+        decide(pd.DataFrame({"ill": [0.9], "other": [0.1]}), U)
+
+
+def test_class_never_chosen_when_threshold_not_reached():
+    # Threshold for choosing 1 is 0.9; probabilities of class 1 never exceed 0.8.
+    u = UtilityMatrix([[9, 0], [0, 1]])
+    assert u.threshold() == pytest.approx(0.9)
+    p1 = np.linspace(0, 0.8, 81)
+    assert (decide(np.column_stack([1 - p1, p1]), u) == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "match"),
+    [
+        ([[0.5, 0.6]], "sum to 1"),
+        ([[1.2, -0.2]], r"lie in \[0, 1\]"),
+        ([0.2, 0.8], "2-dimensional"),
+        ([[0.2, 0.3, 0.5]], "3 columns but the utility matrix has 2 classes"),
+        ([[np.nan, 1.0]], "NaN"),
+    ],
+)
+def test_bad_probabilities(probabilities, match):
+    with pytest.raises(ValueError, match=match):
+        decide(probabilities, U)
+
+
+def test_bad_utility_and_options():
+    p = np.array([[0.5, 0.5]])
+    with pytest.raises(ValueError, match="tie must be"):
+        decide(p, U, tie="last")
+    with pytest.raises(ValueError, match="per-item utility has 2 matrices"):
+        decide(p, np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="2-dimensional or 3-dimensional"):
+        decide(p, [1, 2])
+    with pytest.raises(ValueError, match="decisions must not be given"):
+        decide(p, U, decisions=["a", "b"])
+    with pytest.raises(ValueError, match=r"true_classes holds label\(s\) \['flu'\]"):
+        ConfusionMatrix.from_probabilities(p, ["flu"], U)

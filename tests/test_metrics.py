@@ -1,0 +1,249 @@
+"""Metrics: hand-worked values, scikit-learn agreement, undefined cases, admissibility labels."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn.metrics as skm
+
+from yieldwise import ConfusionMatrix, UndefinedMetricError, metrics
+
+# Hand-worked binary example, positive class "ill" (rows decisions, columns classes):
+#                 true healthy  true ill
+# decide healthy       890         40
+# decide ill            10         60
+# TP = 60, FP = 10, FN = 40, TN = 890, N = 1000
+CM = ConfusionMatrix([[890, 40], [10, 60]], ["healthy", "ill"], ["healthy", "ill"])
+
+
+def test_hand_worked_binary_values():
+    assert metrics.accuracy(CM) == pytest.approx(950 / 1000)
+    assert metrics.precision(CM, positive="ill") == pytest.approx(60 / 70)
+    assert metrics.recall(CM, positive="ill") == pytest.approx(60 / 100)
+    assert metrics.true_positive_rate(CM, positive="ill") == pytest.approx(0.6)
+    assert metrics.specificity(CM, positive="ill") == pytest.approx(890 / 900)
+    assert metrics.true_negative_rate(CM, positive="ill") == pytest.approx(890 / 900)
+    assert metrics.f1(CM, positive="ill") == pytest.approx(2 * 60 / (2 * 60 + 40 + 10))
+    f2 = 5 * 60 / (5 * 60 + 4 * 40 + 10)
+    assert metrics.fbeta(CM, beta=2, positive="ill") == pytest.approx(f2)
+    assert metrics.fowlkes_mallows(CM, positive="ill") == pytest.approx(np.sqrt(60 / 70 * 0.6))
+    assert metrics.balanced_accuracy(CM) == pytest.approx((0.6 + 890 / 900) / 2)
+    mcc = (60 * 890 - 10 * 40) / np.sqrt(70 * 100 * 900 * 930)
+    assert metrics.matthews(CM) == pytest.approx(mcc)
+    p_o, p_e = 0.95, (930 * 900 + 70 * 100) / 1000**2
+    assert metrics.cohen_kappa(CM) == pytest.approx((p_o - p_e) / (1 - p_e))
+    # preference-driven, kappa = class frequencies (0.9, 0.1):
+    # healthy: P = 890/930, R = 890/900; ill: P = 60/70, R = 0.6
+    pd_value = 0.5 * (0.9 * 890 / 930 + 0.1 * 890 / 900 + 0.1 * 60 / 70 + 0.9 * 0.6)
+    assert metrics.preference_driven(CM) == pytest.approx(pd_value)
+    assert metrics.preference_driven(CM, kappa=[1, 0]) == pytest.approx(0.5 * (890 / 930 + 0.6))
+
+
+def test_positive_defaults_to_first_class():
+    assert metrics.precision(CM) == pytest.approx(890 / 930)
+    assert metrics.recall(CM) == pytest.approx(890 / 900)
+
+
+def test_rows_matched_to_classes_by_label():
+    flipped = CM.reindex(decisions=["ill", "healthy"])
+    assert metrics.precision(flipped, positive="ill") == pytest.approx(60 / 70)
+    assert metrics.accuracy(flipped) == pytest.approx(0.95)
+
+
+def _random_labels(k, n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n)
+    noisy = np.where(rng.random(n) < 0.6, truth, rng.integers(0, k, n))
+    return truth, noisy
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_binary_against_sklearn(seed):
+    truth, chosen = _random_labels(2, seed=seed)
+    cm = ConfusionMatrix.from_labels(truth, chosen)
+    for pos in (0, 1):
+        assert metrics.precision(cm, positive=pos) == pytest.approx(
+            skm.precision_score(truth, chosen, pos_label=pos)
+        )
+        assert metrics.recall(cm, positive=pos) == pytest.approx(
+            skm.recall_score(truth, chosen, pos_label=pos)
+        )
+        assert metrics.f1(cm, positive=pos) == pytest.approx(
+            skm.f1_score(truth, chosen, pos_label=pos)
+        )
+        assert metrics.fbeta(cm, beta=0.5, positive=pos) == pytest.approx(
+            skm.fbeta_score(truth, chosen, beta=0.5, pos_label=pos)
+        )
+        assert metrics.specificity(cm, positive=pos) == pytest.approx(
+            skm.recall_score(truth, chosen, pos_label=1 - pos)
+        )
+    assert metrics.accuracy(cm) == pytest.approx(skm.accuracy_score(truth, chosen))
+    assert metrics.matthews(cm) == pytest.approx(skm.matthews_corrcoef(truth, chosen))
+    assert metrics.balanced_accuracy(cm) == pytest.approx(
+        skm.balanced_accuracy_score(truth, chosen)
+    )
+    assert metrics.cohen_kappa(cm) == pytest.approx(skm.cohen_kappa_score(truth, chosen))
+
+
+@pytest.mark.parametrize("average", ["macro", "weighted", "micro"])
+def test_multiclass_against_sklearn(average):
+    truth, chosen = _random_labels(4, n=1000, seed=7)
+    cm = ConfusionMatrix.from_labels(truth, chosen)
+    assert metrics.precision(cm, average=average) == pytest.approx(
+        skm.precision_score(truth, chosen, average=average)
+    )
+    assert metrics.recall(cm, average=average) == pytest.approx(
+        skm.recall_score(truth, chosen, average=average)
+    )
+    assert metrics.f1(cm, average=average) == pytest.approx(
+        skm.f1_score(truth, chosen, average=average)
+    )
+    assert metrics.fbeta(cm, beta=2, average=average) == pytest.approx(
+        skm.fbeta_score(truth, chosen, beta=2, average=average)
+    )
+    assert metrics.matthews(cm) == pytest.approx(skm.matthews_corrcoef(truth, chosen))
+    assert metrics.cohen_kappa(cm) == pytest.approx(skm.cohen_kappa_score(truth, chosen))
+    assert metrics.balanced_accuracy(cm) == pytest.approx(
+        skm.balanced_accuracy_score(truth, chosen)
+    )
+    assert metrics.accuracy(cm) == pytest.approx(skm.accuracy_score(truth, chosen))
+    # One class against the rest.
+    assert metrics.precision(cm, positive=2) == pytest.approx(
+        skm.precision_score(truth == 2, chosen == 2)
+    )
+
+
+def test_weighted_recall_is_accuracy_and_macro_recall_is_balanced_accuracy():
+    truth, chosen = _random_labels(3, n=600, seed=11)
+    cm = ConfusionMatrix.from_labels(truth, chosen)
+    assert metrics.recall(cm, average="weighted") == pytest.approx(metrics.accuracy(cm))
+    assert metrics.recall(cm, average="macro") == pytest.approx(metrics.balanced_accuracy(cm))
+
+
+def test_string_and_categorical_labels():
+    truth = pd.Categorical(["b", "a", "b", "b"], categories=["b", "a"])
+    cm = ConfusionMatrix.from_labels(truth, ["b", "a", "a", "b"])
+    assert cm.classes == ("b", "a")
+    # positive defaults to the first category "b": TP = 2, FN = 1, FP = 0
+    assert metrics.recall(cm) == pytest.approx(2 / 3)
+    assert metrics.precision(cm) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            lambda: metrics.precision(ConfusionMatrix([[5, 3], [0, 0]]), positive=1),
+            "no item was decided as class 1",
+        ),
+        (
+            lambda: metrics.recall(ConfusionMatrix([[5, 0], [3, 0]]), positive=1),
+            "no item of class 1 is in the test set",
+        ),
+        (
+            lambda: metrics.specificity(ConfusionMatrix([[0, 3], [0, 5]]), positive=1),
+            "every item is of class 1",
+        ),
+        (lambda: metrics.matthews(ConfusionMatrix([[5, 3], [0, 0]])), "same decision"),
+        (
+            lambda: metrics.balanced_accuracy(ConfusionMatrix([[5, 0], [3, 0]])),
+            "no item of class 1",
+        ),
+        (lambda: metrics.cohen_kappa(ConfusionMatrix([[5, 0], [0, 0]])), "chance agreement is 1"),
+    ],
+)
+def test_undefined_metrics_say_why(call, match):
+    with pytest.raises(UndefinedMetricError, match=match):
+        call()
+
+
+def test_bad_arguments():
+    three = ConfusionMatrix(np.eye(3) + 1)
+    with pytest.raises(ValueError, match=r"needs positive= .* or average="):
+        metrics.precision(three)
+    with pytest.raises(ValueError, match="average must be"):
+        metrics.f1(three, average="samples")
+    with pytest.raises(ValueError, match="either positive= or average="):
+        metrics.f1(three, positive=0, average="macro")
+    with pytest.raises(ValueError, match=r"positive holds label\(s\) \['z'\]"):
+        metrics.recall(CM, positive="z")
+    with pytest.raises(ValueError, match="one decision per class"):
+        metrics.accuracy(ConfusionMatrix([[1, 0], [0, 1], [1, 1]], decisions=[0, 1, "retest"]))
+    with pytest.raises(TypeError, match="confusion must be a ConfusionMatrix"):
+        metrics.accuracy([[1, 0], [0, 1]])
+    with pytest.raises(ValueError, match="beta must be a positive"):
+        metrics.fbeta(CM, beta=0)
+    with pytest.raises(ValueError, match="kappa must lie"):
+        metrics.preference_driven(CM, kappa=[2, 0])
+
+
+def test_batch_forms_agree_with_scalar_forms():
+    rng = np.random.default_rng(2)
+    batch = rng.integers(1, 50, size=(25, 2, 2)).astype(float)
+    for name, function in metrics.CONFUSION_METRICS.items():
+        values = function.batch(batch)
+        for k in range(0, 25, 6):
+            cm = ConfusionMatrix(batch[k])
+            kwargs = (
+                {"positive": 0}
+                if name in {"precision", "recall", "specificity", "f1", "fowlkes_mallows"}
+                else {}
+            )
+            assert values[k] == pytest.approx(function(cm, **kwargs)), name
+
+
+def test_admissibility_labels_follow_theory():
+    admissible = {name for name, f in metrics.CONFUSION_METRICS.items() if f.admissible}
+    assert admissible == {"accuracy", "recall", "specificity"}
+    for f in [*metrics.SCORE_METRICS.values(), metrics.fbeta, metrics.roc_curve]:
+        assert f.admissible is False
+        assert f.admissibility
+    assert metrics.true_positive_rate.admissible and metrics.true_negative_rate.admissible
+
+
+def test_score_metrics_against_sklearn():
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 2, 300)
+    scores = np.clip(truth * 0.3 + rng.random(300) * 0.7, 0, 1)
+    scores[:10] = 0.5  # ties
+    assert metrics.roc_auc(scores, truth, positive=1) == pytest.approx(
+        skm.roc_auc_score(truth, scores)
+    )
+    assert metrics.roc_auc(1 - scores, truth) == pytest.approx(skm.roc_auc_score(truth, scores))
+    curve = metrics.roc_curve(scores, truth, positive=1)
+    fpr, tpr, _ = skm.roc_curve(truth, scores, drop_intermediate=False)
+    np.testing.assert_allclose(curve.fpr, fpr)
+    np.testing.assert_allclose(curve.tpr, tpr)
+    assert curve.prevalence == pytest.approx(truth.mean())
+    assert metrics.brier(scores, truth, positive=1) == pytest.approx(
+        skm.brier_score_loss(truth, scores)
+    )
+    both = np.column_stack([1 - scores, scores])
+    assert metrics.brier(both, truth) == pytest.approx(2 * skm.brier_score_loss(truth, scores))
+    assert metrics.log_loss(both, truth) == pytest.approx(skm.log_loss(truth, both))
+    assert metrics.log_loss(scores, truth, positive=1) == pytest.approx(skm.log_loss(truth, both))
+
+
+def test_multiclass_log_loss_and_brier_by_hand():
+    p = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    truth = ["a", "c"]
+    assert metrics.log_loss(p, truth, classes=["a", "b", "c"]) == pytest.approx(
+        -(np.log(0.7) + np.log(0.8)) / 2
+    )
+    # item "a": 0.3^2 + 0.2^2 + 0.1^2 = 0.14; item "c": 0.1^2 + 0.1^2 + 0.2^2 = 0.06
+    assert metrics.brier(p, truth, classes=["a", "b", "c"]) == pytest.approx((0.14 + 0.06) / 2)
+    assert metrics.log_loss([[1.0, 0.0]], ["b"], classes=["a", "b"]) == np.inf
+
+
+def test_score_metric_errors():
+    with pytest.raises(UndefinedMetricError, match="no negative items"):
+        metrics.roc_auc([0.2, 0.3], [1, 1], positive=1)
+    with pytest.raises(ValueError, match="one label per score"):
+        metrics.roc_auc([0.2, 0.3], [1, 0, 1])
+    with pytest.raises(ValueError, match="NaN"):
+        metrics.roc_auc([0.2, np.nan], [1, 0])
+    with pytest.raises(ValueError, match="sum to 1"):
+        metrics.brier([[0.2, 0.3]], [0])
+    with pytest.raises(ValueError, match="2 columns but true_classes shows 1 class"):
+        metrics.log_loss([[0.2, 0.8]], [0])
+    with pytest.raises(ValueError, match="positive 'x' is not among"):
+        metrics.roc_auc([0.2, 0.3], ["a", "b"], positive="x")

@@ -1,0 +1,173 @@
+"""UtilityMatrix: labels, standard form, equivalence, the binary chart, expectation."""
+
+import numpy as np
+import pytest
+
+from yieldwise import UtilityMatrix
+from yieldwise.utility import chart_matrices, in_chart_domain
+
+
+def test_labels_default_and_given():
+    u = UtilityMatrix([[1, 0, 0.5], [0, 1, 0.5]])
+    assert u.decisions == (0, 1)
+    assert u.classes == (0, 1, 2)
+    v = UtilityMatrix(
+        [[1, 0], [0, 1], [0.7, 0.7]], decisions=["a", "b", "retest"], classes=["x", "y"]
+    )
+    assert v.shape == (3, 2)
+    assert v.to_frame().loc["retest", "y"] == 0.7
+
+
+def test_values_are_read_only_copies():
+    raw = np.array([[1.0, 0.0], [0.0, 1.0]])
+    u = UtilityMatrix(raw)
+    raw[0, 0] = 99
+    assert u.values[0, 0] == 1.0
+    with pytest.raises(ValueError):
+        u.values[0, 0] = 5
+
+
+def test_standard_form_by_hand():
+    # min = -10, max = 5, range 15: (0 + 10)/15 = 2/3, (-1 + 10)/15 = 3/5.
+    u = UtilityMatrix([[0, -10], [-1, 5]])
+    np.testing.assert_allclose(u.standard().values, [[2 / 3, 0], [3 / 5, 1]])
+    assert u.standard().values.min() == 0 and u.standard().values.max() == 1
+
+
+def test_equivalence_affine_positive_only():
+    u = UtilityMatrix([[3, -1], [0, 2]], decisions=["a", "b"], classes=["x", "y"])
+    assert u.is_equivalent(UtilityMatrix(2.5 * u.values + 7, ["a", "b"], ["x", "y"]))
+    assert not u.is_equivalent(UtilityMatrix(-u.values, ["a", "b"], ["x", "y"]))
+    # Rows/columns are matched by label, not position.
+    swapped = UtilityMatrix(u.values[::-1, ::-1] * 2, ["b", "a"], ["y", "x"])
+    assert u.is_equivalent(swapped)
+    assert not u.is_equivalent(UtilityMatrix(u.values, ["a", "c"], ["x", "y"]))
+    # Adding a constant to one column only is not an equivalence in the theory's sense.
+    assert not u.is_equivalent(
+        UtilityMatrix(u.values + np.array([[0, 1], [0, 1]]), ["a", "b"], ["x", "y"])
+    )
+    with pytest.raises(TypeError, match="other must be a UtilityMatrix"):
+        u.is_equivalent(u.values)
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "expected"),
+    [
+        (0.0, 0.0, [[1, 0], [0, 1]]),
+        (0.5, 0.25, [[0.5, 0.25], [0, 1]]),
+        (0.5, -0.25, [[0.5, 0], [0.25, 1]]),
+        (-0.5, 0.25, [[1, 0.25], [0, 0.5]]),
+        (-1.0, 0.0, [[1, 0], [0, 0]]),
+        (1.0, 0.0, [[0, 0], [0, 1]]),
+        (0.0, 1.0, [[1, 1], [0, 1]]),
+        (0.0, -1.0, [[1, 0], [1, 1]]),
+    ],
+)
+def test_from_xy_matches_theory_formula_and_inverts(x, y, expected):
+    u = UtilityMatrix.from_xy(x, y)
+    np.testing.assert_array_equal(u.values, expected)
+    assert u.xy == pytest.approx((x, y), abs=1e-12)
+
+
+def test_xy_of_any_equivalent_matrix():
+    # 3*U(0.3, -0.4) + 2 lies at the same chart point.
+    u = UtilityMatrix(3 * chart_matrices(0.3, -0.4) + 2)
+    assert u.xy == pytest.approx((0.3, -0.4))
+
+
+def test_chart_domain_corners_rejected():
+    assert in_chart_domain(-0.5, 0.4) and not in_chart_domain(-0.5, 0.6)
+    assert in_chart_domain(0.5, -0.4) and not in_chart_domain(0.5, -0.6)
+    with pytest.raises(ValueError, match="outside the admitted domain"):
+        UtilityMatrix.from_xy(-0.5, 0.6)
+    with pytest.raises(ValueError, match="outside the admitted domain"):
+        UtilityMatrix.from_xy(1.2, 0)
+    with pytest.raises(ValueError, match="x must be a finite number"):
+        UtilityMatrix.from_xy(float("nan"), 0)
+
+
+def test_xy_errors():
+    with pytest.raises(ValueError, match="2x2"):
+        _ = UtilityMatrix([[1, 0, 0], [0, 1, 0]]).xy
+    with pytest.raises(ValueError, match=r"wrong decision 1 .* worth more"):
+        _ = UtilityMatrix([[1, 0], [2, 1]]).xy
+
+
+def test_expected_averages_matrices_as_given():
+    a = UtilityMatrix([[1, 0], [0, 1]], ["n", "p"], ["n", "p"])
+    b = UtilityMatrix([[10, -10], [0, 20]], ["n", "p"], ["n", "p"])
+    # 0.25 * a + 0.75 * b = [[0.25 + 7.5, -7.5], [0, 0.25 + 15]]
+    e = UtilityMatrix.expected([a, b], [0.25, 0.75])
+    np.testing.assert_allclose(e.values, [[7.75, -7.5], [0, 15.25]])
+    # Not the average of the standard forms (which would be [[1, 0.25], [0.5, 1]] /... ).
+    std = UtilityMatrix.expected([a.standard(), b.standard()], [0.25, 0.75])
+    assert not e.is_equivalent(std)
+    # Label order of later matrices does not matter.
+    b_swapped = b.reindex(["p", "n"], ["p", "n"])
+    assert UtilityMatrix.expected([a, b_swapped], [0.25, 0.75]) == e
+    # Default weights are equal.
+    np.testing.assert_allclose(UtilityMatrix.expected([a, b]).values, (a.values + b.values) / 2)
+
+
+def test_expected_errors():
+    a = UtilityMatrix([[1, 0], [0, 1]])
+    with pytest.raises(ValueError, match="sum to 1"):
+        UtilityMatrix.expected([a, a], [1, 1])
+    with pytest.raises(ValueError, match="non-negative"):
+        UtilityMatrix.expected([a, a], [1.5, -0.5])
+    with pytest.raises(ValueError, match="one entry per matrix"):
+        UtilityMatrix.expected([a, a], [1.0])
+    with pytest.raises(ValueError, match="share labels"):
+        UtilityMatrix.expected([a, UtilityMatrix([[1, 0], [0, 1]], classes=["a", "b"])])
+    with pytest.raises(TypeError, match=r"matrices\[1\] must be a UtilityMatrix"):
+        UtilityMatrix.expected([a, [[1, 0], [0, 1]]])
+    with pytest.raises(ValueError, match="empty"):
+        UtilityMatrix.expected([])
+
+
+def test_threshold_by_hand_and_against_decisions():
+    # (U00 - U10) / ((U00 - U10) + (U11 - U01)) = (0 + 1) / (1 + 15) = 1/16
+    u = UtilityMatrix([[0, -10], [-1, 5]])
+    assert u.threshold() == pytest.approx(1 / 16)
+    # At p1 just above/below the threshold, the expected utility of decision 1 is higher/lower.
+    for p1, better in ((1 / 16 + 1e-6, 1), (1 / 16 - 1e-6, 0)):
+        eu = u.values @ np.array([1 - p1, p1])
+        assert int(np.argmax(eu)) == better
+    assert UtilityMatrix([[1, 0], [0, 1]]).threshold() == 0.5
+    with pytest.raises(ValueError, match="not positive"):
+        UtilityMatrix([[0, 1], [1, 0]]).threshold()
+    with pytest.raises(ValueError, match="2x2"):
+        UtilityMatrix([[1, 0], [0, 1], [0.5, 0.5]]).threshold()
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ([[1, 2], [3, np.nan]], "NaN"),
+        ([[1, 2], [3, np.inf]], "finite"),
+        ([1, 2, 3], "2-dimensional"),
+        ([[1, 2, 3]], "at least 2 decisions"),
+        ([[4, 4], [4, 4]], "every entry equal"),
+        ([["a", "b"], ["c", "d"]], "numeric"),
+        ("abc", "string"),
+    ],
+)
+def test_bad_values(values, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        UtilityMatrix(values)
+
+
+def test_bad_labels():
+    with pytest.raises(ValueError, match="decisions must have 2 labels, found 3"):
+        UtilityMatrix([[1, 0], [0, 1]], decisions=["a", "b", "c"])
+    with pytest.raises(ValueError, match="classes must be unique"):
+        UtilityMatrix([[1, 0], [0, 1]], classes=["a", "a"])
+    with pytest.raises(ValueError, match="non-missing"):
+        UtilityMatrix([[1, 0], [0, 1]], classes=["a", None])
+
+
+def test_repr_and_html_escape_labels():
+    u = UtilityMatrix([[1, 0], [0, 1]], decisions=["<b>x</b>", "y"], classes=["&", "z"])
+    assert "UtilityMatrix(2 decisions x 2 classes)" in repr(u)
+    page = u._repr_html_()
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page and "&amp;" in page
