@@ -1,0 +1,575 @@
+"""Plots for decision-theoretic evaluation (matplotlib).
+
+Every function takes ``ax=None`` (a new figure is made when it is ``None``)
+and returns the matplotlib ``Axes`` it drew on. Names of classifiers, metrics
+and classes may be any strings: they are shown verbatim (``$`` does not start
+mathtext, a leading ``_`` does not hide a legend entry).
+
+Functions
+---------
+utility_space
+    Which of two classifiers yields more, over the whole chart of binary
+    utility matrices (theory 1.1).
+metric_vs_yield
+    A metric against the true utility yield, with the pairs it ranks wrongly.
+audit
+    How often each metric ranks pairs wrongly (the output of
+    :func:`yieldwise.audit.rank_disagreement`, theory 1.5).
+roc
+    ROC curves with the best operating points and iso-utility lines (theory 1.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ._validation import Label, align, check_positive_int
+from .confusion import ConfusionMatrix
+from .metrics import CONFUSION_METRICS, UndefinedMetricError
+from .roc import _evaluate, _point, _prepare, _score_items
+from .utility import UtilityMatrix, chart_matrices, in_chart_domain
+from .yields import utility_yield
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["audit", "metric_vs_yield", "roc", "utility_space"]
+
+# Yields in the chart are those of standard-form matrices, in [0, 1]; differences
+# this small are rounding, not a preference.
+_TIE_ATOL = 1e-12
+# Relative tolerance for calling a difference of metric scores or yields zero.
+_SIGN_RTOL = 1e-12
+
+_COLOR_A = "#1f77b4"
+_COLOR_B = "#ff7f0e"
+_COLOR_TIE = "#2ca02c"
+_COLOR_EXCLUDED = "#d9d9d9"
+_COLOR_WRONG = "red"
+
+
+def _axes(ax: Axes | None) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, new = plt.subplots()
+    return new
+
+
+def _cycle_colors() -> list[str]:
+    import matplotlib as mpl
+
+    return list(mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"]))
+
+
+def _cycle_color(k: int) -> str:
+    colors = _cycle_colors()
+    return colors[k % len(colors)]
+
+
+def _legend(ax: Axes, handles: list[Any], labels: list[str], **kwargs: Any) -> Any:
+    """A legend from explicit handles and labels, shown verbatim."""
+    legend = ax.legend(handles, labels, **kwargs)
+    for text in legend.get_texts():
+        text.set_parse_math(False)
+    return legend
+
+
+# ------------------------------------------------------------------ utility space
+def _binary_square(confusion: Any, name: str) -> ConfusionMatrix:
+    if not isinstance(confusion, ConfusionMatrix):
+        raise TypeError(f"{name} must be a ConfusionMatrix, found {type(confusion).__name__}")
+    if confusion.shape != (2, 2):
+        raise ValueError(
+            f"{name} must be a binary (2x2) confusion matrix, found shape {confusion.shape}"
+        )
+    if set(confusion.decisions) != set(confusion.classes):
+        raise ValueError(
+            f"{name} needs one decision per class (decision k = 'choose class k'), but its "
+            f"decisions are {list(confusion.decisions)} and its classes "
+            f"{list(confusion.classes)}"
+        )
+    return confusion
+
+
+def _chart_frequencies(confusion: ConfusionMatrix, classes: tuple[Label, ...]) -> np.ndarray:
+    """Normalised counts with column k = class k and row k = "choose class k"."""
+    rows = align(classes, confusion.decisions, "classes", "decisions")
+    cols = align(classes, confusion.classes, "classes", "classes")
+    return confusion.normalized[np.ix_(rows, cols)]
+
+
+def utility_space(
+    confusion_a: ConfusionMatrix,
+    confusion_b: ConfusionMatrix,
+    names: Sequence[str] = ("A", "B"),
+    ax: Axes | None = None,
+    resolution: int = 301,
+) -> Axes:
+    """Which of two classifiers yields more, over the chart of binary utility matrices.
+
+    Each point ``(x, y)`` of the chart of theory 1.1 is the standard-form
+    matrix ``U(x, y)``; it is coloured by the classifier with the higher
+    utility yield under that matrix. Ties (yields within ``1e-12``) have
+    their own colour; the two excluded corners, where a wrong decision would
+    be worth more than the correct one, are grey. ``(0, 0)``, the identity
+    (accuracy), is marked. The legend gives each colour's share of the
+    admitted domain (uniform in ``(x, y)``).
+
+    Parameters
+    ----------
+    confusion_a, confusion_b : ConfusionMatrix
+        Binary, one decision per class (decisions and classes share labels),
+        with the same class labels. Class 0 of the chart is
+        ``confusion_a.classes[0]``, class 1 the other.
+    names : pair of str
+        Names of the two classifiers.
+    ax : matplotlib Axes, optional
+    resolution : int
+        Grid points per axis (at least 2).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The image's array (``ax.images[0].get_array()``, row ``j`` at
+        ``y = linspace(-1, 1, resolution)[j]``, column ``i`` at ``x``)
+        holds 0 where the first classifier yields more, 1 where the second
+        does, 2 for ties, and is masked outside the domain.
+
+    Examples
+    --------
+    >>> from yieldwise import ConfusionMatrix
+    >>> a = ConfusionMatrix([[40, 5], [10, 45]])
+    >>> b = ConfusionMatrix([[48, 15], [2, 35]])
+    >>> ax = utility_space(a, b, names=("cautious", "eager"), resolution=51)
+    >>> sorted(set(ax.images[0].get_array().compressed().tolist()))
+    [0.0, 1.0, 2.0]
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    a = _binary_square(confusion_a, "confusion_a")
+    b = _binary_square(confusion_b, "confusion_b")
+    if set(a.classes) != set(b.classes):
+        raise ValueError(
+            f"confusion_a and confusion_b must have the same classes, found {list(a.classes)} "
+            f"and {list(b.classes)}"
+        )
+    names = tuple(names) if not isinstance(names, str) else (names,)
+    if len(names) != 2:
+        raise ValueError(f"names must hold two names, one per classifier, found {list(names)}")
+    name_a, name_b = (str(n) for n in names)
+    resolution = check_positive_int(resolution, "resolution")
+    if resolution < 2:
+        raise ValueError(f"resolution must be at least 2, found {resolution}")
+
+    classes = a.classes
+    freq_a = _chart_frequencies(a, classes)
+    freq_b = _chart_frequencies(b, classes)
+    grid = np.linspace(-1.0, 1.0, resolution)
+    x, y = np.meshgrid(grid, grid)  # x varies along columns, y along rows
+    matrices = chart_matrices(x, y)
+    yield_a = np.einsum("...ij,ij->...", matrices, freq_a)
+    yield_b = np.einsum("...ij,ij->...", matrices, freq_b)
+    difference = yield_b - yield_a
+    codes = np.where(np.abs(difference) <= _TIE_ATOL, 2.0, np.where(difference > 0, 1.0, 0.0))
+    inside = np.asarray(in_chart_domain(x, y))
+    image = np.ma.masked_array(codes, mask=~inside)
+
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    cmap = ListedColormap([_COLOR_A, _COLOR_B, _COLOR_TIE]).with_extremes(bad=_COLOR_EXCLUDED)
+    ax = _axes(ax)
+    half = 1.0 / (resolution - 1)
+    ax.imshow(
+        image,
+        origin="lower",
+        extent=(-1 - half, 1 + half, -1 - half, 1 + half),
+        cmap=cmap,
+        vmin=-0.5,
+        vmax=2.5,
+        interpolation="nearest",
+    )
+    (identity,) = ax.plot(
+        [0.0], [0.0], marker="o", color="black", markerfacecolor="white", linestyle="none"
+    )
+
+    n_inside = int(inside.sum())
+    handles: list[Any] = []
+    labels: list[str] = []
+    for code, color, label in (
+        (0.0, _COLOR_A, f"{name_a} yields more"),
+        (1.0, _COLOR_B, f"{name_b} yields more"),
+        (2.0, _COLOR_TIE, "tie"),
+    ):
+        share = float((codes[inside] == code).sum()) / n_inside
+        if code == 2.0 and share == 0:
+            continue
+        handles.append(Patch(facecolor=color))
+        shown = "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+        labels.append(f"{label} ({shown} of the domain)")
+    handles.append(Patch(facecolor=_COLOR_EXCLUDED))
+    labels.append("not admitted (a wrong decision worth more)")
+    handles.append(identity)
+    labels.append("(0, 0): identity matrix (accuracy)")
+    _legend(ax, handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+
+    c0, c1 = classes
+    ax.set_xlabel(
+        f"x   (x > 0: correct {c0!r} worth less; x < 0: correct {c1!r} worth less)",
+        parse_math=False,
+    )
+    ax.set_ylabel(
+        f"y   (y > 0: {c0!r} when {c1!r} worth more; y < 0: {c1!r} when {c0!r} worth more)",
+        parse_math=False,
+    )
+    ax.set_title(f"Higher utility yield: {name_a} or {name_b}", parse_math=False)
+    ax.set_xlim(-1 - half, 1 + half)
+    ax.set_ylim(-1 - half, 1 + half)
+    ax.set_aspect("equal")
+    return ax
+
+
+# ---------------------------------------------------------------- metric vs yield
+def _named_confusions(confusions: Any) -> list[tuple[str, ConfusionMatrix]]:
+    if isinstance(confusions, ConfusionMatrix):
+        raise TypeError(
+            "confusions must be a mapping or sequence of ConfusionMatrix objects, found a "
+            "single ConfusionMatrix"
+        )
+    if isinstance(confusions, Mapping):
+        items = [(str(k), v) for k, v in confusions.items()]
+    elif isinstance(confusions, Sequence) and not isinstance(confusions, str):
+        items = [(str(k), v) for k, v in enumerate(confusions)]
+    else:
+        raise TypeError(
+            "confusions must be a mapping of name to ConfusionMatrix or a sequence of them, "
+            f"found {type(confusions).__name__}"
+        )
+    for name, value in items:
+        if not isinstance(value, ConfusionMatrix):
+            raise TypeError(
+                f"confusions[{name!r}] must be a ConfusionMatrix, found {type(value).__name__}"
+            )
+    if len(items) < 2:
+        raise ValueError(
+            f"confusions must hold at least 2 classifiers to compare, found {len(items)}"
+        )
+    return items
+
+
+def _resolve_metric(metric: Any) -> tuple[Callable[..., Any], str]:
+    if isinstance(metric, str):
+        if metric not in CONFUSION_METRICS:
+            raise ValueError(
+                f"metric {metric!r} is not a confusion-matrix metric; choose one of "
+                f"{sorted(CONFUSION_METRICS)} or pass a function of a ConfusionMatrix"
+            )
+        return CONFUSION_METRICS[metric], metric
+    if not callable(metric):
+        raise TypeError(
+            "metric must be a function of a ConfusionMatrix or the name of one, found "
+            f"{type(metric).__name__}"
+        )
+    info = getattr(metric, "info", None)
+    if info is not None and getattr(info, "input", "confusion") != "confusion":
+        raise ValueError(
+            f"metric {info.name!r} is computed from scores, not from a confusion matrix; "
+            "metric_vs_yield needs a confusion-matrix metric"
+        )
+    name = info.name if info is not None else getattr(metric, "__name__", repr(metric))
+    return metric, str(name)
+
+
+def _signs(values: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Signs of ``values[j] - values[i]``, zero within rounding of the values' size."""
+    difference = values[j] - values[i]
+    tolerance = _SIGN_RTOL * float(np.abs(values).max())
+    return np.where(np.abs(difference) <= tolerance, 0, np.sign(difference))
+
+
+def metric_vs_yield(
+    confusions: Mapping[Any, ConfusionMatrix] | Sequence[ConfusionMatrix],
+    utility: UtilityMatrix,
+    metric: Callable[..., Any] | str,
+    ax: Axes | None = None,
+    **metric_kwargs: Any,
+) -> Axes:
+    """Scatter of a metric against the true utility yield, wrongly ranked pairs in red.
+
+    A pair of classifiers is ranked wrongly when the signs of their metric
+    difference and of their yield difference disagree (theory 1.5; a tie on
+    one side only counts as a disagreement, and differences within ``1e-12``
+    times the largest magnitude count as ties). Each such pair is joined by a
+    red line; the title says how many of all pairs they are.
+
+    Parameters
+    ----------
+    confusions : mapping of name to ConfusionMatrix, or sequence of them
+        The classifiers (at least two); a sequence is named ``"0"``, ``"1"``, ...
+    utility : UtilityMatrix
+        The true utilities.
+    metric : callable or str
+        A function ``metric(confusion, **metric_kwargs)`` with higher = better
+        (e.g. :func:`yieldwise.metrics.f1`), or a name in
+        :data:`yieldwise.metrics.CONFUSION_METRICS`.
+    ax : matplotlib Axes, optional
+    **metric_kwargs
+        Passed to ``metric`` (e.g. ``positive=``).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The red lines are one ``LineCollection`` with gid ``"wrong_pairs"``.
+
+    Examples
+    --------
+    >>> from yieldwise import ConfusionMatrix, UtilityMatrix
+    >>> u = UtilityMatrix([[1, 0], [-5, 0]])  # missing a class-0 item costs 5
+    >>> cms = {"A": ConfusionMatrix([[45, 20], [5, 30]]),
+    ...        "B": ConfusionMatrix([[35, 2], [15, 48]])}
+    >>> ax = metric_vs_yield(cms, u, "accuracy")
+    >>> ax.get_title()
+    'accuracy: 1 of 1 pairs ranked wrongly'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    items = _named_confusions(confusions)
+    function, metric_name = _resolve_metric(metric)
+    yields = np.array([utility_yield(cm, utility) for _, cm in items])
+    scores = np.empty(len(items))
+    for k, (name, cm) in enumerate(items):
+        try:
+            scores[k] = float(function(cm, **metric_kwargs))
+        except UndefinedMetricError as exc:
+            raise UndefinedMetricError(
+                f"{metric_name} is undefined for classifier {name!r}: {exc}"
+            ) from exc
+    if not np.isfinite(scores).all():
+        bad = [items[k][0] for k in np.flatnonzero(~np.isfinite(scores))]
+        raise ValueError(f"{metric_name} is not finite for classifier(s) {bad}")
+
+    i, j = np.triu_indices(len(items), k=1)
+    wrong = _signs(scores, i, j) != _signs(yields, i, j)
+    n_wrong, n_pairs = int(wrong.sum()), int(i.size)
+
+    from matplotlib.collections import LineCollection
+
+    ax = _axes(ax)
+    segments = [
+        [(yields[a], scores[a]), (yields[b], scores[b])]
+        for a, b in zip(i[wrong], j[wrong], strict=True)
+    ]
+    lines = LineCollection(
+        segments, colors=_COLOR_WRONG, linewidths=1.5, alpha=0.7, zorder=2, gid="wrong_pairs"
+    )
+    ax.add_collection(lines)
+    points = ax.scatter(yields, scores, color="black", zorder=3)
+    for (name, _), x, y in zip(items, yields, scores, strict=True):
+        ax.annotate(
+            name, (x, y), xytext=(4, 4), textcoords="offset points", parse_math=False
+        )
+    ax.autoscale_view()
+    handles: list[Any] = [points]
+    labels = ["classifier"]
+    if n_wrong:
+        handles.append(lines)
+        labels.append("pair ranked wrongly")
+    _legend(ax, handles, labels, loc="best")
+    ax.set_xlabel("utility yield (true)")
+    ax.set_ylabel(metric_name, parse_math=False)
+    ax.set_title(
+        f"{metric_name}: {n_wrong} of {n_pairs} pairs ranked wrongly", parse_math=False
+    )
+    return ax
+
+
+# -------------------------------------------------------------------------- audit
+def audit(frame: pd.DataFrame, ax: Axes | None = None) -> Axes:
+    """Fraction of wrongly ranked pairs against the error in the utilities (theory 1.5).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Columns ``metric``, ``error_sd``, ``fraction_wrong``, ``mc_se``, as
+        returned by :func:`yieldwise.audit.rank_disagreement`. A metric whose
+        ``error_sd`` is NaN (one row) is drawn as a horizontal line with a
+        ±2 ``mc_se`` band; a metric with one row per ``error_sd`` (the
+        ``"utility_yield"`` of an erroneous matrix) as a line with ±2
+        ``mc_se`` error bars.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> frame = pd.DataFrame({
+    ...     "metric": ["f1", "utility_yield", "utility_yield"],
+    ...     "error_sd": [np.nan, 0.0, 0.1],
+    ...     "fraction_wrong": [0.2, 0.0, 0.05],
+    ...     "mc_se": [0.01, 0.0, 0.005]})
+    >>> ax = audit(frame)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['utility_yield', 'f1']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, found {type(frame).__name__}")
+    if "metric" not in frame.columns and frame.index.name == "metric":
+        frame = frame.reset_index()
+    required = ["metric", "error_sd", "fraction_wrong", "mc_se"]
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"frame must have columns {required} (as from audit.rank_disagreement), "
+            f"missing {missing}; found {list(frame.columns)}"
+        )
+    if frame.empty:
+        raise ValueError("frame is empty")
+    for column in ("fraction_wrong", "mc_se"):
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
+        if not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError(f"frame[{column!r}] must be finite and non-negative")
+
+    swept: list[tuple[str, pd.DataFrame]] = []
+    constant: list[tuple[str, pd.Series]] = []
+    for name, group in frame.groupby("metric", sort=False):
+        sd = pd.to_numeric(group["error_sd"], errors="coerce").to_numpy(float)
+        if np.isnan(sd).all():
+            if len(group) != 1:
+                raise ValueError(
+                    f"metric {name!r} has {len(group)} rows with error_sd NaN; expected one"
+                )
+            constant.append((str(name), group.iloc[0]))
+        elif np.isfinite(sd).all():
+            swept.append((str(name), group.sort_values("error_sd")))
+        else:
+            raise ValueError(
+                f"metric {name!r} mixes NaN and numeric error_sd; expected either one row "
+                "with NaN or one row per error sd"
+            )
+
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    k = 0
+    for name, group in swept:
+        color = _cycle_color(k)
+        k += 1
+        container = ax.errorbar(
+            group["error_sd"].to_numpy(float),
+            group["fraction_wrong"].to_numpy(float),
+            yerr=2 * group["mc_se"].to_numpy(float),
+            color=color,
+            marker="o",
+            capsize=3,
+            zorder=3,
+        )
+        handles.append(container)
+        labels.append(name)
+    for name, row in constant:
+        color = _cycle_color(k)
+        k += 1
+        value, se = float(row["fraction_wrong"]), float(row["mc_se"])
+        # once the colours run out, change the dash pattern so lines stay distinct
+        style = ("--", "-.", ":")[(k - 1) // len(_cycle_colors()) % 3]
+        line = ax.axhline(value, color=color, linestyle=style, linewidth=1.5)
+        ax.axhspan(value - 2 * se, value + 2 * se, color=color, alpha=0.15, linewidth=0)
+        handles.append(line)
+        labels.append(name)
+    _legend(ax, handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    ax.set_xlabel("standard deviation σ of the error in each utility entry")
+    ax.set_ylabel("fraction of pairs ranked wrongly")
+    ax.set_title("Pairs of classifiers ranked wrongly (±2 Monte Carlo s.e.)")
+    ax.set_ylim(bottom=0)
+    return ax
+
+
+# ---------------------------------------------------------------------------- roc
+def roc(
+    scores: Mapping[Any, Any],
+    true_classes: Any,
+    utility: UtilityMatrix,
+    positive: Label | None = None,
+    ax: Axes | None = None,
+    classes: Any = None,
+) -> Axes:
+    """ROC curves with each classifier's best operating point and iso-utility line.
+
+    The best point of each curve (:func:`yieldwise.roc.best_operating_point`)
+    is marked, and the iso-utility line of slope
+    ``(U[n,n] - U[p,n]) (1 - B) / ((U[p,p] - U[n,p]) B)`` (theory 1.4) is
+    drawn through it, dashed: the curve touching the highest line yields most.
+    The legend gives each classifier's best yield and its AUC.
+
+    Parameters
+    ----------
+    scores : mapping of name to 1-D array-like, or DataFrame
+        Scores of each classifier on the same items (higher: more positive).
+    true_classes, utility, positive, classes
+        As in :func:`yieldwise.roc.best_operating_point`.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Best points have gid ``"best_point"``, iso-utility lines
+        ``"iso_utility"``.
+
+    Examples
+    --------
+    >>> from yieldwise import UtilityMatrix
+    >>> u = UtilityMatrix([[1, 0], [0, 1]])
+    >>> ax = roc({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['m: best yield 0.75, AUC 0.750']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    items = _score_items(scores)
+    binary = _prepare(true_classes, utility, positive, classes, None)
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    slope = float("nan")
+    for k, (name, values) in enumerate(items):
+        curve = _evaluate(values, binary, f"scores[{name!r}]")
+        point = _point(curve, binary)
+        tpr, fpr = curve.tp / curve.n_pos, curve.fp / curve.n_neg
+        auc = float(np.trapezoid(tpr, fpr))
+        color = _cycle_color(k)
+        (line,) = ax.plot(fpr, tpr, color=color, linewidth=1.8, zorder=2)
+        ax.plot(
+            [point.fpr], [point.tpr], marker="o", markersize=8, color=color,
+            markeredgecolor="black", linestyle="none", zorder=4, gid="best_point",
+        )
+        slope = point.slope
+        if np.isfinite(slope):
+            ax.axline(
+                (point.fpr, point.tpr), slope=slope, color=color, linestyle="--",
+                linewidth=1, zorder=1, gid="iso_utility",
+            )
+        elif not np.isnan(slope):  # infinite: a vertical line
+            ax.axline(
+                (point.fpr, point.tpr), (point.fpr, point.tpr + 1.0), color=color,
+                linestyle="--", linewidth=1, zorder=1, gid="iso_utility",
+            )
+        handles.append(line)
+        labels.append(f"{name}: best yield {point.utility_yield:.4g}, AUC {auc:.3f}")
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=0)
+    _legend(ax, handles, labels, loc="lower right")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"false-positive rate (negative = {binary.negative!r})", parse_math=False)
+    ax.set_ylabel(f"true-positive rate (positive = {binary.positive!r})", parse_math=False)
+    ax.set_title(
+        f"ROC curves, best points; dashed: iso-utility slope {slope:.3g}",
+        parse_math=False,
+    )
+    return ax
