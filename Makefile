@@ -23,7 +23,7 @@ test: lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/bench_audit.py
+	$(BIN)/python bench/bench_audit.py --write
 
 clean:
 	rm -rf $(VENV) demo-output build *.egg-info .pytest_cache .ruff_cache

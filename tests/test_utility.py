@@ -69,6 +69,10 @@ def test_from_xy_matches_theory_formula_and_inverts(x, y, expected):
     assert u.xy == pytest.approx((x, y), abs=1e-12)
 
 
+def test_xy_keeps_tiny_coordinates():
+    assert UtilityMatrix.from_xy(-1e-9, 2e-10).xy == pytest.approx((-1e-9, 2e-10), rel=1e-6)
+
+
 def test_xy_of_any_equivalent_matrix():
     # 3*U(0.3, -0.4) + 2 lies at the same chart point.
     u = UtilityMatrix(3 * chart_matrices(0.3, -0.4) + 2)

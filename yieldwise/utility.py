@@ -212,8 +212,10 @@ class UtilityMatrix:
         s = self.standard().values
         # In standard form the largest entry (1) is on the diagonal and the smallest (0)
         # off it; x says which diagonal entry fell short of 1, y which off-diagonal rose.
-        x = 1.0 - s[0, 0] if np.isclose(s[1, 1], 1.0) else s[1, 1] - 1.0
-        y = s[0, 1] if np.isclose(s[1, 0], 0.0) else -s[1, 0]
+        # (max - min) / (max - min) is exactly 1 and (min - min) exactly 0 in floating point,
+        # so exact comparisons are safe and keep tiny coordinates such as x = -1e-9.
+        x = 1.0 - s[0, 0] if s[1, 1] == 1.0 else s[1, 1] - 1.0
+        y = s[0, 1] if s[1, 0] == 0.0 else -s[1, 0]
         return float(x), float(y)
 
     # ------------------------------------------------------------- combination
