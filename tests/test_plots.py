@@ -95,7 +95,9 @@ def test_utility_space_errors():
     three = ConfusionMatrix(np.ones((3, 3)))
     with pytest.raises(ValueError, match=r"confusion_a must be a binary \(2x2\)"):
         plots.utility_space(three, CM_B)
-    with pytest.raises(TypeError, match="confusion_b must be a ConfusionMatrix, found list"):
+    with pytest.raises(
+        TypeError, match="confusion_b: confusion must be a ConfusionMatrix, found list"
+    ):
         plots.utility_space(CM_A, [[1, 2], [3, 4]])
     other = ConfusionMatrix([[1, 2], [3, 4]], decisions=["a", "b"], classes=["a", "b"])
     with pytest.raises(ValueError, match="must have the same classes"):
@@ -162,9 +164,7 @@ def test_metric_vs_yield_by_name_sequence_and_kwargs():
     _, ax = plt.subplots()
     out = plots.metric_vs_yield(confusions, utility, metrics.fbeta, ax=ax, beta=2, positive=1)
     assert out is ax
-    wrong = _wrong_pairs(
-        dict(enumerate(confusions)), utility, metrics.fbeta, beta=2, positive=1
-    )
+    wrong = _wrong_pairs(dict(enumerate(confusions)), utility, metrics.fbeta, beta=2, positive=1)
     assert len(_red_segments(ax)) == len(wrong)
     assert [t.get_text() for t in ax.texts] == [str(k) for k in range(6)]
     ax = plots.metric_vs_yield(confusions, utility, "accuracy")

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ._validation import Label, align, check_positive_int
 from .confusion import ConfusionMatrix
-from .metrics import CONFUSION_METRICS, UndefinedMetricError
+from .metrics import CONFUSION_METRICS, UndefinedMetricError, _square_counts
 from .roc import _evaluate, _point, _prepare, _score_items
 from .utility import UtilityMatrix, chart_matrices, in_chart_domain
 from .yields import utility_yield
@@ -82,17 +82,10 @@ def _legend(ax: Axes, handles: list[Any], labels: list[str], **kwargs: Any) -> A
 
 # ------------------------------------------------------------------ utility space
 def _binary_square(confusion: Any, name: str) -> ConfusionMatrix:
-    if not isinstance(confusion, ConfusionMatrix):
-        raise TypeError(f"{name} must be a ConfusionMatrix, found {type(confusion).__name__}")
+    _square_counts(confusion, name)  # a ConfusionMatrix with one decision per class
     if confusion.shape != (2, 2):
         raise ValueError(
             f"{name} must be a binary (2x2) confusion matrix, found shape {confusion.shape}"
-        )
-    if set(confusion.decisions) != set(confusion.classes):
-        raise ValueError(
-            f"{name} needs one decision per class (decision k = 'choose class k'), but its "
-            f"decisions are {list(confusion.decisions)} and its classes "
-            f"{list(confusion.classes)}"
         )
     return confusion
 
