@@ -22,8 +22,6 @@ import argparse
 import datetime as dt
 import os
 import platform
-import re
-import resource
 import sys
 import time
 import tracemalloc
@@ -34,20 +32,12 @@ import pandas as pd
 
 from yieldwise.audit import DEFAULT_ERROR_SD, DEFAULT_METRICS, rank_disagreement
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DOCS, mib, peak_rss_bytes, write_section
+
 TARGET_SECONDS = 15.0
 TARGET_BYTES = 2 * 1024**3
 SECTION = "## Metric audit (theory 1.5)"
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (``ru_maxrss`` is KiB on Linux)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def mib(n_bytes: float) -> str:
-    return f"{n_bytes / 1024**2:,.0f} MiB"
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -76,18 +66,6 @@ def section_text(figures: dict[str, str], frame: pd.DataFrame) -> str:
         "`error_sd` is empty for the metrics, which use no utility matrix):\n\n"
         f"{markdown_table(frame)}\n"
     )
-
-
-def write_section(text: str, path: Path = DOCS) -> None:
-    """Replace (or append) the audit section of ``docs/benchmarks.md``."""
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text + "\n", current, count=1)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(updated.rstrip("\n") + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in figures.items():
         print(f"{key:>32}: {value}")
     if args.write:
-        write_section(section_text(figures, result))
+        write_section(SECTION, section_text(figures, result))
         print(f"\nwrote {DOCS}")
     return 0
 
