@@ -109,7 +109,9 @@ def test_user_callable_matches_library_metric():
 
     result = rank_disagreement(
         ["accuracy", my_accuracy, metrics.recall, lambda c: metrics.recall.batch(c)],
-        error_sd=[], n_pairs=100_000, seed=5,
+        error_sd=[],
+        n_pairs=100_000,
+        seed=5,
     )
     assert result.metric.tolist() == ["accuracy", "my_accuracy", "recall", "<lambda>"]
     p = result.fraction_wrong.to_numpy()
@@ -205,8 +207,9 @@ def test_erroneous_matrices_at_the_bounds_follow_half_normals():
     shift = sd * np.sqrt(2 / np.pi)
     spread = sd * np.sqrt(1 - 2 / np.pi)
     tol = 4 * spread / np.sqrt(n)
-    np.testing.assert_allclose(wrong.mean(axis=0), [[1 - shift, shift], [shift, 1 - shift]],
-                               atol=tol)
+    np.testing.assert_allclose(
+        wrong.mean(axis=0), [[1 - shift, shift], [shift, 1 - shift]], atol=tol
+    )
     np.testing.assert_allclose(wrong.std(axis=0), spread, rtol=0.02)
 
 
@@ -218,7 +221,8 @@ def test_erroneous_matrices_with_tied_columns_are_ordered():
     shift = sd / np.sqrt(np.pi)
     spread = sd * np.sqrt(1 - 1 / np.pi)
     np.testing.assert_allclose(
-        wrong.mean(axis=0), [[0.5 + shift, 0.5 - shift], [0.5 - shift, 0.5 + shift]],
+        wrong.mean(axis=0),
+        [[0.5 + shift, 0.5 - shift], [0.5 - shift, 0.5 + shift]],
         atol=4 * spread / np.sqrt(n),
     )
     np.testing.assert_allclose(wrong.std(axis=0), spread, rtol=0.02)
@@ -332,30 +336,55 @@ def test_same_seed_same_result():
         ({"error_sd": [0.1, 0.1]}, ValueError, r"error_sd must not repeat a value"),
         ({"error_sd": "0.1"}, TypeError, r"error_sd must be a number or a sequence"),
         ({"error_sd": [[0.1]]}, ValueError, r"error_sd must be 1-dimensional, found shape"),
-        ({"utility_prior": "flat"}, ValueError,
-         r"utility_prior must be one of \['uniform', 'gaussian'\] or a binary UtilityMatrix, "
-         r"found 'flat'"),
-        ({"utility_prior": UtilityMatrix([[0, 1], [1, 0]])}, ValueError,
-         r"utility_prior must be an admitted utility matrix.*U\[0,0\] = 0.0 < U\[1,0\] = 1.0"),
-        ({"utility_prior": UtilityMatrix([[1, 0], [0, 1], [0.5, 0.5]])}, ValueError,
-         r"utility_prior must be a binary \(2x2\) UtilityMatrix, found shape \(3, 2\)"),
-        ({"metrics": ["accuracy", "auc"]}, ValueError,
-         r"metrics\[1\]: unknown metric name 'auc'; available names are accuracy, "
-         r"balanced_accuracy, cohen_kappa"),
+        (
+            {"utility_prior": "flat"},
+            ValueError,
+            r"utility_prior must be one of \['uniform', 'gaussian'\] or a binary UtilityMatrix, "
+            r"found 'flat'",
+        ),
+        (
+            {"utility_prior": UtilityMatrix([[0, 1], [1, 0]])},
+            ValueError,
+            r"utility_prior must be an admitted utility matrix.*U\[0,0\] = 0.0 < U\[1,0\] = 1.0",
+        ),
+        (
+            {"utility_prior": UtilityMatrix([[1, 0], [0, 1], [0.5, 0.5]])},
+            ValueError,
+            r"utility_prior must be a binary \(2x2\) UtilityMatrix, found shape \(3, 2\)",
+        ),
+        (
+            {"metrics": ["accuracy", "auc"]},
+            ValueError,
+            r"metrics\[1\]: unknown metric name 'auc'; available names are accuracy, "
+            r"balanced_accuracy, cohen_kappa",
+        ),
         ({"metrics": {"x": "nope"}}, ValueError, r"metrics\['x'\]: unknown metric name 'nope'"),
-        ({"metrics": [3]}, TypeError, r"metrics\[0\] must be a metric name .* or a callable, "
-                                      r"found int 3"),
+        (
+            {"metrics": [3]},
+            TypeError,
+            r"metrics\[0\] must be a metric name .* or a callable, "
+            r"found int 3",
+        ),
         ({"metrics": 3}, TypeError, r"metrics must be a metric name, a callable, or a sequence"),
         ({"metrics": ["f1", "f1"]}, ValueError, r"metrics has duplicated names \['f1'\]"),
         ({"metrics": {"utility_yield": "f1"}}, ValueError, r"must not be named 'utility_yield'"),
         ({"metrics": [], "error_sd": []}, ValueError, r"nothing to audit"),
-        ({"metrics": [lambda c: c[:, 0, 0][:-1]]}, ValueError,
-         r"metric '<lambda>' must return one score per confusion matrix: given an array of "
-         r"shape \(2000, 2, 2\) it must return shape \(2000,\), found shape \(1999,\)"),
-        ({"metrics": {"sum": lambda c: c.sum(axis=1)}}, ValueError,
-         r"metric 'sum' must return one score.*found shape \(2000, 2\)"),
-        ({"metrics": {"text": lambda c: ["a"] * len(c)}}, TypeError,
-         r"metric 'text' must return numbers"),
+        (
+            {"metrics": [lambda c: c[:, 0, 0][:-1]]},
+            ValueError,
+            r"metric '<lambda>' must return one score per confusion matrix: given an array of "
+            r"shape \(2000, 2, 2\) it must return shape \(2000,\), found shape \(1999,\)",
+        ),
+        (
+            {"metrics": {"sum": lambda c: c.sum(axis=1)}},
+            ValueError,
+            r"metric 'sum' must return one score.*found shape \(2000, 2\)",
+        ),
+        (
+            {"metrics": {"text": lambda c: ["a"] * len(c)}},
+            TypeError,
+            r"metric 'text' must return numbers",
+        ),
     ],
 )
 def test_bad_arguments_are_explained(kwargs, error, match):
@@ -417,8 +446,15 @@ def test_utility_yield_is_admissible_with_its_column_differences():
 
 @pytest.mark.parametrize(
     "name",
-    ["precision", "f1", "matthews", "fowlkes_mallows", "balanced_accuracy", "cohen_kappa",
-     "preference_driven"],
+    [
+        "precision",
+        "f1",
+        "matthews",
+        "fowlkes_mallows",
+        "balanced_accuracy",
+        "cohen_kappa",
+        "preference_driven",
+    ],
 )
 def test_inadmissible_metrics(name):
     result = is_admissible(CONFUSION_METRICS[name])
@@ -489,10 +525,20 @@ def test_is_admissible_passes_binary_confusion_matrices():
     ("args", "kwargs", "error", "match"),
     [
         (("auc",), {}, ValueError, r"metric: unknown metric name 'auc'; available names are"),
-        ((3,), {}, TypeError, r"metric must be a callable metric\(confusion\) -> float or a "
-                              r"metric name .*found int 3"),
-        (("accuracy",), {"n_grid": 1}, ValueError, r"n_grid must be an integer of at least 2, "
-                                                   r"found 1"),
+        (
+            (3,),
+            {},
+            TypeError,
+            r"metric must be a callable metric\(confusion\) -> float or a "
+            r"metric name .*found int 3",
+        ),
+        (
+            ("accuracy",),
+            {"n_grid": 1},
+            ValueError,
+            r"n_grid must be an integer of at least 2, "
+            r"found 1",
+        ),
         (("accuracy",), {"tol": 0}, ValueError, r"tol must be a number in \(0, 3.14159\), found 0"),
         (("accuracy",), {"step": 0.5}, ValueError, r"step must be a number in \(0, 0.1\)"),
     ],

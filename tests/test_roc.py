@@ -222,8 +222,14 @@ def test_compare_ranks_by_yield_not_auc():
     assert list(table.index) == ["steady", "broad"]
     assert table.index.name == "classifier"
     assert list(table.columns) == [
-        "threshold", "tpr", "fpr", "utility_yield", "rescaled_yield", "auc",
-        "rank_by_yield", "rank_by_auc",
+        "threshold",
+        "tpr",
+        "fpr",
+        "utility_yield",
+        "rescaled_yield",
+        "auc",
+        "rank_by_yield",
+        "rank_by_auc",
     ]
     # steady treats its top 4 (all ill): yield 4 / 12. broad's top item is healthy, and
     # 5 - 5 = 0 after the first six: nothing beats treating nobody (yield 0).

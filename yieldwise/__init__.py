@@ -15,6 +15,7 @@ from . import audit, metrics, roc
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
 from .metrics import UndefinedMetricError
+from .transducer import Transducer
 from .utility import UtilityMatrix
 from .yields import rescaled_yield, total_utility, utility_yield, utility_yield_per_item
 
@@ -25,6 +26,7 @@ except PackageNotFoundError:  # running from a source tree without installation
 
 __all__ = [
     "ConfusionMatrix",
+    "Transducer",
     "UndefinedMetricError",
     "UtilityMatrix",
     "audit",

@@ -108,7 +108,10 @@ def _sample_chart_points(
 
 
 def _truncated_unit_normal(
-    low_cdf: np.ndarray, high_cdf: np.ndarray, mean: np.ndarray, sd: float,
+    low_cdf: np.ndarray,
+    high_cdf: np.ndarray,
+    mean: np.ndarray,
+    sd: float,
     rng: np.random.Generator,
 ) -> np.ndarray:
     """Draws from ``N(mean, sd)`` truncated to [0, 1], given the CDF at both bounds."""
@@ -664,11 +667,13 @@ def is_admissible(
             for c00 in f0 * fractions:
                 for c11 in f1 * fractions:
                     values = [
-                        _evaluate(function, label, total * np.array(
-                            [[a, f1 - b], [f0 - a, b]]
-                        ))
-                        for a, b in ((c00 + h0, c11), (c00 - h0, c11),
-                                     (c00, c11 + h1), (c00, c11 - h1))
+                        _evaluate(function, label, total * np.array([[a, f1 - b], [f0 - a, b]]))
+                        for a, b in (
+                            (c00 + h0, c11),
+                            (c00 - h0, c11),
+                            (c00, c11 + h1),
+                            (c00, c11 - h1),
+                        )
                     ]
                     if any(math.isnan(v) for v in values):
                         n_undefined += 1
@@ -692,7 +697,10 @@ def is_admissible(
     )
     if not gradients:
         return Admissibility(
-            False, math.nan, math.nan, math.nan,
+            False,
+            math.nan,
+            math.nan,
+            math.nan,
             f"the metric is undefined (error or NaN) at every one of the {n_total} grid points",
             0,
         )
@@ -701,7 +709,10 @@ def is_admissible(
     flat_points = np.array(flat)
     if flat_points.all():
         return Admissibility(
-            False, math.nan, math.nan, math.nan,
+            False,
+            math.nan,
+            math.nan,
+            math.nan,
             "the metric is constant: it ranks every confusion matrix as equally good" + skipped,
             len(gradients),
         )
@@ -718,7 +729,10 @@ def is_admissible(
     if flat_points.any():
         total, f0, c00, c11 = where[int(np.flatnonzero(flat_points)[0])]
         return Admissibility(
-            False, math.nan, math.nan, deviation,
+            False,
+            math.nan,
+            math.nan,
+            deviation,
             f"the metric's gradient vanishes at {int(flat_points.sum())} grid point(s) (first at "
             f"N = {total:g}, f0 = {f0:g}, C00 = {c00:.4g}, C11 = {c11:.4g}): it ties "
             "confusion matrices that utility yields separate" + skipped,
@@ -728,7 +742,10 @@ def is_admissible(
         worst = int(np.argmax(angles))
         total, f0, c00, c11 = where[worst]
         return Admissibility(
-            False, math.nan, math.nan, deviation,
+            False,
+            math.nan,
+            math.nan,
+            deviation,
             f"the direction of the metric's gradient in (C00, C11) changes by up to "
             f"{deviation:.3g} rad (tolerance {tol:g}): mean direction ({mean[0]:.4g}, "
             f"{mean[1]:.4g}), but ({units[worst, 0]:.4g}, {units[worst, 1]:.4g}) at N = "
@@ -744,7 +761,10 @@ def is_admissible(
         else ""
     )
     return Admissibility(
-        True, x, y, deviation,
+        True,
+        x,
+        y,
+        deviation,
         f"the metric's gradient in (C00, C11) points along (X, Y) = ({x:.6g}, {y:.6g}) at all "
         f"{len(gradients)} grid points within {deviation:.2g} rad, for every f0 and N: it ranks "
         f"as any utility matrix with (U00 - U10) : (U11 - U01) = X : Y" + note + skipped,

@@ -362,9 +362,7 @@ def metric_vs_yield(
     ax.add_collection(lines)
     points = ax.scatter(yields, scores, color="black", zorder=3)
     for (name, _), x, y in zip(items, yields, scores, strict=True):
-        ax.annotate(
-            name, (x, y), xytext=(4, 4), textcoords="offset points", parse_math=False
-        )
+        ax.annotate(name, (x, y), xytext=(4, 4), textcoords="offset points", parse_math=False)
     ax.autoscale_view()
     handles: list[Any] = [points]
     labels = ["classifier"]
@@ -374,9 +372,7 @@ def metric_vs_yield(
     _legend(ax, handles, labels, loc="best")
     ax.set_xlabel("utility yield (true)")
     ax.set_ylabel(metric_name, parse_math=False)
-    ax.set_title(
-        f"{metric_name}: {n_wrong} of {n_pairs} pairs ranked wrongly", parse_math=False
-    )
+    ax.set_title(f"{metric_name}: {n_wrong} of {n_pairs} pairs ranked wrongly", parse_math=False)
     return ax
 
 
@@ -538,19 +534,36 @@ def roc(
         color = _cycle_color(k)
         (line,) = ax.plot(fpr, tpr, color=color, linewidth=1.8, zorder=2)
         ax.plot(
-            [point.fpr], [point.tpr], marker="o", markersize=8, color=color,
-            markeredgecolor="black", linestyle="none", zorder=4, gid="best_point",
+            [point.fpr],
+            [point.tpr],
+            marker="o",
+            markersize=8,
+            color=color,
+            markeredgecolor="black",
+            linestyle="none",
+            zorder=4,
+            gid="best_point",
         )
         slope = point.slope
         if np.isfinite(slope):
             ax.axline(
-                (point.fpr, point.tpr), slope=slope, color=color, linestyle="--",
-                linewidth=1, zorder=1, gid="iso_utility",
+                (point.fpr, point.tpr),
+                slope=slope,
+                color=color,
+                linestyle="--",
+                linewidth=1,
+                zorder=1,
+                gid="iso_utility",
             )
         elif not np.isnan(slope):  # infinite: a vertical line
             ax.axline(
-                (point.fpr, point.tpr), (point.fpr, point.tpr + 1.0), color=color,
-                linestyle="--", linewidth=1, zorder=1, gid="iso_utility",
+                (point.fpr, point.tpr),
+                (point.fpr, point.tpr + 1.0),
+                color=color,
+                linestyle="--",
+                linewidth=1,
+                zorder=1,
+                gid="iso_utility",
             )
         handles.append(line)
         labels.append(f"{name}: best yield {point.utility_yield:.4g}, AUC {auc:.3f}")

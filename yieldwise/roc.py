@@ -159,8 +159,7 @@ def _prepare(
     classes = check_labels(classes, len(list(classes)), "classes")
     if set(classes) != set(utility.classes):
         raise ValueError(
-            f"classes {list(classes)} must be the utility matrix's classes "
-            f"{list(utility.classes)}"
+            f"classes {list(classes)} must be the utility matrix's classes {list(utility.classes)}"
         )
     if positive is None:
         positive = classes[0]
@@ -474,8 +473,6 @@ def compare(
             }
         )
     table = pd.DataFrame(rows, index=pd.Index(names, name="classifier", dtype=object))
-    table["rank_by_yield"] = (
-        table["utility_yield"].rank(method="min", ascending=False).astype(int)
-    )
+    table["rank_by_yield"] = table["utility_yield"].rank(method="min", ascending=False).astype(int)
     table["rank_by_auc"] = table["auc"].rank(method="min", ascending=False).astype(int)
     return table.sort_values("utility_yield", ascending=False, kind="mergesort")

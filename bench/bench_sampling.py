@@ -1,0 +1,174 @@
+"""Sampling benchmark of the transducer's Stan program (run by hand; figures in docs/model.md).
+
+Two simulated calibration sets of ~3,600 items, ~9 % positives:
+
+* ``votes``: random-forest-like vote fractions k/200 (per class beta-binomial, 200 trees),
+  ~90 distinct values, many exact 0s and some exact 1s. Modelled on the logit scale as
+  interval-censored bins (resolution detected from the data), identical rows merged.
+* ``logits``: a 2-D output (two logits of a softmax classifier, heavy-tailed), continuous,
+  no merging possible.
+
+Each is fitted with the default settings (K components, 4 chains, warm-up + draws below,
+the package's default prior and initial values), and the script reports sampling time,
+divergences, iterations at the maximum tree depth, E-BFMI, and R-hat / bulk ESS of the
+invariant quantities: the log-likelihood and the transducer F_t(c=1 | y) at 10 fixed outputs.
+
+    .venv/bin/python bench/bench_sampling.py                 # both cases, defaults
+    .venv/bin/python bench/bench_sampling.py votes --components 16 --seed 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+
+import numpy as np
+from scipy.special import logit
+
+from yieldwise import _mixture, _stan_data
+from yieldwise.backends import SamplerWarning, get_backend, stan_file
+
+DEFAULTS = {"components": 8, "chains": 4, "warmup": 500, "draws": 500}
+
+
+def simulate_votes(n: int = 3600, seed: int = 0, trees: int = 200, prevalence: float = 0.09):
+    """Vote fractions of a random-forest-like classifier: (class, fraction) arrays."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < prevalence).astype(int)
+    hard_pos = rng.random(n) < 0.05  # positives the forest finds hard
+    hard_neg = rng.random(n) < 0.003
+    p1 = np.where(hard_pos, rng.beta(1.5, 4, n), rng.beta(20, 1.2, n))
+    p0 = np.where(hard_neg, rng.beta(2, 3, n), rng.beta(0.3, 30, n))
+    votes = rng.binomial(trees, np.where(y == 1, p1, p0))
+    return y, votes / trees
+
+
+def simulate_logits(n: int = 3600, seed: int = 1, prevalence: float = 0.09):
+    """Two heavy-tailed, correlated logits of a softmax classifier (float32 precision)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < prevalence).astype(int)
+    z = rng.standard_t(5, size=(n, 2))
+    mean = np.where(y[:, None] == 1, [-1.0, 1.5], [1.5, -1.8])
+    mix = np.array([[1.0, 0.0], [-0.6, 0.8]])
+    return y, (mean + z @ mix.T).astype(np.float32).astype(float)
+
+
+def prepare(case: str, seed: int):
+    """(class, lower, upper, censored, grid_lower, grid_upper, description)."""
+    if case == "votes":
+        y, v = simulate_votes(seed=seed)
+        h = _stan_data.detect_resolution(v)
+        if h is None:
+            raise RuntimeError("resolution not detected")
+        lo, hi = _stan_data.resolution_bins(v, h, (0.0, 1.0))
+        grid = np.array([0.0, 0.005, 0.02, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0])
+        glo, ghi = _stan_data.resolution_bins(grid, h, (0.0, 1.0))
+        with np.errstate(divide="ignore"):
+            lo, hi, glo, ghi = logit(lo), logit(hi), logit(glo), logit(ghi)
+        desc = (
+            f"{y.size} items, {y.mean():.1%} positive, {np.unique(v).size} distinct vote "
+            f"fractions (h = {h}), {(v == 0).sum()} exact 0s, {(v == 1).sum()} exact 1s"
+        )
+        return y, lo, hi, [1], glo, ghi, desc
+    y, z = simulate_logits(seed=seed + 1)
+    a = np.linspace(-4, 4, 5)
+    grid = np.array([[p, q] for p, q in zip(np.repeat(a, 2), np.tile([-2.0, 2.0], 5), strict=True)])
+    desc = f"{y.size} items, {y.mean():.1%} positive, 2-D continuous logits"
+    return y, z, z, [0, 0], grid, grid, desc
+
+
+def run(case: str, args) -> dict:
+    import arviz as az
+
+    y, lo, hi, cens, glo, ghi, desc = prepare(case, args.seed)
+    prior = json.loads(args.prior) if args.prior else None
+    data = _stan_data.build_stan_data(y, lo, hi, cens, 2, args.components, prior=prior)
+    program = get_backend(args.backend).compile(stan_file("transducer"))
+    init = _stan_data.initial_values(data, args.chains, seed=args.seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = program.sample(
+            data,
+            chains=args.chains,
+            warmup=args.warmup,
+            draws=args.draws,
+            seed=args.seed,
+            init=init,
+            adapt_delta=args.adapt_delta,
+            progress=False,
+        )
+    diag = result.diagnostics()
+    chains, draws = result.draws["w"].shape[:2]
+    flat = {
+        n: result.draws[n].reshape(chains * draws, *result.draws[n].shape[2:])
+        for n in ("w", "alpha", "mu", "sigma")
+    }
+    log_g = _mixture.log_joint(flat["w"], flat["alpha"], flat["mu"], flat["sigma"], glo, ghi, cens)
+    p1 = np.exp(log_g[:, :, 1] - np.logaddexp(log_g[:, :, 0], log_g[:, :, 1]))
+    p1 = p1.reshape(chains, draws, -1)
+    ll = result.draws["log_lik"]
+    rhat = [float(az.rhat(ll))] + [float(az.rhat(p1[:, :, j])) for j in range(p1.shape[2])]
+    ess = [float(az.ess(ll))] + [float(az.ess(p1[:, :, j])) for j in range(p1.shape[2])]
+    return {
+        "case": case,
+        "description": desc,
+        "rows": data["N"],
+        "K": args.components,
+        "backend": result.backend,
+        "seconds": result.sampling_seconds,
+        "divergences": diag["divergences"],
+        "treedepth_hits": diag["max_treedepth_hits"],
+        "iterations": diag["iterations"],
+        "ebfmi_min": float(np.min(diag["ebfmi"])),
+        "mean_steps": float(result.sample_stats["n_steps"].mean()),
+        "step_size": result.sample_stats["step_size"][:, 0].round(4).tolist(),
+        "log_lik_chain_means": ll.mean(axis=1).round(1).tolist(),
+        "rhat_log_lik": rhat[0],
+        "ess_log_lik": ess[0],
+        "rhat_transducer_max": max(rhat[1:]),
+        "ess_transducer_min": min(ess[1:]),
+        "transducer_mean": p1.mean(axis=(0, 1)).round(4).tolist(),
+        "warnings": [
+            str(w.message).split(".")[0] for w in caught if issubclass(w.category, SamplerWarning)
+        ],
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", default=["votes", "logits"])
+    parser.add_argument("--components", type=int, default=DEFAULTS["components"])
+    parser.add_argument("--chains", type=int, default=DEFAULTS["chains"])
+    parser.add_argument("--warmup", type=int, default=DEFAULTS["warmup"])
+    parser.add_argument("--draws", type=int, default=DEFAULTS["draws"])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--prior", default="", help="JSON overrides, e.g. '{\"eta_scale\": 2}'")
+    parser.add_argument("--adapt-delta", type=float, default=0.8)
+    args = parser.parse_args(argv)
+    print(
+        f"# bench_sampling {datetime.date.today()} | {platform.node()} | {os.cpu_count()} cores"
+        f" | python {platform.python_version()} | K={args.components} chains={args.chains}"
+        f" warmup={args.warmup} draws={args.draws} seed={args.seed}"
+    )
+    for case in args.cases:
+        started = time.perf_counter()
+        out = run(case, args)
+        out["wall_seconds"] = time.perf_counter() - started
+        print(f"\n## {case}: {out.pop('description')}")
+        for key, value in out.items():
+            if isinstance(value, float):
+                value = round(value, 3)
+            print(f"  {key}: {value}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Fixtures for the Stan backend tests (tests/test_backends.py) — nothing else lives here.
+
+Every backend that is present runs; an absent one is skipped with its reason. The
+pytest header says which backends are present, and the terminal summary which ran.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+_ran: set[str] = set()
+
+
+def _backend_status() -> list[tuple[str, str | None]]:
+    from yieldwise.backends import BACKENDS
+
+    return [(name, cls().unavailable_reason()) for name, cls in BACKENDS.items()]
+
+
+def pytest_report_header(config):
+    lines = []
+    for name, reason in _backend_status():
+        lines.append(f"  {name}: {'present' if reason is None else 'absent — ' + reason}")
+    return ["yieldwise Stan backends:", *lines]
+
+
+@pytest.fixture(scope="session", params=["cmdstanpy", "pystan"])
+def stan_backend(request):
+    """Each Stan backend in turn; skipped (with the reason) when absent."""
+    from yieldwise.backends import get_backend
+
+    try:
+        backend = get_backend(request.param)
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    return backend
+
+
+@pytest.fixture(scope="session")
+def transducer_program(stan_backend):
+    """The transducer program compiled once per session and backend."""
+    from yieldwise.backends import stan_file
+
+    program = stan_backend.compile(stan_file("transducer"))
+    _ran.add(stan_backend.name)
+    return program
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _ran:
+        terminalreporter.write_line(f"yieldwise Stan backends that ran: {', '.join(sorted(_ran))}")

@@ -1,0 +1,234 @@
+"""Transducer predictions from given posterior draws (no Stan): theory 3.2 by hand.
+
+The posterior here is built directly from known mixture parameters, so every
+formula can be checked against an independent computation with scipy.stats.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import quad
+from scipy.stats import norm
+
+from yieldwise import Transducer, UtilityMatrix
+
+# Two draws of a 2-component, 2-class, 1-D mixture on the identity scale.
+W = np.array([[0.6, 0.4], [0.5, 0.5]])
+ALPHA = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.3, 0.7]]])
+MU = np.array([[[-1.0], [1.5]], [[-0.5], [1.0]]])
+SIGMA = np.array([[[1.0], [0.7]], [[0.8], [1.2]]])
+
+
+def make_transducer(w, alpha, mu, sigma, outputs, classes, *, labels=("neg", "pos"),
+                    spec="identity", resolution=None):  # fmt: skip
+    """A fitted Transducer whose posterior is the given draws (one chain)."""
+    draws = {"w": w[None], "alpha": alpha[None], "mu": mu[None], "sigma": sigma[None]}
+    frame = pd.DataFrame({"score": np.asarray(outputs, float)})
+    return Transducer._from_draws(
+        draws, frame, np.asarray(labels)[np.asarray(classes)], tuple(labels),
+        output_transform=spec, resolution=resolution,
+    )  # fmt: skip
+
+
+CALIBRATION = np.linspace(-3, 3, 30)
+CLASSES = (CALIBRATION > 0).astype(int)
+
+
+@pytest.fixture(scope="module")
+def two_draws():
+    return make_transducer(W, ALPHA, MU, SIGMA, CALIBRATION, CLASSES)
+
+
+def joint_by_hand(y):
+    """G_t(c, y) for each draw t, class c: shape (2, len(y), 2)."""
+    g = np.zeros((2, len(y), 2))
+    for t in range(2):
+        for k in range(2):
+            dens = norm.pdf(y, MU[t, k, 0], SIGMA[t, k, 0])
+            g[t] += W[t, k] * ALPHA[t, k][None, :] * dens[:, None]
+    return g
+
+
+def test_exchangeable_and_non_exchangeable_formulas(two_draws):
+    y = np.array([-2.0, -0.3, 0.0, 0.7, 2.5])
+    g = joint_by_hand(y)
+    pooled = g.sum(axis=0)
+    np.testing.assert_allclose(
+        two_draws.predict_proba(y), pooled / pooled.sum(axis=1, keepdims=True), rtol=1e-12
+    )
+    per_draw = g / g.sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(
+        two_draws.predict_proba(y, exchangeable=False), per_draw.mean(axis=0), rtol=1e-12
+    )
+    draws = two_draws.draws_proba(y)
+    assert draws.dims == ("chain", "draw", "item", "class")
+    assert list(draws["class"].values) == ["neg", "pos"]
+    np.testing.assert_allclose(draws.values.reshape(2, 5, 2), per_draw, rtol=1e-12)
+
+
+def test_generative_mode_is_bayes_rule_by_hand(two_draws):
+    y = np.array([-1.0, 0.4, 2.0])
+    g = joint_by_hand(y)
+    class_freq = np.einsum("sk,skc->sc", W, ALPHA)  # F_t(c)
+    f_y_given_c = g / class_freq[:, None, :]
+    r = np.array([0.3, 0.7])
+    exch = (f_y_given_c.mean(axis=0) * r) / (f_y_given_c.mean(axis=0) * r).sum(1, keepdims=True)
+    np.testing.assert_allclose(two_draws.predict_proba(y, prevalences=r), exch, rtol=1e-12)
+    per_draw = f_y_given_c * r / (f_y_given_c * r).sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(
+        two_draws.predict_proba(y, exchangeable=False, prevalences={"neg": 0.3, "pos": 0.7}),
+        per_draw.mean(axis=0),
+        rtol=1e-12,
+    )
+
+
+def test_generative_with_own_class_frequencies_reproduces_discriminative():
+    # With a single draw, prevalences equal to F(c) give back F(c | y) exactly.
+    t = make_transducer(W[:1], ALPHA[:1], MU[:1], SIGMA[:1], CALIBRATION, CLASSES)
+    freq = np.einsum("k,kc->c", W[0], ALPHA[0])
+    y = np.linspace(-2, 2, 9)
+    np.testing.assert_allclose(t.predict_proba(y, prevalences=freq), t.predict_proba(y))
+
+
+def test_interval_bands_and_mean(two_draws):
+    y = np.array([-1.0, 1.0])
+    band = two_draws.predict_interval(y, prob=0.5)
+    per_draw = joint_by_hand(y)
+    per_draw = per_draw / per_draw.sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(band["lower"].values, np.quantile(per_draw, 0.25, axis=0))
+    np.testing.assert_allclose(band["upper"].values, np.quantile(per_draw, 0.75, axis=0))
+    np.testing.assert_allclose(band["mean"].values, two_draws.predict_proba(y))
+    assert band["mean"].dims == ("item", "class")
+
+
+def test_output_density_carries_the_jacobian():
+    # Logit-transformed continuous outputs squeezed with n = 40: [0, 1] maps onto
+    # [logit(0.5/40), logit(1 - 0.5/40)], so p(y | c) on (0, 1) integrates to the model's
+    # mass on that interval, mean_t sum_k w_tk alpha_tkc / F_t(c) * (Phi(b) - Phi(a)).
+    rng = np.random.default_rng(0)
+    scores = rng.random(40)
+    t = make_transducer(W, ALPHA, MU, SIGMA, scores, (scores > 0.5).astype(int), spec="logit")
+    a, b = np.log(0.5 / 39.5), np.log(39.5 / 0.5)
+    mass = norm.cdf(b, MU[..., 0], SIGMA[..., 0]) - norm.cdf(a, MU[..., 0], SIGMA[..., 0])
+    for c, label in enumerate(("neg", "pos")):
+        weight = W * ALPHA[:, :, c]
+        expected = ((weight * mass).sum(axis=1) / weight.sum(axis=1)).mean()
+        total, _ = quad(
+            lambda p, label=label: float(
+                t.output_density(np.array([p]), given_class=label)["mean"].values[0]
+            ),
+            0, 1, limit=200, epsabs=1e-11,
+        )  # fmt: skip
+        assert total == pytest.approx(expected, abs=1e-8)
+        assert expected > 0.99
+
+
+def test_censored_outputs_bin_probabilities_sum_to_one():
+    votes = np.tile(np.arange(201), 3) / 200  # lattice k/200, repeated
+    t = make_transducer(
+        W, ALPHA, MU, SIGMA, votes, (votes > 0.5).astype(int), spec="logit", resolution="auto"
+    )
+    assert t.transform_.resolution == (0.005,)
+    lattice = np.arange(201) / 200
+    density = t.output_density(lattice)["mean"].values  # bin probability / h
+    np.testing.assert_allclose((density * 0.005).sum(axis=0), [1.0, 1.0], rtol=1e-9)
+
+
+def test_save_load_reproduces_predictions_exactly(two_draws, tmp_path):
+    path = two_draws.save(tmp_path / "t.nc")
+    loaded = Transducer.load(path)
+    y = np.linspace(-3, 3, 17)
+    assert np.array_equal(loaded.predict_proba(y), two_draws.predict_proba(y))
+    assert np.array_equal(
+        loaded.predict_interval(y)["upper"].values, two_draws.predict_interval(y)["upper"].values
+    )
+    assert loaded.classes_ == ("neg", "pos")
+    assert loaded.transform_ == two_draws.transform_
+    assert loaded.backend_ == "given-draws"
+    assert loaded.get_params() == two_draws.get_params()
+    assert loaded.seed_ == two_draws.seed_ == 0
+
+
+def test_integer_labels_survive_save_load(tmp_path):
+    t = make_transducer(W, ALPHA, MU, SIGMA, CALIBRATION, CLASSES, labels=(0, 1))
+    loaded = Transducer.load(t.save(tmp_path / "t.nc"))
+    assert loaded.classes_ == (0, 1) and all(type(c) is int for c in loaded.classes_)
+
+
+def test_decide_uses_transducer_probabilities(two_draws):
+    u = UtilityMatrix([[0, -10], [-1, 5]], decisions=["neg", "pos"], classes=["neg", "pos"])
+    y = np.linspace(-3, 3, 25)
+    p = two_draws.predict_proba(y)
+    expected = np.where(p[:, 1] > u.threshold(), "pos", "neg")
+    assert two_draws.decide(y, u).tolist() == expected.tolist()
+    with pytest.raises(ValueError, match="utility's classes"):
+        two_draws.decide(y, UtilityMatrix([[1, 0], [0, 1]]))
+
+
+def test_dataframe_outputs_keep_names(two_draws):
+    frame = pd.DataFrame({"score": [0.1, 0.2]})
+    np.testing.assert_allclose(two_draws.predict_proba(frame), two_draws.predict_proba([0.1, 0.2]))
+
+
+@pytest.mark.parametrize(
+    ("outputs", "match"),
+    [
+        ([0.1, np.nan], "NaN"),
+        ([0.1, np.inf], "finite"),
+        (np.zeros((2, 2)), r"1 column\(s\) \['score'\] as at fit time, found 2"),
+    ],
+)
+def test_predict_errors(two_draws, outputs, match):
+    with pytest.raises(ValueError, match=match):
+        two_draws.predict_proba(outputs)
+
+
+def test_prevalence_errors(two_draws):
+    with pytest.raises(ValueError, match="sum to 1"):
+        two_draws.predict_proba([0.0], prevalences=[0.5, 0.6])
+    with pytest.raises(ValueError, match="one entry per class"):
+        two_draws.predict_proba([0.0], prevalences=[1.0])
+    with pytest.raises(ValueError, match="one value per class"):
+        two_draws.predict_proba([0.0], prevalences={"neg": 0.5, "other": 0.5})
+
+
+def test_not_fitted_and_bad_file(tmp_path):
+    with pytest.raises(RuntimeError, match="not fitted"):
+        Transducer().predict_proba([0.1])
+    with pytest.raises(FileNotFoundError):
+        Transducer.load(tmp_path / "missing.nc")
+    bad = tmp_path / "bad.nc"
+    bad.write_text("not netcdf")
+    with pytest.raises(ValueError, match="not a yieldwise transducer file"):
+        Transducer.load(bad)
+
+
+@pytest.mark.parametrize(
+    ("outputs", "classes", "match"),
+    [
+        (np.linspace(0, 1, 20), [0] * 20, "at least 2 classes"),
+        (np.linspace(0, 1, 5), [0, 1, 0, 1, 0], "at least 10"),
+        (np.linspace(0, 1, 20), [0, 1] * 9, "one label per row"),
+        (np.r_[np.linspace(0, 1, 19), np.nan], [0, 1] * 10, "NaN"),
+    ],
+)
+def test_fit_input_errors(outputs, classes, match):
+    with pytest.raises(ValueError, match=match):
+        Transducer().fit(outputs, classes)
+
+
+def test_fit_class_without_items():
+    with pytest.raises(ValueError, match=r"class\(es\) \['c'\] have no calibration items"):
+        Transducer().fit(np.linspace(0, 1, 20), ["a", "b"] * 10, class_labels=["a", "b", "c"])
+    with pytest.raises(ValueError, match="must be 'auto' or one of"):
+        Transducer(output_transform="probit").fit(np.linspace(0, 1, 20), [0, 1] * 10)
+
+
+def test_many_continuous_outputs_are_interpolated_within_tolerance(two_draws):
+    y = np.random.default_rng(3).normal(0, 1.5, 20_000)
+    p = two_draws.predict_proba(y)
+    assert 0 < two_draws.interpolation_error_ <= 1e-6
+    exact = joint_by_hand(y[:500]).sum(axis=0)
+    exact /= exact.sum(axis=1, keepdims=True)
+    assert np.abs(p[:500] - exact).max() < 1e-5
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)

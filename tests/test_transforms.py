@@ -1,0 +1,113 @@
+"""Output transforms: choice, inverses, bins, Jacobians, recording."""
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.special import logit
+from scipy.stats import norm
+
+from yieldwise.transforms import OutputTransform, choose_transform
+
+
+def test_auto_choices():
+    rng = np.random.default_rng(0)
+    n = 500
+    unit = rng.random(n)
+    positive = rng.gamma(2.0, size=n)
+    real = rng.normal(size=n)
+    t = choose_transform(np.column_stack([unit, positive, real]), ["p", "g", "z"])
+    assert t.kind == ("logit", "log", "identity")
+    assert t.resolution == (None, None, None)
+    assert t.model_dim_names == ("logit(p)", "log(g)", "z")
+    probs = rng.dirichlet([1, 1, 1], size=n)
+    s = choose_transform(probs, ["a", "b", "c"])
+    assert s.is_simplex and s.model_dims == 2
+    assert s.model_dim_names == ("log(a/c)", "log(b/c)")
+
+
+def test_vote_fractions_are_censored_bins_reaching_infinity():
+    votes = np.tile([0, 0, 1, 1, 5, 200, 200, 199, 3, 3], 3) / 200
+    t = choose_transform(votes[:, None], ["rf"])
+    assert t.kind == ("logit",) and t.resolution == (0.005,)
+    lower, upper, censored = t.intervals(votes[:, None])
+    assert censored.tolist() == [1]
+    assert lower[0, 0] == -np.inf and upper[0, 0] == pytest.approx(logit(0.0025))
+    assert upper[5, 0] == np.inf and lower[5, 0] == pytest.approx(logit(1 - 0.0025))
+    assert lower[4, 0] == pytest.approx(logit(0.0225)) and upper[4, 0] == pytest.approx(
+        logit(0.0275)
+    )
+
+
+def test_forward_inverse_round_trip():
+    rng = np.random.default_rng(1)
+    y = np.column_stack([rng.random(50), rng.gamma(2, size=50), rng.normal(size=50)])
+    y[0, 0] = 0.0  # exact zero, squeezed
+    t = choose_transform(y, ["a", "b", "c"])
+    np.testing.assert_allclose(t.inverse(t.forward(y)), y, atol=1e-12)
+    probs = rng.dirichlet([2, 1, 1], size=40)
+    s = choose_transform(probs, ["a", "b", "c"])
+    np.testing.assert_allclose(s.inverse(s.forward(probs)), probs, atol=1e-12)
+
+
+def test_log_jacobian_turns_model_densities_into_output_densities():
+    # A standard normal density on the logit scale, mapped back to (0, 1), integrates to 1.
+    t = OutputTransform(kind=("logit",), columns=("p",), resolution=(None,), squeeze_n=100)
+
+    def density(p):
+        y = np.array([[p]])
+        return norm.pdf(t.forward(y)[0, 0]) * np.exp(t.log_jacobian(y)[0])
+
+    total, _ = quad(density, 0, 1, limit=200)
+    assert total == pytest.approx(1.0, abs=1e-6)
+    log_t = OutputTransform(kind=("log",), columns=("g",), resolution=(None,), squeeze_n=100)
+
+    def log_density(g):
+        y = np.array([[g]])
+        return norm.pdf(log_t.forward(y)[0, 0]) * np.exp(log_t.log_jacobian(y)[0])
+
+    assert quad(log_density, 0, np.inf, limit=200)[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_simplex_jacobian_by_finite_differences():
+    t = OutputTransform(kind=("simplex",), columns=("a", "b", "c"), resolution=(None,) * 3,
+                        squeeze_n=50)  # fmt: skip
+    p = np.array([[0.2, 0.3, 0.5]])
+    eps = 1e-6
+    jac = np.empty((2, 2))
+    for j in range(2):
+        up, down = p.copy(), p.copy()
+        up[0, j] += eps
+        up[0, 2] -= eps
+        down[0, j] -= eps
+        down[0, 2] += eps
+        jac[:, j] = (t.forward(up)[0] - t.forward(down)[0]) / (2 * eps)
+    assert t.log_jacobian(p)[0] == pytest.approx(np.log(abs(np.linalg.det(jac))), rel=1e-6)
+
+
+def test_json_round_trip():
+    t = choose_transform(np.array([[0.1], [0.2], [0.2], [0.1], [0.3], [0.3]]), ["x"])
+    assert OutputTransform.from_json(t.to_json()) == t
+
+
+@pytest.mark.parametrize(
+    ("outputs", "spec", "match"),
+    [
+        (np.array([[0.5], [1.5]]), "logit", r"must lie in \[0, 1\]"),
+        (np.array([[0.5], [-1.0]]), "log", "non-negative"),
+        (np.array([[0.5], [0.0], [2.0]]), ("log",), "zeros"),
+        (np.array([[0.5], [0.5]]), "probit", "must be 'auto' or one of"),
+        (np.array([[0.5], [0.5]]), "simplex", "at least 2 output columns"),
+        (np.array([[0.5, 0.1], [0.5, 0.2]]), ("logit",), "one of .* for each of the 2"),
+    ],
+)
+def test_bad_transforms(outputs, spec, match):
+    with pytest.raises(ValueError, match=match):
+        choose_transform(outputs, [f"c{j}" for j in range(outputs.shape[1])], spec, None)
+
+
+def test_check_at_predict_time():
+    t = choose_transform(np.random.default_rng(2).random((20, 1)), ["p"])
+    with pytest.raises(ValueError, match=r"1 column\(s\) \['p'\], found 2"):
+        t.check(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
+        t.check(np.array([[2.0]]))

@@ -1,0 +1,175 @@
+"""The transducer's mixture evaluated with numpy, vectorised over draws, items, components.
+
+Mirrors ``stan/transducer.stan`` (docs/theory.md section 3): for posterior draw ``t``
+
+    G_t(c, y) = sum_k w_tk alpha_tkc prod_d kernel_tkd(y_d)
+
+where ``kernel_tkd`` is the Normal(mu_tkd, sigma_tkd) density of a point-valued output
+and, for an interval-censored dimension, the Normal probability of the output's bin
+``[lower_d, upper_d]`` (infinite edges allowed). Everything is computed in log space.
+
+Shapes: ``w`` (S, K), ``alpha`` (S, K, C), ``mu`` and ``sigma`` (S, K, D); outputs
+``lower``/``upper`` (n, D) (or (n,) when D = 1), ``censored`` length D. Items are
+processed in chunks so that the (S, chunk, K) work arrays stay near ``max_elements``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import log_ndtr, logsumexp
+
+__all__ = ["class_probabilities", "log_joint", "log_likelihood"]
+
+_LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
+_MAX_ELEMENTS = 4_000_000
+
+
+def _prepare(w, alpha, mu, sigma, lower, upper, censored):
+    w = np.asarray(w, dtype=float)
+    alpha = np.asarray(alpha, dtype=float)
+    mu = np.asarray(mu, dtype=float)
+    sigma = np.asarray(sigma, dtype=float)
+    if w.ndim == 1:  # a single draw
+        w, alpha, mu, sigma = w[None], alpha[None], mu[None], sigma[None]
+    s, k = w.shape
+    if alpha.ndim != 3 or alpha.shape[:2] != (s, k):
+        raise ValueError(f"alpha must have shape ({s}, {k}, C), got {alpha.shape}")
+    if mu.ndim != 3 or mu.shape[:2] != (s, k) or sigma.shape != mu.shape:
+        raise ValueError(
+            f"mu and sigma must have shape ({s}, {k}, D); got {mu.shape}, {sigma.shape}"
+        )
+    d = mu.shape[2]
+    lo = np.asarray(lower, dtype=float)
+    hi = np.asarray(upper, dtype=float)
+    if lo.ndim == 1:
+        lo = lo[:, None]
+    if hi.ndim == 1:
+        hi = hi[:, None]
+    if lo.shape != hi.shape or lo.ndim != 2 or lo.shape[1] != d:
+        raise ValueError(f"lower/upper must have shape (n, {d}); got {lo.shape}, {hi.shape}")
+    cens = np.zeros(d, dtype=bool) if censored is None else np.asarray(censored).astype(bool)
+    if cens.shape != (d,):
+        raise ValueError(f"censored must have length {d}")
+    return w, alpha, mu, sigma, lo, hi, cens
+
+
+def _log_phi_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log(Phi(b) - Phi(a)) for a < b, accurate in both tails (infinities allowed)."""
+    lo = np.minimum(a, -b)  # reflect onto the side with less mass
+    hi = np.minimum(b, -a)
+    log_hi = log_ndtr(hi)
+    delta = log_ndtr(lo) - log_hi  # <= 0
+    # log(1 - exp(delta)), switching between the two accurate forms at log(1/2)
+    return log_hi + np.where(
+        delta > -np.log(2.0),
+        np.log(-np.expm1(np.minimum(delta, -1e-300))),
+        np.log1p(-np.exp(delta)),
+    )
+
+
+def _log_kernels(mu, sigma, lo, hi, cens) -> np.ndarray:
+    """(S, n, K): sum over dimensions of the log kernel of each item under each component."""
+    out = np.zeros((mu.shape[0], lo.shape[0], mu.shape[1]))
+    for d in range(mu.shape[2]):  # D is small; draws, items and components are vectorised
+        m = mu[:, None, :, d]
+        s = sigma[:, None, :, d]
+        if cens[d]:
+            za = (lo[None, :, None, d] - m) / s
+            zb = (hi[None, :, None, d] - m) / s
+            out += _log_phi_diff(za, zb)
+        else:
+            z = (lo[None, :, None, d] - m) / s
+            out -= 0.5 * z * z + np.log(s) + _LOG_SQRT_2PI
+    return out
+
+
+def _chunks(n_draws: int, n_items: int, n_components: int, max_elements: int):
+    step = max(1, max_elements // max(1, n_draws * n_components))
+    for start in range(0, n_items, step):
+        yield slice(start, min(n_items, start + step))
+
+
+def log_joint(
+    w: np.ndarray,
+    alpha: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    censored: np.ndarray | None = None,
+    *,
+    max_elements: int = _MAX_ELEMENTS,
+) -> np.ndarray:
+    """log G_t(c, y) for every draw, item and class: array (S, n, C).
+
+    For censored dimensions the kernel is the log-probability of the bin
+    ``[lower, upper]``; for the others ``lower`` must equal ``upper`` (the point value)
+    and the kernel is the log density. Label switching leaves the result unchanged.
+    """
+    w, alpha, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
+    s, k, c = alpha.shape
+    n = lo.shape[0]
+    out = np.empty((s, n, c))
+    wa = w[:, :, None] * alpha  # (S, K, C)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        for sl in _chunks(s, n, k * max(c, 1), max_elements):
+            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
+            # log-sum-exp over components as one batched matrix product: shifting each
+            # (draw, item) by its largest log kernel puts the largest term at exactly 1,
+            # so the sum cannot overflow and loses nothing that matters (a class whose
+            # every term underflows has probability below 1e-300 of the largest).
+            top = lk.max(axis=2, keepdims=True)
+            top = np.where(np.isfinite(top), top, 0.0)
+            out[:, sl, :] = np.log(np.matmul(np.exp(lk - top), wa)) + top
+    return out
+
+
+def log_likelihood(
+    w: np.ndarray,
+    alpha: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    class_index: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    censored: np.ndarray | None = None,
+    counts: np.ndarray | None = None,
+    *,
+    max_elements: int = _MAX_ELEMENTS,
+) -> np.ndarray:
+    """Total log-likelihood of calibration data per draw, shape (S,).
+
+    ``sum_n counts_n * log G_t(class_n, y_n)``: equals the Stan program's generated
+    quantity ``log_lik`` when given the same (merged) rows. ``class_index`` is 0-based.
+    """
+    w, alpha, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
+    cls = np.asarray(class_index, dtype=np.int64)
+    n = lo.shape[0]
+    if cls.shape != (n,):
+        raise ValueError(f"class_index must have shape ({n},)")
+    cnt = np.ones(n) if counts is None else np.asarray(counts, dtype=float)
+    s, k, _ = alpha.shape
+    total = np.zeros(s)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        log_w = np.log(w)
+        for sl in _chunks(s, n, k, max_elements):
+            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
+            la = np.log(np.moveaxis(alpha[:, :, cls[sl]], 1, 2))  # (S, m, K)
+            total += logsumexp(lk + la + log_w[:, None, :], axis=2) @ cnt[sl]
+    return total
+
+
+def class_probabilities(log_g: np.ndarray, *, exchangeable: bool = True) -> np.ndarray:
+    """Transducer p(c | y) from ``log_joint`` output (S, n, C): array (n, C).
+
+    ``exchangeable=True``: ``sum_t G_t(c, y) / sum_t sum_c' G_t(c', y)`` (new outputs
+    exchangeable with the calibration outputs); False: ``mean_t F_t(c | y)``
+    (docs/theory.md section 3.2). Per-draw curves ``F_t(c | y)`` are
+    ``exp(log_g - logsumexp(log_g, axis=2, keepdims=True))``.
+    """
+    log_g = np.asarray(log_g, dtype=float)
+    if exchangeable:
+        pooled = logsumexp(log_g, axis=0)  # (n, C)
+        return np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
+    per_draw = np.exp(log_g - logsumexp(log_g, axis=2, keepdims=True))
+    return per_draw.mean(axis=0)

@@ -1,0 +1,107 @@
+"""Stan backends: one narrow interface, two implementations over the same ``.stan`` files.
+
+* ``cmdstanpy`` — CmdStanPy driving a CmdStan installation; chosen when one is found.
+* ``pystan`` — PyStan 3 (httpstan); compiles with the system C++ compiler.
+
+Usage::
+
+    from yieldwise.backends import get_backend, stan_file
+
+    backend = get_backend("auto")
+    program = backend.compile(stan_file("transducer"))  # cached after the first time
+    result = program.sample(data, chains=4, warmup=1000, draws=1000, seed=1)
+    result.draws["w"].shape  # (4, 1000, K): (chain, draw, *shape)
+
+``result.backend`` records which backend ran. Failures raise :class:`SamplingError`
+(a ``RuntimeError``); divergences, tree-depth saturation and low E-BFMI are reported
+as :class:`SamplerWarning` warnings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._base import (
+    CompilationError,
+    CompiledProgram,
+    SampleResult,
+    SamplerWarning,
+    SamplingError,
+    StanBackend,
+)
+from ._cmdstanpy import CmdStanPyBackend
+from ._pystan import PyStanBackend
+
+__all__ = [
+    "BACKENDS",
+    "CompilationError",
+    "CompiledProgram",
+    "SampleResult",
+    "SamplerWarning",
+    "SamplingError",
+    "StanBackend",
+    "available_backends",
+    "get_backend",
+    "stan_file",
+]
+
+#: Backends in order of preference for ``get_backend("auto")``.
+BACKENDS: dict[str, type[StanBackend]] = {
+    "cmdstanpy": CmdStanPyBackend,
+    "pystan": PyStanBackend,
+}
+
+_instances: dict[str, StanBackend] = {}
+
+
+def _instance(name: str) -> StanBackend:
+    if name not in _instances:
+        _instances[name] = BACKENDS[name]()
+    return _instances[name]
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that can run here, in order of preference."""
+    return [name for name in BACKENDS if _instance(name).is_available()]
+
+
+def get_backend(name: str = "auto") -> StanBackend:
+    """The backend called ``name``, or for ``"auto"`` the first available one.
+
+    Raises ``ValueError`` for an unknown name and ``RuntimeError`` when the requested
+    backend (or, for ``"auto"``, every backend) is unavailable, with the reasons.
+    """
+    if name == "auto":
+        for candidate in BACKENDS:
+            backend = _instance(candidate)
+            if backend.is_available():
+                return backend
+        reasons = "; ".join(f"{n}: {_instance(n).unavailable_reason()}" for n in BACKENDS)
+        raise RuntimeError(
+            f"No Stan backend is available ({reasons}). Install PyStan (`pip install "
+            "pystan`, Linux/macOS) or CmdStanPy with a CmdStan installation."
+        )
+    if name not in BACKENDS:
+        raise ValueError(f"unknown Stan backend {name!r}; choose from {['auto', *BACKENDS]}")
+    backend = _instance(name)
+    if not backend.is_available():
+        raise RuntimeError(f"The {name} backend is unavailable: {backend.unavailable_reason()}")
+    return backend
+
+
+def stan_file(name: str) -> Path:
+    """Path of a Stan program shipped with yieldwise (``"transducer"`` or ``"transducer.stan"``).
+
+    The programs live in the repository's top-level ``stan/`` folder; an installed
+    wheel carries the same files as the package ``yieldwise.stan``
+    (``site-packages/yieldwise/stan/``). Both places are searched.
+    """
+    filename = name if name.endswith(".stan") else f"{name}.stan"
+    package_dir = Path(__file__).resolve().parent.parent
+    candidates = [package_dir / "stan" / filename, package_dir.parent / "stan" / filename]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"Stan program {filename!r} not found (looked in {', '.join(map(str, candidates))})"
+    )

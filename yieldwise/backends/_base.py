@@ -1,0 +1,262 @@
+"""The narrow interface every Stan backend implements, and what they share."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger("yieldwise.backends")
+
+#: E-BFMI below this value in a chain is reported (Betancourt 2016; Stan uses 0.3).
+EBFMI_THRESHOLD = 0.3
+
+#: ArviZ names of the sampler statistics in :attr:`SampleResult.sample_stats`, keyed by
+#: Stan's own column names.
+STAN_TO_ARVIZ = {
+    "lp__": "lp",
+    "accept_stat__": "acceptance_rate",
+    "stepsize__": "step_size",
+    "treedepth__": "tree_depth",
+    "n_leapfrog__": "n_steps",
+    "divergent__": "diverging",
+    "energy__": "energy",
+}
+
+COMPILE_NOTE = (
+    "yieldwise: compiling the Stan program {name} with {backend} (first use on this "
+    "machine; takes roughly 1-2 minutes and ~3 GB of memory). The compiled model is "
+    "cached in {cache} and reused by later sessions."
+)
+
+
+class SamplingError(RuntimeError):
+    """The Stan sampler (or the backend driving it) failed.
+
+    The message carries the backend's own message and what to try next.
+    """
+
+
+class CompilationError(RuntimeError):
+    """A Stan program could not be compiled."""
+
+
+class SamplerWarning(UserWarning):
+    """Sampler diagnostics flagged a problem (divergences, tree depth, E-BFMI)."""
+
+
+@dataclass
+class SampleResult:
+    """Draws and sampler diagnostics of one run, backend independent.
+
+    ``draws[name]`` has shape ``(chain, draw, *param_shape)`` with the parameter's
+    indices in Stan's natural order (``mu[k, d]`` is ``draws["mu"][c, t, k - 1, d - 1]``);
+    ``sample_stats[name]`` has shape ``(chain, draw)`` with ArviZ names (``lp``,
+    ``diverging``, ``tree_depth``, ``n_steps``, ``step_size``, ``energy``,
+    ``acceptance_rate``).
+    """
+
+    draws: dict[str, np.ndarray]
+    sample_stats: dict[str, np.ndarray]
+    backend: str
+    backend_version: str
+    stan_version: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    sampling_seconds: float = float("nan")
+
+    @property
+    def n_chains(self) -> int:
+        return int(self.sample_stats["lp"].shape[0])
+
+    @property
+    def n_draws(self) -> int:
+        return int(self.sample_stats["lp"].shape[1])
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Counts of divergences and tree-depth saturation, and E-BFMI per chain."""
+        max_depth = int(self.settings.get("max_treedepth", 10))
+        diverging = np.asarray(self.sample_stats["diverging"], dtype=bool)
+        depth = np.asarray(self.sample_stats["tree_depth"])
+        return {
+            "divergences": int(diverging.sum()),
+            "max_treedepth_hits": int((depth >= max_depth).sum()),
+            "ebfmi": ebfmi(self.sample_stats["energy"]),
+            "iterations": int(diverging.size),
+        }
+
+
+def ebfmi(energy: np.ndarray) -> np.ndarray:
+    """Energy Bayesian fraction of missing information of each chain (chain, draw)."""
+    e = np.asarray(energy, dtype=float)
+    num = np.sum(np.diff(e, axis=1) ** 2, axis=1)
+    den = np.sum((e - e.mean(axis=1, keepdims=True)) ** 2, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return num / den
+
+
+def warn_on_diagnostics(result: SampleResult, stacklevel: int = 3) -> None:
+    """Issue a :class:`SamplerWarning` for each diagnostic that crossed its threshold."""
+    diag = result.diagnostics()
+    total = diag["iterations"]
+    max_depth = int(result.settings.get("max_treedepth", 10))
+    adapt_delta = result.settings.get("adapt_delta", 0.8)
+    if diag["divergences"] > 0:
+        warnings.warn(
+            f"{diag['divergences']} of {total} post-warm-up transitions diverged "
+            f"(threshold: 0). The draws may be biased; try a larger adapt_delta "
+            f"(now {adapt_delta}, e.g. 0.95) and see docs/model.md.",
+            SamplerWarning,
+            stacklevel=stacklevel,
+        )
+    if diag["max_treedepth_hits"] > 0:
+        warnings.warn(
+            f"{diag['max_treedepth_hits']} of {total} post-warm-up transitions hit the "
+            f"maximum tree depth (threshold: max_treedepth={max_depth}). Sampling is "
+            f"inefficient; try a larger max_treedepth or fewer mixture components.",
+            SamplerWarning,
+            stacklevel=stacklevel,
+        )
+    low = [
+        f"chain {i + 1}: {v:.3f}"
+        for i, v in enumerate(diag["ebfmi"])
+        if np.isfinite(v) and v < EBFMI_THRESHOLD
+    ]
+    if low:
+        warnings.warn(
+            f"E-BFMI below the threshold {EBFMI_THRESHOLD} in {len(low)} chain(s) "
+            f"({', '.join(low)}): the sampler may not explore the posterior's tails; "
+            f"try more warm-up iterations.",
+            SamplerWarning,
+            stacklevel=stacklevel,
+        )
+
+
+class CompiledProgram(abc.ABC):
+    """A compiled Stan program, ready to sample with any data set."""
+
+    backend_name: str
+    stan_file: Path
+
+    @abc.abstractmethod
+    def sample(
+        self,
+        data: Mapping[str, Any],
+        *,
+        chains: int = 4,
+        warmup: int = 1000,
+        draws: int = 1000,
+        seed: int | None = None,
+        max_treedepth: int = 10,
+        adapt_delta: float = 0.8,
+        init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        progress: bool = True,
+    ) -> SampleResult:
+        """Run NUTS (diagonal metric, adapted) and return the post-warm-up draws.
+
+        Raises :class:`SamplingError` when the backend fails (bad data, failed
+        initialisation, crashed chains); issues :class:`SamplerWarning` when
+        divergences, tree-depth saturation or low E-BFMI are seen.
+        """
+
+
+class StanBackend(abc.ABC):
+    """A way to compile and run Stan programs (CmdStanPy or PyStan)."""
+
+    name: str
+
+    @abc.abstractmethod
+    def is_available(self) -> bool:
+        """True when this backend can run here. Never raises."""
+
+    @abc.abstractmethod
+    def unavailable_reason(self) -> str | None:
+        """Why :meth:`is_available` is False (None when available)."""
+
+    @abc.abstractmethod
+    def version(self) -> str:
+        """Backend version string (e.g. ``pystan 3.10.0``)."""
+
+    @abc.abstractmethod
+    def compile(self, stan_file: str | os.PathLike[str]) -> CompiledProgram:
+        """Compile (or load from the cache) a Stan program."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r}>"
+
+
+def check_sampler_arguments(
+    chains: int, warmup: int, draws: int, seed: int | None, max_treedepth: int, adapt_delta: float
+) -> int:
+    """Validate the common sampler arguments; return the seed to use (drawn if None)."""
+    for label, value, low in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1)):
+        if int(value) != value or value < low:
+            raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
+    if int(max_treedepth) != max_treedepth or max_treedepth < 1:
+        raise ValueError(f"max_treedepth must be a positive integer, got {max_treedepth!r}")
+    if not 0 < adapt_delta < 1:
+        raise ValueError(f"adapt_delta must lie in (0, 1), got {adapt_delta!r}")
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1)[0] % (2**31 - 1)) + 1
+    if int(seed) != seed or not 0 <= seed < 2**31:
+        raise ValueError(f"seed must be an integer in [0, 2**31), got {seed!r}")
+    return int(seed)
+
+
+def per_chain_inits(
+    init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None, chains: int
+) -> list[dict[str, Any]] | None:
+    """One initial-value dict per chain (a single dict is shared), or None."""
+    if init is None:
+        return None
+    if isinstance(init, Mapping):
+        return [_plain(dict(init)) for _ in range(chains)]
+    inits = [_plain(dict(i)) for i in init]
+    if len(inits) != chains:
+        raise ValueError(f"init must be one dict or a list of {chains} dicts")
+    return inits
+
+
+def _plain(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+
+
+def source_hash(code: str, *extra: str) -> str:
+    h = hashlib.sha256(code.encode())
+    for e in extra:
+        h.update(b"\0" + e.encode())
+    return h.hexdigest()[:16]
+
+
+def user_cache_dir() -> Path:
+    """yieldwise's cache folder (``$YIELDWISE_CACHE``, else the XDG/home cache)."""
+    env = os.environ.get("YIELDWISE_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "yieldwise"
+
+
+@contextlib.contextmanager
+def in_temporary_directory(prefix: str = "yieldwise-") -> Iterator[Path]:
+    """Run the body inside a fresh temporary directory, restoring the cwd afterwards.
+
+    PyStan/httpstan leave a ``build/`` folder in the current directory when they
+    compile; this keeps the user's folder clean.
+    """
+    old = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        os.chdir(tmp)
+        try:
+            yield Path(tmp)
+        finally:
+            os.chdir(old)

@@ -1,0 +1,311 @@
+"""PyStan 3 backend (``pip install pystan``; compiles with the system C++ compiler).
+
+Compiled models live in httpstan's cache (one per program text and httpstan
+version) and are reused by every later process. PyStan is asynchronous under the hood;
+inside a running event loop (Jupyter) ``nest_asyncio`` is applied so that it can run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import hashlib
+import importlib
+import io
+import os
+import re
+import sys
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._base import (
+    COMPILE_NOTE,
+    STAN_TO_ARVIZ,
+    CompilationError,
+    CompiledProgram,
+    SampleResult,
+    SamplingError,
+    StanBackend,
+    check_sampler_arguments,
+    in_temporary_directory,
+    logger,
+    per_chain_inits,
+    warn_on_diagnostics,
+)
+
+_HINT_DATA = (
+    "Check the data dictionary against the program's data block (names, shapes, "
+    "integer vs real, constraints); yieldwise._stan_data.build_stan_data builds a valid one."
+)
+_HINT_INIT = (
+    "Initialisation failed: the log density was not finite at any of the random "
+    "starting points. Check the data (bounds, prior scales) or pass init=."
+)
+
+
+def _ensure_event_loop_reentrant() -> None:
+    """Let PyStan's ``asyncio.run`` work when an event loop is already running."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no running loop: asyncio.run works as is
+    try:
+        import nest_asyncio
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise SamplingError(
+            "PyStan needs `nest_asyncio` to run inside a running event loop (Jupyter); "
+            "install it with `pip install nest_asyncio`."
+        ) from exc
+    nest_asyncio.apply()
+
+
+@contextlib.contextmanager
+def _captured_output(show: bool):
+    """Capture PyStan's console output (kept for error messages); echo it when ``show``.
+
+    Also hides the deprecation notices httpstan's own dependencies emit on every call
+    (they are not the user's concern); other warnings pass through.
+    """
+    buffer = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", message="It is recommended to use web.AppKey")
+        if show:
+            yield buffer
+            return
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            yield buffer
+
+
+def _tail(text: str, lines: int = 25) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+    kept = [ln for ln in text.splitlines() if ln.strip() and "Sampling:" not in ln]
+    return "\n".join(kept[-lines:])
+
+
+class PyStanProgram(CompiledProgram):
+    backend_name = "pystan"
+
+    def __init__(self, backend: PyStanBackend, stan_file: Path, code: str, model_name: str):
+        self._backend = backend
+        self.stan_file = stan_file
+        self.code = code
+        self.model_name = model_name
+
+    def sample(
+        self,
+        data: Mapping[str, Any],
+        *,
+        chains: int = 4,
+        warmup: int = 1000,
+        draws: int = 1000,
+        seed: int | None = None,
+        max_treedepth: int = 10,
+        adapt_delta: float = 0.8,
+        init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        progress: bool = True,
+    ) -> SampleResult:
+        import stan
+
+        seed = check_sampler_arguments(chains, warmup, draws, seed, max_treedepth, adapt_delta)
+        inits = per_chain_inits(init, chains)
+        _ensure_event_loop_reentrant()
+        settings = {
+            "chains": int(chains),
+            "warmup": int(warmup),
+            "draws": int(draws),
+            "seed": seed,
+            "max_treedepth": int(max_treedepth),
+            "adapt_delta": float(adapt_delta),
+            "init": "user" if inits is not None else "random",
+        }
+        kwargs: dict[str, Any] = {
+            "num_chains": int(chains),
+            "num_warmup": int(warmup),
+            "num_samples": int(draws),
+            "max_depth": int(max_treedepth),
+            "delta": float(adapt_delta),
+            "refresh": max(1, (int(warmup) + int(draws)) // 20),
+        }
+        if inits is not None:
+            kwargs["init"] = inits
+        fits_dir = self._backend._fits_directory(self.model_name)
+        before = _listing(fits_dir)
+        with in_temporary_directory(), _captured_output(show=False) as out:
+            try:
+                posterior = stan.build(self.code, data=dict(data), random_seed=seed)
+            except Exception as exc:
+                raise SamplingError(
+                    f"PyStan rejected the data for {self.stan_file.name}: {exc}\n"
+                    f"{_tail(out.getvalue())}\n{_HINT_DATA}"
+                ) from exc
+        started = time.perf_counter()
+        with in_temporary_directory(), _captured_output(show=progress) as out:
+            try:
+                fit = posterior.sample(**kwargs)
+            except Exception as exc:
+                message = str(exc)
+                hint = _HINT_INIT if "Initialization failed" in message else _HINT_DATA
+                raise SamplingError(
+                    f"PyStan sampling failed for {self.stan_file.name}: {message}\n"
+                    f"{_tail(out.getvalue())}\n{hint}"
+                ) from exc
+        elapsed = time.perf_counter() - started
+        if fit is None:  # PyStan returns None on KeyboardInterrupt
+            raise KeyboardInterrupt
+        _forget_fits(fits_dir, before, fit.stan_outputs)
+        n_draws = int(draws)
+        out_draws = {
+            name: _reshape(fit[name], tuple(dims), n_draws, chains)
+            for name, dims in zip(fit.param_names, fit.dims, strict=True)
+        }
+        stats = {}
+        for stan_name, arviz_name in STAN_TO_ARVIZ.items():
+            if stan_name in fit.sample_and_sampler_param_names:
+                values = _reshape(fit[stan_name], (), n_draws, chains)
+                if arviz_name == "diverging":
+                    values = values.astype(bool)
+                elif arviz_name in ("tree_depth", "n_steps"):
+                    values = values.astype(np.int64)
+                stats[arviz_name] = values
+        result = SampleResult(
+            draws=out_draws,
+            sample_stats=stats,
+            backend="pystan",
+            backend_version=self._backend.version(),
+            stan_version=self._backend.stan_version(),
+            settings=settings,
+            sampling_seconds=elapsed,
+        )
+        warn_on_diagnostics(result)
+        return result
+
+
+def _reshape(values: np.ndarray, shape: tuple[int, ...], n_draws: int, n_chains: int) -> np.ndarray:
+    """PyStan's (*shape, draw * chain) arrays, chain varying fastest -> (chain, draw, *shape)."""
+    arr = np.asarray(values).reshape(*shape, n_draws, n_chains)
+    return np.ascontiguousarray(np.moveaxis(arr, (-1, -2), (0, 1)))
+
+
+def _forget_fits(directory: Path | None, before: set[Path], outputs: Sequence[bytes]) -> None:
+    """Delete the chains of this fit from httpstan's cache.
+
+    httpstan stores every seeded fit on disk (and would return it again for an identical
+    request). Only files whose contents are one of this fit's chains are removed, so
+    concurrent processes sampling the same model are not disturbed.
+    """
+    ours = {hashlib.sha256(o).digest() for o in outputs}
+    for path in _listing(directory) - before:
+        with contextlib.suppress(OSError, EOFError, gzip.BadGzipFile):
+            if hashlib.sha256(gzip.decompress(path.read_bytes())).digest() in ours:
+                path.unlink()
+
+
+def _listing(directory: Path | None) -> set[Path]:
+    if directory is None or not directory.is_dir():
+        return set()
+    return set(directory.glob("*.jsonlines.gz"))
+
+
+class PyStanBackend(StanBackend):
+    """PyStan 3 (httpstan) backend."""
+
+    name = "pystan"
+
+    def __init__(self) -> None:
+        self._programs: dict[str, PyStanProgram] = {}
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            with warnings.catch_warnings():  # httpstan's schemas warn on import
+                warnings.simplefilter("ignore")
+                importlib.import_module("stan")
+                importlib.import_module("httpstan")
+        except Exception as exc:  # ImportError, or a broken installation
+            return f"PyStan is not installed ({type(exc).__name__}: {exc}); pip install pystan"
+        if sys.platform.startswith("win"):
+            return "PyStan 3 does not support Windows; use the cmdstanpy backend"
+        return None
+
+    def is_available(self) -> bool:
+        try:
+            return self.unavailable_reason() is None
+        except Exception:  # pragma: no cover - is_available must never raise
+            return False
+
+    def version(self) -> str:
+        import httpstan
+
+        import stan
+
+        return f"pystan {getattr(stan, '__version__', '?')} (httpstan {httpstan.__version__})"
+
+    def stan_version(self) -> str:
+        import httpstan
+
+        header = Path(httpstan.__file__).parent / "include" / "stan" / "version.hpp"
+        try:
+            text = header.read_text()
+        except OSError:
+            return "unknown"
+        parts = [re.search(rf"#define STAN_{p} (\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
+        return ".".join(m.group(1) for m in parts) if all(parts) else "unknown"  # type: ignore[union-attr]
+
+    def _fits_directory(self, model_name: str) -> Path | None:
+        try:
+            import httpstan.cache
+
+            return httpstan.cache.model_directory(model_name) / "fits"
+        except Exception:  # pragma: no cover - httpstan internals changed
+            return None
+
+    def compile(self, stan_file: str | os.PathLike[str]) -> PyStanProgram:
+        if not self.is_available():
+            reason = self.unavailable_reason()
+            raise CompilationError(f"the pystan backend is unavailable: {reason}")
+        import httpstan.cache
+        import httpstan.models
+
+        path = Path(stan_file)
+        code = path.read_text()
+        model_name = httpstan.models.calculate_model_name(code)
+        cached = self._programs.get(model_name)
+        if cached is not None:
+            return cached
+        if model_name not in httpstan.cache.list_model_names():
+            logger.warning(
+                COMPILE_NOTE.format(
+                    name=path.name, backend="PyStan", cache=httpstan.cache.cache_directory()
+                )
+            )
+        _ensure_event_loop_reentrant()
+        with in_temporary_directory(), _captured_output(show=True):
+            status, message = asyncio.run(_build(code))
+        if status != 201:
+            raise CompilationError(
+                f"PyStan could not compile {path}: {message}\n"
+                "A C++ compiler (g++ or clang++) and ~3 GB of free memory are needed."
+            )
+        program = PyStanProgram(self, path, code, model_name)
+        self._programs[model_name] = program
+        return program
+
+
+async def _build(code: str) -> tuple[int, str]:
+    import stan.common
+
+    async with stan.common.HttpstanClient() as client:
+        resp = await client.post("/models", json={"program_code": code})
+        if resp.status == 201:
+            return resp.status, ""
+        try:
+            message = resp.json().get("message", "")
+        except Exception:  # pragma: no cover - non-JSON error body
+            message = resp.content.decode(errors="replace")
+        return resp.status, message

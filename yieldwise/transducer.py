@@ -1,0 +1,941 @@
+"""The probability transducer ``p(class | output)`` (theory section 3).
+
+A classifier's raw output ``y`` is treated like a diagnostic test result: the
+transducer learns the joint density of (class, output) from a calibration set
+with a nonparametric Bayesian mixture fitted by Stan, and turns any output into
+class probabilities, with bands showing how much they could still move.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import secrets
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy.special import logsumexp
+
+from . import _mixture
+from ._validation import (
+    Label,
+    as_float_array,
+    categories_of,
+    check_labels,
+    check_positive_int,
+    indices_of,
+    label_values,
+    sorted_unique,
+)
+from .transforms import OutputTransform, choose_transform
+
+if TYPE_CHECKING:
+    import arviz as az
+    from matplotlib.axes import Axes
+
+    from .utility import UtilityMatrix
+
+__all__ = ["DiagnosticsWarning", "Transducer"]
+
+logger = logging.getLogger(__name__)
+
+#: Fewer calibration items than this cannot inform a mixture of several components.
+MIN_ITEMS = 10
+#: Thresholds on the invariant quantities (R-hat and bulk ESS), as in the Stan guidance.
+RHAT_MAX = 1.01
+ESS_MIN = 400
+# Items per chunk are chosen so draws x chunk x components stays near this many numbers.
+_CHUNK_ELEMENTS = 4_000_000
+# Above this many distinct 1-D continuous outputs, predict_proba interpolates the exact
+# formula from a grid (theory 3.2 costs draws x components per output).
+_INTERPOLATE_ABOVE = 4096
+_GRID_START = 257
+_GRID_MAX = 65_537
+_INTERPOLATION_TOLERANCE = 1e-6
+
+
+class DiagnosticsWarning(UserWarning):
+    """R-hat or effective sample size of an invariant quantity misses its threshold."""
+
+
+class Transducer:
+    """Probability transducer fitted by Stan: ``p(class | classifier output)``.
+
+    Parameters
+    ----------
+    n_components : int
+        Mixture components ``K`` (an upper bound: surplus components empty out).
+    output_transform : str or sequence of str
+        ``"auto"`` (logit for outputs in [0, 1], log for positive ones, identity
+        otherwise; additive log-ratios for probability vectors), or one of
+        ``"identity"``, ``"logit"``, ``"log"``, ``"simplex"``, or one kind per column.
+    resolution : "auto", None, float or sequence
+        Lattice spacing of discrete outputs (vote fractions ``k/200``), modelled
+        as interval-censored bins; ``"auto"`` detects it, None treats outputs
+        as continuous.
+    prior : mapping, optional
+        Overrides of the data-scaled hyper-parameters (see ``docs/model.md``).
+    chains, warmup, draws : int
+        NUTS settings: chains, warm-up iterations and kept draws per chain.
+    seed : int, optional
+        Random seed; drawn and recorded when None, so every fit is reproducible.
+    backend : {"auto", "cmdstanpy", "pystan"}
+        Stan interface; ``"auto"`` prefers cmdstanpy when CmdStan is installed.
+    max_treedepth, adapt_delta : NUTS tuning.
+    progress : bool
+        Show the sampler's progress.
+
+    Attributes
+    ----------
+    classes_ : tuple of labels
+    transform_ : OutputTransform
+    posterior_ : arviz.InferenceData
+        Groups ``posterior`` (``w``, ``alpha``, ``mu``, ``sigma``, ``log_lik``),
+        ``sample_stats``, ``observed_data`` and ``constant_data`` (the merged rows).
+    backend_ : str
+        The backend that ran.
+    seed_ : int
+        The seed that ran (drawn at random when ``seed`` is None).
+    n_calibration_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from yieldwise import Transducer
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.integers(0, 2, 300)
+    >>> scores = rng.beta(2 + 3 * labels, 5 - 3 * labels)
+    >>> t = Transducer(chains=2, warmup=300, draws=300, seed=1, progress=False)
+    >>> t = t.fit(scores, labels)  # doctest: +SKIP
+    >>> t.predict_proba([0.2, 0.8]).round(2)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        n_components: int = 8,
+        output_transform: str | Iterable[str] = "auto",
+        resolution: Any = "auto",
+        prior: Mapping[str, Any] | None = None,
+        chains: int = 4,
+        warmup: int = 500,
+        draws: int = 500,
+        seed: int | None = None,
+        backend: str = "auto",
+        max_treedepth: int = 10,
+        adapt_delta: float = 0.8,
+        progress: bool = True,
+    ) -> None:
+        self.n_components = n_components
+        self.output_transform = output_transform
+        self.resolution = resolution
+        self.prior = prior
+        self.chains = chains
+        self.warmup = warmup
+        self.draws = draws
+        self.seed = seed
+        self.backend = backend
+        self.max_treedepth = max_treedepth
+        self.adapt_delta = adapt_delta
+        self.progress = progress
+
+    # ------------------------------------------------------------ sklearn API
+    _PARAMS = (
+        "n_components", "output_transform", "resolution", "prior", "chains", "warmup",
+        "draws", "seed", "backend", "max_treedepth", "adapt_delta", "progress",
+    )  # fmt: skip
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in self._PARAMS}
+
+    def set_params(self, **params: Any) -> Transducer:
+        """Set constructor parameters (scikit-learn convention); returns ``self``."""
+        for name, value in params.items():
+            if name not in self._PARAMS:
+                raise ValueError(f"unknown parameter {name!r}; valid: {list(self._PARAMS)}")
+            setattr(self, name, value)
+        return self
+
+    # -------------------------------------------------------------------- fit
+    def fit(self, outputs: Any, classes: Any, *, class_labels: Any = None) -> Transducer:
+        """Fit the transducer to a calibration set.
+
+        Parameters
+        ----------
+        outputs : array-like (items,) or (items, D), or DataFrame
+            The classifier's outputs on calibration items it never saw in
+            training. DataFrame column names are kept.
+        classes : 1-D labels, one per item
+            True classes (any hashable labels; a categorical's categories order them).
+        class_labels : sequence, optional
+            All class labels in order (default: categories, else sorted labels seen).
+            Every class must have calibration items.
+
+        Returns
+        -------
+        Transducer
+            ``self``, fitted.
+        """
+        from ._stan_data import build_stan_data, initial_values
+        from .backends import get_backend, stan_file
+
+        k = check_positive_int(self.n_components, "n_components")
+        y, columns = _as_outputs(outputs, "outputs")
+        truth = label_values(classes, "classes")
+        if truth.size != y.shape[0]:
+            raise ValueError(
+                f"classes must have one label per row of outputs ({y.shape[0]}), found {truth.size}"
+            )
+        if y.shape[0] < MIN_ITEMS:
+            raise ValueError(
+                f"outputs has {y.shape[0]} calibration items; the transducer needs at least "
+                f"{MIN_ITEMS} (and realistically hundreds)"
+            )
+        if class_labels is None:
+            class_labels = categories_of(classes) or sorted_unique(truth)
+        labels = check_labels(class_labels, len(list(class_labels)), "class_labels")
+        if len(labels) < 2:
+            raise ValueError(f"classes must include at least 2 classes, found {list(labels)}")
+        class_index = indices_of(truth, labels, "classes", "class_labels")
+        per_class = np.bincount(class_index, minlength=len(labels))
+        if (per_class == 0).any():
+            missing = [labels[j] for j in np.flatnonzero(per_class == 0)]
+            raise ValueError(
+                f"class(es) {missing} have no calibration items; the transducer cannot learn "
+                "p(class | output) for a class it never saw. Add items of that class or drop "
+                "it from class_labels"
+            )
+        transform = choose_transform(y, columns, self.output_transform, self.resolution)
+        lower, upper, censored = transform.intervals(y)
+        data = build_stan_data(class_index, lower, upper, censored, len(labels), k, self.prior)
+        chains = check_positive_int(self.chains, "chains")
+        # Draw the seed here when none is given: it seeds the initial values as well as
+        # the sampler, and is recorded (seed_) so that the fit can be repeated exactly.
+        seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
+        backend = get_backend(self.backend)
+        program = backend.compile(stan_file("transducer"))
+        result = program.sample(
+            data,
+            chains=chains,
+            warmup=self.warmup,
+            draws=self.draws,
+            seed=seed,
+            init=initial_values(data, chains, seed),
+            max_treedepth=self.max_treedepth,
+            adapt_delta=self.adapt_delta,
+            progress=self.progress,
+        )
+        # The backend has already warned about divergences, tree depth and E-BFMI.
+        self._set_fitted(result, data, y, class_index, labels, transform)
+        self._warn_on_invariants()
+        return self
+
+    def _set_fitted(
+        self,
+        result: Any,
+        data: dict[str, Any],
+        y: np.ndarray,
+        class_index: np.ndarray,
+        labels: tuple[Label, ...],
+        transform: OutputTransform,
+    ) -> None:
+        """Store the fitted state from a backend's ``SampleResult`` and the Stan data."""
+        self.classes_ = labels
+        self.transform_ = transform
+        self.n_calibration_ = int(y.shape[0])
+        self.backend_ = result.backend
+        self.seed_ = int(result.settings["seed"])  # the seed that ran (drawn when seed=None)
+        self.posterior_ = _inference_data(self, result, data, y, class_index, transform.columns)
+        self._cache_draws()
+
+    @classmethod
+    def _from_draws(
+        cls,
+        draws: Mapping[str, np.ndarray],
+        outputs: Any,
+        classes: Any,
+        class_labels: tuple[Label, ...],
+        *,
+        output_transform: str = "auto",
+        resolution: Any = "auto",
+        backend: str = "given-draws",
+    ) -> Transducer:
+        """A fitted transducer whose posterior is given (``w``, ``alpha``, ``mu``, ``sigma``).
+
+        Arrays are shaped (chain, draw, ...) as a backend returns them. Used to
+        check the prediction formulas against closed forms and to benchmark them
+        without running Stan.
+        """
+        from ._stan_data import build_stan_data
+        from .backends import SampleResult
+
+        y, columns = _as_outputs(outputs, "outputs")
+        truth = label_values(classes, "classes")
+        class_index = indices_of(truth, class_labels, "classes", "class_labels")
+        chains, n_draws, k = np.shape(draws["w"])
+        transform = choose_transform(y, columns, output_transform, resolution)
+        lower, upper, censored = transform.intervals(y)
+        data = build_stan_data(class_index, lower, upper, censored, len(class_labels), k)
+        zeros = np.zeros((chains, n_draws))
+        stats = {
+            "lp": zeros,
+            "energy": zeros,
+            "step_size": zeros,
+            "acceptance_rate": zeros,
+            "diverging": zeros.astype(bool),
+            "tree_depth": zeros + 1,
+            "n_steps": zeros + 1,
+        }
+        result = SampleResult(
+            draws={**{name: np.asarray(draws[name], float) for name in ("w", "alpha", "mu",
+                                                                      "sigma")},
+                   "log_lik": np.asarray(draws.get("log_lik", zeros), float)},
+            sample_stats=stats, backend=backend, backend_version="-", stan_version="-",
+            settings={"max_treedepth": 10, "seed": 0}, sampling_seconds=0.0,
+        )  # fmt: skip
+        transducer = cls(n_components=k, output_transform=output_transform, resolution=resolution)
+        transducer._set_fitted(result, data, y, class_index, tuple(class_labels), transform)
+        return transducer
+
+    # --------------------------------------------------------------- internals
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "posterior_"):
+            raise RuntimeError(
+                "this Transducer is not fitted yet: call .fit(outputs, classes) or "
+                "Transducer.load(path) first"
+            )
+
+    def _cache_draws(self) -> None:
+        post = self.posterior_.posterior
+        s = post.sizes["chain"] * post.sizes["draw"]
+        self._w = post["w"].values.reshape(s, -1)
+        self._alpha = post["alpha"].values.reshape(s, *post["alpha"].shape[2:])
+        self._mu = post["mu"].values.reshape(s, *post["mu"].shape[2:])
+        self._sigma = post["sigma"].values.reshape(s, *post["sigma"].shape[2:])
+        self._chain_draw = (post.sizes["chain"], post.sizes["draw"])
+        # log F_t(c) = log sum_k w_tk alpha_tkc: the class frequencies under each draw.
+        self._log_class_freq = np.log(np.einsum("sk,skc->sc", self._w, self._alpha))
+
+    def _prepare_outputs(self, outputs: Any) -> np.ndarray:
+        self._check_fitted()
+        y, _ = _as_outputs(outputs, "outputs", expected=self.transform_.columns)
+        self.transform_.check(y)
+        return y
+
+    def _log_joint_chunks(self, y: np.ndarray) -> Iterable[tuple[slice, np.ndarray]]:
+        """Yield ``(items, log G_t(c, y))`` chunks shaped (draws, chunk, classes)."""
+        yield from self._model_chunks(*self.transform_.intervals(y))
+
+    def _model_chunks(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray
+    ) -> Iterable[tuple[slice, np.ndarray]]:
+        """As :meth:`_log_joint_chunks`, from model-scale bounds."""
+        s, k = self._w.shape
+        step = max(1, _CHUNK_ELEMENTS // (s * k))
+        for start in range(0, lower.shape[0], step):
+            sl = slice(start, min(lower.shape[0], start + step))
+            yield (
+                sl,
+                _mixture.log_joint(
+                    self._w, self._alpha, self._mu, self._sigma, lower[sl], upper[sl], censored
+                ),
+            )
+
+    def _model_proba(
+        self,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        censored: np.ndarray,
+        exchangeable: bool,
+        prevalences: np.ndarray | None,
+    ) -> np.ndarray:
+        """Exact theory-3.2 probabilities at model-scale rows, shape (rows, classes)."""
+        out = np.empty((lower.shape[0], len(self.classes_)))
+        for sl, log_g in self._model_chunks(lower, upper, censored):
+            log_w = self._log_weights(log_g, prevalences)
+            if exchangeable:
+                pooled = logsumexp(log_w, axis=0)
+                out[sl] = np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
+            else:
+                out[sl] = self._per_draw_proba(log_w).mean(axis=0)
+        return out
+
+    def _interpolated_proba(
+        self, z: np.ndarray, exchangeable: bool, prevalences: np.ndarray | None
+    ) -> np.ndarray:
+        """Probabilities at many 1-D model-scale points by a verified cubic interpolation.
+
+        The exact formula is evaluated on a grid spanning the points and at every
+        grid midpoint; the grid is doubled until the interpolant's largest error at
+        the midpoints is below ``_INTERPOLATION_TOLERANCE`` (a hundredth of the
+        1e-4 accuracy promised), and only then used for all points.
+        """
+        from scipy.interpolate import CubicSpline
+
+        none = np.zeros(1, dtype=int)
+        low, high = float(z.min()), float(z.max())
+        nodes = _GRID_START
+        while True:
+            fine = np.linspace(low, high, 2 * nodes - 1)[:, None]
+            exact = self._model_proba(fine, fine, none, exchangeable, prevalences)
+            spline = CubicSpline(fine[::2, 0], exact[::2], axis=0)
+            error = float(np.abs(spline(fine[1::2, 0]) - exact[1::2]).max())
+            if error <= _INTERPOLATION_TOLERANCE or nodes >= _GRID_MAX:
+                break
+            nodes = 2 * nodes - 1
+        self.interpolation_error_ = error
+        values = np.clip(spline(z), 0.0, 1.0)
+        return values / values.sum(axis=1, keepdims=True)
+
+    def _log_weights(self, log_g: np.ndarray, prevalences: np.ndarray | None) -> np.ndarray:
+        """log of the unnormalised per-draw class weights at each output.
+
+        Discriminative: ``log G_t(c, y)``. Generative with prevalences ``r``:
+        ``log F_t(y | c) + log r_c`` with ``F_t(y | c) = G_t(c, y) / F_t(c)``.
+        """
+        if prevalences is None:
+            return log_g
+        return log_g - self._log_class_freq[:, None, :] + np.log(prevalences)[None, None, :]
+
+    def _check_prevalences(self, prevalences: Any) -> np.ndarray | None:
+        if prevalences is None:
+            return None
+        if isinstance(prevalences, Mapping):
+            unknown = set(prevalences) - set(self.classes_)
+            if unknown or len(prevalences) != len(self.classes_):
+                raise ValueError(
+                    f"prevalences must give one value per class {list(self.classes_)}, found "
+                    f"keys {list(prevalences)}"
+                )
+            prevalences = [prevalences[c] for c in self.classes_]
+        r = as_float_array(prevalences, "prevalences", ndim=1)
+        if r.shape != (len(self.classes_),):
+            raise ValueError(
+                f"prevalences must have one entry per class {list(self.classes_)}, found {r.size}"
+            )
+        if (r <= 0).any() or not np.isclose(r.sum(), 1.0, rtol=0, atol=1e-9):
+            raise ValueError(
+                f"prevalences must be positive and sum to 1, found {r.tolist()} (sum {r.sum()!r})"
+            )
+        return r
+
+    def _per_draw_proba(self, log_w: np.ndarray) -> np.ndarray:
+        return np.exp(log_w - logsumexp(log_w, axis=2, keepdims=True))
+
+    # ------------------------------------------------------------- predictions
+    def predict_proba(
+        self, outputs: Any, exchangeable: bool = True, prevalences: Any = None
+    ) -> np.ndarray:
+        """Class probabilities ``p(c | y)`` for each output (theory 3.2).
+
+        Parameters
+        ----------
+        outputs : array-like or DataFrame, same columns as at fit time
+        exchangeable : bool
+            True: new outputs exchangeable with the calibration outputs,
+            ``sum_t G_t(c, y) / sum_t sum_c' G_t(c', y)``. False (feature
+            shift): ``mean_t F_t(c | y)``.
+        prevalences : sequence or mapping, optional
+            Deployment class prevalences ``r_c`` (generative mode):
+            ``p(c | y, r)`` proportional to ``p(y | c, D) r_c``.
+
+        Returns
+        -------
+        numpy.ndarray of shape (items, classes), columns in ``classes_`` order.
+
+        Notes
+        -----
+        Each distinct output is evaluated once. With more than 4,096 distinct
+        continuous 1-D outputs, the exact formula is evaluated on a grid and
+        interpolated; the grid is refined until the interpolation error,
+        checked at every grid midpoint against the exact formula, is below
+        1e-6. The error reached is stored in ``interpolation_error_``.
+        """
+        y = self._prepare_outputs(outputs)
+        r = self._check_prevalences(prevalences)
+        # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
+        unique, inverse = _unique_rows(y)
+        lower, upper, censored = self.transform_.intervals(unique)
+        self.interpolation_error_ = 0.0
+        if unique.shape[0] > _INTERPOLATE_ABOVE and unique.shape[1] == 1 and not censored.any():
+            out = self._interpolated_proba(lower[:, 0], exchangeable, r)
+        else:
+            out = self._model_proba(lower, upper, censored, exchangeable, r)
+        return out[inverse.ravel()]
+
+    def draws_proba(self, outputs: Any, prevalences: Any = None) -> xr.DataArray:
+        """Per-draw transducer ``F_t(c | y)`` as a DataArray (chain, draw, item, class)."""
+        y = self._prepare_outputs(outputs)
+        r = self._check_prevalences(prevalences)
+        s = self._w.shape[0]
+        values = np.empty((s, y.shape[0], len(self.classes_)))
+        for sl, log_g in self._log_joint_chunks(y):
+            values[:, sl] = self._per_draw_proba(self._log_weights(log_g, r))
+        return xr.DataArray(
+            values.reshape(*self._chain_draw, *values.shape[1:]),
+            dims=("chain", "draw", "item", "class"),
+            coords=self._coords(y.shape[0]),
+            name="probability",
+        )
+
+    def predict_interval(
+        self, outputs: Any, prob: float = 0.75, prevalences: Any = None
+    ) -> xr.Dataset:
+        """Probabilities with variability bands (equal-tailed quantiles over draws).
+
+        Returns a Dataset with ``mean`` (the exchangeable transducer), ``lower``
+        and ``upper`` (the ``(1 - prob)/2`` and ``(1 + prob)/2`` quantiles of
+        ``F_t(c | y)``), dims (item, class).
+        """
+        if not 0 < prob < 1:
+            raise ValueError(f"prob must lie strictly between 0 and 1, found {prob!r}")
+        y = self._prepare_outputs(outputs)
+        r = self._check_prevalences(prevalences)
+        n, c = y.shape[0], len(self.classes_)
+        mean, lower, upper = np.empty((n, c)), np.empty((n, c)), np.empty((n, c))
+        tails = [(1 - prob) / 2, (1 + prob) / 2]
+        for sl, log_g in self._log_joint_chunks(y):
+            log_w = self._log_weights(log_g, r)
+            pooled = logsumexp(log_w, axis=0)
+            mean[sl] = np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
+            lower[sl], upper[sl] = np.quantile(self._per_draw_proba(log_w), tails, axis=0)
+        coords = self._coords(n)
+        dims = ("item", "class")
+        return xr.Dataset(
+            {"mean": (dims, mean), "lower": (dims, lower), "upper": (dims, upper)},
+            coords={k: v for k, v in coords.items() if k in dims},
+            attrs={"prob": prob},
+        )
+
+    def output_density(
+        self, outputs: Any, given_class: Label | None = None, prob: float = 0.75
+    ) -> xr.Dataset:
+        """Generative ``p(y | c)`` on the outputs' original scale, with bands.
+
+        ``mean`` is ``mean_t F_t(y | c)``; ``lower``/``upper`` are quantiles over
+        draws. For discrete (censored) outputs the density is the bin probability
+        divided by the bin width.
+        """
+        if not 0 < prob < 1:
+            raise ValueError(f"prob must lie strictly between 0 and 1, found {prob!r}")
+        y = self._prepare_outputs(outputs)
+        jacobian = self.transform_.log_jacobian(y)
+        n, c = y.shape[0], len(self.classes_)
+        mean, lower, upper = np.empty((n, c)), np.empty((n, c)), np.empty((n, c))
+        tails = [(1 - prob) / 2, (1 + prob) / 2]
+        for sl, log_g in self._log_joint_chunks(y):
+            density = np.exp(log_g - self._log_class_freq[:, None, :] + jacobian[None, sl, None])
+            mean[sl] = density.mean(axis=0)
+            lower[sl], upper[sl] = np.quantile(density, tails, axis=0)
+        dims = ("item", "class")
+        data = xr.Dataset(
+            {"mean": (dims, mean), "lower": (dims, lower), "upper": (dims, upper)},
+            coords={k: v for k, v in self._coords(n).items() if k in dims},
+            attrs={"prob": prob},
+        )
+        if given_class is not None:
+            if given_class not in self.classes_:
+                raise ValueError(
+                    f"given_class {given_class!r} is not among the classes {list(self.classes_)}"
+                )
+            data = data.isel({"class": self.classes_.index(given_class)})
+        return data
+
+    def decide(
+        self,
+        outputs: Any,
+        utility: UtilityMatrix | Any,
+        prevalences: Any = None,
+        tie: str = "random",
+        seed: int | None = None,
+    ) -> np.ndarray:
+        """Maximum-expected-utility decisions using the transducer's probabilities."""
+        from .decision import decide
+        from .utility import UtilityMatrix
+
+        if isinstance(utility, UtilityMatrix) and set(utility.classes) != set(self.classes_):
+            raise ValueError(
+                f"utility's classes {list(utility.classes)} differ from the transducer's "
+                f"{list(self.classes_)}"
+            )
+        proba = self.predict_proba(outputs, prevalences=prevalences)
+        if isinstance(utility, UtilityMatrix):
+            proba = pd.DataFrame(proba, columns=pd.Index(self.classes_, dtype=object))
+        return decide(proba, utility, tie=tie, seed=seed)  # type: ignore[arg-type]
+
+    def _coords(self, n_items: int) -> dict[str, Any]:
+        chains, draws = self._chain_draw
+        return {
+            "chain": np.arange(chains),
+            "draw": np.arange(draws),
+            "item": np.arange(n_items),
+            "class": _coord_labels(self.classes_),
+        }
+
+    # -------------------------------------------------------------- diagnostics
+    def reference_outputs(self, n: int = 9) -> np.ndarray:
+        """Fixed calibration outputs at which transducer values are diagnosed.
+
+        For one output column: the calibration values at ``n`` evenly spaced
+        quantiles; for several: ``n`` calibration rows at evenly spaced ranks of
+        their first model coordinate.
+        """
+        self._check_fitted()
+        y = self.posterior_.observed_data["outputs"].values
+        z = self.transform_.forward(y)[:, 0]
+        order = np.argsort(z, kind="stable")
+        ranks = np.linspace(0, len(z) - 1, n).round().astype(int)
+        rows = np.unique(y[order[ranks]], axis=0)
+        return rows
+
+    def diagnostics(self) -> pd.DataFrame:
+        """R-hat and effective sample sizes of label-switching-invariant quantities.
+
+        Rows: the calibration log-likelihood, and ``F_t(c | y)`` at the
+        :meth:`reference_outputs` for every class but the last (the last is
+        determined by the others). Columns: quantity, output, class, mean, r_hat,
+        ess_bulk, ess_tail, ok (``r_hat <= 1.01`` and ``ess_bulk >= 400``).
+        """
+        import arviz as az
+
+        self._check_fitted()
+        reference = self.reference_outputs()
+        series = {"log_lik": self.posterior_.posterior["log_lik"].values}
+        proba = self.draws_proba(reference).values  # (chain, draw, item, class)
+        described = [("log_lik", "", "")]
+        for i, row in enumerate(reference):
+            for j, label in enumerate(self.classes_[:-1]):
+                key = f"p_{i}_{j}"
+                series[key] = proba[:, :, i, j]
+                described.append(("p(class | output)", _format_row(row), label))
+        rows = []
+        for (quantity, output, label), values in zip(described, series.values(), strict=True):
+            rows.append(
+                {
+                    "quantity": quantity,
+                    "output": output,
+                    "class": label,
+                    "mean": float(values.mean()),
+                    "r_hat": float(az.rhat(values)),
+                    "ess_bulk": float(az.ess(values, method="bulk")),
+                    "ess_tail": float(az.ess(values, method="tail")),
+                }
+            )
+        table = pd.DataFrame(rows)
+        table["ok"] = (table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN)
+        return table
+
+    def sampler_summary(self) -> dict[str, Any]:
+        """Divergences, tree-depth saturation, step sizes and timing of the fit."""
+        self._check_fitted()
+        stats = self.posterior_.sample_stats
+        attrs = self.posterior_.posterior.attrs
+        settings = json.loads(attrs["yieldwise_settings"])
+        return {
+            "backend": attrs["yieldwise_backend"],
+            "chains": int(stats.sizes["chain"]),
+            "draws": int(stats.sizes["draw"]),
+            "divergent": int(stats["diverging"].values.sum()),
+            "max_treedepth_hits": int(
+                (stats["tree_depth"].values >= settings["max_treedepth"]).sum()
+            ),
+            "step_size": stats["step_size"].values.mean(axis=1).tolist(),
+            "sampling_seconds": float(attrs["yieldwise_sampling_seconds"]),
+        }
+
+    def _warn_on_invariants(self) -> None:
+        table = self.diagnostics()
+        bad = table[~table["ok"]]
+        if len(bad):
+            worst = bad.sort_values("r_hat", ascending=False).iloc[0]
+            warnings.warn(
+                f"{len(bad)} of {len(table)} invariant quantities miss R-hat <= {RHAT_MAX} or "
+                f"bulk ESS >= {ESS_MIN}; worst: {worst['quantity']} {worst['output']} "
+                f"(R-hat {worst['r_hat']:.3f}, bulk ESS {worst['ess_bulk']:.0f}). Run more "
+                "draws or chains; see .diagnostics()",
+                DiagnosticsWarning,
+                stacklevel=3,
+            )
+
+    # ------------------------------------------------------------------- plots
+    def plot(
+        self,
+        ax: Axes | None = None,
+        prob: float = 0.75,
+        n_grid: int = 200,
+        classes: Iterable[Label] | None = None,
+        prevalences: Any = None,
+    ) -> Axes:
+        """Transducer curves with variability bands (1-D outputs) or a probability map (2-D).
+
+        For one output column, ``p(c | y)`` against ``y`` for each class in
+        ``classes`` (default: all but the first of a binary problem, else all),
+        with the ``prob`` band, and the calibration outputs as a rug. For two
+        columns, a map of the probability of the last class.
+        """
+        import matplotlib.pyplot as plt
+
+        self._check_fitted()
+        y = self.posterior_.observed_data["outputs"].values
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 4))
+        if classes is None:
+            shown = self.classes_[1:] if len(self.classes_) == 2 else self.classes_
+        else:
+            shown = tuple(classes)
+            indices_of(np.array(shown, dtype=object), self.classes_, "classes", "classes_")
+        if y.shape[1] == 1:
+            grid = np.linspace(y.min(), y.max(), n_grid)
+            band = self.predict_interval(grid, prob=prob, prevalences=prevalences)
+            for label in shown:
+                j = self.classes_.index(label)
+                (line,) = ax.plot(grid, band["mean"].values[:, j], label=f"p({label} | output)")
+                ax.fill_between(
+                    grid, band["lower"].values[:, j], band["upper"].values[:, j],
+                    color=line.get_color(), alpha=0.25, linewidth=0,
+                )  # fmt: skip
+            ax.plot(y[:, 0], np.full(len(y), -0.02), "|", color="0.4", alpha=0.3, markersize=6)
+            ax.set_xlabel(str(self.transform_.columns[0]))
+            ax.set_ylabel("probability")
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_title(f"Transducer with {prob:.0%} variability bands")
+            ax.legend(loc="best")
+        elif y.shape[1] == 2:
+            label = shown[-1]
+            j = self.classes_.index(label)
+            gx = np.linspace(y[:, 0].min(), y[:, 0].max(), int(np.sqrt(n_grid * 50)))
+            gy = np.linspace(y[:, 1].min(), y[:, 1].max(), len(gx))
+            xx, yy = np.meshgrid(gx, gy)
+            points = np.column_stack([xx.ravel(), yy.ravel()])
+            if self.transform_.is_simplex:
+                raise ValueError("plot() of a probability map needs two free output columns")
+            p = self.predict_proba(points, prevalences=prevalences)[:, j].reshape(xx.shape)
+            mesh = ax.pcolormesh(xx, yy, p, vmin=0, vmax=1, cmap="viridis", shading="auto")
+            ax.figure.colorbar(mesh, ax=ax, label=f"p({label} | output)")
+            ax.scatter(y[:, 0], y[:, 1], s=2, c="white", alpha=0.3)
+            ax.set_xlabel(str(self.transform_.columns[0]))
+            ax.set_ylabel(str(self.transform_.columns[1]))
+            ax.set_title("Transducer probability map")
+        else:
+            raise ValueError(
+                f"plot() handles 1 or 2 output columns, this transducer has {y.shape[1]}"
+            )
+        return ax
+
+    # ------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> Path:
+        """Write the fitted transducer to one NetCDF file (no pickle).
+
+        The file holds the draws, sampler statistics, calibration data, labels,
+        transform, prior, sampler settings, backend and versions;
+        :meth:`load` reproduces every prediction exactly.
+        """
+        self._check_fitted()
+        path = Path(path)
+        self.posterior_.to_netcdf(str(path))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Transducer:
+        """Load a transducer written by :meth:`save`."""
+        import arviz as az
+
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no transducer file at {path}")
+        try:
+            data = az.from_netcdf(str(path))
+            attrs = data.posterior.attrs
+            settings = json.loads(attrs["yieldwise_settings"])
+            labels = tuple(json.loads(attrs["yieldwise_classes"]))
+            transform = OutputTransform.from_json(attrs["yieldwise_transform"])
+        except (KeyError, OSError, ValueError, AttributeError) as exc:
+            raise ValueError(
+                f"{path} is not a yieldwise transducer file (missing or unreadable metadata: {exc})"
+            ) from None
+        transducer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
+        transducer.classes_ = labels
+        transducer.transform_ = transform
+        transducer.n_calibration_ = int(attrs["yieldwise_n_calibration"])
+        transducer.backend_ = attrs["yieldwise_backend"]
+        transducer.seed_ = int(attrs["yieldwise_seed_used"])
+        transducer.posterior_ = data
+        transducer._cache_draws()
+        return transducer
+
+    # ----------------------------------------------------------------- display
+    def _summary_lines(self) -> list[str]:
+        if not hasattr(self, "posterior_"):
+            return ["not fitted"]
+        info = self.sampler_summary()
+        return [
+            f"classes: {list(self.classes_)}",
+            f"outputs: {list(self.transform_.columns)} -> {list(self.transform_.model_dim_names)}"
+            f" (resolution {list(self.transform_.resolution)})",
+            f"calibration items: {self.n_calibration_}",
+            f"draws: {info['chains']} chains x {info['draws']} ({info['backend']}, "
+            f"{info['sampling_seconds']:.1f} s)",
+            f"divergent transitions: {info['divergent']}, max tree depth hits: "
+            f"{info['max_treedepth_hits']}",
+        ]
+
+    def __repr__(self) -> str:
+        return "Transducer(\n  " + "\n  ".join(self._summary_lines()) + "\n)"
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self._summary_lines())
+        return f"<div class='yieldwise-transducer'><b>Transducer</b><ul>{items}</ul></div>"
+
+
+# ---------------------------------------------------------------------- helpers
+def _as_outputs(
+    outputs: Any, name: str, expected: tuple[str, ...] | None = None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Outputs as a finite (items, D) float array plus column names."""
+    if isinstance(outputs, pd.DataFrame):
+        columns = tuple(str(c) for c in outputs.columns)
+        if expected is not None and set(columns) == set(expected):
+            # Same columns as at fit time, perhaps reordered: select them by name.
+            outputs = outputs.iloc[:, [columns.index(name) for name in expected]]
+            columns = expected
+        values = as_float_array(outputs.to_numpy(), name, ndim=2)
+    elif isinstance(outputs, pd.Series):
+        columns = (str(outputs.name) if outputs.name is not None else "output",)
+        values = as_float_array(outputs.to_numpy(), name, ndim=1)[:, None]
+    else:
+        values = as_float_array(outputs, name, ndim=(1, 2))
+        if values.ndim == 1:
+            values = values[:, None]
+            columns = ("output",)
+        else:
+            columns = tuple(f"output_{j}" for j in range(values.shape[1]))
+    if expected is not None:
+        if values.shape[1] != len(expected):
+            raise ValueError(
+                f"{name} must have {len(expected)} column(s) {list(expected)} as at fit time, "
+                f"found {values.shape[1]}"
+            )
+        columns = expected
+    return values, columns
+
+
+def _unique_rows(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows and the inverse map; 1-D unique is far faster for one column."""
+    if y.shape[1] == 1:
+        values, inverse = np.unique(y[:, 0], return_inverse=True)
+        return values[:, None], inverse
+    unique, inverse = np.unique(y, axis=0, return_inverse=True)
+    return unique, inverse.ravel()
+
+
+def _coord_labels(labels: tuple[Label, ...]) -> np.ndarray:
+    """Coordinate values for labels: as they are when all str or all int, else strings."""
+    if all(isinstance(x, str) for x in labels) or all(
+        isinstance(x, int) and not isinstance(x, bool) for x in labels
+    ):
+        return np.array(labels)
+    return np.array([str(x) for x in labels])
+
+
+def _format_row(row: np.ndarray) -> str:
+    return ", ".join(f"{v:.4g}" for v in row)
+
+
+def _json_labels(labels: tuple[Label, ...]) -> str:
+    for label in labels:
+        if not isinstance(label, str | int | float | bool):
+            raise TypeError(
+                f"class label {label!r} of type {type(label).__name__} cannot be saved; use "
+                "str, int, float or bool labels"
+            )
+    return json.dumps(list(labels))
+
+
+def _inference_data(
+    transducer: Transducer,
+    result: Any,
+    data: dict[str, Any],
+    y: np.ndarray,
+    class_index: np.ndarray,
+    columns: tuple[str, ...],
+) -> az.InferenceData:
+    import arviz as az
+
+    from . import __version__
+
+    transform = transducer.transform_
+    labels = transducer.classes_
+    coords = {
+        "component": np.arange(transducer.n_components),
+        "class": _coord_labels(labels),
+        "output_dim": list(transform.model_dim_names),
+        "item": np.arange(y.shape[0]),
+        "output_column": list(columns),
+        "row": np.arange(int(data["N"])),
+    }
+    dims = {
+        "w": ["component"],
+        "alpha": ["component", "class"],
+        "mu": ["component", "output_dim"],
+        "sigma": ["component", "output_dim"],
+        "outputs": ["item", "output_column"],
+        "class_index": ["item"],
+        "y_lower": ["row", "output_dim"],
+        "y_upper": ["row", "output_dim"],
+        "cls": ["row"],
+        "count": ["row"],
+    }
+    posterior = {name: result.draws[name] for name in ("w", "alpha", "mu", "sigma", "log_lik")}
+    constant = {name: np.asarray(data[name]) for name in ("y_lower", "y_upper", "cls", "count")}
+    settings = transducer.get_params()
+    settings["output_transform"] = (
+        settings["output_transform"]
+        if isinstance(settings["output_transform"], str)
+        else list(settings["output_transform"])
+    )
+    prior = {k: np.asarray(v).tolist() for k, v in data.items() if k in _PRIOR_KEYS}
+    attrs = {
+        "yieldwise_version": __version__,
+        "yieldwise_backend": result.backend,
+        "yieldwise_backend_version": result.backend_version,
+        "yieldwise_stan_version": result.stan_version,
+        "yieldwise_sampling_seconds": float(result.sampling_seconds),
+        "yieldwise_settings": json.dumps(settings, default=_jsonable),
+        "yieldwise_sampler": json.dumps(result.settings, default=_jsonable),
+        "yieldwise_prior": json.dumps(prior),
+        "yieldwise_classes": _json_labels(labels),
+        "yieldwise_transform": transform.to_json(),
+        "yieldwise_n_calibration": int(y.shape[0]),
+        "yieldwise_seed_used": int(result.settings["seed"]),
+    }
+    idata = az.from_dict(
+        posterior=posterior,
+        sample_stats=result.sample_stats,
+        observed_data={"outputs": y, "class_index": class_index},
+        constant_data=constant,
+        coords=coords,
+        dims=dims,
+    )
+    # The metadata travels with the posterior group, which every reader of the file loads.
+    idata.posterior.attrs.update(attrs)
+    return idata
+
+
+_PRIOR_KEYS = ("mu_loc", "mu_scale", "log_sigma_loc", "log_sigma_scale", "eta_scale", "alpha_conc")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
