@@ -1,4 +1,4 @@
-"""Sampling benchmark of the transducer's Stan program (run by hand; figures in docs/model.md).
+"""Sampling benchmark of the transducer's Stan program (run by hand; figures in docs/benchmarks.md).
 
 Two simulated calibration sets of ~3,600 items, ~9 % positives:
 
@@ -14,6 +14,7 @@ divergences, iterations at the maximum tree depth, E-BFMI, and R-hat / bulk ESS 
 invariant quantities: the log-likelihood and the transducer F_t(c=1 | y) at 10 fixed outputs.
 
     .venv/bin/python bench/bench_sampling.py                 # both cases, defaults
+    .venv/bin/python bench/bench_sampling.py --write         # ... and update docs/benchmarks.md
     .venv/bin/python bench/bench_sampling.py votes --components 16 --seed 3
 """
 
@@ -34,7 +35,12 @@ from scipy.special import logit
 from yieldwise import _mixture, _stan_data
 from yieldwise.backends import SamplerWarning, get_backend, stan_file
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import write_section
+
 DEFAULTS = {"components": 8, "chains": 4, "warmup": 500, "draws": 500}
+TARGETS = {"votes": 60.0, "logits": 120.0}  # seconds of sampling, issue 3
+SECTION = "## Transducer sampling (theory 3.1)"
 
 
 def simulate_votes(n: int = 3600, seed: int = 0, trees: int = 200, prevalence: float = 0.09):
@@ -89,7 +95,7 @@ def run(case: str, args) -> dict:
     y, lo, hi, cens, glo, ghi, desc = prepare(case, args.seed)
     prior = json.loads(args.prior) if args.prior else None
     data = _stan_data.build_stan_data(y, lo, hi, cens, 2, args.components, prior=prior)
-    program = get_backend(args.backend).compile(stan_file("transducer"))
+    program = get_backend(args.backend).compile(args.program or stan_file("transducer"))
     init = _stan_data.initial_values(data, args.chains, seed=args.seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -150,6 +156,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--prior", default="", help="JSON overrides, e.g. '{\"eta_scale\": 2}'")
+    parser.add_argument("--program", default="", help="another .stan file with the same interface")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--adapt-delta", type=float, default=0.8)
     args = parser.parse_args(argv)
     print(
@@ -157,16 +165,49 @@ def main(argv=None) -> int:
         f" | python {platform.python_version()} | K={args.components} chains={args.chains}"
         f" warmup={args.warmup} draws={args.draws} seed={args.seed}"
     )
+    results = []
     for case in args.cases:
         started = time.perf_counter()
         out = run(case, args)
         out["wall_seconds"] = time.perf_counter() - started
+        results.append(dict(out))
         print(f"\n## {case}: {out.pop('description')}")
         for key, value in out.items():
             if isinstance(value, float):
                 value = round(value, 3)
             print(f"  {key}: {value}")
         sys.stdout.flush()
+    if args.write:
+        write_section(SECTION, _section(results, args))
+    return 0
+
+
+def _section(results: list[dict], args) -> str:
+    """The docs/benchmarks.md section: one row per case, with the targets."""
+    import httpstan
+
+    head = (
+        "| case | rows sent to Stan | sampling (target) | divergences | max tree depth hits "
+        "| leapfrog steps / iteration | R-hat max (log-lik, transducer) "
+        "| bulk ESS min (log-lik, transducer) |\n|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = "".join(
+        f"| {r['case']}: {r['description']} | {r['rows']:,} | {r['seconds']:.0f} s "
+        f"({TARGETS.get(r['case'], float('nan')):.0f} s) | {r['divergences']} "
+        f"| {r['treedepth_hits']} / {r['iterations']:,} | {r['mean_steps']:.0f} "
+        f"| {r['rhat_log_lik']:.3f}, {r['rhat_transducer_max']:.3f} "
+        f"| {r['ess_log_lik']:.0f}, {r['ess_transducer_min']:.0f} |\n"
+        for r in results
+    )
+    return (
+        f"{SECTION}\n\nCommand: `python bench/bench_sampling.py --write` "
+        f"({datetime.date.today()}, {os.cpu_count()} cores, backend {results[0]['backend']}, "
+        f"httpstan {httpstan.__version__}; K = {args.components}, {args.chains} chains, "
+        f"{args.warmup} warm-up + {args.draws} draws, seed {args.seed}; compile excluded). "
+        "Invariant quantities: the log-likelihood and F_t(1 | y) at 10 fixed outputs. "
+        "Design and history: docs/model.md.\n\n" + head + rows
+    )
+
     return 0
 
 

@@ -187,7 +187,7 @@ def true_transducer(params, y):
 
 
 @pytest.mark.slow
-def test_band_coverage_simulation_based_calibration():
+def test_band_coverage_simulation_based_calibration(record_property):
     """75 % bands cover the true F(1 | y) at the nominal rate over prior draws."""
     rng = np.random.default_rng(11)
     hits = []
@@ -211,6 +211,8 @@ def test_band_coverage_simulation_based_calibration():
         truth = true_transducer(params, points)
         hits.append((band["lower"].values[:, 1] <= truth) & (truth <= band["upper"].values[:, 1]))
     coverage = np.mean(hits)
+    record_property("sbc_band75_coverage", float(coverage))
+    print(f"\n[yieldwise] 75 % band coverage over 12 prior draws x 5 points: {coverage:.2f}")
     # 60 checks, positively correlated within a fit: the 0.75 +- 0.2 window is wide
     # enough for Monte Carlo noise yet fails bands that are too narrow or too wide.
     assert 0.55 <= coverage <= 0.95, coverage

@@ -207,9 +207,9 @@ def default_prior(
     ``q99`` the 1 % and 99 % quantiles of these values over items (rows weighted by
     ``counts``), ``centre = (q1 + q99) / 2`` and ``half = (q99 - q1) / 2`` (1 if zero):
 
-    * ``mu_loc[d] = centre``, ``mu_scale[d] = half``: component locations
-      ``mu_kd ~ Normal(centre, half)`` cover the bulk of the data within one standard
-      deviation;
+    * ``mu_loc[d] = centre``, ``mu_scale[d] = half / 2``: component locations
+      ``mu_kd ~ Normal(centre, half / 2)`` lie a priori inside the data's range (a wider
+      scale let a component roam the flat inside of an open-ended bin; docs/model.md);
     * ``log_sigma_loc[d] = log(0.25 * half)``, ``log_sigma_scale[d] = 1``: kernel widths
       ``sigma_kd ~ LogNormal(log(half / 4), 1)`` (median an eighth of the data's range,
       95 % between 1/56 and 1.8 of the half-range). The density vanishes at 0 faster
