@@ -189,14 +189,16 @@ def _section(results: list[dict], args) -> str:
     head = (
         "| case | rows sent to Stan | sampling (target) | divergences | max tree depth hits "
         "| leapfrog steps / iteration | R-hat max (log-lik, transducer) "
-        "| bulk ESS min (log-lik, transducer) |\n|---|---|---|---|---|---|---|---|\n"
+        "| bulk ESS min (log-lik, transducer) | time target met |"
+        "\n|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = "".join(
         f"| {r['case']}: {r['description']} | {r['rows']:,} | {r['seconds']:.0f} s "
         f"({TARGETS.get(r['case'], float('nan')):.0f} s) | {r['divergences']} "
         f"| {r['treedepth_hits']} / {r['iterations']:,} | {r['mean_steps']:.0f} "
         f"| {r['rhat_log_lik']:.3f}, {r['rhat_transducer_max']:.3f} "
-        f"| {r['ess_log_lik']:.0f}, {r['ess_transducer_min']:.0f} |\n"
+        f"| {r['ess_log_lik']:.0f}, {r['ess_transducer_min']:.0f} "
+        f"| {'yes' if r['seconds'] < TARGETS.get(r['case'], float('inf')) else 'NO'} |\n"
         for r in results
     )
     return (
