@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
+from ._stan_data import _as_bounds
+
 __all__ = ["class_probabilities", "log_joint", "log_likelihood"]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
@@ -39,17 +41,10 @@ def _prepare(w, alpha, mu, sigma, lower, upper, censored):
             f"mu and sigma must have shape ({s}, {k}, D); got {mu.shape}, {sigma.shape}"
         )
     d = mu.shape[2]
-    lo = np.asarray(lower, dtype=float)
-    hi = np.asarray(upper, dtype=float)
-    if lo.ndim == 1:
-        lo = lo[:, None]
-    if hi.ndim == 1:
-        hi = hi[:, None]
-    if lo.shape != hi.shape or lo.ndim != 2 or lo.shape[1] != d:
+    lo, hi, cens = _as_bounds(lower, upper, censored)  # the checks the Stan data get
+    if lo.shape[1] != d:
         raise ValueError(f"lower/upper must have shape (n, {d}); got {lo.shape}, {hi.shape}")
-    cens = np.zeros(d, dtype=bool) if censored is None else np.asarray(censored).astype(bool)
-    if cens.shape != (d,):
-        raise ValueError(f"censored must have length {d}")
+    cens = cens.astype(bool)
     return w, alpha, mu, sigma, lo, hi, cens
 
 

@@ -212,6 +212,34 @@ def check_sampler_arguments(
     return int(seed)
 
 
+def prepare_sampling(
+    chains: int,
+    warmup: int,
+    draws: int,
+    seed: int | None,
+    max_treedepth: int,
+    adapt_delta: float,
+    init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """Validate the sampler arguments every backend takes.
+
+    Returns the settings recorded with the result (the seed drawn when None) and
+    one initial-value dict per chain (or None for Stan's random inits).
+    """
+    seed = check_sampler_arguments(chains, warmup, draws, seed, max_treedepth, adapt_delta)
+    inits = per_chain_inits(init, chains)
+    settings = {
+        "chains": int(chains),
+        "warmup": int(warmup),
+        "draws": int(draws),
+        "seed": seed,
+        "max_treedepth": int(max_treedepth),
+        "adapt_delta": float(adapt_delta),
+        "init": "user" if inits is not None else "random",
+    }
+    return settings, inits
+
+
 def per_chain_inits(
     init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None, chains: int
 ) -> list[dict[str, Any]] | None:

@@ -31,9 +31,8 @@ from ._base import (
     SampleResult,
     SamplingError,
     StanBackend,
-    check_sampler_arguments,
     logger,
-    per_chain_inits,
+    prepare_sampling,
     source_hash,
     user_cache_dir,
     warn_on_diagnostics,
@@ -74,17 +73,10 @@ class CmdStanPyProgram(CompiledProgram):
         init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         progress: bool = True,
     ) -> SampleResult:
-        seed = check_sampler_arguments(chains, warmup, draws, seed, max_treedepth, adapt_delta)
-        inits = per_chain_inits(init, chains)
-        settings = {
-            "chains": int(chains),
-            "warmup": int(warmup),
-            "draws": int(draws),
-            "seed": seed,
-            "max_treedepth": int(max_treedepth),
-            "adapt_delta": float(adapt_delta),
-            "init": "user" if inits is not None else "random",
-        }
+        settings, inits = prepare_sampling(
+            chains, warmup, draws, seed, max_treedepth, adapt_delta, init
+        )
+        seed = settings["seed"]
         plain = {
             k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in data.items()
         }

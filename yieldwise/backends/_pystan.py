@@ -32,10 +32,9 @@ from ._base import (
     SampleResult,
     SamplingError,
     StanBackend,
-    check_sampler_arguments,
     in_temporary_directory,
     logger,
-    per_chain_inits,
+    prepare_sampling,
     warn_on_diagnostics,
 )
 
@@ -113,18 +112,11 @@ class PyStanProgram(CompiledProgram):
     ) -> SampleResult:
         import stan
 
-        seed = check_sampler_arguments(chains, warmup, draws, seed, max_treedepth, adapt_delta)
-        inits = per_chain_inits(init, chains)
+        settings, inits = prepare_sampling(
+            chains, warmup, draws, seed, max_treedepth, adapt_delta, init
+        )
+        seed = settings["seed"]
         _ensure_event_loop_reentrant()
-        settings = {
-            "chains": int(chains),
-            "warmup": int(warmup),
-            "draws": int(draws),
-            "seed": seed,
-            "max_treedepth": int(max_treedepth),
-            "adapt_delta": float(adapt_delta),
-            "init": "user" if inits is not None else "random",
-        }
         kwargs: dict[str, Any] = {
             "num_chains": int(chains),
             "num_warmup": int(warmup),
