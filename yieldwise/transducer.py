@@ -112,8 +112,13 @@ class Transducer:
     >>> labels = rng.integers(0, 2, 300)
     >>> scores = rng.beta(2 + 3 * labels, 5 - 3 * labels)
     >>> t = Transducer(chains=2, warmup=300, draws=300, seed=1, progress=False)
-    >>> t = t.fit(scores, labels)  # doctest: +SKIP
-    >>> t.predict_proba([0.2, 0.8]).round(2)  # doctest: +SKIP
+    >>> t = t.fit(scores, labels)  # compiles the Stan model on first use
+    >>> p = t.predict_proba([0.2, 0.8])  # (items, classes)
+    >>> p.shape, bool(p[0, 1] < 0.5 < p[1, 1])
+    ((2, 2), True)
+    >>> band = t.predict_interval([0.8], prob=0.75)  # xarray: mean, lower, upper
+    >>> bool(band["lower"][0, 1] <= band["mean"][0, 1] <= band["upper"][0, 1])
+    True
     """
 
     def __init__(
