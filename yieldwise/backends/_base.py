@@ -240,6 +240,21 @@ def prepare_sampling(
     return settings, inits
 
 
+def arviz_sample_stats(raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Sampler diagnostics under ArviZ's names and types, from Stan's (chain, draw) arrays."""
+    stats: dict[str, np.ndarray] = {}
+    for stan_name, arviz_name in STAN_TO_ARVIZ.items():
+        if stan_name not in raw:
+            continue
+        values = np.ascontiguousarray(raw[stan_name])
+        if arviz_name == "diverging":
+            values = values.astype(bool)
+        elif arviz_name in ("tree_depth", "n_steps"):
+            values = values.astype(np.int64)
+        stats[arviz_name] = values
+    return stats
+
+
 def per_chain_inits(
     init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None, chains: int
 ) -> list[dict[str, Any]] | None:

@@ -31,6 +31,7 @@ from ._base import (
     SampleResult,
     SamplingError,
     StanBackend,
+    arviz_sample_stats,
     logger,
     prepare_sampling,
     source_hash,
@@ -111,15 +112,9 @@ class CmdStanPyProgram(CompiledProgram):
             flat = np.asarray(fit.stan_variable(name))  # (chain * draw, *shape), chain order
             out_draws[name] = flat.reshape(int(chains), n_draws, *flat.shape[1:])
         method = fit.method_variables()  # name -> (draw, chain)
-        stats: dict[str, np.ndarray] = {}
-        for stan_name, arviz_name in STAN_TO_ARVIZ.items():
-            if stan_name in method:
-                values = np.ascontiguousarray(np.asarray(method[stan_name]).T)
-                if arviz_name == "diverging":
-                    values = values.astype(bool)
-                elif arviz_name in ("tree_depth", "n_steps"):
-                    values = values.astype(np.int64)
-                stats[arviz_name] = values
+        stats = arviz_sample_stats(
+            {name: np.asarray(method[name]).T for name in STAN_TO_ARVIZ if name in method}
+        )
         config = fit.metadata.cmdstan_config
         stan_version = ".".join(
             str(config.get(f"stan_version_{p}", "?")) for p in ("major", "minor", "patch")

@@ -32,6 +32,7 @@ from ._base import (
     SampleResult,
     SamplingError,
     StanBackend,
+    arviz_sample_stats,
     in_temporary_directory,
     logger,
     prepare_sampling,
@@ -157,15 +158,13 @@ class PyStanProgram(CompiledProgram):
             name: _reshape(fit[name], tuple(dims), n_draws, chains)
             for name, dims in zip(fit.param_names, fit.dims, strict=True)
         }
-        stats = {}
-        for stan_name, arviz_name in STAN_TO_ARVIZ.items():
-            if stan_name in fit.sample_and_sampler_param_names:
-                values = _reshape(fit[stan_name], (), n_draws, chains)
-                if arviz_name == "diverging":
-                    values = values.astype(bool)
-                elif arviz_name in ("tree_depth", "n_steps"):
-                    values = values.astype(np.int64)
-                stats[arviz_name] = values
+        stats = arviz_sample_stats(
+            {
+                name: _reshape(fit[name], (), n_draws, chains)
+                for name in STAN_TO_ARVIZ
+                if name in fit.sample_and_sampler_param_names
+            }
+        )
         result = SampleResult(
             draws=out_draws,
             sample_stats=stats,
