@@ -142,12 +142,16 @@ def warn_on_diagnostics(result: SampleResult, stacklevel: int = 3) -> None:
 
 
 class CompiledProgram(abc.ABC):
-    """A compiled Stan program, ready to sample with any data set."""
+    """A compiled Stan program, ready to sample with any data set.
+
+    :meth:`sample` is the one public entry point: it validates the arguments and
+    issues the diagnostics warnings for every backend; a backend implements only
+    :meth:`_run`, which runs NUTS with settings already checked.
+    """
 
     backend_name: str
     stan_file: Path
 
-    @abc.abstractmethod
     def sample(
         self,
         data: Mapping[str, Any],
@@ -167,6 +171,22 @@ class CompiledProgram(abc.ABC):
         initialisation, crashed chains); issues :class:`SamplerWarning` when
         divergences, tree-depth saturation or low E-BFMI are seen.
         """
+        settings, inits = prepare_sampling(
+            chains, warmup, draws, seed, max_treedepth, adapt_delta, init
+        )
+        result = self._run(data, settings, inits, progress)
+        warn_on_diagnostics(result)
+        return result
+
+    @abc.abstractmethod
+    def _run(
+        self,
+        data: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        inits: list[dict[str, Any]] | None,
+        progress: bool,
+    ) -> SampleResult:
+        """Sample with validated ``settings`` (see :func:`prepare_sampling`)."""
 
 
 class StanBackend(abc.ABC):

@@ -17,7 +17,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,8 @@ from ._base import (
     StanBackend,
     arviz_sample_stats,
     logger,
-    prepare_sampling,
     source_hash,
     user_cache_dir,
-    warn_on_diagnostics,
 )
 
 
@@ -61,23 +59,14 @@ class CmdStanPyProgram(CompiledProgram):
         self.stan_file = stan_file
         self.model = model
 
-    def sample(
+    def _run(
         self,
         data: Mapping[str, Any],
-        *,
-        chains: int = 4,
-        warmup: int = 1000,
-        draws: int = 1000,
-        seed: int | None = None,
-        max_treedepth: int = 10,
-        adapt_delta: float = 0.8,
-        init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
-        progress: bool = True,
+        settings: Mapping[str, Any],
+        inits: list[dict[str, Any]] | None,
+        progress: bool,
     ) -> SampleResult:
-        settings, inits = prepare_sampling(
-            chains, warmup, draws, seed, max_treedepth, adapt_delta, init
-        )
-        seed = settings["seed"]
+        chains, draws = settings["chains"], settings["draws"]
         plain = {
             k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in data.items()
         }
@@ -87,13 +76,13 @@ class CmdStanPyProgram(CompiledProgram):
             with _quiet_cmdstanpy(not progress), contextlib.redirect_stdout(console):
                 fit = self.model.sample(
                     data=plain,
-                    chains=int(chains),
-                    parallel_chains=max(1, min(int(chains), os.cpu_count() or 1)),
-                    iter_warmup=int(warmup),
-                    iter_sampling=int(draws),
-                    seed=seed,
-                    max_treedepth=int(max_treedepth),
-                    adapt_delta=float(adapt_delta),
+                    chains=chains,
+                    parallel_chains=max(1, min(chains, os.cpu_count() or 1)),
+                    iter_warmup=settings["warmup"],
+                    iter_sampling=draws,
+                    seed=settings["seed"],
+                    max_treedepth=settings["max_treedepth"],
+                    adapt_delta=settings["adapt_delta"],
                     inits=inits,
                     show_progress=bool(progress),
                     sig_figs=18,
@@ -106,11 +95,10 @@ class CmdStanPyProgram(CompiledProgram):
                 "shapes, types, constraints); for initialisation failures pass init=."
             ) from exc
         elapsed = time.perf_counter() - started
-        n_draws = int(draws)
         out_draws: dict[str, np.ndarray] = {}
         for name in fit.metadata.stan_vars:
             flat = np.asarray(fit.stan_variable(name))  # (chain * draw, *shape), chain order
-            out_draws[name] = flat.reshape(int(chains), n_draws, *flat.shape[1:])
+            out_draws[name] = flat.reshape(chains, draws, *flat.shape[1:])
         method = fit.method_variables()  # name -> (draw, chain)
         stats = arviz_sample_stats(
             {name: np.asarray(method[name]).T for name in STAN_TO_ARVIZ if name in method}
@@ -119,17 +107,15 @@ class CmdStanPyProgram(CompiledProgram):
         stan_version = ".".join(
             str(config.get(f"stan_version_{p}", "?")) for p in ("major", "minor", "patch")
         )
-        result = SampleResult(
+        return SampleResult(
             draws=out_draws,
             sample_stats=stats,
             backend="cmdstanpy",
             backend_version=self._backend.version(),
             stan_version=stan_version,
-            settings=settings,
+            settings=dict(settings),
             sampling_seconds=elapsed,
         )
-        warn_on_diagnostics(result)
-        return result
 
 
 class CmdStanPyBackend(StanBackend):

@@ -35,8 +35,6 @@ from ._base import (
     arviz_sample_stats,
     in_temporary_directory,
     logger,
-    prepare_sampling,
-    warn_on_diagnostics,
 )
 
 _HINT_DATA = (
@@ -98,33 +96,25 @@ class PyStanProgram(CompiledProgram):
         self.code = code
         self.model_name = model_name
 
-    def sample(
+    def _run(
         self,
         data: Mapping[str, Any],
-        *,
-        chains: int = 4,
-        warmup: int = 1000,
-        draws: int = 1000,
-        seed: int | None = None,
-        max_treedepth: int = 10,
-        adapt_delta: float = 0.8,
-        init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
-        progress: bool = True,
+        settings: Mapping[str, Any],
+        inits: list[dict[str, Any]] | None,
+        progress: bool,
     ) -> SampleResult:
         import stan
 
-        settings, inits = prepare_sampling(
-            chains, warmup, draws, seed, max_treedepth, adapt_delta, init
-        )
+        chains, warmup, draws = settings["chains"], settings["warmup"], settings["draws"]
         seed = settings["seed"]
         _ensure_event_loop_reentrant()
         kwargs: dict[str, Any] = {
-            "num_chains": int(chains),
-            "num_warmup": int(warmup),
-            "num_samples": int(draws),
-            "max_depth": int(max_treedepth),
-            "delta": float(adapt_delta),
-            "refresh": max(1, (int(warmup) + int(draws)) // 20),
+            "num_chains": chains,
+            "num_warmup": warmup,
+            "num_samples": draws,
+            "max_depth": settings["max_treedepth"],
+            "delta": settings["adapt_delta"],
+            "refresh": max(1, (warmup + draws) // 20),
         }
         if inits is not None:
             kwargs["init"] = inits
@@ -153,29 +143,26 @@ class PyStanProgram(CompiledProgram):
         if fit is None:  # PyStan returns None on KeyboardInterrupt
             raise KeyboardInterrupt
         _forget_fits(fits_dir, before, fit.stan_outputs)
-        n_draws = int(draws)
         out_draws = {
-            name: _reshape(fit[name], tuple(dims), n_draws, chains)
+            name: _reshape(fit[name], tuple(dims), draws, chains)
             for name, dims in zip(fit.param_names, fit.dims, strict=True)
         }
         stats = arviz_sample_stats(
             {
-                name: _reshape(fit[name], (), n_draws, chains)
+                name: _reshape(fit[name], (), draws, chains)
                 for name in STAN_TO_ARVIZ
                 if name in fit.sample_and_sampler_param_names
             }
         )
-        result = SampleResult(
+        return SampleResult(
             draws=out_draws,
             sample_stats=stats,
             backend="pystan",
             backend_version=self._backend.version(),
             stan_version=self._backend.stan_version(),
-            settings=settings,
+            settings=dict(settings),
             sampling_seconds=elapsed,
         )
-        warn_on_diagnostics(result)
-        return result
 
 
 def _reshape(values: np.ndarray, shape: tuple[int, ...], n_draws: int, n_chains: int) -> np.ndarray:
