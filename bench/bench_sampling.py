@@ -116,8 +116,7 @@ def run(case: str, args) -> dict:
         for n in ("w", "alpha", "mu", "sigma")
     }
     log_g = _mixture.log_joint(flat["w"], flat["alpha"], flat["mu"], flat["sigma"], glo, ghi, cens)
-    p1 = np.exp(log_g[:, :, 1] - np.logaddexp(log_g[:, :, 0], log_g[:, :, 1]))
-    p1 = p1.reshape(chains, draws, -1)
+    p1 = _mixture.per_draw_probabilities(log_g)[:, :, 1].reshape(chains, draws, -1)
     ll = result.draws["log_lik"]
     rhat = [float(az.rhat(ll))] + [float(az.rhat(p1[:, :, j])) for j in range(p1.shape[2])]
     ess = [float(az.ess(ll))] + [float(az.ess(p1[:, :, j])) for j in range(p1.shape[2])]

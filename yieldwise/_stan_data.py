@@ -322,7 +322,7 @@ def _weighted_quantiles(
     return [float(v[min(np.searchsorted(cum, p * total, side="left"), v.size - 1)]) for p in probs]
 
 
-_PRIOR_KEYS = ("mu_loc", "mu_scale", "log_sigma_loc", "log_sigma_scale", "eta_scale", "alpha_conc")
+PRIOR_KEYS = ("mu_loc", "mu_scale", "log_sigma_loc", "log_sigma_scale", "eta_scale", "alpha_conc")
 
 
 def build_stan_data(
@@ -377,7 +377,7 @@ def build_stan_data(
         cls_u, lo_u, hi_u = cls.astype(np.int64), lo, hi
     full_prior = default_prior(lo_u, hi_u, cens, n_components, counts=cnt)
     if prior is not None:
-        unknown = set(prior) - set(_PRIOR_KEYS)
+        unknown = set(prior) - set(PRIOR_KEYS)
         if unknown:
             raise ValueError(f"unknown prior hyper-parameters: {sorted(unknown)}")
         full_prior.update(prior)

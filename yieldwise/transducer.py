@@ -9,18 +9,18 @@ class probabilities, with bands showing how much they could still move.
 from __future__ import annotations
 
 import html
+import inspect
 import json
 import logging
 import secrets
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.special import logsumexp
 
 from . import _mixture
 from ._validation import (
@@ -50,8 +50,6 @@ MIN_ITEMS = 10
 #: Thresholds on the invariant quantities (R-hat and bulk ESS), as in the Stan guidance.
 RHAT_MAX = 1.01
 ESS_MIN = 400
-# Items per chunk are chosen so draws x chunk x components stays near this many numbers.
-_CHUNK_ELEMENTS = 4_000_000
 # Above this many distinct 1-D continuous outputs, predict_proba interpolates the exact
 # formula from a grid (theory 3.2 costs draws x components per output).
 _INTERPOLATE_ABOVE = 4096
@@ -151,10 +149,8 @@ class Transducer:
         self.progress = progress
 
     # ------------------------------------------------------------ sklearn API
-    _PARAMS = (
-        "n_components", "output_transform", "resolution", "prior", "chains", "warmup",
-        "draws", "seed", "backend", "max_treedepth", "adapt_delta", "progress",
-    )  # fmt: skip
+    # The constructor's keyword arguments, as scikit-learn's _get_param_names reads them.
+    _PARAMS = tuple(inspect.signature(__init__).parameters)[1:]
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters (scikit-learn convention)."""
@@ -342,10 +338,8 @@ class Transducer:
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray
     ) -> Iterable[tuple[slice, np.ndarray]]:
         """As :meth:`_log_joint_chunks`, from model-scale bounds."""
-        s, k = self._w.shape
-        step = max(1, _CHUNK_ELEMENTS // (s * k))
-        for start in range(0, lower.shape[0], step):
-            sl = slice(start, min(lower.shape[0], start + step))
+        # the same chunks as log_joint's own, so each call below is one pass
+        for sl in _mixture.item_chunks(*self._w.shape, lower.shape[0]):
             yield (
                 sl,
                 _mixture.log_joint(
@@ -365,10 +359,7 @@ class Transducer:
         out = np.empty((lower.shape[0], len(self.classes_)))
         for sl, log_g in self._model_chunks(lower, upper, censored):
             log_w = self._log_weights(log_g, prevalences)
-            if exchangeable:
-                out[sl] = _pooled_proba(log_w)
-            else:
-                out[sl] = self._per_draw_proba(log_w).mean(axis=0)
+            out[sl] = _mixture.class_probabilities(log_w, exchangeable=exchangeable)
         return out
 
     def _interpolated_proba(
@@ -430,9 +421,6 @@ class Transducer:
             )
         return r
 
-    def _per_draw_proba(self, log_w: np.ndarray) -> np.ndarray:
-        return np.exp(log_w - logsumexp(log_w, axis=2, keepdims=True))
-
     # ------------------------------------------------------------- predictions
     def predict_proba(
         self, outputs: Any, exchangeable: bool = True, prevalences: Any = None
@@ -481,7 +469,7 @@ class Transducer:
         s = self._w.shape[0]
         values = np.empty((s, y.shape[0], len(self.classes_)))
         for sl, log_g in self._log_joint_chunks(y):
-            values[:, sl] = self._per_draw_proba(self._log_weights(log_g, r))
+            values[:, sl] = _mixture.per_draw_probabilities(self._log_weights(log_g, r))
         return xr.DataArray(
             values.reshape(*self._chain_draw, *values.shape[1:]),
             dims=("chain", "draw", "item", "class"),
@@ -498,24 +486,15 @@ class Transducer:
         and ``upper`` (the ``(1 - prob)/2`` and ``(1 + prob)/2`` quantiles of
         ``F_t(c | y)``), dims (item, class).
         """
-        if not 0 < prob < 1:
-            raise ValueError(f"prob must lie strictly between 0 and 1, found {prob!r}")
+        _check_prob(prob)
         y = self._prepare_outputs(outputs)
         r = self._check_prevalences(prevalences)
-        n, c = y.shape[0], len(self.classes_)
-        mean, lower, upper = np.empty((n, c)), np.empty((n, c)), np.empty((n, c))
-        tails = [(1 - prob) / 2, (1 + prob) / 2]
-        for sl, log_g in self._log_joint_chunks(y):
+
+        def summarise(sl: slice, log_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             log_w = self._log_weights(log_g, r)
-            mean[sl] = _pooled_proba(log_w)
-            lower[sl], upper[sl] = np.quantile(self._per_draw_proba(log_w), tails, axis=0)
-        coords = self._coords(n)
-        dims = ("item", "class")
-        return xr.Dataset(
-            {"mean": (dims, mean), "lower": (dims, lower), "upper": (dims, upper)},
-            coords={k: v for k, v in coords.items() if k in dims},
-            attrs={"prob": prob},
-        )
+            return _mixture.class_probabilities(log_w), _mixture.per_draw_probabilities(log_w)
+
+        return self._bands(y, prob, summarise)
 
     def output_density(
         self, outputs: Any, given_class: Label | None = None, prob: float = 0.75
@@ -526,23 +505,16 @@ class Transducer:
         draws. For discrete (censored) outputs the density is the bin probability
         divided by the bin width.
         """
-        if not 0 < prob < 1:
-            raise ValueError(f"prob must lie strictly between 0 and 1, found {prob!r}")
+        _check_prob(prob)
         y = self._prepare_outputs(outputs)
         jacobian = self.transform_.log_jacobian(y)
-        n, c = y.shape[0], len(self.classes_)
-        mean, lower, upper = np.empty((n, c)), np.empty((n, c)), np.empty((n, c))
-        tails = [(1 - prob) / 2, (1 + prob) / 2]
-        for sl, log_g in self._log_joint_chunks(y):
-            density = np.exp(log_g - self._log_class_freq[:, None, :] + jacobian[None, sl, None])
-            mean[sl] = density.mean(axis=0)
-            lower[sl], upper[sl] = np.quantile(density, tails, axis=0)
-        dims = ("item", "class")
-        data = xr.Dataset(
-            {"mean": (dims, mean), "lower": (dims, lower), "upper": (dims, upper)},
-            coords={k: v for k, v in self._coords(n).items() if k in dims},
-            attrs={"prob": prob},
-        )
+
+        def summarise(sl: slice, log_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            log_density = log_g - self._log_class_freq[:, None, :] + jacobian[None, sl, None]
+            density = np.exp(log_density)
+            return density.mean(axis=0), density
+
+        data = self._bands(y, prob, summarise)
         if given_class is not None:
             if given_class not in self.classes_:
                 raise ValueError(
@@ -550,6 +522,31 @@ class Transducer:
                 )
             data = data.isel({"class": self.classes_.index(given_class)})
         return data
+
+    def _bands(
+        self,
+        y: np.ndarray,
+        prob: float,
+        summarise: Callable[[slice, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    ) -> xr.Dataset:
+        """``mean``, ``lower`` and ``upper`` per item and class, chunk by chunk.
+
+        ``summarise(items, log G)`` returns the chunk's mean (items, classes) and its
+        per-draw values (draws, items, classes), whose equal-tailed ``prob`` quantiles
+        give the band.
+        """
+        n, c = y.shape[0], len(self.classes_)
+        mean, lower, upper = np.empty((n, c)), np.empty((n, c)), np.empty((n, c))
+        tails = [(1 - prob) / 2, (1 + prob) / 2]
+        for sl, log_g in self._log_joint_chunks(y):
+            mean[sl], per_draw = summarise(sl, log_g)
+            lower[sl], upper[sl] = np.quantile(per_draw, tails, axis=0)
+        dims = ("item", "class")
+        return xr.Dataset(
+            {"mean": (dims, mean), "lower": (dims, lower), "upper": (dims, upper)},
+            coords={k: v for k, v in self._coords(n).items() if k in dims},
+            attrs={"prob": prob},
+        )
 
     def decide(
         self,
@@ -829,20 +826,6 @@ def _as_outputs(
     return values, columns
 
 
-def _pooled_proba(log_w: np.ndarray) -> np.ndarray:
-    """``sum_t G_t(c, y) / sum_t sum_c' G_t(c', y)`` from log G, shape (S, n, C) -> (n, C).
-
-    One shift per item (its largest log G over draws and classes) makes the largest
-    term exactly 1, so the sums neither overflow nor lose the terms that matter; the
-    normalisation then cancels the shift. Plain numpy: several times faster than
-    scipy's general ``logsumexp`` on these shapes.
-    """
-    top = log_w.max(axis=(0, 2))  # (n,)
-    top = np.where(np.isfinite(top), top, 0.0)
-    pooled = np.exp(log_w - top[None, :, None]).sum(axis=0)  # (n, C)
-    return pooled / pooled.sum(axis=1, keepdims=True)
-
-
 def _unique_rows(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows and the inverse map; 1-D unique is far faster for one column."""
     if y.shape[1] == 1:
@@ -859,6 +842,11 @@ def _coord_labels(labels: tuple[Label, ...]) -> np.ndarray:
     ):
         return np.array(labels)
     return np.array([str(x) for x in labels])
+
+
+def _check_prob(prob: float) -> None:
+    if not 0 < prob < 1:
+        raise ValueError(f"prob must lie strictly between 0 and 1, found {prob!r}")
 
 
 def _format_row(row: np.ndarray) -> str:
@@ -886,6 +874,7 @@ def _inference_data(
     import arviz as az
 
     from . import __version__
+    from ._stan_data import PRIOR_KEYS
 
     transform = transducer.transform_
     labels = transducer.classes_
@@ -917,7 +906,7 @@ def _inference_data(
         if isinstance(settings["output_transform"], str)
         else list(settings["output_transform"])
     )
-    prior = {k: np.asarray(v).tolist() for k, v in data.items() if k in _PRIOR_KEYS}
+    prior = {k: np.asarray(v).tolist() for k, v in data.items() if k in PRIOR_KEYS}
     attrs = {
         "yieldwise_version": __version__,
         "yieldwise_backend": result.backend,
@@ -943,9 +932,6 @@ def _inference_data(
     # The metadata travels with the posterior group, which every reader of the file loads.
     idata.posterior.attrs.update(attrs)
     return idata
-
-
-_PRIOR_KEYS = ("mu_loc", "mu_scale", "log_sigma_loc", "log_sigma_scale", "eta_scale", "alpha_conc")
 
 
 def _jsonable(value: Any) -> Any:

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, logit
 
+from ._stan_data import detect_resolution, resolution_bins
+
 __all__ = ["OutputTransform", "choose_transform"]
 
 _KINDS = ("identity", "logit", "log", "simplex")
@@ -159,7 +161,7 @@ class OutputTransform:
             if h is None:
                 continue
             censored[j] = 1
-            low, high = outputs[:, j] - h / 2, outputs[:, j] + h / 2
+            low, high = resolution_bins(outputs[:, j], h, _SUPPORT[kind])
             lower[:, j], upper[:, j] = _bin_bounds(kind, low, high)
         return lower, upper, censored
 
@@ -211,13 +213,18 @@ def _forward_column(kind: str, y: np.ndarray, squeeze: Any) -> np.ndarray:
     return logit(squeeze(y, 2))
 
 
+# Where each kind's outputs live: bins of discrete outputs are clipped to it.
+_SUPPORT = {"identity": (-np.inf, np.inf), "log": (0.0, np.inf), "logit": (0.0, 1.0)}
+
+
 def _bin_bounds(kind: str, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bin edges (already inside the kind's support) mapped to the model scale."""
     if kind == "identity":
         return low, high
-    if kind == "log":
-        with np.errstate(divide="ignore"):
-            return np.log(np.clip(low, 0, None)), np.log(high)
-    return logit(np.clip(low, 0, 1)), logit(np.clip(high, 0, 1))
+    with np.errstate(divide="ignore"):
+        if kind == "log":
+            return np.log(low), np.log(high)
+        return logit(low), logit(high)
 
 
 def choose_transform(
@@ -235,8 +242,6 @@ def choose_transform(
     ``resolution="auto"`` detects lattice-valued (discrete) columns; None
     treats all columns as continuous; numbers give the spacing per column.
     """
-    from ._stan_data import detect_resolution
-
     n, d = outputs.shape
     in_unit = bool(((outputs >= 0) & (outputs <= 1)).all())
     if spec == "auto":
