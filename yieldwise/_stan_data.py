@@ -156,7 +156,37 @@ def resolution_bins(
         raise ValueError(f"resolution must be a positive number, got {resolution}")
     v = np.asarray(values, dtype=float)
     lo, hi = support
-    return np.clip(v - resolution / 2, lo, hi), np.clip(v + resolution / 2, lo, hi)
+    lower = np.clip(v - resolution / 2, lo, hi)
+    upper = np.clip(v + resolution / 2, lo, hi)
+    return _shared_edges(lower, upper, resolution)
+
+
+def _shared_edges(
+    lower: np.ndarray, upper: np.ndarray, resolution: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Make adjacent bins share their common edge bit for bit.
+
+    ``v + h/2`` of one lattice value and ``v' - h/2`` of the next are the same number
+    in exact arithmetic but can differ by an ulp in floating point. Edges closer than
+    ``1e-6 h`` (genuinely different edges are at least ``h`` apart) are replaced by the
+    smallest of their cluster, so that the bins tile the line: the Stan program then
+    evaluates one normal tail per shared edge (docs/model.md).
+    """
+    every = np.concatenate([lower.ravel(), upper.ravel()])
+    every = np.unique(every[np.isfinite(every)])
+    if every.size < 2:
+        return lower, upper
+    new_cluster = np.diff(every) > 1e-6 * resolution
+    cluster = np.concatenate([[0], np.cumsum(new_cluster)])
+    first = every[np.concatenate([[True], new_cluster])]
+
+    def snap(x: np.ndarray) -> np.ndarray:
+        finite = np.isfinite(x)
+        out = x.copy()
+        out[finite] = first[cluster[np.searchsorted(every, x[finite])]]
+        return out
+
+    return snap(lower), snap(upper)
 
 
 def _as_bounds(
