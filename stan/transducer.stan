@@ -7,12 +7,21 @@
 //   * the Normal(mu_kd, sigma_kd) probability of the bin [lower_d, upper_d] for an
 //     interval-censored dimension (outputs recorded at a finite resolution, e.g. vote
 //     fractions k/200 on the logit scale: the bin of an exact 0 reaches -infinity).
-// Identical calibration rows arrive merged, each with its count. The normal tails of a
-// censored dimension are evaluated once per distinct bin edge (adjacent bins share one),
-// and the sum over components is a matrix product in linear space: together 25 % less
-// time per gradient than per-row bins and a per-row log-sum-exp (docs/model.md). Infinite bin edges
+// Identical calibration rows arrive merged, each with its count. Infinite bin edges
 // arrive as large finite sentinels (see yieldwise/_stan_data.py); they behave exactly
 // like infinities here because the Normal tail beyond them is below double precision.
+//
+// The log-likelihood takes one of three exact routes, chosen from the data, each written
+// so that the autodiff tape holds few nodes (docs/model.md has the measurements):
+//   * only point-valued dimensions: the Gaussian log-kernels are a quadratic in y, so the
+//     N x K matrix of component log-joints is one data-by-parameter product, and the
+//     log-sum-exp over components is categorical_logit_glm (one node, analytic gradient);
+//   * one censored dimension whose bins do not overlap (a lattice): the normal tail is
+//     evaluated once per distinct edge and component; consecutive edges delimit
+//     intervals, and the likelihood is a sum over (interval, class) cells with counts;
+//   * anything else (several dimensions, some censored): per row, on the linear scale.
+// The two censored routes fall back to a floored log-scale sum when a likelihood term
+// underflows, so the result is exact either way.
 //
 // Parameterisation (all chosen for HMC, see docs/model.md):
 //   * weights w = softmax(eta), eta_k ~ Normal(0, eta_scale): a logistic-normal prior,
@@ -27,12 +36,6 @@
 // Component labels are exchangeable (label switching leaves every invariant quantity
 // unchanged); yieldwise/_stan_data.py: initial_values starts all chains on the data.
 functions {
-  // log(Phi(b) - Phi(a)) elementwise for a < b, from ua = -a / sqrt(2), ub = -b / sqrt(2)
-  // (so ub < ua). Each interval is reflected onto the side of the origin where it has
-  // less mass: both erfc values then lie in erfc's accurate tail, and their difference
-  // keeps full relative precision down to the smallest doubles. Probabilities below
-  // 1e-300 (a bin more than ~37 kernel widths away) are floored there: such a component
-  // contributes nothing next to the others, and the floor keeps gradients finite.
   // Position of x in the sorted vector v (x is one of its entries): binary search.
   int locate(vector v, real x) {
     int lo = 1;
@@ -48,44 +51,127 @@ functions {
     return lo;
   }
 
-  // log(2 P(bin)) of every row's bin under every component, for one censored dimension.
-  // Bins tile the line, so adjacent bins share edges: the normal tail is evaluated once
-  // per distinct edge (one erfc per edge and component, the costly part), not twice per
-  // row. With u = (mu - e) / (sqrt2 sigma) and s = sign(u), g = s erfc(|u|) is 2 Phi(e)
-  // left of mu and 2 (Phi(e) - 1) right of it (a tail, accurate far out), so that
+  // Number of entries of the sorted vector v below x (or_equal = 0) or not above x
+  // (or_equal = 1). A binary search on values: it adds nothing to the autodiff tape.
+  int n_below(vector v, real x, int or_equal) {
+    int lo = 0;
+    int hi = rows(v);
+    while (lo < hi) {
+      int mid = (lo + hi + 1) %/% 2;
+      if (v[mid] < x || (or_equal && v[mid] == x)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
+  // Signs of u = (mu_k - e) / (sqrt2 sigma_k) over the sorted edges e, as data (E x K):
+  // +1 for the first cuts[1, k] edges (those below mu_k), 0 for edges equal to mu_k, -1
+  // for the rest (cuts[2, k] edges are <= mu_k). Piecewise constant, so no derivative is lost.
+  matrix edge_signs(array[,] int cuts, int E) {
+    int K = size(cuts[1]);
+    matrix[E, K] rank = rep_matrix(linspaced_vector(E, 1, E), K);
+    return fmin(fmax(rep_matrix(to_row_vector(cuts[1]), E) - rank + 1, 0), 1)
+           - fmin(fmax(rank - rep_matrix(to_row_vector(cuts[2]), E), 0), 1);
+  }
+
+  // g = s erfc(|u|) at every edge (E x K), from g = s .* erfc(s .* u). For an edge
+  // left of mu (s = 1) g is 2 Phi(z), for one right of mu (s = -1) it is 2 (Phi(z) - 1),
+  // z = (e - mu) / sigma: always a tail, accurate far out. Then for a bin [a, b]
   //   2 P([a, b]) = (g_b - g_a) + (s_a - s_b),
-  // where the second term is exactly 0 when both edges lie on one side (then the
+  // where the second term is exactly 0 when both edges lie on one side of mu (the
   // difference of two tails keeps full relative precision) and 2 when the bin straddles
-  // mu. An edge exactly at mu gives s = 0 and g = 0, which the formula also gets right.
-  // Probabilities below 1e-300 (a bin ~37 kernel widths away) are floored there.
-  matrix log_bin_prob(vector edges, array[] int lo_idx, array[] int hi_idx,
-                      vector mu, vector sigma) {
+  // mu. An edge exactly at mu has s = 0 and g = 0, which the formula also gets right.
+  // Only the elementwise erfc puts one autodiff node per element on the tape.
+  matrix edge_tails(matrix u, data matrix s) {
+    return s .* erfc(s .* u);
+  }
+
+  // Standardised edges u = (mu_k - e) / (sqrt2 sigma_k) (E x K) of one censored
+  // dimension: one data-by-parameter product.
+  matrix standardised_edges(vector edges, vector mu, vector sigma) {
     int E = rows(edges);
     matrix[2, rows(mu)] scale;
     scale[1] = -inv(sqrt2() * sigma)';
     scale[2] = -mu' .* scale[1];
-    matrix[E, rows(mu)] u = append_col(edges, rep_vector(1, E)) * scale;
-    matrix[E, rows(mu)] abs_u = abs(u);
-    matrix[E, rows(mu)] s = u ./ (abs_u + 1e-300);
-    matrix[E, rows(mu)] g = s .* erfc(abs_u);
-    return log(fmax(g[hi_idx] - g[lo_idx] + (s[lo_idx] - s[hi_idx]), 2e-300));
+    return append_col(edges, rep_vector(1, E)) * scale;
   }
 
-  // N x K matrix of log w_k + log alpha_k[c_n] + sum_d log kernel_kd(row n).
-  // X holds the point dimensions as [y^2 | y | one-hot(class)], so their Gaussian
-  // log-densities (a quadratic in y) come out of one data-by-parameter matrix product.
-  matrix component_log_joint(matrix X, array[] int pdim, array[] int cdim,
-                             matrix edges, array[] int n_edges, array[,] int lo_edge,
-                             array[,] int hi_edge, vector w,
-                             matrix log_alpha, matrix mu, matrix sigma) {
-    int N = rows(X);
+  // For each component k: how many edges lie below mu_k, and how many not above it.
+  array[,] int sign_cuts(vector edges, vector mu) {
+    int K = rows(mu);
+    array[2, K] int cuts;
+    for (k in 1:K) {
+      cuts[1, k] = n_below(edges, mu[k], 0);
+      cuts[2, k] = n_below(edges, mu[k], 1);
+    }
+    return cuts;
+  }
+
+  // 2 P(bin) of every row's bin under every component (N x K, linear scale).
+  matrix twice_bin_prob(vector edges, array[] int lo_idx, array[] int hi_idx,
+                        vector mu, vector sigma) {
+    return twice_bin_prob_signed(standardised_edges(edges, mu, sigma),
+                                 edge_signs(sign_cuts(edges, mu), rows(edges)), lo_idx, hi_idx);
+  }
+
+  matrix twice_bin_prob_signed(matrix u, data matrix s, array[] int lo_idx,
+                               array[] int hi_idx) {
+    matrix[rows(u), cols(u)] g = edge_tails(u, s);
+    return (g[hi_idx] - g[lo_idx]) + (s[lo_idx] - s[hi_idx]);
+  }
+
+  // One censored dimension on a lattice: the E - 1 intervals between consecutive
+  // edges tile the line, every row's bin is one of them, and cell_count[i, c] holds how
+  // many items of class c fall in interval i. The log-likelihood is
+  // sum_{i, c} cell_count[i, c] log sum_k P_k(interval i) w_k alpha_kc: one (E - 1) x K
+  // by K x C product. Empty cells get 1 added inside the log (times a zero count) so
+  // that an underflow there cannot produce 0 * log(0).
+  real interval_log_lik(vector edges, data matrix cell_count, data matrix empty, vector w,
+                        matrix alpha_mat, vector mu, vector sigma) {
+    return interval_log_lik_signed(standardised_edges(edges, mu, sigma),
+                                   edge_signs(sign_cuts(edges, mu), rows(edges)), cell_count,
+                                   empty, w, alpha_mat);
+  }
+
+  real interval_log_lik_signed(matrix u, data matrix s, data matrix cell_count,
+                               data matrix empty, vector w, matrix alpha_mat) {
+    int E = rows(u);
+    int K = cols(u);
+    int C = cols(alpha_mat);
+    matrix[E, K] g = edge_tails(u, s);
+    matrix[E - 1, K] twice_p = (g[2:E] - g[1:(E - 1)]) + (s[1:(E - 1)] - s[2:E]);
+    matrix[E - 1, C] cell = twice_p * (rep_matrix(0.5 * w, C) .* alpha_mat);
+    if (min(cell + 1e300 * empty) > 1e-300) {
+      return sum(cell_count .* log(cell + empty));
+    }
+    // Fallback (an occupied cell underflowed): log scale, interval probabilities floored.
+    matrix[E - 1, K] lp = log(fmax(twice_p, 2e-300)) + rep_matrix(log(0.5 * w)', E - 1);
+    matrix[K, C] log_alpha = log(alpha_mat);
+    real total = 0;
+    for (i in 1:(E - 1)) {
+      for (c in 1:C) {
+        if (cell_count[i, c] > 0) {
+          total += cell_count[i, c] * log_sum_exp(lp[i] + log_alpha[:, c]');
+        }
+      }
+    }
+    return total;
+  }
+
+  // (2 Dp + C) x K parameter matrix theta such that X * theta, with X = [y^2 | y |
+  // one-hot(class)] for the point dimensions, is the N x K matrix of
+  // log w_k + log alpha_k[c_n] + sum_{point d} log N(y_nd | mu_kd, sigma_kd) - Dc log 2
+  // (the Gaussian log-density is a quadratic in y; the 2 undoes twice_bin_prob's factor).
+  matrix point_theta(array[] int pdim, int Dc, vector w, matrix log_alpha, matrix mu,
+                     matrix sigma) {
     int K = rows(mu);
     int C = cols(log_alpha);
     int Dp = size(pdim);
-    int Dc = size(cdim);
     matrix[2 * Dp + C, K] theta;
     row_vector[K] base = log(w)' - 0.5 * Dp * log(2 * pi()) - Dc * log2();
-    matrix[N, K] lp;
     for (j in 1:Dp) {
       int d = pdim[j];
       row_vector[K] prec = inv_square(sigma[:, d])';
@@ -96,28 +182,77 @@ functions {
     for (c in 1:C) {
       theta[2 * Dp + c] = base + log_alpha[:, c]';
     }
-    lp = X * theta;
-    for (j in 1:Dc) {
-      int d = cdim[j];
-      lp += log_bin_prob(edges[1:n_edges[j], j], lo_edge[j], hi_edge[j], mu[:, d], sigma[:, d]);
-    }
-    return lp;
+    return theta;
   }
 
-  // sum_n count_n * log sum_k exp(lp[n, k]). The sum over components is one matrix
-  // product in linear space; that is exact unless a row's terms all underflow or one
-  // overflows, in which case the per-row shifted log-sum-exp is used instead.
-  real mixture_log_lik(matrix lp, vector count) {
-    int N = rows(lp);
-    vector[N] row_sum = exp(lp) * rep_vector(1, cols(lp));
+  // sum_n count_n log sum_k exp(lp[n, k]) for lp = X * theta. categorical_logit_glm
+  // with every outcome 1 is sum_n (lp[n, 1] - log sum_k exp(lp[n, k])), so the mixture
+  // term is (column sums of X) * theta[:, 1] minus it. Rows come grouped by count
+  // (group g ends at row group_end[g]; usually a single group of 1s).
+  real point_log_lik(data matrix X, array[] int group_end, vector group_count,
+                     matrix theta) {
+    real total = 0;
+    int start = 1;
+    for (g in 1:size(group_end)) {
+      int m = group_end[g] - start + 1;
+      total += group_count[g]
+               * ((rep_row_vector(1, m) * X[start:group_end[g]]) * theta[:, 1]
+                  - categorical_logit_glm_lpmf(rep_array(1, m) | X[start:group_end[g]],
+                                               rep_vector(0, cols(theta)), theta));
+      start = group_end[g] + 1;
+    }
+    return total;
+  }
+
+  // The general route: per row, on the linear scale (censored kernels multiplied in, the
+  // sum over components a product), with the floored log-scale fallback.
+  real row_log_lik(data matrix X, array[] int cdim, array[] int cls, data matrix edges,
+                   array[] int n_edges, array[,] int lo_edge, array[,] int hi_edge,
+                   vector count, matrix theta, matrix mu, matrix sigma) {
+    int N = rows(X);
+    int K = rows(mu);
+    int Dc = size(cdim);
+    matrix[N, K] bins = rep_matrix(1, N, K);
+    for (j in 1:Dc) {
+      bins = bins .* twice_bin_prob(edges[1:n_edges[j], j], lo_edge[j], hi_edge[j],
+                                    mu[:, cdim[j]], sigma[:, cdim[j]]);
+    }
+    vector[N] row_sum = (exp(X * theta) .* bins) * rep_vector(1, K);
     if (min(row_sum) > 1e-300 && max(row_sum) < 1e300) {
       return dot_product(count, log(row_sum));
     }
+    matrix[N, K] lp = X * theta + log(fmax(bins, 2e-300));
     vector[N] row_lse;
     for (n in 1:N) {
       row_lse[n] = log_sum_exp(lp[n]);
     }
     return dot_product(count, row_lse);
+  }
+  // sum_n count_n log sum_k w_k alpha_k[c_n] prod_d kernel_kd(row n), by the route the
+  // data call for (see the top of this file).
+  real mixture_log_lik(int route, data matrix X, array[] int pdim, array[] int cdim,
+                       array[] int cls, data matrix edges, array[] int n_edges,
+                       array[,] int lo_edge, array[,] int hi_edge, data matrix cell_count,
+                       data matrix empty, array[] int group_end, vector group_count,
+                       vector count, vector w, array[] vector alpha, matrix mu,
+                       matrix sigma) {
+    int K = rows(mu);
+    int C = rows(alpha[1]);
+    matrix[K, C] alpha_mat;
+    for (k in 1:K) {
+      alpha_mat[k] = alpha[k]';
+    }
+    if (route == 2) {
+      return interval_log_lik(edges[1:n_edges[1], 1], cell_count, empty, w, alpha_mat,
+                              mu[:, 1], sigma[:, 1]);
+    }
+    matrix[cols(X), K] theta
+      = point_theta(pdim, size(cdim), w, log(alpha_mat), mu, sigma);
+    if (route == 1) {
+      return point_log_lik(X, group_end, group_count, theta);
+    }
+    return row_log_lik(X, cdim, cls, edges, n_edges, lo_edge, hi_edge, count, theta, mu,
+                       sigma);
   }
 }
 
@@ -145,7 +280,6 @@ transformed data {
   int Dp = D - Dc;
   array[Dp] int pdim;
   array[Dc] int cdim;
-  matrix[N, 2 * Dp + C] X = rep_matrix(0, N, 2 * Dp + C);
   vector[N] count_vec = to_vector(count);
   {
     int jp = 1;
@@ -182,12 +316,60 @@ transformed data {
       hi_edge[j, n] = locate(edges[1:m, j], y_upper[n, d]);
     }
   }
-  for (j in 1:Dp) {
-    X[:, j] = square(y_lower[:, pdim[j]]);
-    X[:, Dp + j] = y_lower[:, pdim[j]];
+  // Route: 1 point-only, 2 one censored dimension on a lattice, 3 general (see top).
+  int route = 3;
+  if (Dc == 0) {
+    route = 1;
+  } else if (D == 1) {
+    route = 2;
+    for (n in 1:N) {
+      if (hi_edge[1, n] != lo_edge[1, n] + 1) {
+        route = 3;  // overlapping bins: some edge lies inside another row's bin
+      }
+    }
   }
-  for (n in 1:N) {
-    X[n, 2 * Dp + cls[n]] = 1;
+  // Route 2: items per (interval between consecutive edges, class).
+  int n_intervals = route == 2 ? n_edges[1] - 1 : 0;
+  matrix[n_intervals, C] cell_count = rep_matrix(0, n_intervals, C);
+  if (route == 2) {
+    for (n in 1:N) {
+      cell_count[lo_edge[1, n], cls[n]] += count[n];
+    }
+  }
+  matrix[n_intervals, C] empty = rep_matrix(0, n_intervals, C);
+  for (i in 1:n_intervals) {
+    for (c in 1:C) {
+      empty[i, c] = cell_count[i, c] == 0;
+    }
+  }
+  // X = [y^2 | y | one-hot(class)] for the point dimensions; route 1 has its rows
+  // sorted by count and grouped (group g ends at row group_end[g]).
+  array[N] int order = route == 1 ? sort_indices_asc(count) : linspaced_int_array(N, 1, N);
+  int G = 1;
+  for (i in 2:N) {
+    G += count[order[i]] > count[order[i - 1]];
+  }
+  array[G] int group_end;
+  vector[G] group_count;
+  {
+    int g = 1;
+    for (i in 2:N) {
+      if (count[order[i]] > count[order[i - 1]]) {
+        group_end[g] = i - 1;
+        group_count[g] = count[order[i - 1]];
+        g += 1;
+      }
+    }
+    group_end[G] = N;
+    group_count[G] = count[order[N]];
+  }
+  matrix[N, 2 * Dp + C] X = rep_matrix(0, N, 2 * Dp + C);
+  for (j in 1:Dp) {
+    X[:, j] = square(y_lower[order, pdim[j]]);
+    X[:, Dp + j] = y_lower[order, pdim[j]];
+  }
+  for (i in 1:N) {
+    X[i, 2 * Dp + cls[order[i]]] = 1;
   }
 }
 
@@ -206,28 +388,19 @@ transformed parameters {
 }
 
 model {
-  matrix[K, C] log_alpha;
-  for (k in 1:K) {
-    log_alpha[k] = log(alpha[k])';
-  }
   eta ~ normal(0, eta_scale);
   for (k in 1:K) {
     alpha[k] ~ dirichlet(rep_vector(alpha_conc, C));
   }
   to_vector(mu_raw) ~ std_normal();
   to_vector(sigma_raw) ~ std_normal();
-  target += mixture_log_lik(
-    component_log_joint(X, pdim, cdim, edges, n_edges, lo_edge, hi_edge, w, log_alpha, mu, sigma), count_vec);
+  target += mixture_log_lik(route, X, pdim, cdim, cls, edges, n_edges, lo_edge, hi_edge,
+                            cell_count, empty, group_end, group_count, count_vec, w, alpha,
+                            mu, sigma);
 }
 
 generated quantities {
-  real log_lik;
-  {
-    matrix[K, C] log_alpha;
-    for (k in 1:K) {
-      log_alpha[k] = log(alpha[k])';
-    }
-    log_lik = mixture_log_lik(
-      component_log_joint(X, pdim, cdim, edges, n_edges, lo_edge, hi_edge, w, log_alpha, mu, sigma), count_vec);
-  }
+  real log_lik = mixture_log_lik(route, X, pdim, cdim, cls, edges, n_edges, lo_edge, hi_edge,
+                                 cell_count, empty, group_end, group_count, count_vec, w,
+                                 alpha, mu, sigma);
 }

@@ -119,14 +119,96 @@ def test_numpy_log_likelihood_equals_stan_point_outputs(gaussian_fit, gaussian_d
     )
 
 
-def test_numpy_log_likelihood_equals_stan_censored_outputs(transducer_program, vote_data):
-    init = _stan_data.initial_values(vote_data, 2, seed=4)
+def _short_fit(program, data, seed):
+    init = _stan_data.initial_values(data, 2, seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)  # a short run; only values matter
-        fit = transducer_program.sample(
-            vote_data, chains=2, warmup=100, draws=100, seed=4, init=init, progress=False
+        return program.sample(
+            data, chains=2, warmup=100, draws=100, seed=seed, init=init, progress=False
         )
+
+
+def test_numpy_log_likelihood_equals_stan_censored_outputs(transducer_program, vote_data):
+    fit = _short_fit(transducer_program, vote_data, 4)
     np.testing.assert_allclose(_numpy_log_lik(fit, vote_data), fit.draws["log_lik"], rtol=1e-8)
+
+
+def _route_data(route: str):
+    """Data sets that send the program down each of its likelihood routes."""
+    rng = np.random.default_rng(21)
+    cls = (rng.random(300) < 0.4).astype(int)
+    y = rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
+    if route == "point, repeated rows":  # counts > 1 in several groups
+        y1 = np.round(y, 1)
+        return _stan_data.build_stan_data(cls, y1, y1, [0], 2, 3)
+    votes = np.clip(np.round((y + 3) / 6 * 40), 0, 40) / 40
+    lo, hi = _stan_data.resolution_bins(votes, 1 / 40, (0.0, 1.0))
+    with np.errstate(divide="ignore"):
+        lo, hi = logit(lo), logit(hi)
+    if route == "censored, overlapping bins":  # bins twice as wide: not a lattice tiling
+        wide_lo, wide_hi = _stan_data.resolution_bins(votes, 1 / 20, (0.0, 1.0))
+        with np.errstate(divide="ignore"):
+            return _stan_data.build_stan_data(cls, logit(wide_lo), logit(wide_hi), [1], 2, 3)
+    second = rng.normal(np.where(cls == 1, 0.5, -0.5), 1.0)
+    if route == "censored + point":
+        return _stan_data.build_stan_data(
+            cls, np.column_stack([lo, second]), np.column_stack([hi, second]), [1, 0], 2, 3
+        )
+    assert route == "two censored"
+    v2 = np.clip(np.round((second + 3) / 6 * 20), 0, 20) / 20
+    lo2, hi2 = _stan_data.resolution_bins(v2, 1 / 20, (0.0, 1.0))
+    with np.errstate(divide="ignore"):
+        lo2, hi2 = logit(lo2), logit(hi2)
+    return _stan_data.build_stan_data(
+        cls, np.column_stack([lo, lo2]), np.column_stack([hi, hi2]), [1, 1], 2, 3
+    )
+
+
+ROUTES = ["point, repeated rows", "censored, overlapping bins", "censored + point", "two censored"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_numpy_log_likelihood_equals_stan_on_every_route(transducer_program, route):
+    data = _route_data(route)
+    if route == "point, repeated rows":
+        assert (data["count"] > 1).any() and len(set(data["count"])) > 2
+    fit = _short_fit(transducer_program, data, 5)
+    np.testing.assert_allclose(_numpy_log_lik(fit, data), fit.draws["log_lik"], rtol=1e-8)
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_far_outlier_bin_takes_the_floored_route(transducer_program, dims):
+    """A bin hundreds of kernel widths from every component underflows: the program then
+    sums on the log scale with each bin probability floored at 1e-300 (docs/model.md).
+    Checked against that floored sum written out here with scipy."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(3)
+    cls = np.r_[(rng.random(200) < 0.5).astype(int), 1]
+    values = np.r_[rng.integers(0, 21, 200) / 20, 50.0]  # one item at 50, far from [0, 1]
+    lo, hi = _stan_data.resolution_bins(values, 1 / 20)
+    if dims == 1:
+        data = _stan_data.build_stan_data(cls, lo, hi, [1], 2, 3)
+    else:
+        z = rng.normal(size=201)
+        data = _stan_data.build_stan_data(
+            cls, np.column_stack([lo, z]), np.column_stack([hi, z]), [1, 0], 2, 3
+        )
+    fit = _short_fit(transducer_program, data, 6)
+    w, alpha, mu, sigma = (_flat(fit, n) for n in ("w", "alpha", "mu", "sigma"))
+    a = (data["y_lower"][None, :, None, 0] - mu[:, None, :, 0]) / sigma[:, None, :, 0]
+    b = (data["y_upper"][None, :, None, 0] - mu[:, None, :, 0]) / sigma[:, None, :, 0]
+    log_p = _mixture._log_phi_diff(a, b)  # (draws, rows, components), accurate in the tails
+    # the outlier's row (sorted last) underflows under every component in some draws at
+    # least, so the floored route runs (in 2-D a component may move out to the outlier)
+    assert (log_p[:, -1, :].max(axis=1) < np.log(1e-300)).any()
+    lk = np.maximum(log_p, np.log(1e-300))
+    if dims == 2:
+        zz = (data["y_lower"][None, :, None, 1] - mu[:, None, :, 1]) / sigma[:, None, :, 1]
+        lk = lk - 0.5 * zz**2 - np.log(sigma[:, None, :, 1]) - 0.5 * np.log(2 * np.pi)
+    la = np.log(np.moveaxis(alpha[:, :, data["cls"] - 1], 1, 2))
+    expected = logsumexp(lk + la + np.log(w)[:, None, :], axis=2) @ data["count"]
+    np.testing.assert_allclose(expected.reshape(2, 100), fit.draws["log_lik"], rtol=1e-8)
 
 
 def test_same_seed_same_draws(transducer_program, gaussian_data, gaussian_fit):
