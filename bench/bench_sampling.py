@@ -13,9 +13,12 @@ the package's default prior and initial values), and the script reports sampling
 divergences, iterations at the maximum tree depth, E-BFMI, and R-hat / bulk ESS of the
 invariant quantities: the log-likelihood and the transducer F_t(c=1 | y) at 10 fixed outputs.
 
-    .venv/bin/python bench/bench_sampling.py                 # both cases, defaults
+    .venv/bin/python bench/bench_sampling.py                 # both cases, seeds 1-3, defaults
     .venv/bin/python bench/bench_sampling.py --write         # ... and update docs/benchmarks.md
-    .venv/bin/python bench/bench_sampling.py votes --components 16 --seed 3
+    .venv/bin/python bench/bench_sampling.py votes --components 8 --seeds 3
+
+Each seed simulates another data set and seeds the sampler with it. The defaults are
+the ``Transducer``'s own, read from its signature, so the benchmark cannot drift from them.
 """
 
 from __future__ import annotations
@@ -32,13 +35,21 @@ import warnings
 import numpy as np
 from scipy.special import logit
 
-from yieldwise import _mixture, _stan_data
+from yieldwise import Transducer, _mixture, _stan_data
 from yieldwise.backends import SamplerWarning, get_backend, stan_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import write_section
 
-DEFAULTS = {"components": 8, "chains": 4, "warmup": 500, "draws": 500}
+_DEFAULT = Transducer()
+DEFAULTS = {
+    "components": _DEFAULT.n_components,
+    "chains": _DEFAULT.chains,
+    "warmup": _DEFAULT.warmup,
+    "draws": _DEFAULT.draws,
+    "adapt_delta": _DEFAULT.adapt_delta,
+    "max_treedepth": _DEFAULT.max_treedepth,
+}
 TARGETS = {"votes": 60.0, "logits": 120.0}  # seconds of sampling, issue 3
 SECTION = "## Transducer sampling (theory 3.1)"
 
@@ -89,14 +100,14 @@ def prepare(case: str, seed: int):
     return y, z, z, [0, 0], grid, grid, desc
 
 
-def run(case: str, args) -> dict:
+def run(case: str, seed: int, args) -> dict:
     import arviz as az
 
-    y, lo, hi, cens, glo, ghi, desc = prepare(case, args.seed)
+    y, lo, hi, cens, glo, ghi, desc = prepare(case, seed)
     prior = json.loads(args.prior) if args.prior else None
     data = _stan_data.build_stan_data(y, lo, hi, cens, 2, args.components, prior=prior)
     program = get_backend(args.backend).compile(args.program or stan_file("transducer"))
-    init = _stan_data.initial_values(data, args.chains, seed=args.seed)
+    init = _stan_data.initial_values(data, args.chains, seed=seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = program.sample(
@@ -104,9 +115,10 @@ def run(case: str, args) -> dict:
             chains=args.chains,
             warmup=args.warmup,
             draws=args.draws,
-            seed=args.seed,
+            seed=seed,
             init=init,
             adapt_delta=args.adapt_delta,
+            max_treedepth=DEFAULTS["max_treedepth"],
             progress=False,
         )
     diag = result.diagnostics()
@@ -122,6 +134,7 @@ def run(case: str, args) -> dict:
     ess = [float(az.ess(ll))] + [float(az.ess(p1[:, :, j])) for j in range(p1.shape[2])]
     return {
         "case": case,
+        "seed": seed,
         "description": desc,
         "rows": data["N"],
         "K": args.components,
@@ -152,30 +165,32 @@ def main(argv=None) -> int:
     parser.add_argument("--chains", type=int, default=DEFAULTS["chains"])
     parser.add_argument("--warmup", type=int, default=DEFAULTS["warmup"])
     parser.add_argument("--draws", type=int, default=DEFAULTS["draws"])
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=8, help="vote data sets (seeds 1..n)")
+    parser.add_argument("--logit-seeds", type=int, default=2, help="logit data sets (1..n)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--prior", default="", help="JSON overrides, e.g. '{\"eta_scale\": 2}'")
     parser.add_argument("--program", default="", help="another .stan file with the same interface")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
-    parser.add_argument("--adapt-delta", type=float, default=0.8)
+    parser.add_argument("--adapt-delta", type=float, default=DEFAULTS["adapt_delta"])
     args = parser.parse_args(argv)
     print(
         f"# bench_sampling {datetime.date.today()} | {platform.node()} | {os.cpu_count()} cores"
         f" | python {platform.python_version()} | K={args.components} chains={args.chains}"
-        f" warmup={args.warmup} draws={args.draws} seed={args.seed}"
+        f" warmup={args.warmup} draws={args.draws} seeds=1..{args.seeds}/{args.logit_seeds}"
     )
     results = []
     for case in args.cases:
-        started = time.perf_counter()
-        out = run(case, args)
-        out["wall_seconds"] = time.perf_counter() - started
-        results.append(dict(out))
-        print(f"\n## {case}: {out.pop('description')}")
-        for key, value in out.items():
-            if isinstance(value, float):
-                value = round(value, 3)
-            print(f"  {key}: {value}")
-        sys.stdout.flush()
+        for seed in range(1, (args.seeds if case == "votes" else args.logit_seeds) + 1):
+            started = time.perf_counter()
+            out = run(case, seed, args)
+            out["wall_seconds"] = time.perf_counter() - started
+            results.append(dict(out))
+            print(f"\n## {case}, seed {seed}: {out.pop('description')}")
+            for key, value in out.items():
+                if isinstance(value, float):
+                    value = round(value, 3)
+                print(f"  {key}: {value}")
+            sys.stdout.flush()
     if args.write:
         write_section(SECTION, _section(results, args))
     return 0
@@ -186,13 +201,13 @@ def _section(results: list[dict], args) -> str:
     import httpstan
 
     head = (
-        "| case | rows sent to Stan | sampling (target) | divergences | max tree depth hits "
+        "| case | seed | rows sent to Stan | sampling (target) | divergences | max tree depth hits "
         "| leapfrog steps / iteration | R-hat max (log-lik, transducer) "
         "| bulk ESS min (log-lik, transducer) | time target met |"
-        "\n|---|---|---|---|---|---|---|---|---|\n"
+        "\n|---|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = "".join(
-        f"| {r['case']}: {r['description']} | {r['rows']:,} | {r['seconds']:.0f} s "
+        f"| {r['case']}: {r['description']} | {r['seed']} | {r['rows']:,} | {r['seconds']:.0f} s "
         f"({TARGETS.get(r['case'], float('nan')):.0f} s) | {r['divergences']} "
         f"| {r['treedepth_hits']} / {r['iterations']:,} | {r['mean_steps']:.0f} "
         f"| {r['rhat_log_lik']:.3f}, {r['rhat_transducer_max']:.3f} "
@@ -204,12 +219,12 @@ def _section(results: list[dict], args) -> str:
         f"{SECTION}\n\nCommand: `python bench/bench_sampling.py --write` "
         f"({datetime.date.today()}, {os.cpu_count()} cores, backend {results[0]['backend']}, "
         f"httpstan {httpstan.__version__}; K = {args.components}, {args.chains} chains, "
-        f"{args.warmup} warm-up + {args.draws} draws, seed {args.seed}; compile excluded). "
+        f"{args.warmup} warm-up + {args.draws} draws, adapt_delta {args.adapt_delta}, "
+        f"max_treedepth {DEFAULTS['max_treedepth']}; data sets and sampler seeds "
+        f"1..{args.seeds} (votes), 1..{args.logit_seeds} (logits); compile excluded). "
         "Invariant quantities: the log-likelihood and F_t(1 | y) at 10 fixed outputs. "
         "Design and history: docs/model.md.\n\n" + head + rows
     )
-
-    return 0
 
 
 if __name__ == "__main__":

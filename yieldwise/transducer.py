@@ -68,7 +68,10 @@ class Transducer:
     Parameters
     ----------
     n_components : int
-        Mixture components ``K`` (an upper bound: surplus components empty out).
+        Mixture components ``K``. The default 5 suits one- and two-dimensional scores
+        of a few thousand items; surplus components fade to small weights, but they
+        also slow the sampler and can make chains disagree (docs/model.md), so raise
+        it when the diagnostics or the bands show that the fit needs more.
     output_transform : str or sequence of str
         ``"auto"`` (logit for outputs in [0, 1], log for positive ones, identity
         otherwise; additive log-ratios for probability vectors), or one of
@@ -122,13 +125,13 @@ class Transducer:
     def __init__(
         self,
         *,
-        n_components: int = 8,
+        n_components: int = 5,
         output_transform: str | Iterable[str] = "auto",
         resolution: Any = "auto",
         prior: Mapping[str, Any] | None = None,
         chains: int = 4,
         warmup: int = 500,
-        draws: int = 500,
+        draws: int = 750,
         seed: int | None = None,
         backend: str = "auto",
         max_treedepth: int = 10,
