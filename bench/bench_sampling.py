@@ -13,7 +13,7 @@ the package's default prior and initial values), and the script reports sampling
 divergences, iterations at the maximum tree depth, E-BFMI, and R-hat / bulk ESS of the
 invariant quantities: the log-likelihood and the transducer F_t(c=1 | y) at 10 fixed outputs.
 
-    .venv/bin/python bench/bench_sampling.py                 # both cases, seeds 1-3, defaults
+    .venv/bin/python bench/bench_sampling.py                 # votes seeds 1-8, logits 1-2, defaults
     .venv/bin/python bench/bench_sampling.py --write         # ... and update docs/benchmarks.md
     .venv/bin/python bench/bench_sampling.py votes --components 8 --seeds 3
 

@@ -123,6 +123,19 @@ def test_resolution_bins_reach_infinity_on_the_logit_scale():
         assert logit(lo[0]) == -np.inf and logit(hi[2]) == np.inf
 
 
+
+def test_adjacent_bins_share_their_edge_exactly():
+    """k/200 + 1/400 and (k+1)/200 - 1/400 can differ by an ulp; the bins must tile."""
+    votes = np.arange(201) / 200
+    naive_hi, naive_lo = votes[:-1] + 0.0025, votes[1:] - 0.0025
+    assert (naive_hi != naive_lo).any()  # the rounding this guards against does occur
+    lo, hi = _stan_data.resolution_bins(votes, 0.005, (0.0, 1.0))
+    assert np.array_equal(hi[:-1], lo[1:])
+    np.testing.assert_allclose(hi - lo, np.r_[0.0025, np.full(199, 0.005), 0.0025], rtol=1e-9)
+    # values a lattice step apart keep distinct edges
+    lo2, hi2 = _stan_data.resolution_bins(np.array([0.1, 0.3]), 0.005, (0.0, 1.0))
+    assert lo2[1] > hi2[0]
+
 # --- default_prior / build_stan_data -------------------------------------------------
 
 
