@@ -232,3 +232,26 @@ def test_many_continuous_outputs_are_interpolated_within_tolerance(two_draws):
     exact /= exact.sum(axis=1, keepdims=True)
     assert np.abs(p[:500] - exact).max() < 1e-5
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
+
+
+def test_chains_that_disagree_warn_with_what_to_try():
+    """Two chains whose log-likelihoods sit 10 sd apart: R-hat far above 1.01."""
+    from yieldwise.transducer import DiagnosticsWarning
+
+    rng = np.random.default_rng(4)
+    reps = 50
+    draws = {
+        "w": np.broadcast_to(W[0], (2, reps, 2)),
+        "alpha": np.broadcast_to(ALPHA[0], (2, reps, 2, 2)),
+        "mu": MU[0] + rng.normal(0.0, 0.05, (2, reps, 2, 1)),  # transducer values vary
+        "sigma": np.broadcast_to(SIGMA[0], (2, reps, 2, 1)),
+        "log_lik": rng.normal(0.0, 1.0, (2, reps)) + np.array([[0.0], [10.0]]),
+    }
+    frame = pd.DataFrame({"score": CALIBRATION})
+    t = Transducer._from_draws(
+        draws, frame, np.array(["neg", "pos"])[CLASSES], ("neg", "pos"),
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+    assert t.diagnostics().set_index("quantity").loc["log_lik", "r_hat"] > 1.5
+    with pytest.warns(DiagnosticsWarning, match=r"log_lik.*n_components=2 now"):
+        t._warn_on_invariants()

@@ -662,7 +662,9 @@ class Transducer:
                 f"{len(bad)} of {len(table)} invariant quantities miss R-hat <= {RHAT_MAX} or "
                 f"bulk ESS >= {ESS_MIN}; worst: {worst['quantity']} {worst['output']} "
                 f"(R-hat {worst['r_hat']:.3f}, bulk ESS {worst['ess_bulk']:.0f}). Run more "
-                "draws or chains; see .diagnostics()",
+                "draws or chains; if chains disagree, try one component fewer or more "
+                f"(n_components={self.n_components} now; docs/model.md section 9); "
+                "see .diagnostics()",
                 DiagnosticsWarning,
                 stacklevel=3,
             )
