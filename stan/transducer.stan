@@ -36,23 +36,9 @@
 // Component labels are exchangeable (label switching leaves every invariant quantity
 // unchanged); yieldwise/_stan_data.py: initial_values starts all chains on the data.
 functions {
-  // Position of x in the sorted vector v (x is one of its entries): binary search.
-  int locate(vector v, real x) {
-    int lo = 1;
-    int hi = rows(v);
-    while (lo < hi) {
-      int mid = (lo + hi) %/% 2;
-      if (v[mid] < x) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  }
-
   // Number of entries of the sorted vector v below x (or_equal = 0) or not above x
   // (or_equal = 1). A binary search on values: it adds nothing to the autodiff tape.
+  // For an entry x of v, n_below(v, x, 0) + 1 is its position.
   int n_below(vector v, real x, int or_equal) {
     int lo = 0;
     int hi = rows(v);
@@ -142,6 +128,8 @@ functions {
     int K = cols(u);
     int C = cols(alpha_mat);
     matrix[E, K] g = edge_tails(u, s);
+    // twice_bin_prob_signed with lo = 1..E-1, hi = 2..E, written with contiguous blocks:
+    // multi-indexing copies and range-checks every element, blocks do not.
     matrix[E - 1, K] twice_p = (g[2:E] - g[1:(E - 1)]) + (s[1:(E - 1)] - s[2:E]);
     matrix[E - 1, C] cell = twice_p * (rep_matrix(0.5 * w, C) .* alpha_mat);
     if (min(cell + 1e300 * empty) > 1e-300) {
@@ -206,7 +194,7 @@ functions {
 
   // The general route: per row, on the linear scale (censored kernels multiplied in, the
   // sum over components a product), with the floored log-scale fallback.
-  real row_log_lik(data matrix X, array[] int cdim, array[] int cls, data matrix edges,
+  real row_log_lik(data matrix X, array[] int cdim, data matrix edges,
                    array[] int n_edges, array[,] int lo_edge, array[,] int hi_edge,
                    vector count, matrix theta, matrix mu, matrix sigma) {
     int N = rows(X);
@@ -228,10 +216,11 @@ functions {
     }
     return dot_product(count, row_lse);
   }
+
   // sum_n count_n log sum_k w_k alpha_k[c_n] prod_d kernel_kd(row n), by the route the
   // data call for (see the top of this file).
   real mixture_log_lik(int route, data matrix X, array[] int pdim, array[] int cdim,
-                       array[] int cls, data matrix edges, array[] int n_edges,
+                       data matrix edges, array[] int n_edges,
                        array[,] int lo_edge, array[,] int hi_edge, data matrix cell_count,
                        data matrix empty, array[] int group_end, vector group_count,
                        vector count, vector w, array[] vector alpha, matrix mu,
@@ -251,7 +240,7 @@ functions {
     if (route == 1) {
       return point_log_lik(X, group_end, group_count, theta);
     }
-    return row_log_lik(X, cdim, cls, edges, n_edges, lo_edge, hi_edge, count, theta, mu,
+    return row_log_lik(X, cdim, edges, n_edges, lo_edge, hi_edge, count, theta, mu,
                        sigma);
   }
 }
@@ -312,8 +301,8 @@ transformed data {
     }
     n_edges[j] = m;
     for (n in 1:N) {
-      lo_edge[j, n] = locate(edges[1:m, j], y_lower[n, d]);
-      hi_edge[j, n] = locate(edges[1:m, j], y_upper[n, d]);
+      lo_edge[j, n] = n_below(edges[1:m, j], y_lower[n, d], 0) + 1;
+      hi_edge[j, n] = n_below(edges[1:m, j], y_upper[n, d], 0) + 1;
     }
   }
   // Route: 1 point-only, 2 one censored dimension on a lattice, 3 general (see top).
@@ -394,13 +383,13 @@ model {
   }
   to_vector(mu_raw) ~ std_normal();
   to_vector(sigma_raw) ~ std_normal();
-  target += mixture_log_lik(route, X, pdim, cdim, cls, edges, n_edges, lo_edge, hi_edge,
+  target += mixture_log_lik(route, X, pdim, cdim, edges, n_edges, lo_edge, hi_edge,
                             cell_count, empty, group_end, group_count, count_vec, w, alpha,
                             mu, sigma);
 }
 
 generated quantities {
-  real log_lik = mixture_log_lik(route, X, pdim, cdim, cls, edges, n_edges, lo_edge, hi_edge,
+  real log_lik = mixture_log_lik(route, X, pdim, cdim, edges, n_edges, lo_edge, hi_edge,
                                  cell_count, empty, group_end, group_count, count_vec, w,
                                  alpha, mu, sigma);
 }

@@ -123,7 +123,6 @@ def test_resolution_bins_reach_infinity_on_the_logit_scale():
         assert logit(lo[0]) == -np.inf and logit(hi[2]) == np.inf
 
 
-
 def test_adjacent_bins_share_their_edge_exactly():
     """k/200 + 1/400 and (k+1)/200 - 1/400 can differ by an ulp; the bins must tile."""
     votes = np.arange(201) / 200
@@ -135,6 +134,7 @@ def test_adjacent_bins_share_their_edge_exactly():
     # values a lattice step apart keep distinct edges
     lo2, hi2 = _stan_data.resolution_bins(np.array([0.1, 0.3]), 0.005, (0.0, 1.0))
     assert lo2[1] > hi2[0]
+
 
 # --- default_prior / build_stan_data -------------------------------------------------
 
