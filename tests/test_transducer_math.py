@@ -255,3 +255,16 @@ def test_chains_that_disagree_warn_with_what_to_try():
     assert t.diagnostics().set_index("quantity").loc["log_lik", "r_hat"] > 1.5
     with pytest.warns(DiagnosticsWarning, match=r"log_lik.*n_components=2 now"):
         t._warn_on_invariants()
+
+
+def test_reference_outputs_cover_the_range_when_most_outputs_repeat():
+    """Two-thirds exact 0s: ranks over all items alone would put 6 of 9 points on 0."""
+    outputs = np.concatenate([np.zeros(60), np.linspace(0.1, 3.0, 30)])
+    classes = (outputs > 1.0).astype(int)
+    t = make_transducer(W, ALPHA, MU, SIGMA, outputs, classes)
+    reference = t.reference_outputs()[:, 0]
+    assert set(reference) <= set(outputs)
+    assert reference.min() == 0.0 and reference.max() == 3.0
+    # The distinct values 0, 0.1, ..., 3.0 at 9 even ranks are about 3/8 apart.
+    assert np.diff(np.sort(reference)).max() <= 3.0 / 8 + 0.1 + 1e-9
+    assert (reference > 0).sum() >= 8

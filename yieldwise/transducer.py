@@ -15,6 +15,7 @@ import logging
 import secrets
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,10 @@ MIN_ITEMS = 10
 #: Thresholds on the invariant quantities (R-hat and bulk ESS), as in the Stan guidance.
 RHAT_MAX = 1.01
 ESS_MIN = 400
+#: Components tried in order by ``n_components="auto"`` until a fit samples cleanly
+#: (docs/model.md section 10): each of 5 and 4 leaves one of eight simulated vote
+#: sets unclean, and never the same one.
+AUTO_COMPONENTS = (5, 4)
 # Above this many distinct 1-D continuous outputs, predict_proba interpolates the exact
 # formula from a grid (theory 3.2 costs draws x components per output).
 _INTERPOLATE_ABOVE = 4096
@@ -67,11 +72,15 @@ class Transducer:
 
     Parameters
     ----------
-    n_components : int
-        Mixture components ``K``. The default 5 suits one- and two-dimensional scores
-        of a few thousand items; surplus components fade to small weights, but they
-        also slow the sampler and can make chains disagree (docs/model.md), so raise
-        it when the diagnostics or the bands show that the fit needs more.
+    n_components : "auto", int or sequence of int
+        Mixture components ``K``. A sequence is a ladder: each ``K`` is fitted in
+        turn until one samples cleanly (no divergences, no tree-depth saturation,
+        E-BFMI, R-hat and bulk ESS of the invariant quantities within their
+        thresholds); when none does, the fit with the fewest problems is kept and
+        the warnings say so. ``"auto"`` is the ladder ``(5, 4)``, which suits one-
+        and two-dimensional scores of a few thousand items (docs/model.md, sections
+        9-10). An int fits that ``K`` only. Every attempt is recorded in
+        ``fit_attempts_``.
     output_transform : str or sequence of str
         ``"auto"`` (logit for outputs in [0, 1], log for positive ones, identity
         otherwise; additive log-ratios for probability vectors), or one of
@@ -104,6 +113,12 @@ class Transducer:
     seed_ : int
         The seed that ran (drawn at random when ``seed`` is None).
     n_calibration_ : int
+    n_components_ : int
+        The number of components of the kept fit.
+    fit_attempts_ : pandas.DataFrame
+        One row per ``K`` fitted: sampling seconds, divergences, tree-depth hits,
+        lowest E-BFMI, invariant quantities off their thresholds, worst R-hat,
+        lowest bulk ESS, ``clean``, and ``kept`` (the fit the transducer uses).
 
     Examples
     --------
@@ -125,7 +140,7 @@ class Transducer:
     def __init__(
         self,
         *,
-        n_components: int = 5,
+        n_components: int | Iterable[int] | str = "auto",
         output_transform: str | Iterable[str] = "auto",
         resolution: Any = "auto",
         prior: Mapping[str, Any] | None = None,
@@ -190,7 +205,7 @@ class Transducer:
         from ._stan_data import build_stan_data, initial_values
         from .backends import get_backend, stan_file
 
-        k = check_positive_int(self.n_components, "n_components")
+        ladder = component_ladder(self.n_components)
         y, columns = _as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         if truth.size != y.shape[0]:
@@ -218,28 +233,81 @@ class Transducer:
             )
         transform = choose_transform(y, columns, self.output_transform, self.resolution)
         lower, upper, censored = transform.intervals(y)
-        data = build_stan_data(class_index, lower, upper, censored, len(labels), k, self.prior)
         chains = check_positive_int(self.chains, "chains")
         # Draw the seed here when none is given: it seeds the initial values as well as
         # the sampler, and is recorded (seed_) so that the fit can be repeated exactly.
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
-        backend = get_backend(self.backend)
-        program = backend.compile(stan_file("transducer"))
-        result = program.sample(
-            data,
-            chains=chains,
-            warmup=self.warmup,
-            draws=self.draws,
-            seed=seed,
-            init=initial_values(data, chains, seed),
-            max_treedepth=self.max_treedepth,
-            adapt_delta=self.adapt_delta,
-            progress=self.progress,
-        )
-        # The backend has already warned about divergences, tree depth and E-BFMI.
-        self._set_fitted(result, data, y, class_index, labels, transform)
+        program = get_backend(self.backend).compile(stan_file("transducer"))
+        attempts: list[_Attempt] = []
+        for k in ladder:
+            data = build_stan_data(class_index, lower, upper, censored, len(labels), k, self.prior)
+            # The backend's warnings are held back until the kept fit is known: a K that
+            # the ladder replaces is reported in fit_attempts_ and the log, not warned.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = program.sample(
+                    data,
+                    chains=chains,
+                    warmup=self.warmup,
+                    draws=self.draws,
+                    seed=seed,
+                    init=initial_values(data, chains, seed),
+                    max_treedepth=self.max_treedepth,
+                    adapt_delta=self.adapt_delta,
+                    progress=self.progress,
+                )
+            self._set_fitted(result, data, y, class_index, labels, transform)
+            attempt = _Attempt(k, result, data, list(caught), self._attempt_record(result))
+            attempts.append(attempt)
+            if attempt.record["clean"]:
+                break
+            if k != ladder[-1]:
+                logger.info(
+                    "n_components=%d did not sample cleanly (%s); fitting the next K of %s",
+                    k, attempt.problems(), list(ladder),
+                )  # fmt: skip
+        kept = min(attempts, key=_Attempt.badness)  # the first clean one, if any
+        if kept is not attempts[-1]:
+            self._set_fitted(kept.result, kept.data, y, class_index, labels, transform)
+        self._record_attempts(attempts, kept)
+        for caught_warning in kept.warnings:
+            warnings.warn_explicit(
+                caught_warning.message, caught_warning.category, caught_warning.filename,
+                caught_warning.lineno,
+            )  # fmt: skip
         self._warn_on_invariants()
         return self
+
+    def _attempt_record(self, result: Any) -> dict[str, Any]:
+        """Diagnostics of the fit just stored, as one row of ``fit_attempts_``."""
+        from .backends._base import EBFMI_THRESHOLD
+
+        sampler = result.diagnostics()
+        table = self.diagnostics()
+        ebfmi = np.asarray(sampler["ebfmi"], float)
+        low_ebfmi = bool((np.isfinite(ebfmi) & (ebfmi < EBFMI_THRESHOLD)).any())
+        record = {
+            "n_components": self.n_components_,
+            "sampling_seconds": round(float(result.sampling_seconds), 3),
+            "divergences": sampler["divergences"],
+            "max_treedepth_hits": sampler["max_treedepth_hits"],
+            "ebfmi_min": round(float(np.nanmin(ebfmi)), 4) if np.isfinite(ebfmi).any() else None,
+            "invariants_off": int((~table["ok"]).sum()),
+            "r_hat_max": round(float(table["r_hat"].max()), 4),
+            "ess_bulk_min": round(float(table["ess_bulk"].min()), 1),
+        }
+        record["clean"] = bool(
+            record["divergences"] == 0
+            and record["max_treedepth_hits"] == 0
+            and not low_ebfmi
+            and record["invariants_off"] == 0
+        )
+        return record
+
+    def _record_attempts(self, attempts: list[_Attempt], kept: _Attempt) -> None:
+        records = [dict(a.record, kept=a is kept) for a in attempts]
+        self.posterior_.posterior.attrs["yieldwise_fit_attempts"] = json.dumps(records)
+        self.fit_attempts_ = pd.DataFrame(records)
 
     def _set_fitted(
         self,
@@ -256,7 +324,9 @@ class Transducer:
         self.n_calibration_ = int(y.shape[0])
         self.backend_ = result.backend
         self.seed_ = int(result.settings["seed"])  # the seed that ran (drawn when seed=None)
+        self.n_components_ = int(np.shape(result.draws["w"])[2])
         self.posterior_ = _inference_data(self, result, data, y, class_index, transform.columns)
+        self.fit_attempts_ = pd.DataFrame()
         self._cache_draws()
 
     @classmethod
@@ -586,17 +656,18 @@ class Transducer:
     def reference_outputs(self, n: int = 9) -> np.ndarray:
         """Fixed calibration outputs at which transducer values are diagnosed.
 
-        For one output column: the calibration values at ``n`` evenly spaced
-        quantiles; for several: ``n`` calibration rows at evenly spaced ranks of
-        their first model coordinate.
+        Calibration rows at ``n`` evenly spaced ranks of their first model
+        coordinate, once over all items and once over the distinct rows, without
+        repeats. The second set matters for discrete outputs: when half the items
+        are exact 0s, ranks over all items fall mostly on 0 and miss the sparse
+        middle of the range, where the transducer is least certain.
         """
         self._check_fitted()
         y = self.posterior_.observed_data["outputs"].values
-        z = self.transform_.forward(y)[:, 0]
-        order = np.argsort(z, kind="stable")
-        ranks = np.linspace(0, len(z) - 1, n).round().astype(int)
-        rows = np.unique(y[order[ranks]], axis=0)
-        return rows
+        distinct = np.unique(y, axis=0)
+        picked = [_at_even_ranks(rows, self.transform_.forward(rows)[:, 0], n)
+                  for rows in (y, distinct)]  # fmt: skip
+        return np.unique(np.concatenate(picked), axis=0)
 
     def diagnostics(self) -> pd.DataFrame:
         """R-hat and effective sample sizes of label-switching-invariant quantities.
@@ -663,8 +734,8 @@ class Transducer:
                 f"bulk ESS >= {ESS_MIN}; worst: {worst['quantity']} {worst['output']} "
                 f"(R-hat {worst['r_hat']:.3f}, bulk ESS {worst['ess_bulk']:.0f}). Run more "
                 "draws or chains; if chains disagree, try one component fewer or more "
-                f"(n_components={self.n_components} now; docs/model.md section 9); "
-                "see .diagnostics()",
+                f"(n_components={self.n_components_} now; docs/model.md sections 9-10); "
+                "see .diagnostics() and .fit_attempts_",
                 DiagnosticsWarning,
                 stacklevel=3,
             )
@@ -772,6 +843,9 @@ class Transducer:
         transducer.backend_ = attrs["yieldwise_backend"]
         transducer.seed_ = int(attrs["yieldwise_seed_used"])
         transducer.posterior_ = data
+        transducer.n_components_ = int(data.posterior.sizes["component"])
+        attempts = attrs.get("yieldwise_fit_attempts", "[]")
+        transducer.fit_attempts_ = pd.DataFrame(json.loads(attempts))
         transducer._cache_draws()
         return transducer
 
@@ -884,7 +958,7 @@ def _inference_data(
     transform = transducer.transform_
     labels = transducer.classes_
     coords = {
-        "component": np.arange(transducer.n_components),
+        "component": np.arange(transducer.n_components_),
         "class": _coord_labels(labels),
         "output_dim": list(transform.model_dim_names),
         "item": np.arange(y.shape[0]),
@@ -937,6 +1011,59 @@ def _inference_data(
     # The metadata travels with the posterior group, which every reader of the file loads.
     idata.posterior.attrs.update(attrs)
     return idata
+
+
+def _at_even_ranks(rows: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
+    """The ``rows`` at ``n`` evenly spaced ranks of ``key`` (ties in input order)."""
+    order = np.argsort(key, kind="stable")
+    return rows[order[np.linspace(0, len(key) - 1, n).round().astype(int)]]
+
+
+def component_ladder(n_components: Any) -> tuple[int, ...]:
+    """The numbers of components ``fit`` tries, in order, for an ``n_components`` value."""
+    if isinstance(n_components, str):
+        if n_components != "auto":
+            raise ValueError(
+                f'n_components must be "auto", a positive int or a sequence of them, '
+                f"found {n_components!r}"
+            )
+        return AUTO_COMPONENTS
+    if isinstance(n_components, Iterable):
+        ladder = tuple(check_positive_int(k, "n_components") for k in n_components)
+        if not ladder or len(set(ladder)) != len(ladder):
+            raise ValueError(
+                f"n_components must be a non-empty sequence of distinct positive ints, "
+                f"found {list(ladder)}"
+            )
+        return ladder
+    return (check_positive_int(n_components, "n_components"),)
+
+
+@dataclass
+class _Attempt:
+    """One fit of the component ladder: what ran, what it warned, how it went."""
+
+    k: int
+    result: Any
+    data: dict[str, Any]
+    warnings: list[warnings.WarningMessage]
+    record: dict[str, Any]
+
+    def badness(self) -> tuple[int, int]:
+        """Sort key: clean fits first, then the fewest problems (ties keep ladder order)."""
+        r = self.record
+        return (
+            0 if r["clean"] else 1,
+            r["divergences"] + r["max_treedepth_hits"] + r["invariants_off"],
+        )
+
+    def problems(self) -> str:
+        r = self.record
+        return (
+            f"{r['divergences']} divergences, {r['max_treedepth_hits']} tree-depth hits, "
+            f"{r['invariants_off']} invariant quantities off R-hat/ESS, "
+            f"E-BFMI min {r['ebfmi_min']}"
+        )
 
 
 def _jsonable(value: Any) -> Any:
