@@ -29,8 +29,9 @@ class ScriptedProgram(CompiledProgram):
 
     backend_name = "scripted"
 
-    def __init__(self, divergent: dict[int, int]) -> None:
+    def __init__(self, divergent: dict[int, int], sticky: tuple[int, ...] = ()) -> None:
         self.divergent = divergent
+        self.sticky = sticky  # these K get a random-walk log-likelihood (tiny ESS)
         self.calls: list[int] = []
 
     def _run(self, data, settings, inits, progress) -> SampleResult:
@@ -57,7 +58,8 @@ class ScriptedProgram(CompiledProgram):
         }
         return SampleResult(
             draws={"w": w, "alpha": alpha, "mu": mu, "sigma": sigma,
-                   "log_lik": rng.normal(-300.0, 2.0, shape)},
+                   "log_lik": -300.0 + (rng.normal(0.0, 2.0, shape).cumsum(axis=1)
+                                        if k in self.sticky else rng.normal(0.0, 2.0, shape))},
             sample_stats=stats, backend="scripted", backend_version="0", stan_version="-",
             settings=dict(settings), sampling_seconds=float(k),
         )  # fmt: skip
@@ -77,16 +79,18 @@ class ScriptedBackend:
 def scripted(monkeypatch):
     """Install a scripted backend with the given divergences per K; return its program."""
 
-    def install(divergent: dict[int, int]) -> ScriptedProgram:
-        program = ScriptedProgram(divergent)
+    def install(divergent: dict[int, int], sticky: tuple[int, ...] = ()) -> ScriptedProgram:
+        program = ScriptedProgram(divergent, sticky)
         monkeypatch.setattr(backends, "get_backend", lambda name: ScriptedBackend(program))
         return program
 
     return install
 
 
-def fit(n_components: Any = "auto") -> tuple[Transducer, list[warnings.WarningMessage]]:
-    t = Transducer(n_components=n_components, chains=4, draws=200, seed=7, progress=False)
+def fit(
+    n_components: Any = "auto", draws: int = 200
+) -> tuple[Transducer, list[warnings.WarningMessage]]:
+    t = Transducer(n_components=n_components, chains=4, draws=draws, seed=7, progress=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t.fit(OUTPUTS, CLASSES)
@@ -168,3 +172,33 @@ def test_an_int_fits_that_k_only_and_warns(scripted):
     assert program.calls == [3]
     assert t.n_components_ == 3 and len(t.fit_attempts_) == 1
     assert any("2 of 800 post-warm-up transitions diverged" in str(w.message) for w in caught)
+
+
+def test_repr_names_the_kept_k_and_the_ladder(scripted):
+    scripted({5: 2})
+    t, _ = fit()
+    assert "components: 4 (tried 5, 4; see fit_attempts_)" in repr(t)
+    assert "components: 4 (tried 5, 4; see fit_attempts_)" in t._repr_html_()
+
+
+def test_chains_that_do_not_mix_move_down_the_ladder(scripted):
+    program = scripted({}, sticky=(5,))
+    t, caught = fit()
+    assert program.calls == [5, 4] and t.n_components_ == 4
+    first = t.fit_attempts_.iloc[0]
+    assert first["r_hat_max"] > 1.05 and not first["sampler_ok"] and not first["clean"]
+    assert caught == []
+
+
+def test_short_runs_do_not_move_down_the_ladder(scripted):
+    """4 x 90 iid draws: R-hat a little above 1.01 and ESS below 400 by chance alone.
+
+    More draws cure that, another K does not: K = 5 is kept, and the warning says so.
+    """
+    program = scripted({})
+    t, caught = fit(draws=90)
+    assert program.calls == [5] and t.n_components_ == 5
+    attempt = t.fit_attempts_.iloc[0]
+    assert 1.01 < attempt["r_hat_max"] <= 1.05 and attempt["ess_bulk_min"] < 400
+    assert attempt["sampler_ok"] and not attempt["clean"]
+    assert [w.category for w in caught] == [DiagnosticsWarning]

@@ -55,6 +55,10 @@ ESS_MIN = 400
 #: (docs/model.md section 10): each of 5 and 4 leaves one of eight simulated vote
 #: sets unclean, and never the same one.
 AUTO_COMPONENTS = (5, 4)
+#: The ladder moves on when chains disagree beyond this R-hat (modes: 1.17-1.74 were
+#: measured); between RHAT_MAX and this, short runs land by chance, and the cure is more
+#: draws, not another K.
+LADDER_RHAT_MAX = 1.05
 # Above this many distinct 1-D continuous outputs, predict_proba interpolates the exact
 # formula from a grid (theory 3.2 costs draws x components per output).
 _INTERPOLATE_ABOVE = 4096
@@ -74,10 +78,12 @@ class Transducer:
     ----------
     n_components : "auto", int or sequence of int
         Mixture components ``K``. A sequence is a ladder: each ``K`` is fitted in
-        turn until one samples cleanly (no divergences, no tree-depth saturation,
-        E-BFMI, R-hat and bulk ESS of the invariant quantities within their
-        thresholds); when none does, the fit with the fewest problems is kept and
-        the warnings say so. ``"auto"`` is the ladder ``(5, 4)``, which suits one-
+        turn until one samples without the problems another ``K`` can fix: no
+        divergences, no tree-depth saturation, no low E-BFMI, and chains that agree
+        (R-hat of every invariant quantity <= 1.05; between 1.01 and 1.05, and for a
+        bulk ESS below 400, the cure is more draws, and the warning says so). When
+        no ``K`` passes, the fit with the fewest problems is kept and the warnings
+        say so. ``"auto"`` is the ladder ``(5, 4)``, which suits one-
         and two-dimensional scores of a few thousand items (docs/model.md, sections
         9-10). An int fits that ``K`` only. Every attempt is recorded in
         ``fit_attempts_``.
@@ -117,8 +123,9 @@ class Transducer:
         The number of components of the kept fit.
     fit_attempts_ : pandas.DataFrame
         One row per ``K`` fitted: sampling seconds, divergences, tree-depth hits,
-        lowest E-BFMI, invariant quantities off their thresholds, worst R-hat,
-        lowest bulk ESS, ``clean``, and ``kept`` (the fit the transducer uses).
+        lowest E-BFMI, invariant quantities off R-hat <= 1.01 or bulk ESS >= 400,
+        worst R-hat, lowest bulk ESS, ``clean`` (all of these within thresholds),
+        ``sampler_ok`` (what the ladder checks) and ``kept`` (the fit in use).
 
     Examples
     --------
@@ -259,14 +266,14 @@ class Transducer:
             self._set_fitted(result, data, y, class_index, labels, transform)
             attempt = _Attempt(k, result, data, list(caught), self._attempt_record(result))
             attempts.append(attempt)
-            if attempt.record["clean"]:
+            if attempt.record["sampler_ok"]:
                 break
             if k != ladder[-1]:
                 logger.info(
                     "n_components=%d did not sample cleanly (%s); fitting the next K of %s",
                     k, attempt.problems(), list(ladder),
                 )  # fmt: skip
-        kept = min(attempts, key=_Attempt.badness)  # the first clean one, if any
+        kept = min(attempts, key=_Attempt.badness)  # the first sampler_ok one, if any
         if kept is not attempts[-1]:
             self._set_fitted(kept.result, kept.data, y, class_index, labels, transform)
         self._record_attempts(attempts, kept)
@@ -296,12 +303,12 @@ class Transducer:
             "r_hat_max": round(float(table["r_hat"].max()), 4),
             "ess_bulk_min": round(float(table["ess_bulk"].min()), 1),
         }
-        record["clean"] = bool(
-            record["divergences"] == 0
-            and record["max_treedepth_hits"] == 0
-            and not low_ebfmi
-            and record["invariants_off"] == 0
+        geometry_ok = (
+            record["divergences"] == 0 and record["max_treedepth_hits"] == 0 and not low_ebfmi
         )
+        record["clean"] = bool(geometry_ok and record["invariants_off"] == 0)
+        # What another K can fix: the sampler's geometry, and chains stuck in different modes.
+        record["sampler_ok"] = bool(geometry_ok and record["r_hat_max"] <= LADDER_RHAT_MAX)
         return record
 
     def _record_attempts(self, attempts: list[_Attempt], kept: _Attempt) -> None:
@@ -859,11 +866,18 @@ class Transducer:
             f"outputs: {list(self.transform_.columns)} -> {list(self.transform_.model_dim_names)}"
             f" (resolution {list(self.transform_.resolution)})",
             f"calibration items: {self.n_calibration_}",
+            f"components: {self.n_components_}{self._ladder_note()}",
             f"draws: {info['chains']} chains x {info['draws']} ({info['backend']}, "
             f"{info['sampling_seconds']:.1f} s)",
             f"divergent transitions: {info['divergent']}, max tree depth hits: "
             f"{info['max_treedepth_hits']}",
         ]
+
+    def _ladder_note(self) -> str:
+        if len(self.fit_attempts_) < 2:
+            return ""
+        tried = ", ".join(str(k) for k in self.fit_attempts_["n_components"])
+        return f" (tried {tried}; see fit_attempts_)"
 
     def __repr__(self) -> str:
         return "Transducer(\n  " + "\n  ".join(self._summary_lines()) + "\n)"
@@ -1050,10 +1064,10 @@ class _Attempt:
     record: dict[str, Any]
 
     def badness(self) -> tuple[int, int]:
-        """Sort key: clean fits first, then the fewest problems (ties keep ladder order)."""
+        """Sort key: sampler_ok fits first, then the fewest problems (ties: ladder order)."""
         r = self.record
         return (
-            0 if r["clean"] else 1,
+            0 if r["sampler_ok"] else 1,
             r["divergences"] + r["max_treedepth_hits"] + r["invariants_off"],
         )
 
