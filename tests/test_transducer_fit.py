@@ -57,12 +57,26 @@ def test_backend_is_recorded(fitted, record_property):
     assert t.posterior_.posterior.attrs["yieldwise_backend"] == t.backend_
 
 
+def test_ladder_record_matches_the_kept_stan_fit(fitted):
+    """Whatever the ladder did here, its record agrees with the posterior in use."""
+    t, _, _ = fitted
+    attempts = t.fit_attempts_
+    assert attempts["n_components"].tolist()[0] == 5 and attempts["kept"].sum() == 1
+    kept = attempts[attempts["kept"]].iloc[0]
+    assert kept["n_components"] == t.n_components_ == t.posterior_.posterior.sizes["component"]
+    assert kept["divergences"] == t.sampler_summary()["divergent"]
+    assert kept["max_treedepth_hits"] == t.sampler_summary()["max_treedepth_hits"]
+    # Later K are tried only after a fit the ladder rejects.
+    assert not attempts["sampler_ok"].iloc[:-1].any()
+
+
 def test_recovers_known_transducer(fitted, record_property):
     """The posterior mean curve follows the known p(1 | y) closely.
 
     The truth here is outside the model class (logits of Beta variables are skewed, the
     kernels are Gaussian); with 600 items the posterior favours about one component per
-    class, whose curve is flatter than the truth by up to ~0.1 near y = 0.6, and the
+    class, whose curve is flatter than the truth by up to ~0.12 near y = 0.6 (0.115 with
+    K = 5, 0.121 with K = 4, which the ladder keeps here: K = 5 hit the tree depth), and the
     95 % bands miss the truth at 3 of these 9 points (the tails, where the truth is
     within 0.003 of 0 or 1, and y = 0.6). The bands' calibration is checked where the
     model is right, by simulation-based calibration below; the coverage on misspecified
@@ -72,7 +86,7 @@ def test_recovers_known_transducer(fitted, record_property):
     truth = true_posterior(GRID, 0.3)
     band = t.predict_interval(GRID, prob=0.95)
     p1 = band["mean"].values[:, 1]
-    assert np.abs(p1 - truth).max() < 0.12
+    assert np.abs(p1 - truth).max() < 0.13
     assert (np.diff(p1) > 0).all()  # the truth is increasing in y
     inside = (band["lower"].values[:, 1] <= truth) & (truth <= band["upper"].values[:, 1])
     record_property("band95_points_covering_truth", int(inside.sum()))
