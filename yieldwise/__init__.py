@@ -14,6 +14,7 @@ from typing import Any
 from . import audit, metrics, roc
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
+from .long_run import long_run_utility, oracle_utility, value_of_more_data
 from .metrics import UndefinedMetricError
 from .transducer import Transducer
 from .utility import UtilityMatrix
@@ -32,13 +33,16 @@ __all__ = [
     "audit",
     "decide",
     "expected_utilities",
+    "long_run_utility",
     "metrics",
+    "oracle_utility",
     "plots",
     "rescaled_yield",
     "roc",
     "total_utility",
     "utility_yield",
     "utility_yield_per_item",
+    "value_of_more_data",
 ]
 
 

@@ -1,0 +1,258 @@
+"""Long-run utility (theory section 4) from given posterior draws, against brute force.
+
+The transducers here are built from known mixture parameters (no Stan), so every
+integral can be recomputed independently with scipy's adaptive quadrature, a plain sum
+over a lattice, or a fine 2-D grid.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import quad
+from scipy.special import expit, logit
+from scipy.stats import norm
+
+from yieldwise import Transducer, UtilityMatrix
+from yieldwise.long_run import (
+    _binary_augmented,
+    _cells,
+    _general_augmented,
+    long_run_utility,
+    oracle_utility,
+    value_of_more_data,
+)
+from yieldwise.utility import chart_matrices
+
+LABELS = ("neg", "pos")
+U = UtilityMatrix([[1, -2], [0, 3]], decisions=["a", "b"], classes=LABELS)
+# Two posterior draws of a 2-component, 2-class, 1-D mixture on the identity scale.
+W = np.array([[0.6, 0.4], [0.5, 0.5]])
+ALPHA = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.3, 0.7]]])
+MU = np.array([[[-1.0], [1.5]], [[-0.5], [1.0]]])
+SIGMA = np.array([[[1.0], [0.7]], [[0.8], [1.2]]])
+
+
+@pytest.fixture(scope="module")
+def continuous():
+    scores = np.linspace(-3, 3, 30)
+    return Transducer._from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
+        pd.DataFrame({"score": scores}), np.array(LABELS)[(scores > 0).astype(int)], LABELS,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+
+
+def g(s, c, y):
+    """G_s(c, y) of the two-draw mixture, by hand."""
+    return sum(
+        W[s, k] * ALPHA[s, k, c] * norm.pdf(y, MU[s, k, 0], SIGMA[s, k, 0]) for k in range(2)
+    )
+
+
+def pbar(y, r=None):
+    """Predictive p(c | y): pooled over draws (exchangeable), or generative with r."""
+    if r is None:
+        joint = np.array([[g(s, c, y) for c in range(2)] for s in range(2)]).sum(axis=0)
+    else:
+        freq = np.einsum("sk,skc->sc", W, ALPHA)
+        joint = np.array([[g(s, c, y) / freq[s, c] * r[c] for c in range(2)] for s in range(2)])
+        joint = joint.sum(axis=0)
+    return joint / joint.sum()
+
+
+def brute(s, values, decide, weight=lambda s, c, y: g(s, c, y)):
+    """sum_c integral U[decide(y), c] weight(s, c, y) dy by adaptive quadrature."""
+    return sum(
+        quad(lambda y, c=c: values[decide(y), c] * weight(s, c, y), -15, 15, limit=500)[0]
+        for c in range(2)
+    )
+
+
+def test_augmented_matches_adaptive_quadrature(continuous):
+    u = long_run_utility(continuous, U)
+    assert u.dims == ("chain", "draw") and u.attrs["integration"] == "quadrature"
+    error = float(u.integration_error)
+    assert 0 < error < 5e-3
+    for s in range(2):
+        exact = brute(s, U.values, lambda y: int(np.argmax(U.values @ pbar(y))))
+        assert abs(float(u.values[0, s]) - exact) <= error
+        assert abs(float(u.values[0, s]) - exact) < 2e-4  # the bound is conservative
+
+
+def test_posterior_mean_is_the_expected_utility_of_theory_4(continuous):
+    """mean_t u_t = integral max_i sum_c U[i, c] p(c | y, D) p(y | D) dy."""
+    u = long_run_utility(continuous, U)
+
+    def integrand(y):
+        joint = np.array([[g(s, c, y) for c in range(2)] for s in range(2)]).mean(axis=0)
+        return (U.values @ joint).max()
+
+    direct = quad(integrand, -15, 15, limit=500)[0]
+    assert abs(float(u.mean()) - direct) <= float(u.integration_error)
+
+
+def test_oracle_matches_quadrature_and_exceeds_the_deployed_rule(continuous):
+    oracle = oracle_utility(continuous, U)
+    for s in range(2):
+        exact = quad(
+            lambda y, s=s: max(U.values[i] @ [g(s, 0, y), g(s, 1, y)] for i in range(2)),
+            -15, 15, limit=500,
+        )[0]  # fmt: skip
+        assert abs(float(oracle.values[0, s]) - exact) < 1e-4
+    gain = value_of_more_data(continuous, U)
+    slack = float(gain["deployed_integration_error"] + gain["oracle_integration_error"])
+    assert (gain["difference"].values >= -slack).all() and slack < 5e-3
+    np.testing.assert_allclose(gain["oracle"] - gain["deployed"], gain["difference"])
+
+
+def test_standard_rule_thresholds_a_scalar_output(continuous):
+    v = UtilityMatrix([[1, -2], [0, 3]], decisions=LABELS, classes=LABELS)
+    u = long_run_utility(continuous, v, rule="standard", threshold=0.25)
+    for s in range(2):
+        exact = brute(s, v.values, lambda y: int(y > 0.25))
+        assert abs(float(u.values[0, s]) - exact) <= float(u.integration_error)
+        assert abs(float(u.values[0, s]) - exact) < 1e-3
+    # The same rule as a callable on the outputs' DataFrame.
+    same = long_run_utility(continuous, v, rule=lambda f: np.where(f["score"] > 0.25, "pos", "neg"))
+    np.testing.assert_allclose(same.values, u.values)
+
+
+def test_prevalences_use_the_generative_mode(continuous):
+    r = np.array([0.2, 0.8])
+    u = long_run_utility(continuous, U, prevalences=r)
+    freq = np.einsum("sk,skc->sc", W, ALPHA)
+    for s in range(2):
+        exact = brute(
+            s, U.values, lambda y: int(np.argmax(U.values @ pbar(y, r))),
+            weight=lambda s, c, y: g(s, c, y) / freq[s, c] * r[c],
+        )  # fmt: skip
+        assert abs(float(u.values[0, s]) - exact) <= float(u.integration_error)
+
+
+def test_rescaled_by_each_draws_class_frequencies(continuous):
+    u = long_run_utility(continuous, U).values[0]
+    rescaled = long_run_utility(continuous, U, rescale=True).values[0]
+    freq = np.einsum("sk,skc->sc", W, ALPHA)  # draw 0: (0.6*0.9 + 0.4*0.2, ...) = (0.62, 0.38)
+    assert freq[0] == pytest.approx([0.62, 0.38])
+    low = freq @ np.array([0.0, -2.0])  # worst decision per class: 0 (neg), -2 (pos)
+    high = freq @ np.array([1.0, 3.0])
+    np.testing.assert_allclose(rescaled, (u - low) / (high - low))
+
+
+# ------------------------------------------------------------------ lattice
+def lattice_transducer():
+    """Vote-like outputs k/20 on [0, 1], modelled on the logit scale as bins."""
+    rng = np.random.default_rng(5)
+    votes = np.round(rng.beta(2, 5, 80) * 20) / 20
+    classes = (votes > 0.3).astype(int)
+    mu = np.array([[[-1.5], [1.0]], [[-1.0], [1.5]]])
+    return Transducer._from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": mu[None], "sigma": SIGMA[None]},
+        pd.DataFrame({"votes": votes}), np.array(LABELS)[classes], LABELS,
+        output_transform="logit", resolution=0.05,
+    ), mu  # fmt: skip
+
+
+def test_lattice_outputs_are_summed_exactly():
+    t, mu = lattice_transducer()
+    u = long_run_utility(t, U)
+    assert u.attrs["integration"] == "lattice" and float(u.integration_error) < 1e-12
+    values = np.arange(21) / 20
+    lower, upper, _ = t.transform_.intervals(values[:, None])  # the bins on the logit scale
+    lower, upper = lower[:, 0], upper[:, 0]
+    # bin masses by hand: sum_k w_k alpha_kc [Phi((hi - mu)/sigma) - Phi((lo - mu)/sigma)]
+    mass = np.einsum(
+        "sk,skc,skj->sjc", W, ALPHA,
+        norm.cdf((upper[None, None] - mu) / SIGMA) - norm.cdf((lower[None, None] - mu) / SIGMA),
+    )  # fmt: skip
+    np.testing.assert_allclose(mass.sum(axis=(1, 2)), 1.0)  # the bins tile the line
+    pooled = mass.sum(axis=0)
+    chosen = (pooled @ U.values.T).argmax(axis=1)
+    expected = np.einsum("sjc,jc->s", mass, U.values[chosen])
+    np.testing.assert_allclose(u.values[0], expected, rtol=1e-12)
+    assert np.isclose(expit(logit(0.5)), 0.5)  # the support is [0, 1]: 21 lattice values
+
+
+# ------------------------------------------------------------------ batches
+def test_binary_batch_shortcut_equals_matrix_by_matrix(continuous):
+    rng = np.random.default_rng(0)
+    batch = chart_matrices(rng.uniform(-1, 1, 300), rng.uniform(-1, 1, 300))
+    batch[:3] = [[[1, 0], [0, 1]], [[1, -10], [0, 10]], [[10, 0], [-10, 1]]]
+    batch[3] = [[1, 1], [0, 0]]  # decision 0 always best: slope 0
+    cells = _cells(continuous, None, 4096, 0, 0)
+    fast, fast_mixed = _binary_augmented(cells, batch)
+    slow, slow_mixed = _general_augmented(cells, batch)
+    np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-12)
+    # the bound of the shortcut (tau within a cell's range of p1) covers the direct one
+    assert (fast_mixed >= slow_mixed - 1e-15).all()
+
+
+def test_batch_inputs_and_augmented_beats_standard(continuous):
+    rng = np.random.default_rng(1)
+    values = chart_matrices(rng.uniform(-1, 1, 50), rng.uniform(-1, 1, 50))
+    batch = [UtilityMatrix(v, decisions=LABELS, classes=LABELS) for v in values]
+    aug = long_run_utility(continuous, batch)
+    std = long_run_utility(continuous, batch, rule="standard", threshold=0.5)
+    assert aug.dims == ("chain", "draw", "matrix") and aug.sizes["matrix"] == 50
+    slack = aug.integration_error + std.integration_error
+    assert (aug.mean(("chain", "draw")) >= std.mean(("chain", "draw")) - slack).all()
+    named = long_run_utility(continuous, {"screen": batch[0], "treat": batch[1]})
+    assert list(named["matrix"].values) == ["screen", "treat"]
+    np.testing.assert_allclose(named.values[..., 0], aug.values[..., 0])
+    as_array = long_run_utility(continuous, values)  # columns in the transducer's class order
+    np.testing.assert_allclose(as_array.values, aug.values)
+
+
+# ---------------------------------------------------------------- Monte Carlo
+def test_two_dimensional_outputs_by_monte_carlo_agree_with_a_grid():
+    mu = np.array([[[-1.0, 0.5], [1.5, -0.5]], [[-0.5, 0.0], [1.0, -1.0]]])
+    sigma = np.array([[[1.0, 0.8], [0.7, 1.1]], [[0.8, 1.0], [1.2, 0.9]]])
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40)})
+    t = Transducer._from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": mu[None], "sigma": sigma[None]},
+        frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+    u = long_run_utility(t, U, n_points=40_000, seed=3)
+    assert u.attrs["integration"] == "monte-carlo"
+    # a 500 x 500 midpoint grid over [-8, 8]^2
+    x = np.linspace(-8, 8, 501)
+    mid = 0.5 * (x[1:] + x[:-1])
+    area = (x[1] - x[0]) ** 2
+    ya, yb = np.meshgrid(mid, mid, indexing="ij")
+    dens = norm.pdf(ya[None, None], mu[:, :, 0, None, None], sigma[:, :, 0, None, None]) * norm.pdf(
+        yb[None, None], mu[:, :, 1, None, None], sigma[:, :, 1, None, None]
+    )
+    joint = np.einsum("sk,skc,skab->scab", W, ALPHA, dens) * area  # (S, C, a, b)
+    pooled = joint.sum(axis=0)
+    chosen = np.einsum("dc,cab->dab", U.values, pooled).argmax(axis=0)
+    exact = np.einsum("scab,cab->s", joint, U.values[chosen].transpose(2, 0, 1))
+    error = float(u.integration_error)
+    assert 0 < error < 0.02
+    assert np.abs(u.values[0] - exact).max() < 4 * error + 2e-3
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_utilities_and_rules_are_refused(continuous):
+    with pytest.raises(ValueError, match=r"utility matrix 0 has classes \['x', 'y'\]"):
+        long_run_utility(continuous, UtilityMatrix([[1, 0], [0, 1]], classes=["x", "y"]))
+    other = UtilityMatrix([[1, 0], [0, 1]], decisions=["p", "q"], classes=LABELS)
+    with pytest.raises(ValueError, match="must share their decisions: matrix 1"):
+        long_run_utility(continuous, [U, other])
+    with pytest.raises(ValueError, match=r"shape \(matrices, decisions >= 2, 2 classes\), found"):
+        long_run_utility(continuous, np.zeros((3, 2, 3)))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        long_run_utility(continuous, np.full((1, 2, 2), np.nan))
+    with pytest.raises(TypeError, match="found str"):
+        long_run_utility(continuous, "screening")
+    with pytest.raises(ValueError, match="rule must be"):
+        long_run_utility(continuous, U, rule="best")
+    with pytest.raises(ValueError, match="standard-rule decisions"):
+        long_run_utility(continuous, U, rule="standard")  # decisions a/b are not classes
+    with pytest.raises(ValueError, match=r"rule\(outputs\)"):
+        long_run_utility(continuous, U, rule=lambda f: np.full(len(f), "z"))
+    with pytest.raises(ValueError, match="one decision per output row"):
+        long_run_utility(continuous, U, rule=lambda f: ["a"])

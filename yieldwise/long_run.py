@@ -1,0 +1,634 @@
+"""Posterior of a classifier's long-run utility per item (theory section 4).
+
+For posterior draw ``t`` of a fitted :class:`~yieldwise.Transducer` and a deployed
+decision rule ``delta``, the long-run utility per item is
+
+    u_t = sum_c integral U[delta(y), c] F_t(c, y) dy.
+
+The integral over outputs is turned into a sum over *cells* of the output space, each
+with its per-draw class masses ``M_t(c, j)`` (the probability, under draw ``t``, that an
+item is of class ``c`` and its output falls in cell ``j``) and one decision:
+
+* a 1-D output recorded on a lattice (vote fractions ``k/200``): one cell per possible
+  output value, so the sum is exact;
+* a 1-D continuous output: cells of equal predictive mass between predictive quantiles
+  ``1e-9`` and ``1 - 1e-9``, plus the two tails; the masses are exact (normal CDF
+  differences) and each cell takes the decision of its pooled class masses; the only
+  error is a decision that changes inside a cell, bounded by the mass of the cells
+  whose decision differs from a neighbour's (and of the tails) times the matrix's
+  range of utilities;
+* several output dimensions: Monte Carlo over points drawn from the predictive
+  distribution, weighted by ``F_t / p(y | D)``, with the same points for every draw,
+  matrix and rule (common random numbers); the error reported is the standard error.
+
+Decisions are cell-wise, so a batch of many utility matrices costs one pass over the
+cells per matrix; for two decisions and two classes the augmented rule is a threshold
+on ``p(1 | y)`` and every matrix is answered from one cumulative sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from . import _mixture
+from ._validation import Label, check_positive_int, indices_of, label_values
+from .utility import UtilityMatrix
+
+if TYPE_CHECKING:
+    from .transducer import Transducer
+
+__all__ = ["long_run_utility", "oracle_utility", "value_of_more_data"]
+
+#: Predictive mass left outside the finite cells of a continuous 1-D output, per tail.
+_TAIL = 1e-9
+#: Cells of a continuous 1-D output (equal predictive mass each).
+DEFAULT_CELLS = 4096
+#: Points of the Monte Carlo integral over several output dimensions.
+DEFAULT_POINTS = 20_000
+#: Draws used to place the cells (placement needs no precision; the masses use all draws).
+_PLACEMENT_DRAWS = 64
+#: Work-array budget (float64 elements) for matrix batches.
+_MAX_ELEMENTS = 20_000_000
+
+
+@dataclass
+class _Cells:
+    """A partition of the output space (or Monte Carlo points), ready for decisions."""
+
+    mass: np.ndarray  # (S, J, C): per-draw class mass of each cell
+    proba: np.ndarray  # (J, C): predictive p(c | cell), for augmented decisions
+    outputs: np.ndarray  # (J, n_inputs): a representative output of each cell
+    # Cells in order along a continuous output: a decision that differs between two
+    # neighbours changes inside one of them, and both count towards the error bound.
+    neighbours: bool
+    uncovered: np.ndarray  # (S,): per-draw mass outside every cell (counted as error)
+    method: str  # "lattice", "quadrature" or "monte-carlo"
+
+
+# ------------------------------------------------------------------ public API
+def long_run_utility(
+    transducer: Transducer,
+    utility: Any,
+    rule: str | Callable[[Any], Any] = "augmented",
+    *,
+    rescale: bool = False,
+    prevalences: Any = None,
+    threshold: float = 0.5,
+    n_cells: int = DEFAULT_CELLS,
+    n_points: int = DEFAULT_POINTS,
+    seed: int = 0,
+) -> xr.DataArray:
+    """Posterior draws of the long-run utility per item of a deployed decision rule.
+
+    Parameters
+    ----------
+    transducer : fitted Transducer
+    utility : UtilityMatrix, sequence or mapping of them, or array (matrices, decisions, classes)
+        One matrix, or a batch (sharing decisions and classes). An array's columns
+        follow ``transducer.classes_`` and its decisions are ``0 .. n - 1``.
+    rule : "augmented", "standard" or callable
+        ``"augmented"``: maximum expected utility with the predictive transducer.
+        ``"standard"``: the classifier's own choice, argmax of a vector output or
+        ``output > threshold`` for a scalar one, taken as the decision labelled like
+        that class. A callable maps an array of outputs (items, columns) to decision
+        labels.
+    rescale : bool
+        Rescale each draw to [0, 1] between the worst and best utility achievable with
+        that draw's class frequencies (theory section 1), to compare across matrices.
+    prevalences : array-like, optional
+        Deployment class frequencies differing from the calibration set's (generative
+        mode, theory 3.2): both the decisions and the long-run utility use them.
+    threshold : float
+        The standard rule's threshold for a scalar output.
+    n_cells, n_points : int
+        Cells of a continuous 1-D output; Monte Carlo points for several dimensions.
+    seed : int
+        Seed of the Monte Carlo points (several dimensions only).
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``(chain, draw)`` plus ``matrix`` for a batch; coordinate
+        ``integration_error`` (per matrix) bounds the error of the posterior mean
+        (lattice: 0; 1-D quadrature: the posterior-mean mass of the cells where the
+        decision changes, and of the tails, times the matrix's range of utilities) or
+        is its Monte Carlo standard error; attribute ``integration`` names the method.
+
+    Examples
+    --------
+    >>> import numpy as np, yieldwise as yw
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.integers(0, 2, 300)
+    >>> scores = rng.beta(2 + 3 * labels, 5 - 3 * labels)
+    >>> t = yw.Transducer(chains=2, warmup=300, draws=300, seed=1, progress=False)
+    >>> t = t.fit(scores, labels)
+    >>> u = yw.long_run_utility(t, yw.UtilityMatrix([[1, 0], [0, 1]]))  # accuracy
+    >>> spread = float(u.std())  # posterior sd of the long-run accuracy
+    >>> u.dims, bool(0.6 < float(u.mean()) < 1), bool(float(u.integration_error) < spread / 10)
+    (('chain', 'draw'), True, True)
+    """
+    matrices, decisions, names = _as_matrices(utility, transducer.classes_)
+    r = transducer._check_prevalences(prevalences)
+    cells = _cells(transducer, r, n_cells, n_points, seed)
+    values, error = _integrate(cells, matrices, decisions, rule, transducer, threshold)
+    if rescale:
+        values, error = _rescale(values, error, matrices, cells, transducer, r)
+    return _as_dataarray(values, error, names, transducer, cells.method, "long_run_utility")
+
+
+def oracle_utility(
+    transducer: Transducer,
+    utility: Any,
+    *,
+    rescale: bool = False,
+    prevalences: Any = None,
+    n_cells: int = DEFAULT_CELLS,
+    n_points: int = DEFAULT_POINTS,
+    seed: int = 0,
+) -> xr.DataArray:
+    """Per draw, ``sum_c integral max_i U[i, c] F_t(c, y) dy``: deciding with ``F_t`` itself.
+
+    What a user who knew draw ``t``'s transducer exactly would get; its excess over
+    :func:`long_run_utility` is the value of more calibration data (theory section 4).
+    """
+    matrices, _, names = _as_matrices(utility, transducer.classes_)
+    r = transducer._check_prevalences(prevalences)
+    cells = _cells(transducer, r, n_cells, n_points, seed)
+    values, error = _oracle(cells, matrices)
+    if rescale:
+        values, error = _rescale(values, error, matrices, cells, transducer, r)
+    return _as_dataarray(values, error, names, transducer, cells.method, "oracle_utility")
+
+
+def value_of_more_data(
+    transducer: Transducer,
+    utility: Any,
+    rule: str | Callable[[Any], Any] = "augmented",
+    **options: Any,
+) -> xr.Dataset:
+    """``deployed`` and ``oracle`` long-run utilities per draw, and their ``difference``.
+
+    Also ``deployed_integration_error`` and ``oracle_integration_error``.
+
+    The difference (never negative for the augmented rule, up to integration error) is
+    how much per item more calibration data could still gain. Options as for
+    :func:`long_run_utility`.
+    """
+    oracle_options = {k: v for k, v in options.items() if k != "threshold"}
+    deployed = long_run_utility(transducer, utility, rule, **options)
+    oracle = oracle_utility(transducer, utility, **oracle_options)
+    errors = {
+        f"{name}_integration_error": part["integration_error"].reset_coords(drop=True)
+        for name, part in (("deployed", deployed), ("oracle", oracle))
+    }
+    deployed = deployed.drop_vars("integration_error")
+    oracle = oracle.drop_vars("integration_error")
+    return xr.Dataset(
+        {"deployed": deployed, "oracle": oracle, "difference": oracle - deployed, **errors},
+        attrs={"integration": deployed.attrs["integration"]},
+    )
+
+
+# ------------------------------------------------------------- utility batches
+def _as_matrices(
+    utility: Any, classes: tuple[Label, ...]
+) -> tuple[np.ndarray, tuple[Label, ...], list[Any] | None]:
+    """(matrices (m, D, C) in the transducer's class order, decision labels, names or None)."""
+    if isinstance(utility, UtilityMatrix):
+        return _aligned([utility], classes)[None, 0], utility.decisions, None
+    if isinstance(utility, Mapping):
+        if not utility:
+            raise ValueError("utility is an empty mapping; give at least one UtilityMatrix")
+        stacked = _aligned(list(utility.values()), classes)
+        return stacked, next(iter(utility.values())).decisions, list(utility.keys())
+    if isinstance(utility, np.ndarray) and utility.dtype != object:
+        array = np.asarray(utility, dtype=float)
+        if array.ndim != 3 or array.shape[2] != len(classes) or array.shape[1] < 2:
+            raise ValueError(
+                f"utility as an array must have shape (matrices, decisions >= 2, "
+                f"{len(classes)} classes), found {array.shape}"
+            )
+        if not np.isfinite(array).all():
+            raise ValueError("utility array has NaN or infinite entries")
+        return array, tuple(range(array.shape[1])), list(range(array.shape[0]))
+    if isinstance(utility, Iterable) and not isinstance(utility, str):
+        items = list(utility)
+        if not items or not all(isinstance(u, UtilityMatrix) for u in items):
+            raise TypeError(
+                "utility must be a UtilityMatrix, a non-empty sequence or mapping of them, "
+                f"or an array (matrices, decisions, classes); found {type(utility).__name__}"
+            )
+        return _aligned(items, classes), items[0].decisions, list(range(len(items)))
+    raise TypeError(
+        "utility must be a UtilityMatrix, a sequence or mapping of them, or an array "
+        f"(matrices, decisions, classes); found {type(utility).__name__}"
+    )
+
+
+def _aligned(items: list[UtilityMatrix], classes: tuple[Label, ...]) -> np.ndarray:
+    first = items[0]
+    for i, u in enumerate(items):
+        if set(u.classes) != set(classes):
+            raise ValueError(
+                f"utility matrix {i} has classes {list(u.classes)}, the transducer {list(classes)}"
+            )
+        if u.decisions != first.decisions:
+            raise ValueError(
+                f"utility matrices of one batch must share their decisions: matrix {i} has "
+                f"{list(u.decisions)}, matrix 0 {list(first.decisions)}"
+            )
+    return np.stack([u.reindex(classes=list(classes)).values for u in items])
+
+
+# ----------------------------------------------------------------------- cells
+def _cells(
+    transducer: Transducer, r: np.ndarray | None, n_cells: int, n_points: int, seed: int
+) -> _Cells:
+    transducer._check_fitted()
+    transform = transducer.transform_
+    if transform.model_dims > 1:
+        return _monte_carlo_cells(transducer, r, check_positive_int(n_points, "n_points"), seed)
+    h = transform.resolution[0]
+    if h is not None:
+        return _lattice_cells(transducer, r, float(h))
+    return _quadrature_cells(transducer, r, check_positive_int(n_cells, "n_cells"))
+
+
+def _class_masses(transducer: Transducer, lower, upper, censored, r) -> np.ndarray:
+    """Per-draw class masses ``r_c F_t(cell | c)`` (or ``F_t(c, cell)``): (S, J, C)."""
+    out = np.empty((transducer._w.shape[0], lower.shape[0], len(transducer.classes_)))
+    for sl, log_g in transducer._model_chunks(lower, upper, censored):
+        out[:, sl] = np.exp(transducer._log_weights(log_g, r))
+    return out
+
+
+def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
+    from .transforms import _SUPPORT
+
+    transform = transducer.transform_
+    observed = transducer.posterior_.observed_data["outputs"].values[:, 0]
+    low, high = _SUPPORT[transform.kind[0]]
+    if not (np.isfinite(low) and np.isfinite(high)):
+        # An unbounded lattice: cover the predictive range, count the rest as error.
+        z = _predictive_quantiles(transducer, np.array([_TAIL, 1 - _TAIL]))
+        span = transform.inverse(z[:, None])[:, 0]
+        low = max(low, float(span.min())) if np.isfinite(low) else float(span.min())
+        high = min(high, float(span.max())) if np.isfinite(high) else float(span.max())
+    offset = observed[0]
+    first = np.ceil((low - offset) / h - 1e-9)
+    last = np.floor((high - offset) / h + 1e-9)
+    if last - first > 1_000_000:
+        raise ValueError(
+            f"the output lattice (resolution {h}) has {last - first:.0f} values over the "
+            "predictive range; refit with resolution=None to treat the output as continuous"
+        )
+    values = (offset + h * np.arange(first, last + 1))[:, None]
+    values = np.clip(values, *_SUPPORT[transform.kind[0]])
+    lower, upper, censored = transform.intervals(values)
+    mass = _class_masses(transducer, lower, upper, censored, r)
+    proba = _pooled(mass)
+    uncovered = np.clip(1.0 - mass.sum(axis=(1, 2)) / _total(transducer, r), 0.0, None)
+    return _Cells(mass, proba, values, False, uncovered, "lattice")
+
+
+def _quadrature_cells(transducer: Transducer, r, n_cells: int) -> _Cells:
+    from scipy.special import ndtr
+
+    inner = _predictive_quantiles(transducer, np.linspace(_TAIL, 1 - _TAIL, n_cells + 1))
+    inner = np.maximum.accumulate(inner)  # monotone despite round-off
+    edges = np.concatenate([[-np.inf], inner, [np.inf]])
+    w, alpha = transducer._w, transducer._alpha
+    mu, sigma = transducer._mu[:, :, 0], transducer._sigma[:, :, 0]
+    weights = w[:, :, None] * alpha  # (S, K, C)
+    if r is not None:  # r_c F_t(y | c): each class's mass rescaled from F_t(c) to r_c
+        weights = weights * (np.asarray(r) / np.exp(transducer._log_class_freq))[:, None, :]
+    s = w.shape[0]
+    mass = np.empty((s, edges.size - 1, weights.shape[2]))
+    # Normal CDF differences at the edges, in chunks of edges (one extra for the difference).
+    for sl in _mixture.item_chunks(s, mu.shape[1], edges.size - 1):
+        e = edges[sl.start : sl.stop + 1]
+        cdf = ndtr((e[None, :, None] - mu[:, None, :]) / sigma[:, None, :])  # (S, n+1, K)
+        mass[:, sl] = np.matmul(np.diff(cdf, axis=1), weights)
+    mid = np.concatenate([[inner[0]], 0.5 * (inner[:-1] + inner[1:]), [inner[-1]]])
+    return _Cells(
+        mass=mass,
+        proba=_pooled(mass),
+        outputs=transducer.transform_.inverse(mid[:, None]),
+        neighbours=True,
+        # The tails' decisions are known only at their finite end: count their mass as error.
+        uncovered=mass[:, [0, -1]].sum(axis=(1, 2)),
+        method="quadrature",
+    )
+
+
+def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _Cells:
+    """Points from the predictive, each a cell of mass ``F_t(c, y) / (M p(y | D))``."""
+    transform = transducer.transform_
+    rng = np.random.default_rng(seed)
+    z = _sample_predictive(transducer, r, n_points, rng)
+    outputs = transform.inverse(z)
+    outputs = _snap_to_lattice(outputs, transducer)
+    lower, upper, censored = transform.intervals(outputs)
+    log_mass = np.empty((transducer._w.shape[0], n_points, len(transducer.classes_)))
+    for sl, log_g in transducer._model_chunks(lower, upper, censored):
+        log_mass[:, sl] = transducer._log_weights(log_g, r)
+    # p(y | D) = mean_t sum_c (weighted) G_t(c, y): the density the points were drawn from.
+    top = log_mass.max(axis=(0, 2), keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    scaled = np.exp(log_mass - top)
+    q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)
+    mass = scaled / q / n_points
+    total = _total(transducer, r)
+    return _Cells(mass * total[:, None, None] / total.mean(), _pooled(mass), outputs, False,
+                  np.zeros(mass.shape[0]), "monte-carlo")  # fmt: skip
+
+
+def _total(transducer: Transducer, r) -> np.ndarray:
+    """Per-draw total mass of the weighted joint: 1, or sum_c r_c when prevalences are given."""
+    s = transducer._w.shape[0]
+    return np.full(s, 1.0 if r is None else float(np.sum(r)))
+
+
+def _pooled(mass: np.ndarray) -> np.ndarray:
+    """Predictive p(c | cell): sum_t M_t(c, j) / sum_t sum_c M_t(c, j) (theory 3.2)."""
+    pooled = mass.sum(axis=0)
+    total = pooled.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, pooled / np.where(total > 0, total, 1.0), 1.0 / mass.shape[2])
+
+
+def _predictive_quantiles(transducer: Transducer, probs: np.ndarray) -> np.ndarray:
+    """Quantiles of the predictive output distribution (model scale, 1-D).
+
+    The predictive CDF (over a subset of draws: the cells' placement needs no precision,
+    their masses use every draw) is evaluated at points spread over every component's
+    own quantiles, so that each component's range is resolved whatever its width, and
+    inverted by linear interpolation.
+    """
+    from scipy.special import ndtr, ndtri
+
+    s = transducer._w.shape[0]
+    take = np.linspace(0, s - 1, min(s, _PLACEMENT_DRAWS)).round().astype(int)
+    w = transducer._w[take].ravel() / len(take)
+    mu, sigma = transducer._mu[take, :, 0].ravel(), transducer._sigma[take, :, 0].ravel()
+    levels = ndtri(np.linspace(1e-12, 1 - 1e-12, 24))
+    grid = np.unique((mu[:, None] + sigma[:, None] * levels[None, :]).ravel())
+    cdf = np.empty(grid.size)
+    for sl in _mixture.item_chunks(1, w.size, grid.size):
+        cdf[sl] = ndtr((grid[None, sl] - mu[:, None]) / sigma[:, None]).T @ w
+    cdf = np.maximum.accumulate(cdf)
+    keep = np.concatenate([[True], np.diff(cdf) > 0])
+    return np.interp(probs, cdf[keep], grid[keep])
+
+
+def _sample_predictive(transducer: Transducer, r, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Model-scale points from the (prevalence-weighted) predictive output distribution."""
+    s, k = transducer._w.shape
+    draw = rng.integers(0, s, n)
+    if r is None:
+        weights = transducer._w[draw]
+    else:  # r_c F_t(y | c) = sum_k w_k alpha_kc / F_t(c) r_c kernel_k
+        freq = np.exp(transducer._log_class_freq[draw])  # (n, C)
+        weights = transducer._w[draw] * np.einsum("nkc,nc->nk", transducer._alpha[draw], r / freq)
+    weights = weights / weights.sum(axis=1, keepdims=True)
+    component = (weights.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1).clip(0, k - 1)
+    mu = transducer._mu[draw, component]
+    sigma = transducer._sigma[draw, component]
+    return mu + sigma * rng.standard_normal(mu.shape)
+
+
+def _snap_to_lattice(outputs: np.ndarray, transducer: Transducer) -> np.ndarray:
+    """Round lattice columns to their lattice (and into their support)."""
+    from .transforms import _SUPPORT
+
+    transform = transducer.transform_
+    if transform.is_simplex:
+        return outputs
+    observed = transducer.posterior_.observed_data["outputs"].values
+    out = outputs.copy()
+    for j, (kind, h) in enumerate(zip(transform.kind, transform.resolution, strict=True)):
+        low, high = _SUPPORT[kind]
+        if h is not None:
+            offset = observed[0, j]
+            out[:, j] = offset + h * np.round((out[:, j] - offset) / h)
+        out[:, j] = np.clip(out[:, j], low, high)
+    return out
+
+
+# ------------------------------------------------------------------- integrals
+def _decision_indices(
+    rule: Any, outputs: np.ndarray, decisions: tuple[Label, ...], transducer: Transducer,
+    threshold: float,
+) -> np.ndarray:  # fmt: skip
+    """Decisions (indices into ``decisions``) of a rule that ignores the utility matrix."""
+    classes = transducer.classes_
+    if rule == "standard":
+        if outputs.shape[1] == 1:
+            if len(classes) != 2:
+                raise ValueError(
+                    f"the standard rule for a scalar output needs 2 classes, found {len(classes)}"
+                )
+            chosen = np.where(outputs[:, 0] > threshold, 1, 0)
+        else:
+            if outputs.shape[1] != len(classes):
+                raise ValueError(
+                    f"the standard rule takes the argmax of a vector output with one entry "
+                    f"per class ({len(classes)}); this output has {outputs.shape[1]}"
+                )
+            chosen = outputs.argmax(axis=1)
+        labels = np.empty(len(chosen), dtype=object)
+        labels[:] = [classes[i] for i in chosen]
+        return indices_of(labels, decisions, "standard-rule decisions (class labels)",
+                          "the utility matrix's decisions")  # fmt: skip
+    if callable(rule):
+        frame = pd.DataFrame(outputs, columns=list(transducer.transform_.columns))
+        labels = label_values(rule(frame), "rule(outputs)")
+        if labels.size != outputs.shape[0]:
+            raise ValueError(
+                f"rule must return one decision per output row ({outputs.shape[0]}), "
+                f"returned {labels.size}"
+            )
+        return indices_of(labels, decisions, "rule(outputs)", "the utility matrix's decisions")
+    raise ValueError(f'rule must be "augmented", "standard" or a callable, found {rule!r}')
+
+
+def _integrate(
+    cells: _Cells, matrices: np.ndarray, decisions: tuple[Label, ...], rule: Any,
+    transducer: Transducer, threshold: float,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(u (S, m), integration error (m,))."""
+    spread = np.ptp(matrices.reshape(len(matrices), -1), axis=1)
+    if rule == "augmented":
+        if matrices.shape[1:] == (2, 2):
+            values, mixed = _binary_augmented(cells, matrices)
+        else:
+            values, mixed = _general_augmented(cells, matrices)
+    else:
+        chosen = _decision_indices(rule, cells.outputs, decisions, transducer, threshold)
+        values = _fixed_rule(cells.mass, chosen, matrices)
+        mixed = np.full(len(matrices), _mixed_mass(cells, chosen))
+    return values, _error(cells, values, matrices, mixed, spread)
+
+
+def _error(cells: _Cells, values, matrices, mixed, spread) -> np.ndarray:
+    """Bound on the posterior mean's error (quadrature), or its standard error (Monte Carlo)."""
+    if cells.method == "monte-carlo":
+        return _monte_carlo_error(cells, values, matrices)
+    return (mixed + cells.uncovered.mean()) * spread
+
+
+def _mixed_mass(cells: _Cells, chosen: np.ndarray) -> float:
+    """Posterior-mean mass of the cells whose decision differs from a neighbour's."""
+    if not cells.neighbours:
+        return 0.0
+    change = np.zeros(chosen.shape, dtype=bool)
+    change[1:] |= chosen[1:] != chosen[:-1]
+    change[:-1] |= chosen[1:] != chosen[:-1]
+    return float(cells.mass[:, change].sum(axis=(1, 2)).mean())
+
+
+def _fixed_rule(mass: np.ndarray, chosen: np.ndarray, matrices: np.ndarray) -> np.ndarray:
+    """u[s, m] when decisions do not depend on the matrix: one pass over the cells."""
+    onehot = np.eye(matrices.shape[1])[chosen]  # (J, D)
+    region = np.einsum("sjc,jd->sdc", mass, onehot)  # mass of class c where d is chosen
+    return np.einsum("sdc,mdc->sm", region, matrices)
+
+
+def _binary_augmented(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two decisions, two classes: decision 1 where ``p1 > tau`` (or ``< tau``) per matrix.
+
+    Sorting the cells by the predictive ``p(1 | cell)`` turns every matrix's decision
+    region into a prefix or a suffix, so one cumulative sum answers all matrices.
+    """
+    p1 = cells.proba[:, 1]
+    order = np.argsort(p1, kind="stable")
+    sorted_p1 = p1[order]
+    cum = np.concatenate([np.zeros((cells.mass.shape[0], 1, 2)),
+                          np.cumsum(cells.mass[:, order], axis=1)], axis=1)  # fmt: skip
+    total = cum[:, -1]  # (S, C)
+    # decision 1 iff d0 + p1 (d1 - d0) > 0, with d_c = U[1, c] - U[0, c] (argmax: ties -> 0)
+    d0 = matrices[:, 1, 0] - matrices[:, 0, 0]
+    d1 = matrices[:, 1, 1] - matrices[:, 0, 1]
+    slope = d1 - d0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = np.where(slope != 0, -d0 / np.where(slope != 0, slope, 1.0), 0.0)
+    above = np.searchsorted(sorted_p1, tau, side="right")  # first rank with p1 > tau
+    below = np.searchsorted(sorted_p1, tau, side="left")  # ranks < this have p1 < tau
+    n = len(p1)
+    start = np.where(slope > 0, above, np.where(slope < 0, 0, np.where(d0 > 0, 0, n)))
+    stop = np.where(slope > 0, n, np.where(slope < 0, below, np.where(d0 > 0, n, n)))
+    values = np.empty((cells.mass.shape[0], len(matrices)))
+    step = max(1, _MAX_ELEMENTS // (cells.mass.shape[0] * 2))
+    for a in range(0, len(matrices), step):
+        m = slice(a, a + step)
+        region1 = cum[:, stop[m]] - cum[:, start[m]]  # (S, m, C)
+        region0 = total[:, None, :] - region1
+        values[:, m] = (np.einsum("smc,mc->sm", region0, matrices[m, 0])
+                        + np.einsum("smc,mc->sm", region1, matrices[m, 1]))  # fmt: skip
+    mixed = np.zeros(len(matrices))
+    if cells.neighbours:
+        # A cell is mixed for a matrix when tau lies within the range of p1 over the cell
+        # and its neighbours (its decision differs from a neighbour's).
+        span = np.stack([p1, np.r_[p1[:1], p1[:-1]], np.r_[p1[1:], p1[-1:]]], axis=1)
+        lo, hi = span.min(axis=1), span.max(axis=1)
+        weight = cells.mass.sum(axis=2).mean(axis=0)  # posterior-mean mass of each cell
+        mixed = _weight_between(lo, hi, weight, tau) * (slope != 0)
+    return values, mixed
+
+
+def _weight_between(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray, tau: np.ndarray):
+    """For each tau, the total weight of cells with ``lo <= tau <= hi``."""
+    o_lo, o_hi = np.argsort(lo), np.argsort(hi)
+    c_lo = np.concatenate([[0.0], np.cumsum(weight[o_lo])])
+    c_hi = np.concatenate([[0.0], np.cumsum(weight[o_hi])])
+    started = c_lo[np.searchsorted(lo[o_lo], tau, side="right")]  # lo <= tau
+    ended = c_hi[np.searchsorted(hi[o_hi], tau, side="left")]  # hi < tau
+    return started - ended
+
+
+def _general_augmented(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Any shape: per matrix, decisions by argmax of expected utility in every cell."""
+    s = cells.mass.shape[0]
+    values = np.empty((s, len(matrices)))
+    mixed = np.zeros(len(matrices))
+    for i, u in enumerate(matrices):
+        chosen = (cells.proba @ u.T).argmax(axis=1)
+        values[:, i] = _fixed_rule(cells.mass, chosen, u[None])[:, 0]
+        mixed[i] = _mixed_mass(cells, chosen)
+    return values, mixed
+
+
+def _oracle(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """u*[s, m] = sum_j max_i sum_c U[i, c] M_t(c, j): decisions made with each draw."""
+    s, j, _ = cells.mass.shape
+    values = np.empty((s, len(matrices)))
+    step = max(1, _MAX_ELEMENTS // (s * j * matrices.shape[1]))
+    for a in range(0, len(matrices), step):
+        m = slice(a, a + step)
+        per_decision = np.einsum("sjc,mdc->smjd", cells.mass, matrices[m])
+        values[:, m] = per_decision.max(axis=3).sum(axis=2)
+    spread = np.ptp(matrices.reshape(len(matrices), -1), axis=1)
+    mixed = np.zeros(len(matrices))
+    if cells.method == "quadrature":
+        # Per draw, the best decision may change inside a cell; a change between two
+        # neighbouring cells happens in one of them, so count both cells' mass.
+        for a in range(len(matrices)):
+            best = np.einsum("sjc,dc->sjd", cells.mass, matrices[a]).argmax(axis=2)
+            change = np.zeros(best.shape, dtype=bool)
+            change[:, 1:] |= best[:, 1:] != best[:, :-1]
+            change[:, :-1] |= best[:, 1:] != best[:, :-1]
+            mixed[a] = (cells.mass.sum(axis=2) * change).sum(axis=1).mean()
+    return values, _error(cells, values, matrices, mixed, spread)
+
+
+def _monte_carlo_error(cells: _Cells, values, matrices) -> np.ndarray:
+    """Standard error of the posterior-mean utility: per point, mean over draws."""
+    n = cells.mass.shape[1]
+    mean_mass = cells.mass.mean(axis=0) * n  # (J, C): per-point weights, mean over draws
+    errors = np.empty(len(matrices))
+    for i, u in enumerate(matrices):
+        chosen = (cells.proba @ u.T).argmax(axis=1)
+        contribution = (u[chosen] * mean_mass).sum(axis=1)
+        errors[i] = contribution.std(ddof=1) / np.sqrt(n)
+    return errors
+
+
+# ------------------------------------------------------------- rescaling, output
+def _rescale(values, error, matrices, cells, transducer, r):
+    """(u - low_t) / (high_t - low_t) with each draw's class frequencies (theory 1)."""
+    freq = (
+        np.exp(transducer._log_class_freq)
+        if r is None
+        else np.broadcast_to(r, (values.shape[0], len(r)))
+    )
+    low = freq @ matrices.min(axis=1).T  # (S, m)
+    high = freq @ matrices.max(axis=1).T
+    width = high - low
+    if (width <= 0).any():
+        bad = int(np.flatnonzero((width <= 0).any(axis=0))[0])
+        raise ValueError(
+            f"cannot rescale utility matrix {bad}: every decision has the same utility for "
+            "each class, so the best and worst achievable utilities coincide"
+        )
+    return (values - low) / width, error / width.min(axis=0)
+
+
+def _as_dataarray(values, error, names, transducer, method, name) -> xr.DataArray:
+    chains, draws = transducer._chain_draw
+    data = values.reshape(chains, draws, -1)
+    coords: dict[str, Any] = {"chain": np.arange(chains), "draw": np.arange(draws)}
+    if names is None:
+        out = xr.DataArray(data[:, :, 0], dims=("chain", "draw"), coords=coords, name=name)
+        out = out.assign_coords(integration_error=float(error[0]))
+    else:
+        coords["matrix"] = names
+        out = xr.DataArray(data, dims=("chain", "draw", "matrix"), coords=coords, name=name)
+        out = out.assign_coords(integration_error=("matrix", np.asarray(error, float)))
+    out.attrs["integration"] = method
+    return out
