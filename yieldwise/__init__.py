@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from . import audit, metrics, roc
+from .compare import Comparison, compare
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
 from .long_run import long_run_utility, oracle_utility, value_of_more_data
@@ -26,11 +27,13 @@ except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0+unknown"
 
 __all__ = [
+    "Comparison",
     "ConfusionMatrix",
     "Transducer",
     "UndefinedMetricError",
     "UtilityMatrix",
     "audit",
+    "compare",
     "decide",
     "expected_utilities",
     "long_run_utility",

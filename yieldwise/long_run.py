@@ -133,13 +133,27 @@ def long_run_utility(
     >>> u.dims, bool(0.6 < float(u.mean()) < 1), bool(float(u.integration_error) < spread / 10)
     (('chain', 'draw'), True, True)
     """
+    raw, rescaled = _long_run(
+        transducer, utility, rule, prevalences, threshold, n_cells, n_points, seed, rescale
+    )
+    return rescaled if rescale else raw
+
+
+def _long_run(
+    transducer: Transducer, utility: Any, rule: Any, prevalences: Any, threshold: float,
+    n_cells: int, n_points: int, seed: int, rescale: bool = True,
+) -> tuple[xr.DataArray, xr.DataArray | None]:  # fmt: skip
+    """(raw, rescaled or None) long-run utilities, from one set of cells."""
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
     r = transducer._check_prevalences(prevalences)
     cells = _cells(transducer, r, n_cells, n_points, seed)
     values, error = _integrate(cells, matrices, decisions, rule, transducer, threshold)
-    if rescale:
-        values, error = _rescale(values, error, matrices, cells, transducer, r)
-    return _as_dataarray(values, error, names, transducer, cells.method, "long_run_utility")
+    name = "long_run_utility"
+    raw = _as_dataarray(values, error, names, transducer, cells.method, name)
+    if not rescale:
+        return raw, None
+    values, error = _rescale(values, error, matrices, cells, transducer, r)
+    return raw, _as_dataarray(values, error, names, transducer, cells.method, name)
 
 
 def oracle_utility(
