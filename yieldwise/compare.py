@@ -58,6 +58,8 @@ def compare(
         transducer itself takes part as the ensemble ``"joint"``.
     utility : UtilityMatrix or a batch (see :func:`yieldwise.long_run_utility`)
     rule : "augmented", "standard", a callable, or a mapping name -> rule
+        With a joint transducer, ``"standard"`` applies to the members; the joint
+        ensemble always decides by maximum expected utility.
     prevalences, threshold, n_cells, n_points, seed
         As for :func:`yieldwise.long_run_utility`.
 
@@ -73,9 +75,11 @@ def compare(
     raw: dict[str, xr.DataArray] = {}
     rescaled: dict[str, xr.DataArray] = {}
     for name, transducer in members.items():
-        member_rule = rule[name] if isinstance(rule, Mapping) else rule
         if isinstance(rule, Mapping) and name not in rule:
             raise ValueError(f"rule has no entry for classifier {name!r}; it has {list(rule)}")
+        member_rule = rule[name] if isinstance(rule, Mapping) else rule
+        if paired and name == "joint" and member_rule == "standard":
+            member_rule = "augmented"  # the ensemble has no standard rule of its own
         options = (prevalences, threshold, n_cells, n_points, seed)
         try:
             raw[name], rescaled_values = _long_run(transducer, utility, member_rule, *options)

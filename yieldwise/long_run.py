@@ -442,6 +442,12 @@ def _decision_indices(
 ) -> np.ndarray:  # fmt: skip
     """Decisions (indices into ``decisions``) of a rule that ignores the utility matrix."""
     classes = transducer.classes_
+    if rule == "standard" and transducer.members_:
+        raise ValueError(
+            "a joint transducer's outputs are several classifiers' outputs side by side: "
+            "there is no standard rule for them; use rule='augmented' (the ensemble) or a "
+            "callable, and the standard rule on each member (transducer.marginal(name))"
+        )
     if rule == "standard":
         if outputs.shape[1] == 1:
             if len(classes) != 2:

@@ -121,6 +121,9 @@ class Transducer:
     n_calibration_ : int
     n_components_ : int
         The number of components of the kept fit.
+    members_ : dict
+        For a joint transducer (``fit`` with a mapping), each classifier's columns;
+        empty otherwise.
     fit_attempts_ : pandas.DataFrame
         One row per ``K`` fitted: sampling seconds, divergences, tree-depth hits,
         lowest E-BFMI, invariant quantities off R-hat <= 1.01 or bulk ESS >= 400,
@@ -195,9 +198,14 @@ class Transducer:
 
         Parameters
         ----------
-        outputs : array-like (items,) or (items, D), or DataFrame
+        outputs : array-like (items,) or (items, D), DataFrame, or mapping name -> outputs
             The classifier's outputs on calibration items it never saw in
-            training. DataFrame column names are kept.
+            training. DataFrame column names are kept. A mapping of several
+            classifiers' outputs on the same items fits one *joint* transducer of
+            their concatenated outputs: ``members_`` records each classifier's
+            columns, :meth:`marginal` gives each one's own transducer, and
+            :func:`yieldwise.compare` ranks them (and the joint ensemble) with
+            paired draws.
         classes : 1-D labels, one per item
             True classes (any hashable labels; a categorical's categories order them).
         class_labels : sequence, optional
@@ -213,6 +221,9 @@ class Transducer:
         from .backends import get_backend, stan_file
 
         ladder = component_ladder(self.n_components)
+        spec, resolution, members = self.output_transform, self.resolution, {}
+        if isinstance(outputs, Mapping):
+            outputs, members, spec, resolution = _joint_outputs(outputs, spec, resolution)
         y, columns = _as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         if truth.size != y.shape[0]:
@@ -238,7 +249,7 @@ class Transducer:
                 "p(class | output) for a class it never saw. Add items of that class or drop "
                 "it from class_labels"
             )
-        transform = choose_transform(y, columns, self.output_transform, self.resolution)
+        transform = choose_transform(y, columns, spec, resolution)
         lower, upper, censored = transform.intervals(y)
         chains = check_positive_int(self.chains, "chains")
         # Draw the seed here when none is given: it seeds the initial values as well as
@@ -277,6 +288,8 @@ class Transducer:
         if kept is not attempts[-1]:
             self._set_fitted(kept.result, kept.data, y, class_index, labels, transform)
         self._record_attempts(attempts, kept)
+        self.members_ = members
+        self.posterior_.posterior.attrs["yieldwise_members"] = json.dumps(members)
         for caught_warning in kept.warnings:
             warnings.warn_explicit(
                 caught_warning.message, caught_warning.category, caught_warning.filename,
@@ -334,6 +347,7 @@ class Transducer:
         self.n_components_ = int(np.shape(result.draws["w"])[2])
         self.posterior_ = _inference_data(self, result, data, y, class_index, transform.columns)
         self.fit_attempts_ = pd.DataFrame()
+        self.members_: dict[str, list[str]] = {}
         self._cache_draws()
 
     @classmethod
@@ -344,7 +358,7 @@ class Transducer:
         classes: Any,
         class_labels: tuple[Label, ...],
         *,
-        output_transform: str = "auto",
+        output_transform: str | list[str] = "auto",
         resolution: Any = "auto",
         backend: str = "given-draws",
     ) -> Transducer:
@@ -660,6 +674,45 @@ class Transducer:
         }
 
     # -------------------------------------------------------------- diagnostics
+    def marginal(self, name: str) -> Transducer:
+        """One classifier's own transducer, a marginal of this joint one.
+
+        The mixture's kernels are products over output dimensions, so dropping the
+        other classifiers' dimensions from every draw gives exactly the posterior of
+        the member's ``(class, output)`` density; its draws stay paired with the
+        joint's and the other members'.
+        """
+        self._check_fitted()
+        if not self.members_:
+            raise ValueError(
+                "this transducer was fitted on one classifier's outputs; marginal() needs a "
+                "joint fit: Transducer().fit({'a': outputs_a, 'b': outputs_b}, classes)"
+            )
+        if name not in self.members_:
+            raise KeyError(
+                f"unknown member {name!r}; this joint transducer has {list(self.members_)}"
+            )
+        columns = self.members_[name]
+        idx = [self.transform_.columns.index(c) for c in columns]
+        post = self.posterior_.posterior
+        draws = {
+            "w": post["w"].values,
+            "alpha": post["alpha"].values,
+            "mu": post["mu"].values[..., idx],
+            "sigma": post["sigma"].values[..., idx],
+        }
+        observed = self.posterior_.observed_data
+        y = observed["outputs"].values[:, idx]
+        labels = np.empty(len(self.classes_), dtype=object)
+        labels[:] = list(self.classes_)
+        member = Transducer._from_draws(
+            draws, pd.DataFrame(y, columns=columns), labels[observed["class_index"].values],
+            self.classes_, output_transform=[self.transform_.kind[i] for i in idx],
+            resolution=[self.transform_.resolution[i] for i in idx],
+            backend=f"{self.backend_} (marginal {name!r} of a joint fit)",
+        )  # fmt: skip
+        return member
+
     def reference_outputs(self, n: int = 9) -> np.ndarray:
         """Fixed calibration outputs at which transducer values are diagnosed.
 
@@ -853,6 +906,7 @@ class Transducer:
         transducer.n_components_ = int(data.posterior.sizes["component"])
         attempts = attrs.get("yieldwise_fit_attempts", "[]")
         transducer.fit_attempts_ = pd.DataFrame(json.loads(attempts))
+        transducer.members_ = json.loads(attrs.get("yieldwise_members", "{}"))
         transducer._cache_draws()
         return transducer
 
@@ -917,6 +971,45 @@ def _as_outputs(
             )
         columns = expected
     return values, columns
+
+
+def _joint_outputs(
+    outputs: Mapping[Any, Any], spec: Any, resolution: Any
+) -> tuple[pd.DataFrame, dict[str, list[str]], list[str], list[float | None]]:
+    """Several classifiers' outputs as one frame, with each member's columns and transform.
+
+    Each member's transform is chosen on its own outputs (as if fitted alone), so that
+    its marginal is the transducer it would have on its own.
+    """
+    if len(outputs) < 2:
+        raise ValueError(
+            f"outputs as a mapping fits a joint transducer of several classifiers; found "
+            f"{len(outputs)} member(s): {list(outputs)}. Pass one classifier's outputs directly"
+        )
+    frames, members, kinds, resolutions = [], {}, [], []
+    n_items = None
+    for name, member in outputs.items():
+        label = f"outputs[{name!r}]"
+        y, columns = _as_outputs(member, label)
+        if n_items is not None and y.shape[0] != n_items:
+            raise ValueError(
+                f"{label} has {y.shape[0]} items, the first member {n_items}: a joint "
+                "transducer needs every classifier's outputs on the same calibration items"
+            )
+        n_items = y.shape[0]
+        names = [str(name)] if y.shape[1] == 1 else [f"{name}:{c}" for c in columns]
+        transform = choose_transform(y, names, spec, resolution)
+        if transform.is_simplex:
+            raise ValueError(
+                f"{label} are probability vectors; a joint transducer models each member's "
+                "columns separately: pass all but one column (e.g. the positive class's "
+                "probability) or their log-ratios"
+            )
+        frames.append(pd.DataFrame(y, columns=names))
+        members[str(name)] = names
+        kinds.extend(transform.kind)
+        resolutions.extend(transform.resolution)
+    return pd.concat(frames, axis=1), members, kinds, resolutions
 
 
 def _unique_rows(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

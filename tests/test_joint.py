@@ -1,0 +1,100 @@
+"""Joint transducers over several classifiers' outputs (issue 4), without and with Stan."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from yieldwise import Transducer, UtilityMatrix, compare, long_run_utility
+
+LABELS = ("neg", "pos")
+W = np.array([[0.6, 0.4], [0.5, 0.5]])
+ALPHA = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.3, 0.7]]])
+# 2 draws x 2 components x 2 output dimensions ("rf" then "nn")
+MU = np.array([[[-1.0, 0.5], [1.5, -0.5]], [[-0.5, 0.0], [1.0, -1.0]]])
+SIGMA = np.array([[[1.0, 0.8], [0.7, 1.1]], [[0.8, 1.0], [1.2, 0.9]]])
+U = UtilityMatrix([[1, -2], [0, 3]], decisions=LABELS, classes=LABELS)
+
+
+@pytest.fixture(scope="module")
+def joint():
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"rf": rng.normal(size=40), "nn": rng.normal(size=40)})
+    t = Transducer._from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
+        frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+    t.members_ = {"rf": ["rf"], "nn": ["nn"]}  # as fit({"rf": ..., "nn": ...}) records
+    return t
+
+
+def test_marginal_equals_the_joint_with_the_other_output_integrated_out(joint):
+    """Slicing the draws (marginal) versus censoring nn to (-inf, inf) in the joint."""
+    y = np.linspace(-3, 3, 13)
+    rf = joint.marginal("rf")
+    assert rf.transform_.columns == ("rf",) and rf.n_components_ == 2
+    lower = np.column_stack([y, np.full_like(y, -np.inf)])
+    upper = np.column_stack([y, np.full_like(y, np.inf)])
+    integrated = joint._model_proba(lower, upper, np.array([0, 1]), True, None)
+    np.testing.assert_allclose(rf.predict_proba(y), integrated, rtol=1e-12)
+    with pytest.raises(KeyError, match="unknown member 'svm'"):
+        joint.marginal("svm")
+
+
+def test_compare_on_a_joint_transducer_pairs_the_draws(joint):
+    result = compare(joint, U, rule="standard")
+    assert result.paired and result.names == ["rf", "nn", "joint"]
+    u_rf = long_run_utility(joint.marginal("rf"), U, rule="standard").values.ravel()
+    u_nn = long_run_utility(joint.marginal("nn"), U, rule="standard").values.ravel()
+    np.testing.assert_allclose(result.utilities["rf"].values.ravel(), u_rf)
+    assert result.prob_superiority().loc["rf", "nn"] == pytest.approx(np.mean(u_rf > u_nn))
+    # the ensemble decides by expected utility even when the members use their own rule
+    u_joint = long_run_utility(joint, U, rule="augmented").values.ravel()
+    np.testing.assert_allclose(result.utilities["joint"].values.ravel(), u_joint)
+    with pytest.raises(ValueError, match="no standard rule"):
+        long_run_utility(joint, U, rule="standard")
+
+
+def test_single_transducer_has_no_marginals(joint):
+    rf = joint.marginal("rf")
+    with pytest.raises(ValueError, match="needs a joint fit"):
+        rf.marginal("rf")
+
+
+def test_joint_input_errors():
+    t = Transducer(chains=1, warmup=10, draws=10, progress=False)
+    with pytest.raises(ValueError, match="found 1 member"):
+        t.fit({"rf": np.zeros(20)}, np.repeat([0, 1], 10))
+    with pytest.raises(ValueError, match=r"outputs\['nn'\] has 19 items, the first member 20"):
+        t.fit({"rf": np.linspace(0, 1, 20), "nn": np.zeros(19)}, np.repeat([0, 1], 10))
+    probs = np.column_stack([np.linspace(0.1, 0.9, 20), 1 - np.linspace(0.1, 0.9, 20)])
+    with pytest.raises(ValueError, match=r"outputs\['nn'\] are probability vectors"):
+        t.fit({"rf": np.linspace(0, 1, 20), "nn": probs}, np.repeat([0, 1], 10))
+
+
+def test_joint_stan_fit_records_members_and_round_trips(tmp_path):
+    rng = np.random.default_rng(8)
+    n = 300
+    classes = (rng.random(n) < 0.3).astype(int)
+    rf = np.round(np.clip(rng.beta(2 + 4 * classes, 6 - 4 * classes), 0, 1) * 50) / 50
+    nn = rng.normal(2.0 * classes - 1.0, 1.0)  # a logit-like continuous score
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = Transducer(chains=2, warmup=200, draws=200, seed=3, progress=False)
+        t.fit({"rf": rf, "nn": nn}, classes)
+    assert t.members_ == {"rf": ["rf"], "nn": ["nn"]}
+    assert t.transform_.kind == ("logit", "identity") and t.transform_.resolution == (0.02, None)
+    rf_only = t.marginal("rf")
+    assert rf_only.transform_.resolution == (0.02,)
+    loaded = Transducer.load(t.save(tmp_path / "joint.nc"))
+    assert loaded.members_ == t.members_
+    frame = pd.DataFrame({"rf": [0.1, 0.9], "nn": [-1.0, 1.5]})
+    np.testing.assert_array_equal(loaded.predict_proba(frame), t.predict_proba(frame))
+    result = compare(t, UtilityMatrix([[1, 0], [0, 1]]))
+    assert result.paired and set(result.names) == {"rf", "nn", "joint"}
+    p = result.prob_superiority()
+    assert p.loc["rf", "nn"] + p.loc["nn", "rf"] == pytest.approx(1.0, abs=0.05)  # ties rare
