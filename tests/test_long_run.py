@@ -256,3 +256,15 @@ def test_bad_utilities_and_rules_are_refused(continuous):
         long_run_utility(continuous, U, rule=lambda f: np.full(len(f), "z"))
     with pytest.raises(ValueError, match="one decision per output row"):
         long_run_utility(continuous, U, rule=lambda f: ["a"])
+
+
+def test_one_dimensional_quadrature_and_monte_carlo_agree(continuous):
+    """The Monte Carlo route (used for D > 1) on a 1-D output, against the quadrature."""
+    from yieldwise.long_run import _integrate, _monte_carlo_cells
+
+    matrices = U.values[None]
+    cells = _monte_carlo_cells(continuous, None, 200_000, 5)
+    mc, se = _integrate(cells, matrices, U.decisions, "augmented", continuous, 0.5)
+    quadrature = long_run_utility(continuous, U)
+    assert 0 < se[0] < 0.01
+    np.testing.assert_allclose(mc[:, 0], quadrature.values.ravel(), atol=4 * se[0] + 1e-3)
