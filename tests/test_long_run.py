@@ -200,7 +200,10 @@ def test_batch_inputs_and_augmented_beats_standard(continuous):
     assert (aug.mean(("chain", "draw")) >= std.mean(("chain", "draw")) - slack).all()
     named = long_run_utility(continuous, {"screen": batch[0], "treat": batch[1]})
     assert list(named["matrix"].values) == ["screen", "treat"]
-    np.testing.assert_allclose(named.values[..., 0], aug.values[..., 0])
+    # two matrices are integrated adaptively, fifty on the fixed grid: equal within errors
+    tolerance = float(named.integration_error[0] + aug.integration_error[0])
+    np.testing.assert_allclose(named.values[..., 0], aug.values[..., 0], atol=tolerance)
+    assert float(named.integration_error[0]) < float(aug.integration_error[0]) / 100
     as_array = long_run_utility(continuous, values)  # columns in the transducer's class order
     np.testing.assert_allclose(as_array.values, aug.values)
 

@@ -53,6 +53,13 @@ DEFAULT_CELLS = 4096
 DEFAULT_POINTS = 20_000
 #: Draws used to place the cells (placement needs no precision; the masses use all draws).
 _PLACEMENT_DRAWS = 64
+#: Adaptive quadrature (a few matrices): starting cells, split factor, rounds, and the
+#: posterior-mean mass next to decision boundaries below which refining stops.
+_ADAPTIVE_MAX_MATRICES = 32
+_ADAPTIVE_START = 512
+_ADAPTIVE_SPLIT = 16
+_ADAPTIVE_ROUNDS = 4
+_ADAPTIVE_ENOUGH = 1e-7
 #: Work-array budget (float64 elements) for matrix batches.
 _MAX_ELEMENTS = 20_000_000
 
@@ -146,7 +153,10 @@ def _long_run(
     """(raw, rescaled or None) long-run utilities, from one set of cells."""
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
     r = transducer._check_prevalences(prevalences)
-    cells = _cells(transducer, r, n_cells, n_points, seed)
+    decide = None
+    if len(matrices) <= _ADAPTIVE_MAX_MATRICES:
+        decide = _decider(rule, matrices, decisions, transducer, threshold)
+    cells = _cells(transducer, r, n_cells, n_points, seed, decide)
     values, error = _integrate(cells, matrices, decisions, rule, transducer, threshold)
     name = "long_run_utility"
     raw = _as_dataarray(values, error, names, transducer, cells.method, name)
@@ -262,8 +272,9 @@ def _aligned(items: list[UtilityMatrix], classes: tuple[Label, ...]) -> np.ndarr
 
 # ----------------------------------------------------------------------- cells
 def _cells(
-    transducer: Transducer, r: np.ndarray | None, n_cells: int, n_points: int, seed: int
-) -> _Cells:
+    transducer: Transducer, r: np.ndarray | None, n_cells: int, n_points: int, seed: int,
+    decide: Callable[[_Cells], np.ndarray] | None = None,
+) -> _Cells:  # fmt: skip
     transducer._check_fitted()
     transform = transducer.transform_
     if transform.model_dims > 1:
@@ -271,15 +282,7 @@ def _cells(
     h = transform.resolution[0]
     if h is not None:
         return _lattice_cells(transducer, r, float(h))
-    return _quadrature_cells(transducer, r, check_positive_int(n_cells, "n_cells"))
-
-
-def _class_masses(transducer: Transducer, lower, upper, censored, r) -> np.ndarray:
-    """Per-draw class masses ``r_c F_t(cell | c)`` (or ``F_t(c, cell)``): (S, J, C)."""
-    out = np.empty((transducer._w.shape[0], lower.shape[0], len(transducer.classes_)))
-    for sl, log_g in transducer._model_chunks(lower, upper, censored):
-        out[:, sl] = np.exp(transducer._log_weights(log_g, r))
-    return out
+    return _quadrature_cells(transducer, r, check_positive_int(n_cells, "n_cells"), decide)
 
 
 def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
@@ -304,31 +307,99 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
         )
     values = (offset + h * np.arange(first, last + 1))[:, None]
     values = np.clip(values, *_SUPPORT[transform.kind[0]])
-    lower, upper, censored = transform.intervals(values)
-    mass = _class_masses(transducer, lower, upper, censored, r)
+    lower, upper, _ = transform.intervals(values)
+    # One dimension, all censored: normal CDF differences (linear scale is exact enough
+    # for sums of masses, and several times faster than the log-scale kernels).
+    weights = _component_class_weights(transducer, r)
+    mass = _masses_between(transducer, weights, lower[:, 0], upper[:, 0])
     proba = _pooled(mass)
     uncovered = np.clip(1.0 - mass.sum(axis=(1, 2)) / _total(transducer, r), 0.0, None)
     return _Cells(mass, proba, values, False, uncovered, "lattice")
 
 
-def _quadrature_cells(transducer: Transducer, r, n_cells: int) -> _Cells:
-    from scipy.special import ndtr
+def _quadrature_cells(
+    transducer: Transducer, r, n_cells: int, decide: Callable[[_Cells], np.ndarray] | None
+) -> _Cells:
+    """Cells of a continuous 1-D output.
 
-    inner = _predictive_quantiles(transducer, np.linspace(_TAIL, 1 - _TAIL, n_cells + 1))
-    inner = np.maximum.accumulate(inner)  # monotone despite round-off
-    edges = np.concatenate([[-np.inf], inner, [np.inf]])
-    w, alpha = transducer._w, transducer._alpha
-    mu, sigma = transducer._mu[:, :, 0], transducer._sigma[:, :, 0]
-    weights = w[:, :, None] * alpha  # (S, K, C)
+    With ``decide`` (a few matrices): start from ``_ADAPTIVE_START`` equal-mass cells and
+    split every cell whose decision differs from a neighbour's, for any matrix, into
+    ``_ADAPTIVE_SPLIT`` cells, a few rounds over; the mass at stake shrinks by that
+    factor per round, and only the new cells' masses are computed.
+    Without (large batches, where every cell is next to some matrix's boundary):
+    ``n_cells`` equal-mass cells.
+    """
+    probs = np.linspace(_TAIL, 1 - _TAIL, (n_cells if decide is None else _ADAPTIVE_START) + 1)
+    inner = np.maximum.accumulate(_predictive_quantiles(transducer, probs))
+    weights = _component_class_weights(transducer, r)
+    mass = _masses_on_edges(transducer, weights, np.concatenate([[-np.inf], inner, [np.inf]]))
+    cells = _quadrature(transducer, inner, mass)
+    if decide is None:
+        return cells
+    fractions = np.linspace(0, 1, _ADAPTIVE_SPLIT + 1)
+    for _ in range(_ADAPTIVE_ROUNDS):
+        chosen = decide(cells)  # (matrices, cells)
+        change = (chosen[:, 1:] != chosen[:, :-1]).any(axis=0)
+        mixed = np.zeros(chosen.shape[1], dtype=bool)
+        mixed[:-1] |= change
+        mixed[1:] |= change
+        mixed[[0, -1]] = False  # the tails are not split: their mass counts as error
+        if not mixed.any() or mass[:, mixed].sum(axis=(1, 2)).mean() < _ADAPTIVE_ENOUGH:
+            break
+        j = np.flatnonzero(mixed)  # cell j lies between inner[j - 1] and inner[j]
+        sub = inner[j - 1, None] + fractions[None, :] * (inner[j] - inner[j - 1])[:, None]
+        sub_mass = _masses_between(transducer, weights, sub[:, :-1].ravel(), sub[:, 1:].ravel())
+        pieces, previous = [], 0
+        for n, cell in enumerate(j):  # a few cells per decision boundary
+            pieces += [
+                mass[:, previous:cell],
+                sub_mass[:, n * _ADAPTIVE_SPLIT : (n + 1) * _ADAPTIVE_SPLIT],
+            ]
+            previous = cell + 1
+        mass = np.concatenate([*pieces, mass[:, previous:]], axis=1)
+        inner = np.sort(np.concatenate([inner, sub[:, 1:-1].ravel()]))
+        cells = _quadrature(transducer, inner, mass)
+    return cells
+
+
+def _component_class_weights(transducer: Transducer, r) -> np.ndarray:
+    """``w_k alpha_kc`` per draw, or ``w_k alpha_kc r_c / F_t(c)`` with prevalences: (S, K, C)."""
+    weights = transducer._w[:, :, None] * transducer._alpha
     if r is not None:  # r_c F_t(y | c): each class's mass rescaled from F_t(c) to r_c
         weights = weights * (np.asarray(r) / np.exp(transducer._log_class_freq))[:, None, :]
-    s = w.shape[0]
+    return weights
+
+
+def _masses_on_edges(transducer: Transducer, weights, edges) -> np.ndarray:
+    """Per-draw class masses between consecutive ``edges`` (one CDF per edge): (S, J, C)."""
+    from scipy.special import ndtr
+
+    mu, sigma = transducer._mu[:, :, 0], transducer._sigma[:, :, 0]
+    s = mu.shape[0]
     mass = np.empty((s, edges.size - 1, weights.shape[2]))
-    # Normal CDF differences at the edges, in chunks of edges (one extra for the difference).
     for sl in _mixture.item_chunks(s, mu.shape[1], edges.size - 1):
-        e = edges[sl.start : sl.stop + 1]
+        e = edges[sl.start : sl.stop + 1]  # one edge more than cells: shared edges
         cdf = ndtr((e[None, :, None] - mu[:, None, :]) / sigma[:, None, :])  # (S, n+1, K)
         mass[:, sl] = np.matmul(np.diff(cdf, axis=1), weights)
+    return mass
+
+
+def _masses_between(transducer: Transducer, weights, lower, upper) -> np.ndarray:
+    """Per-draw class masses of the cells ``[lower_j, upper_j]``: (S, J, C)."""
+    from scipy.special import ndtr
+
+    mu, sigma = transducer._mu[:, :, 0], transducer._sigma[:, :, 0]
+    s = mu.shape[0]
+    mass = np.empty((s, lower.size, weights.shape[2]))
+    for sl in _mixture.item_chunks(s, 2 * mu.shape[1], lower.size):
+        hi = ndtr((upper[None, sl, None] - mu[:, None, :]) / sigma[:, None, :])
+        lo = ndtr((lower[None, sl, None] - mu[:, None, :]) / sigma[:, None, :])
+        mass[:, sl] = np.matmul(hi - lo, weights)
+    return mass
+
+
+def _quadrature(transducer: Transducer, inner: np.ndarray, mass: np.ndarray) -> _Cells:
+    """The cells between consecutive ``inner`` edges and the two tails, with their masses."""
     mid = np.concatenate([[inner[0]], 0.5 * (inner[:-1] + inner[1:]), [inner[-1]]])
     return _Cells(
         mass=mass,
@@ -476,6 +547,20 @@ def _decision_indices(
             )
         return indices_of(labels, decisions, "rule(outputs)", "the utility matrix's decisions")
     raise ValueError(f'rule must be "augmented", "standard" or a callable, found {rule!r}')
+
+
+def _decider(
+    rule: Any, matrices: np.ndarray, decisions: tuple[Label, ...], transducer: Transducer,
+    threshold: float,
+) -> Callable[[_Cells], np.ndarray]:  # fmt: skip
+    """Decisions (matrices, cells) of ``rule`` on any cells, for adaptive refinement."""
+    if rule == "augmented":
+        return lambda cells: np.einsum("jc,mdc->mjd", cells.proba, matrices).argmax(axis=2)
+
+    def fixed(cells: _Cells) -> np.ndarray:
+        return _decision_indices(rule, cells.outputs, decisions, transducer, threshold)[None]
+
+    return fixed
 
 
 def _integrate(
