@@ -1,4 +1,4 @@
-"""Fixtures for the Stan backend tests (tests/test_backends.py) — nothing else lives here.
+"""Fixtures for the Stan backend tests (tests/test_backends.py, test_long_run_stan.py).
 
 Every backend that is present runs; an absent one is skipped with its reason. The
 pytest header says which backends are present, and the terminal summary which ran.
@@ -42,6 +42,16 @@ def transducer_program(stan_backend):
     from yieldwise.backends import stan_file
 
     program = stan_backend.compile(stan_file("transducer"))
+    _ran.add(stan_backend.name)
+    return program
+
+
+@pytest.fixture(scope="session")
+def long_run_program(stan_backend):
+    """stan/long_run_utility.stan compiled once per session and backend."""
+    from yieldwise.backends import stan_file
+
+    program = stan_backend.compile(stan_file("long_run_utility"))
     _ran.add(stan_backend.name)
     return program
 

@@ -43,7 +43,7 @@ from .utility import UtilityMatrix
 if TYPE_CHECKING:
     from .transducer import Transducer
 
-__all__ = ["long_run_utility", "oracle_utility", "value_of_more_data"]
+__all__ = ["long_run_utility", "long_run_utility_stan", "oracle_utility", "value_of_more_data"]
 
 #: Predictive mass left outside the finite cells of a continuous 1-D output, per tail.
 _TAIL = 1e-9
@@ -60,6 +60,8 @@ _ADAPTIVE_START = 512
 _ADAPTIVE_SPLIT = 16
 _ADAPTIVE_ROUNDS = 4
 _ADAPTIVE_ENOUGH = 1e-7
+#: Infinite cell edges as Stan data (Phi is exactly 0 or 1 there).
+_STAN_INFINITY = 1e12
 #: Work-array budget (float64 elements) for matrix batches.
 _MAX_ELEMENTS = 20_000_000
 
@@ -76,6 +78,7 @@ class _Cells:
     neighbours: bool
     uncovered: np.ndarray  # (S,): per-draw mass outside every cell (counted as error)
     method: str  # "lattice", "quadrature" or "monte-carlo"
+    bounds: tuple[np.ndarray, np.ndarray] | None = None  # 1-D cells' model-scale edges
 
 
 # ------------------------------------------------------------------ public API
@@ -164,6 +167,51 @@ def _long_run(
         return raw, None
     values, error = _rescale(values, error, matrices, cells, transducer, r)
     return raw, _as_dataarray(values, error, names, transducer, cells.method, name)
+
+
+def long_run_utility_stan(
+    transducer: Transducer,
+    utility: Any,
+    rule: str | Callable[[Any], Any] = "augmented",
+    *,
+    threshold: float = 0.5,
+    n_cells: int = DEFAULT_CELLS,
+    backend: str = "auto",
+) -> xr.DataArray:
+    """:func:`long_run_utility` with the sums over cells done by Stan (1-D outputs).
+
+    The cells and each cell's decision are those of the numpy path; the per-draw class
+    masses and the utility sums are computed by ``stan/long_run_utility.stan`` in
+    generated quantities. This is an independent check of the numpy implementation,
+    which stays the default (utilities change often and need no Stan run).
+    """
+    from .backends import get_backend, stan_file
+
+    if transducer.transform_.model_dims != 1:
+        raise ValueError(
+            "long_run_utility_stan handles 1-D outputs; this transducer has "
+            f"{transducer.transform_.model_dims} output dimensions"
+        )
+    matrices, decisions, names = _as_matrices(utility, transducer.classes_)
+    decide = _decider(rule, matrices, decisions, transducer, threshold)
+    small = len(matrices) <= _ADAPTIVE_MAX_MATRICES
+    cells = _cells(transducer, None, n_cells, 0, 0, decide if small else None)
+    assert cells.bounds is not None  # 1-D cells always carry their edges
+    lower, upper = (np.clip(b, -_STAN_INFINITY, _STAN_INFINITY) for b in cells.bounds)
+    chosen = np.broadcast_to(decide(cells), (len(matrices), len(lower)))
+    data = {
+        "S": transducer._w.shape[0], "K": transducer._w.shape[1],
+        "C": len(transducer.classes_), "J": len(lower), "M": len(matrices),
+        "Dd": matrices.shape[1], "w": transducer._w, "alpha": transducer._alpha,
+        "mu": transducer._mu[:, :, 0], "sigma": transducer._sigma[:, :, 0],
+        "cell_lower": lower, "cell_upper": upper, "decision": chosen + 1, "utility": matrices,
+    }  # fmt: skip
+    program = get_backend(backend).compile(stan_file("long_run_utility"))
+    values = np.asarray(program.generate(data)["u"]).reshape(data["S"], data["M"])
+    error = np.zeros(len(matrices))
+    out = _as_dataarray(values, error, names, transducer, cells.method, "long_run_utility")
+    out.attrs["engine"] = f"stan ({program.backend_name})"
+    return out
 
 
 def oracle_utility(
@@ -314,7 +362,8 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
     mass = _masses_between(transducer, weights, lower[:, 0], upper[:, 0])
     proba = _pooled(mass)
     uncovered = np.clip(1.0 - mass.sum(axis=(1, 2)) / _total(transducer, r), 0.0, None)
-    return _Cells(mass, proba, values, False, uncovered, "lattice")
+    bounds = (lower[:, 0], upper[:, 0])
+    return _Cells(mass, proba, values, False, uncovered, "lattice", bounds)
 
 
 def _quadrature_cells(
@@ -409,6 +458,7 @@ def _quadrature(transducer: Transducer, inner: np.ndarray, mass: np.ndarray) -> 
         # The tails' decisions are known only at their finite end: count their mass as error.
         uncovered=mass[:, [0, -1]].sum(axis=(1, 2)),
         method="quadrature",
+        bounds=(np.concatenate([[-np.inf], inner]), np.concatenate([inner, [np.inf]])),
     )
 
 

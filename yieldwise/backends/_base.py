@@ -178,6 +178,19 @@ class CompiledProgram(abc.ABC):
         warn_on_diagnostics(result)
         return result
 
+    def generate(self, data: Mapping[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
+        """Run a program without parameters once: its generated quantities, by name.
+
+        Uses each backend's fixed-parameter sampler for one iteration; raises
+        :class:`SamplingError` with the backend's message when Stan rejects the data.
+        """
+        check_sampler_arguments(1, 0, 1, seed, 10, 0.8)
+        return self._generate(data, int(seed))
+
+    def _generate(self, data: Mapping[str, Any], seed: int) -> dict[str, np.ndarray]:
+        """Backend-specific :meth:`generate`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot run generated quantities")
+
     @abc.abstractmethod
     def _run(
         self,

@@ -117,6 +117,25 @@ class CmdStanPyProgram(CompiledProgram):
             sampling_seconds=elapsed,
         )
 
+    def _generate(self, data: Mapping[str, Any], seed: int) -> dict[str, np.ndarray]:
+        plain = {
+            k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in data.items()
+        }
+        console = io.StringIO()
+        try:
+            with _quiet_cmdstanpy(True), contextlib.redirect_stdout(console):
+                fit = self.model.sample(
+                    data=plain, fixed_param=True, chains=1, iter_sampling=1, seed=seed,
+                    show_progress=False, sig_figs=18,
+                )  # fmt: skip
+        except Exception as exc:
+            raise SamplingError(
+                f"CmdStan could not run {self.stan_file.name}: {exc}\n"
+                f"{console.getvalue()[-3000:]}\n"
+                "Check the data dictionary against the program's data block."
+            ) from exc
+        return {name: np.asarray(fit.stan_variable(name))[0] for name in fit.metadata.stan_vars}
+
 
 class CmdStanPyBackend(StanBackend):
     """CmdStanPy + CmdStan backend."""

@@ -164,6 +164,26 @@ class PyStanProgram(CompiledProgram):
             sampling_seconds=elapsed,
         )
 
+    def _generate(self, data: Mapping[str, Any], seed: int) -> dict[str, np.ndarray]:
+        import stan
+
+        _ensure_event_loop_reentrant()
+        with in_temporary_directory(), _captured_output(show=False) as out:
+            try:
+                posterior = stan.build(self.code, data=dict(data), random_seed=seed)
+                fit = posterior.fixed_param(num_chains=1, num_samples=1)
+            except Exception as exc:
+                raise SamplingError(
+                    f"PyStan could not run {self.stan_file.name}: {exc}\n"
+                    f"{_tail(out.getvalue())}\n{_HINT_DATA}"
+                ) from exc
+        fits_dir = self._backend._fits_directory(self.model_name)
+        _forget_fits(fits_dir, set(), fit.stan_outputs)
+        return {
+            name: np.asarray(fit[name]).reshape(tuple(dims))
+            for name, dims in zip(fit.param_names, fit.dims, strict=True)
+        }
+
 
 def _reshape(values: np.ndarray, shape: tuple[int, ...], n_draws: int, n_chains: int) -> np.ndarray:
     """PyStan's (*shape, draw * chain) arrays, chain varying fastest -> (chain, draw, *shape)."""
