@@ -146,6 +146,12 @@ class Comparison:
         self.integration_error = pd.DataFrame(
             {k: np.atleast_1d(v["integration_error"].values) for k, v in utilities.items()}
         )
+        self.integration_error_draws = pd.DataFrame(
+            {
+                k: np.atleast_1d(v.coords.get("integration_error_draws", v["integration_error"]))
+                for k, v in utilities.items()
+            }
+        )
         self.rescaled = None if rescaled is None else _dataset(rescaled)
         self.paired = paired
         self.names = list(utilities)
@@ -259,9 +265,9 @@ class Comparison:
                     scaled = self._samples(name, matrix, rescaled=True)
                     row.update(rescaled_mean=scaled.mean(), rescaled_sd=scaled.std(ddof=1))
                 row["prob_best"] = best[name]
-                row["integration_error"] = self.integration_error[name].values[
-                    matrices.index(matrix) if matrix is not None else 0
-                ]
+                position = matrices.index(matrix) if matrix is not None else 0
+                row["integration_error"] = self.integration_error[name].values[position]
+                row["integration_error_draws"] = self.integration_error_draws[name].values[position]
                 rows.append(row)
         return pd.DataFrame(rows)
 

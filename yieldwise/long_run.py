@@ -56,7 +56,7 @@ _PLACEMENT_DRAWS = 64
 #: Adaptive quadrature (a few matrices): starting cells, split factor, rounds, and the
 #: posterior-mean mass next to decision boundaries below which refining stops.
 _ADAPTIVE_MAX_MATRICES = 32
-_ADAPTIVE_START = 512
+_ADAPTIVE_START = 256
 _ADAPTIVE_SPLIT = 16
 _ADAPTIVE_ROUNDS = 4
 _ADAPTIVE_ENOUGH = 1e-7
@@ -124,11 +124,12 @@ def long_run_utility(
     Returns
     -------
     xarray.DataArray
-        Dims ``(chain, draw)`` plus ``matrix`` for a batch; coordinate
-        ``integration_error`` (per matrix) bounds the error of the posterior mean
-        (lattice: 0; 1-D quadrature: the posterior-mean mass of the cells where the
-        decision changes, and of the tails, times the matrix's range of utilities) or
-        is its Monte Carlo standard error; attribute ``integration`` names the method.
+        Dims ``(chain, draw)`` plus ``matrix`` for a batch. Coordinates, per matrix:
+        ``integration_error`` bounds the error of the posterior mean, and
+        ``integration_error_draws`` the mean absolute error of single draws (lattice:
+        both 0; 1-D quadrature: from the cells where the decision changes, and the
+        tails; several dimensions: the Monte Carlo standard error, for both).
+        Attribute ``integration`` names the method.
 
     Examples
     --------
@@ -208,7 +209,7 @@ def long_run_utility_stan(
     }  # fmt: skip
     program = get_backend(backend).compile(stan_file("long_run_utility"))
     values = np.asarray(program.generate(data)["u"]).reshape(data["S"], data["M"])
-    error = np.zeros(len(matrices))
+    error = np.zeros((2, len(matrices)))  # the Stan check reports no error of its own
     out = _as_dataarray(values, error, names, transducer, cells.method, "long_run_utility")
     out.attrs["engine"] = f"stan ({program.backend_name})"
     return out
@@ -246,7 +247,8 @@ def value_of_more_data(
 ) -> xr.Dataset:
     """``deployed`` and ``oracle`` long-run utilities per draw, and their ``difference``.
 
-    Also ``deployed_integration_error`` and ``oracle_integration_error``.
+    Also ``deployed_integration_error`` and ``oracle_integration_error`` (and their
+    ``_draws`` counterparts, see :func:`long_run_utility`).
 
     The difference (never negative for the augmented rule, up to integration error) is
     how much per item more calibration data could still gain. Options as for
@@ -256,11 +258,12 @@ def value_of_more_data(
     deployed = long_run_utility(transducer, utility, rule, **options)
     oracle = oracle_utility(transducer, utility, **oracle_options)
     errors = {
-        f"{name}_integration_error": part["integration_error"].reset_coords(drop=True)
+        f"{name}_{kind}": part[kind].reset_coords(drop=True)
         for name, part in (("deployed", deployed), ("oracle", oracle))
+        for kind in ("integration_error", "integration_error_draws")
     }
-    deployed = deployed.drop_vars("integration_error")
-    oracle = oracle.drop_vars("integration_error")
+    deployed = deployed.reset_coords(drop=True)
+    oracle = oracle.reset_coords(drop=True)
     return xr.Dataset(
         {"deployed": deployed, "oracle": oracle, "difference": oracle - deployed, **errors},
         attrs={"integration": deployed.attrs["integration"]},
@@ -621,21 +624,32 @@ def _integrate(
     spread = np.ptp(matrices.reshape(len(matrices), -1), axis=1)
     if rule == "augmented":
         if matrices.shape[1:] == (2, 2):
-            values, mixed = _binary_augmented(cells, matrices)
+            values, boundary, mixed = _binary_augmented(cells, matrices)
         else:
             values, mixed = _general_augmented(cells, matrices)
+            boundary = mixed * spread
     else:
         chosen = _decision_indices(rule, cells.outputs, decisions, transducer, threshold)
         values = _fixed_rule(cells.mass, chosen, matrices)
         mixed = np.full(len(matrices), _mixed_mass(cells, chosen))
-    return values, _error(cells, values, matrices, mixed, spread)
+        boundary = mixed * spread
+    # Two figures: a bound on the posterior mean's error, and on the mean absolute error
+    # of single draws (larger: per draw the errors need not cancel as they do on average).
+    return values, np.stack([
+        _error(cells, values, matrices, boundary, spread),
+        _error(cells, values, matrices, mixed * spread, spread),
+    ])  # fmt: skip
 
 
-def _error(cells: _Cells, values, matrices, mixed, spread) -> np.ndarray:
-    """Bound on the posterior mean's error (quadrature), or its standard error (Monte Carlo)."""
+def _error(cells: _Cells, values, matrices, boundary, spread) -> np.ndarray:
+    """Bound on the posterior mean's error (quadrature), or its standard error (Monte Carlo).
+
+    ``boundary``: the bound from cells next to a decision change, in utility units; the
+    tails add their mass times the matrix's range.
+    """
     if cells.method == "monte-carlo":
         return _monte_carlo_error(cells, values, matrices)
-    return (mixed + cells.uncovered.mean()) * spread
+    return boundary + cells.uncovered.mean() * spread
 
 
 def _mixed_mass(cells: _Cells, chosen: np.ndarray) -> float:
@@ -655,7 +669,9 @@ def _fixed_rule(mass: np.ndarray, chosen: np.ndarray, matrices: np.ndarray) -> n
     return np.einsum("sdc,mdc->sm", region, matrices)
 
 
-def _binary_augmented(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _binary_augmented(
+    cells: _Cells, matrices: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Two decisions, two classes: decision 1 where ``p1 > tau`` (or ``< tau``) per matrix.
 
     Sorting the cells by the predictive ``p(1 | cell)`` turns every matrix's decision
@@ -686,15 +702,22 @@ def _binary_augmented(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, 
         region0 = total[:, None, :] - region1
         values[:, m] = (np.einsum("smc,mc->sm", region0, matrices[m, 0])
                         + np.einsum("smc,mc->sm", region1, matrices[m, 1]))  # fmt: skip
-    mixed = np.zeros(len(matrices))
+    boundary = mixed = np.zeros(len(matrices))
     if cells.neighbours:
-        # A cell is mixed for a matrix when tau lies within the range of p1 over the cell
-        # and its neighbours (its decision differs from a neighbour's).
+        # A cell is mixed for a matrix when tau lies within the range [lo, hi] of p1 over
+        # the cell and its neighbours (its decision differs from a neighbour's). Where the
+        # rule and the cell's decision differ, the utilities differ by the expected-utility
+        # gap d0 + p1 (d1 - d0), at most |slope| (hi - lo) there: so the posterior mean's
+        # error is at most |slope| * sum over mixed cells of mass * (hi - lo).
         span = np.stack([p1, np.r_[p1[:1], p1[:-1]], np.r_[p1[1:], p1[-1:]]], axis=1)
         lo, hi = span.min(axis=1), span.max(axis=1)
-        weight = cells.mass.sum(axis=2).mean(axis=0)  # posterior-mean mass of each cell
-        mixed = _weight_between(lo, hi, weight, tau) * (slope != 0)
-    return values, mixed
+        mean_mass = cells.mass.sum(axis=2).mean(axis=0)
+        boundary = np.abs(slope) * _weight_between(lo, hi, mean_mass * (hi - lo), tau)
+        mixed = _weight_between(lo, hi, mean_mass, tau) * (slope != 0)
+        # |slope| can exceed the matrix's range: keep the smaller of the two bounds
+        spread = np.ptp(matrices.reshape(len(matrices), -1), axis=1)
+        boundary = np.minimum(boundary, mixed * spread)
+    return values, boundary, mixed
 
 
 def _weight_between(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray, tau: np.ndarray):
@@ -739,7 +762,8 @@ def _oracle(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray
             change[:, 1:] |= best[:, 1:] != best[:, :-1]
             change[:, :-1] |= best[:, 1:] != best[:, :-1]
             mixed[a] = (cells.mass.sum(axis=2) * change).sum(axis=1).mean()
-    return values, _error(cells, values, matrices, mixed, spread)
+    error = _error(cells, values, matrices, mixed * spread, spread)
+    return values, np.stack([error, error])
 
 
 def _monte_carlo_error(cells: _Cells, values, matrices) -> np.ndarray:
@@ -775,15 +799,21 @@ def _rescale(values, error, matrices, cells, transducer, r):
 
 
 def _as_dataarray(values, error, names, transducer, method, name) -> xr.DataArray:
+    """``error`` rows: bound on the posterior mean's error, on single draws' mean error."""
+    error = np.asarray(error, float).reshape(2, -1)
     chains, draws = transducer._chain_draw
     data = values.reshape(chains, draws, -1)
     coords: dict[str, Any] = {"chain": np.arange(chains), "draw": np.arange(draws)}
     if names is None:
         out = xr.DataArray(data[:, :, 0], dims=("chain", "draw"), coords=coords, name=name)
-        out = out.assign_coords(integration_error=float(error[0]))
+        out = out.assign_coords(
+            integration_error=float(error[0, 0]), integration_error_draws=float(error[1, 0])
+        )
     else:
         coords["matrix"] = names
         out = xr.DataArray(data, dims=("chain", "draw", "matrix"), coords=coords, name=name)
-        out = out.assign_coords(integration_error=("matrix", np.asarray(error, float)))
+        out = out.assign_coords(
+            integration_error=("matrix", error[0]), integration_error_draws=("matrix", error[1])
+        )
     out.attrs["integration"] = method
     return out
