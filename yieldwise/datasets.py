@@ -1,0 +1,68 @@
+"""Real calibration sets shipped with yieldwise (no downloads), as tidy DataFrames.
+
+Each set holds held-out outputs of real classifiers on real data, with the true
+classes; ``data/README.md`` describes columns, sizes, provenance and licence, and the
+seeded ``data/make_*.py`` scripts regenerate the files exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["data_file", "load_digits_binary", "load_digits_three"]
+
+
+def data_file(name: str) -> Path:
+    """Path of a shipped data file (``"digits_binary.csv"``, ...).
+
+    The files live in the repository's top-level ``data/`` folder; an installed wheel
+    carries them as the package ``yieldwise.data``. Both places are searched.
+    """
+    package_dir = Path(__file__).resolve().parent
+    candidates = [package_dir / "data" / name, package_dir.parent / "data" / name]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"shipped data file {name!r} not found (looked in {', '.join(map(str, candidates))})"
+    )
+
+
+def load_digits_binary() -> pd.DataFrame:
+    """'Is it an eight?': 1,079 held-out digits, 9.6 % eights, two classifiers' outputs.
+
+    Columns: ``item`` (index in scikit-learn's digits), ``digit``, ``label``
+    (categorical: ``"other"``, ``"eight"``), ``forest_votes`` (a 200-tree random
+    forest's vote fraction, k/200), ``net_logit_other`` and ``net_logit_eight`` (a
+    small neural network's two output logits).
+
+    Examples
+    --------
+    >>> from yieldwise.datasets import load_digits_binary
+    >>> frame = load_digits_binary()
+    >>> frame.shape, list(frame["label"].cat.categories)
+    ((1079, 6), ['other', 'eight'])
+    """
+    frame = pd.read_csv(data_file("digits_binary.csv"))
+    frame["label"] = pd.Categorical(frame["label"], categories=["other", "eight"])
+    return frame
+
+
+def load_digits_three() -> pd.DataFrame:
+    """'3, 5 or 8?': 324 held-out digits with a logistic regression's probability vectors.
+
+    Columns: ``item``, ``digit``, ``label`` (categorical: ``"three"``, ``"five"``,
+    ``"eight"``), ``p_three``, ``p_five``, ``p_eight`` (each row sums to 1).
+
+    Examples
+    --------
+    >>> from yieldwise.datasets import load_digits_three
+    >>> frame = load_digits_three()
+    >>> frame.shape, list(frame["label"].cat.categories)
+    ((324, 6), ['three', 'five', 'eight'])
+    """
+    frame = pd.read_csv(data_file("digits_three.csv"))
+    frame["label"] = pd.Categorical(frame["label"], categories=["three", "five", "eight"])
+    return frame
