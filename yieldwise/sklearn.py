@@ -1,11 +1,20 @@
 """A scikit-learn meta-estimator: an already-trained classifier, augmented (theory 2-3).
 
-:class:`AugmentedClassifier` wraps a classifier that is **already trained**. ``fit`` does
-not train it again: it runs the classifier on a held-out calibration set, learns the
-probability transducer ``p(class | output)`` from those outputs with a
-:class:`yieldwise.Transducer` (a Bayesian mixture fitted by Stan), and from then on
-decides by maximum expected utility with the given utility matrix. Requires
-scikit-learn (``pip install yieldwise[sklearn]``).
+The idea: a classifier's outputs (``predict_proba`` "probabilities" or
+``decision_function`` scores) are not the probabilities that a decision needs, and
+its ``predict`` (argmax, or threshold 0.5) ignores what each decision is worth.
+:class:`AugmentedClassifier` wraps a classifier that is **already trained** and
+never trains it again. ``fit(X_calibration, y_calibration)`` runs the classifier on a
+held-out calibration set (items it did not see in training), and learns the
+probability transducer ``p(class | output)`` from those outputs and the true classes
+with a :class:`yieldwise.Transducer`, a Bayesian mixture fitted by Stan. From then
+on, for new items, ``predict_proba`` gives the transducer's probabilities and
+``predict`` the decision of **maximum expected utility**
+``argmax_i sum_c U[i, c] p(c | output)`` with the utility matrix ``U`` (rows:
+decisions, which need not be the classes; columns: classes). ``score`` is the
+utility yield, the average utility of those decisions.
+
+Requires scikit-learn (``pip install yieldwise[sklearn]``).
 """
 
 from __future__ import annotations
@@ -33,28 +42,33 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : fitted scikit-learn classifier
-        Trained beforehand and never refitted here.
+        Trained beforehand and never refitted here: :meth:`fit` only calls its
+        ``predict_proba`` or ``decision_function``. :func:`sklearn.base.clone`
+        keeps this same trained estimator (shared, not copied), so that clones can
+        be fitted, e.g. by ``cross_val_score``.
     utility : UtilityMatrix
-        Utilities of each decision (rows) for each true class (columns); the decisions
-        may differ from the classes (e.g. a "re-test" decision).
+        Utilities of each decision (rows) for each true class (columns). Its classes
+        must be the calibration classes; its decisions may differ from them (e.g.
+        a "re-test" decision).
     transducer : Transducer, optional
-        An unfitted template (its settings are used; a clone is fitted). Default:
-        ``Transducer()``.
+        An unfitted template: a :func:`sklearn.base.clone` of it is fitted, never the
+        object itself. Default: ``Transducer()``.
     output : {"predict_proba", "decision_function"}
         Which output of the estimator the transducer learns from. For a binary
-        ``predict_proba`` only the second column is used (the first is redundant).
-    prevalences : array-like, optional
+        ``predict_proba`` only the positive (second) column is used, the first
+        being one minus it; otherwise all columns are used.
+    prevalences : array-like or mapping, optional
         Deployment class frequencies when they differ from the calibration set's
-        (generative mode, theory 3.2).
+        (generative mode, theory 3.2), in ``classes_`` order or keyed by class.
 
     Attributes
     ----------
     transducer_ : Transducer
         The fitted transducer.
-    classes_ : ndarray
-        Class labels, in the transducer's order.
+    classes_ : numpy.ndarray
+        Class labels, in the transducer's order (the columns of :meth:`predict_proba`).
     n_features_in_ : int
-        Number of features of the calibration inputs (when they have a shape).
+        Number of features of the calibration inputs (set when ``X`` has a 2-D shape).
 
     Examples
     --------
@@ -62,18 +76,31 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn.linear_model import LogisticRegression
     >>> from yieldwise import Transducer, UtilityMatrix
+    >>> from yieldwise.backends import SamplerWarning
     >>> from yieldwise.sklearn import AugmentedClassifier
+    >>> from yieldwise.transducer import DiagnosticsWarning
     >>> X, y = make_classification(n_samples=900, weights=[0.8], random_state=0)
     >>> model = LogisticRegression().fit(X[:400], y[:400])  # trained elsewhere
-    >>> utility = UtilityMatrix([[0, -10], [-1, 5]], decisions=["wait", "treat"])
+    >>> utility = UtilityMatrix([[0, -10], [-1, 5]], decisions=["wait", "treat"],
+    ...                         classes=[0, 1])
     >>> fast = Transducer(chains=2, warmup=300, draws=300, seed=1, progress=False)
     >>> augmented = AugmentedClassifier(model, utility, transducer=fast)
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")  # short runs warn about ESS by design
-    ...     augmented = augmented.fit(X[400:700], y[400:700])
-    >>> decisions = augmented.predict(X[700:])
-    >>> sorted(set(decisions)) == ["treat", "wait"]
-    True
+    >>> with warnings.catch_warnings():  # short runs warn about ESS by design
+    ...     warnings.simplefilter("ignore", DiagnosticsWarning)
+    ...     warnings.simplefilter("ignore", SamplerWarning)
+    ...     augmented = augmented.fit(X[400:700], y[400:700])  # calibrates only
+    >>> augmented.predict_proba(X[700:]).shape  # (items, classes)
+    (200, 2)
+    >>> list(augmented.expected_utility(X[700:]).columns)
+    ['wait', 'treat']
+    >>> augmented.predict(X[700:703])  # maximum expected utility
+    array(['treat', 'wait', 'treat'], dtype='<U5')
+
+    ``score`` is the utility yield; the model's own ``predict`` (argmax) yields less:
+
+    >>> own = utility.values[model.predict(X[700:]), y[700:]].mean()
+    >>> float(own), bool(augmented.score(X[700:], y[700:]) > own)
+    (-0.09, True)
     """
 
     def __init__(
@@ -91,14 +118,42 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         self.output = output
         self.prevalences = prevalences
 
+    def __sklearn_clone__(self) -> AugmentedClassifier:
+        """Clone the parameters but keep the trained estimator itself.
+
+        scikit-learn's default would clone ``estimator`` into an untrained copy, which
+        this meta-estimator cannot use: :meth:`fit` never trains it.
+        """
+        new = super().__sklearn_clone__()
+        new.estimator = self.estimator
+        return new
+
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: Any) -> AugmentedClassifier:
-        """Fit the transducer on the estimator's outputs for calibration items ``X, y``.
+        """Fit the transducer on the estimator's outputs for held-out calibration items.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame
+            Calibration inputs, as the estimator accepts them; items it was not
+            trained on.
+        y : array-like of shape (n_items,)
+            Their true classes; the set of labels must be the utility's classes.
 
         Returns
         -------
         AugmentedClassifier
-            ``self``.
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            ``output`` is not one of the two methods, the estimator lacks it, or the
+            labels of ``y`` are not the utility's classes.
+        TypeError
+            ``utility`` is not a ``UtilityMatrix`` or ``transducer`` not a ``Transducer``.
+        sklearn.exceptions.NotFittedError
+            The estimator is not trained.
         """
         self._check_setup()
         template = Transducer() if self.transducer is None else self.transducer
@@ -111,55 +166,141 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         classes = tuple(np.unique(labels).tolist())
         if set(self.utility.classes) != set(classes):
             raise ValueError(
-                f"utility has classes {list(self.utility.classes)}, the calibration labels "
-                f"{list(classes)}; the utility matrix needs one column per class"
+                f"utility has classes {list(self.utility.classes)}, but the calibration "
+                f"labels are {list(classes)}; the utility matrix needs one column per "
+                "calibration class"
             )
         outputs = self._outputs(X)
-        self.transducer_ = clone(template).fit(outputs, labels, class_labels=classes)
-        self.classes_ = np.asarray(self.transducer_.classes_)
-        if hasattr(X, "shape") and len(X.shape) == 2:
-            self.n_features_in_ = int(X.shape[1])
+        transducer = clone(template).fit(outputs, labels, class_labels=classes)
+        if self.prevalences is not None:  # refuse bad ones now, not at the first prediction
+            transducer.predict_proba(outputs[:1], prevalences=self.prevalences)
+        self.transducer_ = transducer
+        self.classes_ = np.asarray(transducer.classes_)
+        shape = getattr(X, "shape", None)
+        if shape is not None and len(shape) == 2:
+            self.n_features_in_ = int(shape[1])
         return self
 
     # ------------------------------------------------------------ predict
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Transducer probabilities ``p(class | output)``, shape (items, classes)."""
+        """Transducer probabilities ``p(class | output)``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame
+            Inputs, as the estimator accepts them.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_items, n_classes)
+            Columns in ``classes_`` order; with ``prevalences`` set, at those
+            deployment prevalences.
+        """
         check_is_fitted(self, "transducer_")
         return self.transducer_.predict_proba(self._outputs(X), prevalences=self.prevalences)
 
     def expected_utility(self, X: Any, utility: Any = None) -> pd.DataFrame:
-        """Expected utility of every decision for every item (items x decisions).
+        """Expected utility of every decision for every item.
 
-        ``utility``: the fitted matrix by default, another ``UtilityMatrix``, or
-        per-item utilities of shape (items, decisions, classes) in ``classes_`` order.
+        Parameters
+        ----------
+        X : array-like or DataFrame
+            Inputs, as the estimator accepts them.
+        utility : UtilityMatrix or array-like, optional
+            The ``utility`` parameter by default; another ``UtilityMatrix`` with the
+            same classes (matched by label); or plain utilities, one matrix
+            (decisions, classes) or per-item matrices (n_items, decisions, classes),
+            with columns in ``classes_`` order and rows the ``utility`` parameter's
+            decisions.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Items x decisions (one column per decision label); indexed like ``X``
+            when ``X`` is a DataFrame.
         """
-        proba, chosen = self._probabilities_for(X, utility)
-        if isinstance(chosen, UtilityMatrix):
-            return expected_utilities(proba, chosen)
-        return expected_utilities(proba.to_numpy(), chosen, decisions=self.utility.decisions)
+        proba, chosen, decisions = self._prepare(X, utility)
+        table = expected_utilities(proba, chosen, decisions=decisions)
+        if isinstance(X, pd.DataFrame):
+            table.index = X.index
+        return table
 
     def predict(self, X: Any, utility: Any = None) -> np.ndarray:
-        """Maximum-expected-utility decisions (labels of the utility's decisions).
+        """Maximum-expected-utility decisions.
 
-        Ties between decisions are broken by the first decision, so that predictions
-        are deterministic.
+        Parameters
+        ----------
+        X : array-like or DataFrame
+            Inputs, as the estimator accepts them.
+        utility : UtilityMatrix or array-like, optional
+            As in :meth:`expected_utility`; per-item utilities of shape
+            (n_items, decisions, classes) let every item have its own matrix.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_items,)
+            The chosen decision label per item. Ties between decisions go to the
+            first one, so that predictions are deterministic.
         """
-        proba, chosen = self._probabilities_for(X, utility)
-        if isinstance(chosen, UtilityMatrix):
-            return decide(proba, chosen, tie="first")
-        return decide(proba.to_numpy(), chosen, tie="first", decisions=self.utility.decisions)
+        proba, chosen, decisions = self._prepare(X, utility)
+        return decide(proba, chosen, tie="first", decisions=decisions)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Utility yield: the average utility of :meth:`predict`'s decisions.
+
+        ``mean_n U[decision_n, y_n]`` with the ``utility`` parameter (weighted by
+        ``sample_weight``). This replaces the accuracy of ``ClassifierMixin``,
+        which is not admissible and means nothing when decisions are not classes;
+        scikit-learn's model selection maximises it.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame
+            Test inputs.
+        y : array-like of shape (n_items,)
+            Their true classes.
+        sample_weight : array-like of shape (n_items,), optional
+
+        Returns
+        -------
+        float
+        """
+        decisions = self.predict(X)
+        truth = np.asarray(y)
+        frame = self.utility.to_frame()
+        cols = frame.columns.get_indexer(pd.Index(truth.tolist(), dtype=object))
+        if (cols < 0).any():
+            unknown = sorted({str(label) for label in truth[cols < 0].tolist()})
+            raise ValueError(
+                f"y has labels {unknown} that are not classes of the utility matrix "
+                f"{list(self.utility.classes)}"
+            )
+        rows = frame.index.get_indexer(pd.Index(decisions.tolist(), dtype=object))
+        return float(np.average(self.utility.values[rows, cols], weights=sample_weight))
 
     # ----------------------------------------------------------- internals
-    def _probabilities_for(self, X: Any, utility: Any) -> tuple[pd.DataFrame, Any]:
+    def _prepare(self, X: Any, utility: Any) -> tuple[Any, Any, Any]:
+        """Probabilities, utility and decision labels as :func:`yieldwise.decide` takes them."""
         check_is_fitted(self, "transducer_")
         chosen = self.utility if utility is None else utility
-        if isinstance(chosen, UtilityMatrix) and set(chosen.classes) != set(self.classes_):
+        proba = self.predict_proba(X)
+        if isinstance(chosen, UtilityMatrix):
+            if set(chosen.classes) != set(self.classes_.tolist()):
+                raise ValueError(
+                    f"utility has classes {list(chosen.classes)}, but the fitted classifier "
+                    f"has classes {self.classes_.tolist()}"
+                )
+            # A DataFrame's columns are matched to the utility's classes by label.
+            return pd.DataFrame(proba, columns=list(self.classes_)), chosen, None
+        n_decisions = len(self.utility.decisions)
+        shape = np.shape(chosen)
+        if len(shape) in (2, 3) and shape[-2] != n_decisions:
             raise ValueError(
-                f"utility has classes {list(chosen.classes)}, the fitted classifier "
-                f"{self.classes_.tolist()}"
+                f"utility has {shape[-2]} decisions (rows), but the utility matrix "
+                f"{list(self.utility.decisions)} has {n_decisions}; plain utilities share "
+                "its decision labels: pass a UtilityMatrix to use other decisions"
             )
-        proba = pd.DataFrame(self.predict_proba(X), columns=pd.Index(list(self.classes_)))
-        return proba, chosen
+        return proba, chosen, self.utility.decisions
 
     def _check_setup(self) -> None:
         if self.output not in _OUTPUTS:
@@ -169,23 +310,24 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
                 f"utility must be a yieldwise UtilityMatrix, found {type(self.utility).__name__}"
             )
         name = type(self.estimator).__name__
-        if not hasattr(self.estimator, self.output):
-            raise ValueError(
-                f"estimator {name} has no method {self.output}(); choose output="
-                f"{[o for o in _OUTPUTS if hasattr(self.estimator, o)]}"
-            )
         try:
             check_is_fitted(self.estimator)
         except NotFittedError as exc:
             raise NotFittedError(
-                f"estimator {name} is not fitted: AugmentedClassifier wraps an already-"
-                "trained classifier (train it first; fit() here only calibrates)"
+                f"estimator {name} is not fitted: it must be trained before wrapping in "
+                "AugmentedClassifier, whose fit() only calibrates it on held-out items "
+                "and never trains it"
             ) from exc
+        if not hasattr(self.estimator, self.output):
+            available = [o for o in _OUTPUTS if hasattr(self.estimator, o)]
+            raise ValueError(
+                f"estimator {name} has no method {self.output}(); output may be one of {available}"
+            )
 
     def _outputs(self, X: Any) -> np.ndarray:
         """The estimator's outputs: a 1-D score for binary problems, else one column each."""
         self._check_setup()
         values = np.asarray(getattr(self.estimator, self.output)(X), dtype=float)
-        if values.ndim == 2 and values.shape[1] == 2 and self.output == "predict_proba":
+        if self.output == "predict_proba" and values.ndim == 2 and values.shape[1] == 2:
             return values[:, 1]  # the first column is 1 minus the second
         return values
