@@ -1,5 +1,8 @@
 """The command line: the worked-example demo and usage errors."""
 
+import re
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -35,3 +38,75 @@ def test_unwritable_output_is_reported(tmp_path, capsys):
     blocker.write_text("x")
     assert main(["demo", "--out", str(blocker / "sub")]) == 2
     assert "yieldwise demo: error" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------- fit
+FAST = ["--chains", "2", "--warmup", "200", "--draws", "200", "--seed", "4", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def calibration_csv(tmp_path_factory):
+    from yieldwise.datasets import load_digits_binary
+
+    frame = load_digits_binary().iloc[::3]  # 360 rows of the shipped set
+    path = tmp_path_factory.mktemp("fit") / "calibration.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_fit_writes_a_reloadable_transducer(calibration_csv, tmp_path, capsys):
+    import warnings
+
+    from yieldwise import Transducer
+    from yieldwise.datasets import load_digits_binary
+
+    out = tmp_path / "models" / "forest.nc"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short runs warn about ESS by design
+        argv = ["fit", str(calibration_csv), "--class-col", "label"]
+        argv += ["--output-cols", "forest_votes", "--classifier", "forest", "--out", str(out)]
+        status = main([*argv, *FAST])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "transducer for forest: classes ['eight', 'other'], 360 calibration items" in printed
+    assert "divergent transitions" in printed and f"Written: {out}" in printed
+    assert not list(out.parent.glob(".*partial"))
+    t = Transducer.load(out)
+    assert t.posterior_.posterior.attrs["yieldwise_classifier"] == "forest"
+    assert t.transform_.resolution == (0.005,)  # the vote lattice k/200 was detected
+    frame = load_digits_binary()
+    p = t.predict_proba(frame[["forest_votes"]].iloc[:5])
+    assert p.shape == (5, 2) and np.allclose(p.sum(axis=1), 1)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ["--class-col", "truth"],
+            r"calibration.csv: --class-col/--output-cols names column\(s\) \['truth'\]",
+        ),
+        (["--output-cols", "forest_votes,nope"], r"names column\(s\) \['nope'\]"),
+        (["--output-cols", "label"], r"output column 'label' is not numeric"),
+    ],
+)
+def test_fit_reports_bad_columns(calibration_csv, tmp_path, capsys, change, message):
+    args = {"--class-col": "label", "--output-cols": "forest_votes"}
+    args.update(dict(zip(change[::2], change[1::2], strict=True)))
+    argv = ["fit", str(calibration_csv), "--out", str(tmp_path / "t.nc")]
+    for key, value in args.items():
+        argv += [key, value]
+    assert main(argv) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "t.nc").exists()
+
+
+def test_fit_reports_missing_values_and_unreadable_files(tmp_path, capsys):
+    table = tmp_path / "holes.csv"
+    table.write_text("label,score\na,0.1\nb,\na,0.3\n")
+    out = ["--out", str(tmp_path / "t.nc")]
+    assert main(["fit", str(table), "--class-col", "label", "--output-cols", "score", *out]) == 2
+    assert "column 'score' has 1 missing value(s), first on line(s) [3]" in capsys.readouterr().err
+    assert main(["fit", str(tmp_path / "none.csv"), "--class-col", "a", "--output-cols", "b",
+                 *out]) == 2  # fmt: skip
+    assert "none.csv: no such file" in capsys.readouterr().err

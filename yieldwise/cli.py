@@ -5,6 +5,12 @@ Subcommands
 ``yieldwise demo [--out DIR]``
     Prints a worked example (two classifiers, a utility matrix, every metric,
     the yields and which classifier each favours) and writes it as CSV.
+``yieldwise fit CALIB.csv --class-col COL --output-cols C1[,C2..] --out FILE.nc``
+    Fits a transducer to a calibration table and saves it (NetCDF, reloadable with
+    ``Transducer.load``); prints the sampler's diagnostics.
+
+Every error (unreadable files, missing columns, bad values) is one message naming the
+file, key or column, and exit status 2; output files appear only when complete.
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import __version__
@@ -56,6 +64,81 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_table(path: str) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it as CSV ({exc})") from None
+
+
+def _columns(frame: pd.DataFrame, names: Sequence[str], path: str, option: str) -> None:
+    missing = [n for n in names if n not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{path}: {option} names column(s) {missing} that the file does not have; "
+            f"its columns are {list(frame.columns)}"
+        )
+    for name in names:
+        bad = frame[name].isna().to_numpy()
+        if bad.any():
+            rows = (np.flatnonzero(bad) + 2).tolist()[:5]  # +2: header line, 1-based lines
+            raise ValueError(
+                f"{path}: column {name!r} has {int(bad.sum())} missing value(s), first on "
+                f"line(s) {rows}"
+            )
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from .transducer import Transducer
+
+    frame = _read_table(args.calibration)
+    outputs = [c.strip() for c in args.output_cols.split(",") if c.strip()]
+    if not outputs:
+        raise ValueError("--output-cols must name at least one column")
+    _columns(frame, [args.class_col, *outputs], args.calibration, "--class-col/--output-cols")
+    for name in outputs:
+        if not pd.api.types.is_numeric_dtype(frame[name]):
+            raise ValueError(
+                f"{args.calibration}: output column {name!r} is not numeric "
+                f"(dtype {frame[name].dtype}); classifier outputs must be numbers"
+            )
+    components: Any = args.components
+    if components != "auto":
+        components = int(components)
+    transducer = Transducer(
+        n_components=components, chains=args.chains, warmup=args.warmup, draws=args.draws,
+        seed=args.seed, backend=args.backend, progress=not args.quiet and sys.stderr.isatty(),
+    )  # fmt: skip
+    transducer.fit(frame[outputs], frame[args.class_col])
+    if args.classifier:
+        transducer.posterior_.posterior.attrs["yieldwise_classifier"] = args.classifier
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    transducer.save(partial)
+    partial.replace(out)  # the file appears only when complete
+    _print_fit_summary(transducer, args.classifier or ", ".join(outputs), out)
+    return 0
+
+
+def _print_fit_summary(transducer: Any, name: str, out: Path) -> None:
+    info = transducer.sampler_summary()
+    table = transducer.diagnostics()
+    print(f"transducer for {name}: classes {list(transducer.classes_)}, "
+          f"{transducer.n_calibration_} calibration items")  # fmt: skip
+    print(f"  backend {info['backend']}, {info['chains']} chains x {info['draws']} draws, "
+          f"{info['sampling_seconds']:.1f} s of sampling, "
+          f"n_components {transducer.n_components_}")  # fmt: skip
+    print(f"  divergent transitions {info['divergent']}, max tree depth hits "
+          f"{info['max_treedepth_hits']}")  # fmt: skip
+    print(f"  invariant quantities within R-hat <= 1.01 and bulk ESS >= 400: "
+          f"{int(table['ok'].sum())} of {len(table)} (worst R-hat {table['r_hat'].max():.3f}, "
+          f"lowest bulk ESS {table['ess_bulk'].min():.0f})")  # fmt: skip
+    print(f"Written: {out}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="yieldwise",
@@ -68,6 +151,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="yieldwise-demo", help="output folder (default: %(default)s)"
     )
     demo.set_defaults(run=_demo)
+    fit = commands.add_parser("fit", help="fit and save a transducer from a calibration CSV")
+    fit.add_argument("calibration", metavar="CALIB.csv", help="calibration table (CSV)")
+    fit.add_argument("--class-col", required=True, help="column of true classes")
+    fit.add_argument("--output-cols", required=True, help="output column(s), comma-separated")
+    fit.add_argument("--classifier", default="", help="classifier name recorded in the file")
+    fit.add_argument("--out", required=True, help="transducer file to write (.nc)")
+    fit.add_argument("--components", default="auto", help='"auto" or a number of components')
+    fit.add_argument("--chains", type=int, default=4)
+    fit.add_argument("--warmup", type=int, default=500)
+    fit.add_argument("--draws", type=int, default=750)
+    fit.add_argument("--seed", type=int, default=None)
+    fit.add_argument("--backend", default="auto", choices=["auto", "cmdstanpy", "pystan"])
+    fit.add_argument("--quiet", action="store_true", help="no sampler progress")
+    fit.set_defaults(run=_fit)
     return parser
 
 
