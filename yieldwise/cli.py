@@ -5,6 +5,10 @@ Subcommands
 ``yieldwise demo [--out DIR]``
     Prints a worked example (two classifiers, a utility matrix, every metric,
     the yields and which classifier each favours) and writes it as CSV.
+``yieldwise report CONFIG.toml --out DIR``
+    The batch job: fits every classifier's transducer, compares their long-run
+    utilities under every utility matrix, and writes a report folder
+    (:mod:`yieldwise.report`).
 ``yieldwise fit CALIB.csv --class-col COL --output-cols C1[,C2..] --out FILE.nc``
     Fits a transducer to a calibration table and saves it (NetCDF, reloadable with
     ``Transducer.load``); prints the sampler's diagnostics.
@@ -139,6 +143,16 @@ def _print_fit_summary(transducer: Any, name: str, out: Path) -> None:
     print(f"Written: {out}")
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .report import load_config, run_report
+
+    config = load_config(args.config)
+    overrides = {k: getattr(args, k) for k in ("chains", "warmup", "draws") if getattr(args, k)}
+    out = run_report(config, args.out, overrides)
+    print(f"Report written: {out / 'report.html'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="yieldwise",
@@ -165,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--backend", default="auto", choices=["auto", "cmdstanpy", "pystan"])
     fit.add_argument("--quiet", action="store_true", help="no sampler progress")
     fit.set_defaults(run=_fit)
+    report = commands.add_parser("report", help="the batch job: a posterior report folder")
+    report.add_argument("config", metavar="CONFIG.toml", help="report configuration")
+    report.add_argument("--out", default="yieldwise-report", help="folder to create")
+    for name in ("chains", "warmup", "draws"):
+        report.add_argument(f"--{name}", type=int, default=None, help=f"override [sampler].{name}")
+    report.set_defaults(run=_report)
     return parser
 
 

@@ -1,0 +1,411 @@
+"""Batch posterior reports: ``yieldwise report CONFIG.toml`` (the main job).
+
+A TOML file names the calibration data, the classifiers (their output columns), one or
+more utility matrices, optional deployment prevalences and the sampler settings. The
+report fits one transducer per classifier, computes the posterior of each classifier's
+long-run utility under each matrix (theory section 4), and writes one folder:
+
+* ``report.html``: self-contained (inline images, no network), user-given names escaped;
+* ``summary.csv``: one row per classifier and matrix (posterior mean, sd, quantiles,
+  rescaled values, P(best), integration errors);
+* ``superiority.csv``: P(row classifier yields more than column classifier), per matrix;
+* ``draws.nc``: the long-run-utility draws, raw and rescaled, with dims (classifier,
+  chain, draw, matrix), reloadable with ``xarray.open_dataset``; the transducers are
+  saved beside it as ``transducer_<name>.nc``;
+* ``config.lock.toml``: the resolved settings, the package, backend and Stan versions,
+  and the seed, so that the report can be reproduced.
+
+The folder is written under a temporary name and renamed at the end, so a failed run
+never leaves a folder that looks complete.
+
+Example configuration::
+
+    [data]
+    calibration = "calibration.csv"   # relative to this file; or dataset = "digits_binary"
+    class_col = "label"
+
+    [[classifier]]
+    name = "forest"
+    outputs = ["forest_votes"]
+
+    [[utility]]
+    name = "screening"
+    decisions = ["dismiss", "treat"]
+    classes = ["other", "eight"]
+    values = [[0, -10], [-1, 5]]
+
+    [sampler]
+    chains = 4
+    warmup = 500
+    draws = 750
+    seed = 1
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import shutil
+import tomllib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .utility import UtilityMatrix
+
+__all__ = ["ConfigError", "ReportConfig", "load_config", "run_report"]
+
+_SAMPLER_KEYS = {"chains", "warmup", "draws", "seed", "n_components", "backend", "adapt_delta"}
+
+
+class ConfigError(ValueError):
+    """A report configuration that cannot be used; the message names the file and key."""
+
+
+@dataclass
+class ReportConfig:
+    """A validated report configuration (paths resolved against the config file)."""
+
+    path: Path
+    calibration: Path | None
+    dataset: str | None
+    class_col: str
+    classifiers: dict[str, list[str]]
+    utilities: dict[str, UtilityMatrix]
+    prevalences: dict[str, float] | None = None
+    sampler: dict[str, Any] = field(default_factory=dict)
+    title: str = "yieldwise report"
+
+    def table(self) -> pd.DataFrame:
+        """The calibration table, checked against the configuration."""
+        from .datasets import load_digits_binary, load_digits_three
+
+        where = str(self.calibration) if self.calibration is not None else self.dataset
+        if self.dataset is not None:
+            loaders = {"digits_binary": load_digits_binary, "digits_three": load_digits_three}
+            frame = loaders[self.dataset]()
+        else:
+            assert self.calibration is not None  # one of the two, checked by load_config
+            try:
+                frame = pd.read_csv(self.calibration)
+            except FileNotFoundError:
+                raise ConfigError(
+                    f"{self.path}: [data].calibration: no such file {where}"
+                ) from None
+            except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+                raise ConfigError(f"{where}: cannot read it as CSV ({exc})") from None
+        needed = {self.class_col: "[data].class_col"}
+        for name, columns in self.classifiers.items():
+            for column in columns:
+                needed[column] = f"[[classifier]] {name!r} outputs"
+        for column, key in needed.items():
+            if column not in frame.columns:
+                raise ConfigError(
+                    f"{self.path}: {key} names column {column!r}, which {where} does not "
+                    f"have; its columns are {list(frame.columns)}"
+                )
+            missing = frame[column].isna().to_numpy()
+            if missing.any():
+                raise ConfigError(
+                    f"{where}: column {column!r} has {int(missing.sum())} missing value(s), "
+                    f"first in data row {int(np.flatnonzero(missing)[0]) + 1}"
+                )
+        seen = {str(c) for c in frame[self.class_col].unique()}
+        for name, u in self.utilities.items():
+            classes = {str(c) for c in u.classes}
+            if classes != seen:
+                raise ConfigError(
+                    f"{self.path}: [[utility]] {name!r} has classes {sorted(classes)}, but "
+                    f"column {self.class_col!r} of {where} has {sorted(seen)}"
+                )
+        return frame
+
+
+def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in table:
+        raise ConfigError(f"{where}: missing key {key!r}")
+    value = table[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ConfigError(f"{where}.{key}: expected {names}, found {value!r}")
+    return value
+
+
+def load_config(path: str | Path) -> ReportConfig:
+    """Read and validate a report configuration (TOML)."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    unknown = set(raw) - {"title", "data", "classifier", "utility", "sampler", "prevalences"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level key(s) {sorted(unknown)}")
+    data = _need(raw, "data", dict, str(path))
+    calibration = dataset = None
+    if ("calibration" in data) == ("dataset" in data):
+        raise ConfigError(
+            f"{path}: [data] needs exactly one of 'calibration' (a CSV file) "
+            "or 'dataset' (digits_binary or digits_three)"
+        )
+    if "calibration" in data:
+        calibration = path.parent / _need(data, "calibration", str, f"{path}: [data]")
+    else:
+        dataset = _need(data, "dataset", str, f"{path}: [data]")
+        if dataset not in ("digits_binary", "digits_three"):
+            raise ConfigError(
+                f"{path}: [data].dataset: expected 'digits_binary' or 'digits_three', "
+                f"found {dataset!r}"
+            )
+    class_col = _need(data, "class_col", str, f"{path}: [data]")
+    classifiers: dict[str, list[str]] = {}
+    for i, entry in enumerate(_need(raw, "classifier", list, str(path)), start=1):
+        where = f"{path}: [[classifier]] number {i}"
+        name = _need(entry, "name", str, where)
+        outputs = _need(entry, "outputs", list, where)
+        if not outputs or not all(isinstance(o, str) for o in outputs):
+            raise ConfigError(f"{where}.outputs: expected a non-empty list of column names")
+        if name in classifiers:
+            raise ConfigError(f"{where}.name: {name!r} is used twice")
+        classifiers[name] = outputs
+    utilities: dict[str, UtilityMatrix] = {}
+    for i, entry in enumerate(_need(raw, "utility", list, str(path)), start=1):
+        where = f"{path}: [[utility]] number {i}"
+        name = _need(entry, "name", str, where)
+        try:
+            utilities[name] = UtilityMatrix(
+                _need(entry, "values", list, where),
+                decisions=_need(entry, "decisions", list, where),
+                classes=_need(entry, "classes", list, where),
+            )
+        except ConfigError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{where} ({name!r}): {exc}") from None
+    decisions = {u.decisions for u in utilities.values()}
+    if len(decisions) > 1:
+        raise ConfigError(
+            f"{path}: every [[utility]] must have the same decisions, found "
+            f"{[list(d) for d in decisions]}"
+        )
+    sampler = dict(raw.get("sampler", {}))
+    if set(sampler) - _SAMPLER_KEYS:
+        raise ConfigError(
+            f"{path}: [sampler] has unknown key(s) {sorted(set(sampler) - _SAMPLER_KEYS)}; "
+            f"known: {sorted(_SAMPLER_KEYS)}"
+        )
+    prevalences = raw.get("prevalences")
+    if prevalences is not None and not isinstance(prevalences, dict):
+        raise ConfigError(f"{path}: [prevalences] must be a table class = frequency")
+    return ReportConfig(
+        path=path,
+        calibration=calibration,
+        dataset=dataset,
+        class_col=class_col,
+        classifiers=classifiers,
+        utilities=utilities,
+        prevalences=prevalences,
+        sampler=sampler,
+        title=str(raw.get("title", "yieldwise report")),
+    )
+
+
+# ------------------------------------------------------------------ the job
+def run_report(
+    config: ReportConfig, out: str | Path, overrides: dict[str, Any] | None = None
+) -> Path:
+    """Fit, compare and write the report folder ``out``; returns its path."""
+    import tomli_w
+
+    from . import __version__
+    from .compare import compare
+    from .transducer import Transducer
+
+    out = Path(out)
+    if out.exists():
+        raise ConfigError(f"{out}: exists already; choose another --out or remove it")
+    frame = config.table()
+    sampler = {**config.sampler, **(overrides or {})}
+    seed = int(sampler.pop("seed", 1))
+    labels = sorted({str(c) for c in frame[config.class_col]})
+    first = next(iter(config.utilities.values()))
+    classes = [c for c in first.classes if str(c) in labels]
+    truth = frame[config.class_col].astype(str)
+    fits: dict[str, Transducer] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i, (name, columns) in enumerate(config.classifiers.items()):
+            transducer = Transducer(seed=seed + i, progress=False, **sampler)
+            fits[name] = transducer.fit(
+                frame[columns], truth, class_labels=[str(c) for c in classes]
+            )
+    prevalences = None
+    if config.prevalences is not None:
+        prevalences = [float(config.prevalences[str(c)]) for c in classes]
+    utilities = {n: u.reindex(classes=classes) for n, u in config.utilities.items()}
+    utilities = {
+        n: UtilityMatrix(u.values, decisions=u.decisions, classes=[str(c) for c in u.classes])
+        for n, u in utilities.items()
+    }
+    comparison = compare(fits, utilities, prevalences=prevalences)
+    partial = out.with_name(f".{out.name}.partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True)
+    summary = comparison.summary()
+    summary.to_csv(partial / "summary.csv", index=False, float_format="%.17g")
+    _superiority_table(comparison).to_csv(
+        partial / "superiority.csv", index=False, float_format="%.17g"
+    )
+    # One variable per quantity, classifiers along a dimension: names (any text) are
+    # coordinate values, never variable names (NetCDF forbids some characters there).
+    names = pd.Index(comparison.names, name="classifier")
+    variables = {"long_run_utility": xr.concat([comparison.utilities[n] for n in names], dim=names)}
+    if comparison.rescaled is not None:
+        variables["rescaled_long_run_utility"] = xr.concat(
+            [comparison.rescaled[n] for n in names], dim=names
+        )
+    draws = xr.Dataset(variables)
+    draws.attrs["yieldwise_version"] = __version__
+    draws.to_netcdf(partial / "draws.nc")
+    for name, transducer in fits.items():
+        transducer.save(partial / f"transducer_{_safe(name)}.nc")
+    some = next(iter(fits.values()))
+    lock = {
+        "title": config.title,
+        "data": {
+            "source": str(config.calibration or config.dataset),
+            "class_col": config.class_col,
+            "rows": len(frame),
+        },
+        "classifier": [{"name": n, "outputs": c} for n, c in config.classifiers.items()],
+        "utility": [
+            {
+                "name": n,
+                "decisions": [str(d) for d in u.decisions],
+                "classes": [str(c) for c in u.classes],
+                "values": u.values.tolist(),
+            }
+            for n, u in utilities.items()
+        ],
+        "sampler": {**sampler, "seed": seed, "seeds_used": {n: t.seed_ for n, t in fits.items()}},
+        "versions": {
+            "yieldwise": __version__,
+            "backend": some.backend_,
+            "backend_version": some.posterior_.posterior.attrs["yieldwise_backend_version"],
+            "stan": some.posterior_.posterior.attrs["yieldwise_stan_version"],
+        },
+    }
+    if prevalences is not None:
+        lock["prevalences"] = dict(zip([str(c) for c in classes], prevalences, strict=True))
+    (partial / "config.lock.toml").write_text(tomli_w.dumps(lock))
+    (partial / "report.html").write_text(
+        _html(config, comparison, fits, utilities, summary, [str(w.message) for w in caught])
+    )
+    partial.rename(out)  # the folder appears only when complete
+    return out
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
+def _superiority_table(comparison: Any) -> pd.DataFrame:
+    rows = []
+    matrices = list(comparison.utilities["matrix"].values)
+    for matrix in matrices:
+        table = comparison.prob_superiority(matrix=matrix)
+        for a in table.index:
+            for b in table.columns:
+                if a != b:
+                    rows.append(
+                        {
+                            "matrix": matrix,
+                            "classifier": a,
+                            "versus": b,
+                            "prob_superiority": table.loc[a, b],
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def _png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _html(config, comparison, fits, utilities, summary, warned) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{e(config.title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px}"
+        "img{max-width:100%}</style></head><body>",
+        f"<h1>{e(config.title)}</h1>",
+        "<p>Each classifier's outputs were turned into probabilities by a transducer learned "
+        "from the calibration data; decisions maximise expected utility. The long-run "
+        "utility is the average utility per item that the classifier will yield in use, "
+        "with its posterior uncertainty.</p>",
+        "<h2 id='summary'>Summary</h2>",
+        summary.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}"),
+    ]
+    parts.append(
+        "<h2 id='transducers'>Transducers</h2><p>p(class | output) with 75 % variability "
+        "bands: how the curve could still move with more data.</p>"
+    )
+    for name, transducer in fits.items():
+        if transducer.transform_.model_dims <= 2:
+            fig, ax = plt.subplots(figsize=(6, 3.6))
+            transducer.plot(ax=ax)
+            ax.set_title(f"{name}")
+            parts.append(f"<h3>{e(name)}</h3><img alt='transducer of {e(name)}' src='{_png(fig)}'>")
+    parts.append("<h2 id='superiority'>Which classifier yields more</h2>")
+    for matrix, u in utilities.items():
+        parts.append(f"<h3>Utility matrix {e(str(matrix))}</h3>")
+        parts.append(u.to_frame().to_html(escape=True))
+        parts.append("<p>P(row classifier yields more than column classifier):</p>")
+        parts.append(
+            comparison.prob_superiority(matrix=matrix).to_html(
+                escape=True, float_format=lambda v: f"{v:.3f}"
+            )
+        )
+        parts.append("<p>P(best):</p>")
+        parts.append(comparison.prob_best(matrix=matrix).to_frame().to_html(escape=True))
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        comparison.plot(matrix=matrix, axes=axes)
+        parts.append(f"<img alt='long-run utility posteriors, {e(str(matrix))}' src='{_png(fig)}'>")
+    parts.append("<h2 id='diagnostics'>Sampler diagnostics</h2><ul>")
+    for name, transducer in fits.items():
+        info = transducer.sampler_summary()
+        parts.append(
+            f"<li>{e(name)}: {info['divergent']} divergent transitions, "
+            f"{info['max_treedepth_hits']} at the maximum tree depth, "
+            f"n_components {transducer.n_components_}</li>"
+        )
+    parts.append("</ul>")
+    if warned:
+        parts.append("<h3>Warnings</h3><ul>")
+        parts.extend(f"<li>{e(w)}</li>" for w in dict.fromkeys(warned))
+        parts.append("</ul>")
+    parts.append("</body></html>")
+    return "".join(parts)
