@@ -151,3 +151,16 @@ def test_bad_configs_exit_2_and_leave_nothing(tmp_path, capsys, edit, message):
     assert "config.toml" in err or "calibration.csv" in err
     assert re.search(message, err), err
     assert not (tmp_path / "out").exists()
+
+
+def test_shipped_config_is_valid():
+    """data/digits_report.toml: the shipped report's configuration loads and matches its data."""
+    from pathlib import Path
+
+    from yieldwise.report import load_config
+
+    config = load_config(Path(__file__).resolve().parent.parent / "data" / "digits_report.toml")
+    assert config.dataset == "digits_binary" and len(config.classifiers) == 2
+    frame = config.table()  # checks every column and the utilities' classes
+    assert len(frame) == 1079
+    assert config.utilities["screening"].threshold() == pytest.approx(1 / 16)
