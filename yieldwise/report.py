@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import base64
 import html
+import inspect
 import io
 import shutil
 import tomllib
@@ -309,8 +310,17 @@ def run_report(
     if prevalences is not None:
         lock["prevalences"] = dict(zip([str(c) for c in classes], prevalences, strict=True))
     (partial / "config.lock.toml").write_text(tomli_w.dumps(lock))
+    metric_table = _metric_table(config, frame, truth, fits, utilities)
     (partial / "report.html").write_text(
-        _html(config, comparison, fits, utilities, summary, [str(w.message) for w in caught])
+        _html(
+            config,
+            comparison,
+            fits,
+            utilities,
+            summary,
+            metric_table,
+            [str(w.message) for w in caught],
+        )
     )
     partial.rename(out)  # the folder appears only when complete
     return out
@@ -348,7 +358,53 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _html(config, comparison, fits, utilities, summary, warned) -> str:
+def _metric_table(config, frame, truth, fits, utilities) -> pd.DataFrame:
+    """Usual metrics of each classifier's standard decisions, and in-sample yields.
+
+    Metrics (with their admissibility, theory 1.2) are computed, as is customary, on the
+    classifier's own decisions (argmax of a vector output, threshold 0.5 for a scalar);
+    the utility yields of each matrix are those of the expected-utility decisions on the
+    calibration items (in-sample, hence optimistic; the posteriors above are not).
+    """
+    from . import metrics
+    from .confusion import ConfusionMatrix
+    from .long_run import _decision_indices
+    from .yields import utility_yield
+
+    rows: dict[str, dict[str, Any]] = {}
+    admissible: dict[str, bool] = {}
+    for name, transducer in fits.items():
+        classes = list(transducer.classes_)
+        outputs = frame[config.classifiers[name]].to_numpy(float)
+        standard = _decision_indices("standard", outputs, tuple(classes), transducer, 0.5)
+        predicted = np.array(classes, dtype=object)[standard]
+        confusion = ConfusionMatrix.from_labels(truth.to_numpy(object), predicted, classes=classes)
+        positive = {"positive": classes[-1]} if len(classes) == 2 else {}
+        for metric, function in metrics.CONFUSION_METRICS.items():
+            try:
+                takes_positive = "positive" in inspect.signature(function).parameters
+                kwargs = positive if takes_positive else {}
+                value = float(function(confusion, **kwargs))
+            except (ValueError, metrics.UndefinedMetricError):
+                value = float("nan")
+            rows.setdefault(metric, {})[name] = value
+            admissible[metric] = bool(function.admissible)
+        for matrix, u in utilities.items():
+            chosen = transducer.decide(frame[config.classifiers[name]], u)
+            cm = ConfusionMatrix.from_labels(
+                truth.to_numpy(object),
+                np.asarray(chosen, dtype=object),
+                classes=classes,
+                decisions_set=list(u.decisions),
+            )
+            rows.setdefault(f"utility yield: {matrix}", {})[name] = utility_yield(cm, u)
+            admissible[f"utility yield: {matrix}"] = True
+    table = pd.DataFrame(rows).T
+    table["admissible"] = pd.Series(admissible)
+    return table
+
+
+def _html(config, comparison, fits, utilities, summary, metric_table, warned) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -394,6 +450,27 @@ def _html(config, comparison, fits, utilities, summary, warned) -> str:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         comparison.plot(matrix=matrix, axes=axes)
         parts.append(f"<img alt='long-run utility posteriors, {e(str(matrix))}' src='{_png(fig)}'>")
+    parts.append(
+        "<h2 id='thresholds'>What each utility matrix implies</h2><p>With two decisions, "
+        "the expected-utility rule is a threshold on the probability of the second class: "
+        "choose the second decision when it is exceeded.</p><ul>"
+    )
+    for matrix, u in utilities.items():
+        if u.shape == (2, 2):
+            parts.append(
+                f"<li>{e(str(matrix))}: choose &ldquo;{e(str(u.decisions[1]))}&rdquo; when "
+                f"P({e(str(u.classes[1]))}) exceeds {u.threshold():.4g}</li>"
+            )
+        else:
+            parts.append(f"<li>{e(str(matrix))}: {u.shape[0]} decisions, no single threshold</li>")
+    parts.append("</ul>")
+    parts.append(
+        "<h2 id='metrics'>The usual metrics, and why they may mislead</h2><p>Metrics of "
+        "each classifier's own decisions; only admissible scores rank classifiers as some "
+        "utility matrix does, and only the utility yield of this problem's matrix ranks them "
+        "as this problem does.</p>"
+    )
+    parts.append(metric_table.to_html(escape=True, float_format=lambda v: f"{v:.4g}"))
     parts.append("<h2 id='diagnostics'>Sampler diagnostics</h2><ul>")
     for name, transducer in fits.items():
         info = transducer.sampler_summary()
