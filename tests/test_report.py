@@ -111,14 +111,15 @@ def test_summary_numbers_are_those_of_the_draws(report):
 def test_html_is_self_contained_and_escapes_names(report):
     page = (report / "report.html").read_text()
     for section in ("summary", "transducers", "superiority", "thresholds", "metrics",
-                    "diagnostics"):  # fmt: skip
+                    "win-map", "diagnostics"):  # fmt: skip
         assert f"id='{section}'" in page
     # screening [[0, -10], [-1, 5]]: check when P(eight) > (0 - (-1)) / (1 + 15) = 1/16
     assert "choose &ldquo;treat&rdquo; when P(eight) exceeds 0.0625" in page
     assert "matthews" in page and "utility yield: screening" in page
     assert EVIL not in page and "&lt;b&gt;net &amp; co&lt;/b&gt;" in page
     assert "http://" not in page and "https://" not in page  # nothing fetched
-    assert page.count("data:image/png;base64,") >= 4  # 2 transducers + 2 comparisons
+    # 2 transducers + 2 comparisons + 1 win map
+    assert page.count("data:image/png;base64,") == 5
 
 
 @pytest.mark.parametrize(

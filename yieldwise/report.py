@@ -310,7 +310,7 @@ def run_report(
     if prevalences is not None:
         lock["prevalences"] = dict(zip([str(c) for c in classes], prevalences, strict=True))
     (partial / "config.lock.toml").write_text(tomli_w.dumps(lock))
-    metric_table = _metric_table(config, frame, truth, fits, utilities)
+    metric_table, confusions = _metric_table(config, frame, truth, fits, utilities)
     (partial / "report.html").write_text(
         _html(
             config,
@@ -319,6 +319,7 @@ def run_report(
             utilities,
             summary,
             metric_table,
+            confusions,
             [str(w.message) for w in caught],
         )
     )
@@ -358,7 +359,7 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _metric_table(config, frame, truth, fits, utilities) -> pd.DataFrame:
+def _metric_table(config, frame, truth, fits, utilities) -> tuple[pd.DataFrame, dict]:
     """Usual metrics of each classifier's standard decisions, and in-sample yields.
 
     Metrics (with their admissibility, theory 1.2) are computed, as is customary, on the
@@ -373,12 +374,14 @@ def _metric_table(config, frame, truth, fits, utilities) -> pd.DataFrame:
 
     rows: dict[str, dict[str, Any]] = {}
     admissible: dict[str, bool] = {}
+    confusions: dict[str, Any] = {}
     for name, transducer in fits.items():
         classes = list(transducer.classes_)
         outputs = frame[config.classifiers[name]].to_numpy(float)
         standard = _decision_indices("standard", outputs, tuple(classes), transducer, 0.5)
         predicted = np.array(classes, dtype=object)[standard]
         confusion = ConfusionMatrix.from_labels(truth.to_numpy(object), predicted, classes=classes)
+        confusions[name] = confusion
         positive = {"positive": classes[-1]} if len(classes) == 2 else {}
         for metric, function in metrics.CONFUSION_METRICS.items():
             try:
@@ -401,10 +404,10 @@ def _metric_table(config, frame, truth, fits, utilities) -> pd.DataFrame:
             admissible[f"utility yield: {matrix}"] = True
     table = pd.DataFrame(rows).T
     table["admissible"] = pd.Series(admissible)
-    return table
+    return table, confusions
 
 
-def _html(config, comparison, fits, utilities, summary, metric_table, warned) -> str:
+def _html(config, comparison, fits, utilities, summary, metric_table, confusions, warned) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -471,6 +474,20 @@ def _html(config, comparison, fits, utilities, summary, metric_table, warned) ->
         "as this problem does.</p>"
     )
     parts.append(metric_table.to_html(escape=True, float_format=lambda v: f"{v:.4g}"))
+    names = list(confusions)
+    if len(names) >= 2 and all(len(c.classes) == 2 for c in confusions.values()):
+        from .plots import utility_space
+
+        parts.append(
+            "<h3 id='win-map'>Utility-space win map</h3><p>For every binary utility matrix "
+            "(the chart of theory 1.1; accuracy at the centre), which classifier's own "
+            "decisions yield more on the calibration data.</p>"
+        )
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                fig, ax = plt.subplots(figsize=(5.5, 5))
+                utility_space(confusions[a], confusions[b], names=(a, b), ax=ax)
+                parts.append(f"<img alt='win map, {e(a)} vs {e(b)}' src='{_png(fig)}'>")
     parts.append("<h2 id='diagnostics'>Sampler diagnostics</h2><ul>")
     for name, transducer in fits.items():
         info = transducer.sampler_summary()
