@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ._shipped import shipped_file
+
 __all__ = ["data_file", "load_digits_binary", "load_digits_three"]
 
 
@@ -20,14 +22,7 @@ def data_file(name: str) -> Path:
     The files live in the repository's top-level ``data/`` folder; an installed wheel
     carries them as the package ``yieldwise.data``. Both places are searched.
     """
-    package_dir = Path(__file__).resolve().parent
-    candidates = [package_dir / "data" / name, package_dir.parent / "data" / name]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise FileNotFoundError(
-        f"shipped data file {name!r} not found (looked in {', '.join(map(str, candidates))})"
-    )
+    return shipped_file("data", name, "shipped data file")
 
 
 def load_digits_binary() -> pd.DataFrame:

@@ -96,12 +96,7 @@ def stan_file(name: str) -> Path:
     wheel carries the same files as the package ``yieldwise.stan``
     (``site-packages/yieldwise/stan/``). Both places are searched.
     """
+    from .._shipped import shipped_file
+
     filename = name if name.endswith(".stan") else f"{name}.stan"
-    package_dir = Path(__file__).resolve().parent.parent
-    candidates = [package_dir / "stan" / filename, package_dir.parent / "stan" / filename]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise FileNotFoundError(
-        f"Stan program {filename!r} not found (looked in {', '.join(map(str, candidates))})"
-    )
+    return shipped_file("stan", filename, "Stan program")
