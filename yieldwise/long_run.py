@@ -364,7 +364,9 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
     weights = _component_class_weights(transducer, r)
     mass = _masses_between(transducer, weights, lower[:, 0], upper[:, 0])
     proba = _pooled(mass)
-    uncovered = np.clip(1.0 - mass.sum(axis=(1, 2)) / _total(transducer, r), 0.0, None)
+    # Every draw's weighted joint has total mass 1, or sum_c r_c with prevalences.
+    total = 1.0 if r is None else float(np.sum(r))
+    uncovered = np.clip(1.0 - mass.sum(axis=(1, 2)) / total, 0.0, None)
     bounds = (lower[:, 0], upper[:, 0])
     return _Cells(mass, proba, values, False, uncovered, "lattice", bounds)
 
@@ -482,15 +484,7 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
     scaled = np.exp(log_mass - top)
     q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)
     mass = scaled / q / n_points
-    total = _total(transducer, r)
-    return _Cells(mass * total[:, None, None] / total.mean(), _pooled(mass), outputs, False,
-                  np.zeros(mass.shape[0]), "monte-carlo")  # fmt: skip
-
-
-def _total(transducer: Transducer, r) -> np.ndarray:
-    """Per-draw total mass of the weighted joint: 1, or sum_c r_c when prevalences are given."""
-    s = transducer._w.shape[0]
-    return np.full(s, 1.0 if r is None else float(np.sum(r)))
+    return _Cells(mass, _pooled(mass), outputs, False, np.zeros(mass.shape[0]), "monte-carlo")
 
 
 def _pooled(mass: np.ndarray) -> np.ndarray:
