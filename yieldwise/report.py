@@ -238,25 +238,25 @@ def run_report(
     frame = config.table()
     sampler = {**config.sampler, **(overrides or {})}
     seed = int(sampler.pop("seed", 1))
-    labels = sorted({str(c) for c in frame[config.class_col]})
-    first = next(iter(config.utilities.values()))
-    classes = [c for c in first.classes if str(c) in labels]
+    # config.table() checked that every matrix's classes are the data's (as text), so the
+    # first matrix's column order serves all; labels are compared as text throughout.
+    classes = list(next(iter(config.utilities.values())).classes)
+    class_names = [str(c) for c in classes]
     truth = frame[config.class_col].astype(str)
     fits: dict[str, Transducer] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for i, (name, columns) in enumerate(config.classifiers.items()):
             transducer = Transducer(seed=seed + i, progress=False, **sampler)
-            fits[name] = transducer.fit(
-                frame[columns], truth, class_labels=[str(c) for c in classes]
-            )
+            fits[name] = transducer.fit(frame[columns], truth, class_labels=class_names)
     prevalences = None
     if config.prevalences is not None:
-        prevalences = [float(config.prevalences[str(c)]) for c in classes]
-    utilities = {n: u.reindex(classes=classes) for n, u in config.utilities.items()}
+        prevalences = [float(config.prevalences[c]) for c in class_names]
     utilities = {
-        n: UtilityMatrix(u.values, decisions=u.decisions, classes=[str(c) for c in u.classes])
-        for n, u in utilities.items()
+        n: UtilityMatrix(
+            u.reindex(classes=classes).values, decisions=u.decisions, classes=class_names
+        )
+        for n, u in config.utilities.items()
     }
     comparison = compare(fits, utilities, prevalences=prevalences)
     partial = out.with_name(f".{out.name}.partial")
@@ -308,7 +308,7 @@ def run_report(
         },
     }
     if prevalences is not None:
-        lock["prevalences"] = dict(zip([str(c) for c in classes], prevalences, strict=True))
+        lock["prevalences"] = dict(zip(class_names, prevalences, strict=True))
     (partial / "config.lock.toml").write_text(tomli_w.dumps(lock))
     metric_table, confusions = _metric_table(config, frame, truth, fits, utilities)
     (partial / "report.html").write_text(
