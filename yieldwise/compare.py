@@ -226,6 +226,7 @@ class Comparison:
         if not 0 < prob < 1:
             raise ValueError(f"prob must lie in (0, 1), found {prob}")
         x, y = self._samples(a, matrix), self._samples(b, matrix)
+        prob_positive = _prob_greater(x, y, self.paired)  # over all pairs when independent
         if not self.paired:
             rng = np.random.default_rng(seed)
             n = max(x.size, y.size)
@@ -241,9 +242,7 @@ class Comparison:
                 "mean": float(diff.mean()),
                 "interval": (float(low), float(high)),
                 "interval_prob": prob,
-                "prob_positive": _prob_greater(
-                    self._samples(a, matrix), self._samples(b, matrix), self.paired
-                ),
+                "prob_positive": prob_positive,
                 "paired": self.paired,
             },
         )
