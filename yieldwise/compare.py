@@ -205,11 +205,12 @@ class Comparison:
         else:
             # P(A best) = mean over A's draws of prod_B P(u_B < u_A), B independent.
             p = np.empty(len(samples))
+            ordered = [np.sort(b) for b in samples]  # each sorted once, not once per pair
             for i, a in enumerate(samples):
                 below = np.ones(a.size)
-                for j, b in enumerate(samples):
+                for j, b in enumerate(ordered):
                     if j != i:
-                        below *= np.searchsorted(np.sort(b), a, side="left") / b.size
+                        below *= np.searchsorted(b, a, side="left") / b.size
                 p[i] = below.mean()
         return pd.Series(p, index=pd.Index(self.names, name="classifier"), name="prob_best")
 
