@@ -350,12 +350,17 @@ def _superiority_table(comparison: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _png(fig: Any) -> str:
-    import matplotlib.pyplot as plt
+def _figure(**kwargs: Any) -> Any:
+    """A figure outside pyplot: no GUI backend involved, nothing to close, and the user's
+    matplotlib backend (e.g. in Jupyter) is left alone."""
+    from matplotlib.figure import Figure
 
+    return Figure(**kwargs)
+
+
+def _png(fig: Any) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -408,11 +413,6 @@ def _metric_table(config, frame, truth, fits, utilities) -> tuple[pd.DataFrame, 
 
 
 def _html(config, comparison, fits, utilities, summary, metric_table, confusions, warned) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     e = html.escape
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -434,7 +434,8 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
     )
     for name, transducer in fits.items():
         if transducer.transform_.model_dims <= 2:
-            fig, ax = plt.subplots(figsize=(6, 3.6))
+            fig = _figure(figsize=(6, 3.6))
+            ax = fig.subplots()
             transducer.plot(ax=ax)
             ax.set_title(f"{name}")
             parts.append(f"<h3>{e(name)}</h3><img alt='transducer of {e(name)}' src='{_png(fig)}'>")
@@ -450,7 +451,8 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
         )
         parts.append("<p>P(best):</p>")
         parts.append(comparison.prob_best(matrix=matrix).to_frame().to_html(escape=True))
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        fig = _figure(figsize=(11, 4))
+        axes = fig.subplots(1, 2)
         comparison.plot(matrix=matrix, axes=axes)
         parts.append(f"<img alt='long-run utility posteriors, {e(str(matrix))}' src='{_png(fig)}'>")
     parts.append(
@@ -485,7 +487,8 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
         )
         for i, a in enumerate(names):
             for b in names[i + 1 :]:
-                fig, ax = plt.subplots(figsize=(5.5, 5))
+                fig = _figure(figsize=(5.5, 5))
+                ax = fig.subplots()
                 utility_space(confusions[a], confusions[b], names=(a, b), ax=ax)
                 parts.append(f"<img alt='win map, {e(a)} vs {e(b)}' src='{_png(fig)}'>")
     parts.append("<h2 id='diagnostics'>Sampler diagnostics</h2><ul>")
