@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint system-deps bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,13 +13,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The main job (the README's command): the shipped report, replacing an earlier one.
 demo: $(STAMP)
-	$(BIN)/yieldwise demo --out demo-output
+	$(BIN)/yieldwise demo --out demo-output --overwrite
+
+# Debian packages for the browser and R tests, installed when missing (needs root).
+system-deps:
+	bash tools/system-deps.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check yieldwise tests bench
 
-test: lint
+test: lint system-deps
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

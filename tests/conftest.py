@@ -59,3 +59,36 @@ def long_run_program(stan_backend):
 def pytest_terminal_summary(terminalreporter):
     if _ran:
         terminalreporter.write_line(f"yieldwise Stan backends that ran: {', '.join(sorted(_ran))}")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's headless chromium, driven by selenium (tools/system-deps.sh installs it).
+
+    Skipped with the reason when chromium or its driver is missing, except under
+    ``CI=true``, where a missing browser is a failure: CI must open the report.
+    """
+    import os
+    import shutil
+
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if chromium is None or driver_path is None:
+        reason = (
+            "Debian's chromium and chromium-driver are not installed "
+            "(run `make system-deps` as root)"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {reason}")
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", "--window-size=1400,1800"):  # fmt: skip
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    yield driver
+    driver.quit()

@@ -1,4 +1,4 @@
-"""The command line: the worked-example demo and usage errors."""
+"""The command line: the worked example, fit, and usage errors (report/demo: test_report)."""
 
 import re
 
@@ -9,8 +9,8 @@ import pytest
 from yieldwise.cli import main
 
 
-def test_demo_prints_and_writes_the_worked_example(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path)]) == 0
+def test_example_prints_and_writes_the_worked_example(tmp_path, capsys):
+    assert main(["example", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "7 of 10 metrics favour 'cautious'" in printed
     assert "favours 'sensitive' by 0.310" in printed
@@ -36,8 +36,8 @@ def test_no_command_is_a_usage_error(capsys):
 def test_unwritable_output_is_reported(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert main(["demo", "--out", str(blocker / "sub")]) == 2
-    assert "yieldwise demo: error" in capsys.readouterr().err
+    assert main(["example", "--out", str(blocker / "sub")]) == 2
+    assert "yieldwise example: error" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------- fit

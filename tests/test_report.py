@@ -169,3 +169,122 @@ def test_shipped_config_is_valid():
     frame = config.table()  # checks every column and the utilities' classes
     assert len(frame) == 1079
     assert config.utilities["screening"].threshold() == pytest.approx(1 / 16)
+
+
+# ------------------------------------------------------------- in a real browser
+SECTIONS = ("summary", "transducers", "superiority", "thresholds", "metrics", "win-map",
+            "diagnostics")  # fmt: skip
+
+
+def open_in_browser(browser, page, screenshot):
+    """Load ``page`` in headless chromium; return its console errors after a screenshot."""
+    browser.get(page.resolve().as_uri())
+    browser.get_log("browser")  # clear entries of earlier pages
+    browser.refresh()
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    height = browser.execute_script("return document.body.scrollHeight")
+    browser.set_window_size(1400, min(int(height) + 100, 12000))
+    browser.save_screenshot(str(screenshot))
+    return errors
+
+
+def check_page(browser):
+    from selenium.webdriver.common.by import By
+
+    for section in SECTIONS:
+        element = browser.find_element(By.ID, section)
+        assert element.is_displayed() and element.text.strip(), section
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth])"
+    )
+    assert images and all(done and width > 100 for done, width in images), images
+    # Nothing but the page itself and its inline data: nothing fetched from anywhere.
+    fetched = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+    )
+    assert all(name.startswith("data:") for name in fetched), fetched
+    return len(images)
+
+
+def test_report_opens_in_a_browser_without_errors(report, browser):
+    from selenium.webdriver.common.by import By
+
+    shot = report.parent / "report.png"
+    assert open_in_browser(browser, report / "report.html", shot) == []
+    assert check_page(browser) == 5
+    # The user-given name is shown as text, never parsed as markup.
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert EVIL in body
+    assert not [b for b in browser.find_elements(By.TAG_NAME, "b") if b.text == "net & co"]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+# --------------------------------------------------------------- the main job
+def readme_main_job():
+    """The README's main-job command (the line in its 'main job' block), as argv."""
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    lines = [ln.split("#")[0].strip() for ln in readme.splitlines()]
+    commands = [ln for ln in lines if ln.startswith("yieldwise demo")]
+    assert len(commands) == 1, commands
+    # `make demo` runs exactly this command, from the virtualenv.
+    assert f"$(BIN)/{commands[0]}" in (root / "Makefile").read_text()
+    return shlex.split(commands[0])
+
+
+def test_readme_main_job_runs_on_the_shipped_config(tmp_path, browser):
+    """The README's command, through the installed console script, with fewer draws."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    argv = readme_main_job()
+    script = Path(sys.executable).with_name(argv[0])
+    out = tmp_path / "demo"
+    reduced = ["--out", str(out), "--chains", "2", "--warmup", "200", "--draws", "200"]
+    run = subprocess.run(
+        [str(script), *argv[1:], *reduced], capture_output=True, text=True, timeout=1200
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"Report written: {(out / 'report.html').resolve()}" in run.stdout
+    assert "fitting transducer 2/2: neural network (two logits)" in run.stderr  # progress
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["matrix"]) == {"screening", "accuracy"}
+    assert set(summary["classifier"]) == {"random forest (votes)", "neural network (two logits)"}
+    # P(best) sums to 1 within each matrix; means lie between the matrix's extremes.
+    assert np.allclose(summary.groupby("matrix")["prob_best"].sum(), 1.0)
+    assert summary["mean"].between(-10, 5).all()
+    lock = tomllib.loads((out / "config.lock.toml").read_text())
+    assert lock["sampler"]["chains"] == 2 and lock["sampler"]["draws"] == 200
+    assert open_in_browser(browser, out / "report.html", tmp_path / "demo.png") == []
+    assert check_page(browser) == 5
+
+
+def test_existing_folders_are_kept_unless_an_earlier_report(tmp_path, capsys):
+    """--out never silently replaces a folder; --overwrite replaces only earlier reports."""
+    from yieldwise.report import _move_into_place
+
+    load_digits_binary().iloc[:60].to_csv(tmp_path / "calibration.csv", index=False)
+    (tmp_path / "config.toml").write_text(CONFIG)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("precious")
+    command = ["report", str(tmp_path / "config.toml"), "--out", str(theirs)]
+    assert main(command) == 2
+    assert "exists already" in capsys.readouterr().err
+    assert main([*command, "--overwrite"]) == 2  # refused before any fitting
+    assert "not a yieldwise report folder" in capsys.readouterr().err
+    assert (theirs / "thesis.tex").read_text() == "precious"
+    # An earlier report is replaced only once the new one is complete.
+    earlier, partial = tmp_path / "earlier", tmp_path / ".earlier.partial"
+    for folder, text in ((earlier, "old"), (partial, "new")):
+        folder.mkdir()
+        (folder / "config.lock.toml").write_text(text)
+    _move_into_place(partial, earlier)
+    assert (earlier / "config.lock.toml").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "calibration.csv", "config.toml", "earlier", "theirs"
+    ]

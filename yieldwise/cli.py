@@ -3,6 +3,10 @@
 Subcommands
 -----------
 ``yieldwise demo [--out DIR]``
+    The main job on shipped data: runs ``report`` on the shipped configuration
+    (two real classifiers of handwritten digits, ``data/digits_report.toml``) and
+    prints where the report is.
+``yieldwise example [--out DIR]``
     Prints a worked example (two classifiers, a utility matrix, every metric,
     the yields and which classifier each favours) and writes it as CSV.
 ``yieldwise report CONFIG.toml --out DIR``
@@ -34,7 +38,7 @@ from .examples import screening_example, worked_example_table
 EXIT_USAGE = 2
 
 
-def _demo(args: argparse.Namespace) -> int:
+def _example(args: argparse.Namespace) -> int:
     utility, confusions = screening_example()
     table = worked_example_table(utility, confusions)
     names = list(confusions)
@@ -144,13 +148,53 @@ def _print_fit_summary(transducer: Any, name: str, out: Path) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import load_config, run_report
+    from .report import load_config
 
-    config = load_config(args.config)
+    return _run_report(load_config(args.config), args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .datasets import data_file
+    from .report import load_config
+
+    config_path = data_file("digits_report.toml")
+    print(f"yieldwise demo: the batch report on shipped data, configured by {config_path}")
+    return _run_report(load_config(config_path), args)
+
+
+def _run_report(config: Any, args: argparse.Namespace) -> int:
+    from .report import run_report
+
     overrides = {k: getattr(args, k) for k in ("chains", "warmup", "draws") if getattr(args, k)}
-    out = run_report(config, args.out, overrides)
-    print(f"Report written: {out / 'report.html'}")
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    out = run_report(
+        config, args.out, overrides, overwrite=args.overwrite, log=log,
+        sampler_progress=not args.quiet and sys.stderr.isatty(),
+    )  # fmt: skip
+    summary = pd.read_csv(out / "summary.csv")
+    columns = [c for c in ("matrix", "classifier", "mean", "sd", "prob_best") if c in summary]
+    print(f"\n{config.title}: long-run utility per item (posterior mean, sd, P(best))")
+    with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
+        print(summary[columns].to_string(index=False))
+    page = (out / "report.html").resolve()
+    print(f"\nReport written: {page}\nOpen it in a browser: {page.as_uri()}")
     return 0
+
+
+def _add_report_options(command: argparse.ArgumentParser, default_out: str) -> None:
+    command.add_argument(
+        "--out", default=default_out, help="folder to create (default: %(default)s)"
+    )
+    command.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier report in --out"
+    )
+    for name in ("chains", "warmup", "draws"):
+        command.add_argument(f"--{name}", type=int, default=None, help=f"override [sampler].{name}")
+    command.add_argument("--quiet", action="store_true", help="no progress on the terminal")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,11 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"yieldwise {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = commands.add_parser("demo", help="print and save a worked example")
-    demo.add_argument(
-        "--out", default="yieldwise-demo", help="output folder (default: %(default)s)"
+    demo = commands.add_parser(
+        "demo", help="the main job on shipped data: a report comparing two real classifiers"
     )
+    _add_report_options(demo, "yieldwise-demo")
     demo.set_defaults(run=_demo)
+    example = commands.add_parser("example", help="print and save a worked example")
+    example.add_argument(
+        "--out", default="yieldwise-example", help="output folder (default: %(default)s)"
+    )
+    example.set_defaults(run=_example)
     fit = commands.add_parser("fit", help="fit and save a transducer from a calibration CSV")
     fit.add_argument("calibration", metavar="CALIB.csv", help="calibration table (CSV)")
     fit.add_argument("--class-col", required=True, help="column of true classes")
@@ -181,9 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.set_defaults(run=_fit)
     report = commands.add_parser("report", help="the batch job: a posterior report folder")
     report.add_argument("config", metavar="CONFIG.toml", help="report configuration")
-    report.add_argument("--out", default="yieldwise-report", help="folder to create")
-    for name in ("chains", "warmup", "draws"):
-        report.add_argument(f"--{name}", type=int, default=None, help=f"override [sampler].{name}")
+    _add_report_options(report, "yieldwise-report")
     report.set_defaults(run=_report)
     return parser
 

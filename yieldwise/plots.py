@@ -213,11 +213,11 @@ def utility_space(
 
     c0, c1 = classes
     ax.set_xlabel(
-        f"x   (x > 0: correct {c0!r} worth less; x < 0: correct {c1!r} worth less)",
+        f"x\n(x > 0: correct {c0!r} worth less; x < 0: correct {c1!r} worth less)",
         parse_math=False,
     )
     ax.set_ylabel(
-        f"y   (y > 0: {c0!r} when {c1!r} worth more; y < 0: {c1!r} when {c0!r} worth more)",
+        f"y\n(y > 0: {c0!r} when {c1!r} worth more;\ny < 0: {c1!r} when {c0!r} worth more)",
         parse_math=False,
     )
     ax.set_title(f"Higher utility yield: {name_a} or {name_b}", parse_math=False)

@@ -48,8 +48,10 @@ import html
 import inspect
 import io
 import shutil
+import time
 import tomllib
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,19 +225,45 @@ def load_config(path: str | Path) -> ReportConfig:
 
 # ------------------------------------------------------------------ the job
 def run_report(
-    config: ReportConfig, out: str | Path, overrides: dict[str, Any] | None = None
+    config: ReportConfig,
+    out: str | Path,
+    overrides: dict[str, Any] | None = None,
+    *,
+    overwrite: bool = False,
+    log: Callable[[str], None] | None = None,
+    sampler_progress: bool = False,
 ) -> Path:
-    """Fit, compare and write the report folder ``out``; returns its path."""
+    """Fit, compare and write the report folder ``out``; returns its path.
+
+    Parameters
+    ----------
+    config : ReportConfig
+        From :func:`load_config`.
+    out : str or Path
+        The folder to create.
+    overrides : dict, optional
+        Sampler settings that replace the configuration's (``chains``, ``warmup``...).
+    overwrite : bool
+        Replace ``out`` if it is an earlier yieldwise report (it holds a
+        ``config.lock.toml``); any other existing folder is never removed.
+    log : callable, optional
+        Called with one line of text at each stage (the command line prints them).
+    sampler_progress : bool
+        Show Stan's own progress while each transducer samples.
+    """
     import tomli_w
 
     from . import __version__
     from .compare import compare
     from .transducer import Transducer
 
+    say = log or (lambda message: None)
     out = Path(out)
-    if out.exists():
-        raise ConfigError(f"{out}: exists already; choose another --out or remove it")
+    _check_target(out, overwrite)
+    started = time.perf_counter()
     frame = config.table()
+    labels = sorted(map(str, frame[config.class_col].unique()))
+    say(f"calibration data: {len(frame)} rows, classes {labels}")
     sampler = {**config.sampler, **(overrides or {})}
     seed = int(sampler.pop("seed", 1))
     # config.table() checked that every matrix's classes are the data's (as text), so the
@@ -247,8 +275,19 @@ def run_report(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for i, (name, columns) in enumerate(config.classifiers.items()):
-            transducer = Transducer(seed=seed + i, progress=False, **sampler)
+            say(
+                f"fitting transducer {i + 1}/{len(config.classifiers)}: {name} "
+                f"(outputs {', '.join(columns)})"
+            )
+            tick = time.perf_counter()
+            transducer = Transducer(seed=seed + i, progress=sampler_progress, **sampler)
             fits[name] = transducer.fit(frame[columns], truth, class_labels=class_names)
+            info = fits[name].sampler_summary()
+            say(
+                f"  done in {time.perf_counter() - tick:.0f} s: {fits[name].n_components_} "
+                f"components, {info['divergent']} divergent transitions, "
+                f"{info['max_treedepth_hits']} tree-depth hits"
+            )
     prevalences = None
     if config.prevalences is not None:
         prevalences = [float(config.prevalences[c]) for c in class_names]
@@ -258,7 +297,9 @@ def run_report(
         )
         for n, u in config.utilities.items()
     }
+    say(f"long-run utilities under {len(utilities)} utility matrices")
     comparison = compare(fits, utilities, prevalences=prevalences)
+    say("writing the report")
     partial = out.with_name(f".{out.name}.partial")
     if partial.exists():
         shutil.rmtree(partial)
@@ -323,8 +364,41 @@ def run_report(
             [str(w.message) for w in caught],
         )
     )
-    partial.rename(out)  # the folder appears only when complete
+    _move_into_place(partial, out)
+    say(f"finished in {time.perf_counter() - started:.0f} s")
     return out
+
+
+def _is_report(folder: Path) -> bool:
+    return folder.is_dir() and (folder / "config.lock.toml").is_file()
+
+
+def _check_target(out: Path, overwrite: bool) -> None:
+    if not out.exists():
+        return
+    if not overwrite:
+        raise ConfigError(
+            f"{out}: exists already; choose another --out, remove it, or pass --overwrite "
+            "to replace an earlier report"
+        )
+    if not _is_report(out):
+        raise ConfigError(
+            f"{out}: exists and is not a yieldwise report folder (no config.lock.toml); "
+            "--overwrite replaces only earlier reports, so choose another --out"
+        )
+
+
+def _move_into_place(partial: Path, out: Path) -> None:
+    """Rename the finished folder to ``out``, replacing an earlier report only now."""
+    if out.exists():  # _check_target allowed it: an earlier report, replaced on success
+        retired = out.with_name(f".{out.name}.replaced")
+        if retired.exists():
+            shutil.rmtree(retired)
+        out.rename(retired)
+        partial.rename(out)
+        shutil.rmtree(retired)
+    else:
+        partial.rename(out)  # the folder appears only when complete
 
 
 def _safe(name: str) -> str:
@@ -419,18 +493,21 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
         f"<title>{e(config.title)}</title>",
         "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px}"
-        "img{max-width:100%}</style></head><body>",
+        "img{max-width:100%}.wide{overflow-x:auto}</style></head><body>",
         f"<h1>{e(config.title)}</h1>",
         "<p>Each classifier's outputs were turned into probabilities by a transducer learned "
         "from the calibration data; decisions maximise expected utility. The long-run "
         "utility is the average utility per item that the classifier will yield in use, "
         "with its posterior uncertainty.</p>",
         "<h2 id='summary'>Summary</h2>",
+        "<div class='wide'>",
         summary.to_html(index=False, escape=True, float_format=lambda v: f"{v:.4g}"),
+        "</div>",
     ]
     parts.append(
         "<h2 id='transducers'>Transducers</h2><p>p(class | output) with 75 % variability "
-        "bands: how the curve could still move with more data.</p>"
+        "bands: how the curve could still move with more data. For two outputs, a map of "
+        "the posterior mean, with the calibration items as dots.</p>"
     )
     for name, transducer in fits.items():
         if transducer.transform_.model_dims <= 2:
@@ -446,11 +523,15 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
         parts.append("<p>P(row classifier yields more than column classifier):</p>")
         parts.append(
             comparison.prob_superiority(matrix=matrix).to_html(
-                escape=True, float_format=lambda v: f"{v:.3f}"
+                escape=True, float_format=lambda v: f"{v:.3f}", na_rep="—"
             )
         )
         parts.append("<p>P(best):</p>")
-        parts.append(comparison.prob_best(matrix=matrix).to_frame().to_html(escape=True))
+        parts.append(
+            comparison.prob_best(matrix=matrix)
+            .to_frame()
+            .to_html(escape=True, float_format=lambda v: f"{v:.3f}")
+        )
         fig = _figure(figsize=(11, 4))
         axes = fig.subplots(1, 2)
         comparison.plot(matrix=matrix, axes=axes)
@@ -470,10 +551,13 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
             parts.append(f"<li>{e(str(matrix))}: {u.shape[0]} decisions, no single threshold</li>")
     parts.append("</ul>")
     parts.append(
-        "<h2 id='metrics'>The usual metrics, and why they may mislead</h2><p>Metrics of "
-        "each classifier's own decisions; only admissible scores rank classifiers as some "
-        "utility matrix does, and only the utility yield of this problem's matrix ranks them "
-        "as this problem does.</p>"
+        "<h2 id='metrics'>The usual metrics, and why they may mislead</h2><p>The usual "
+        "metrics are computed, as is customary, on each classifier's standard decisions "
+        "(the largest output, or a score above 0.5) over the calibration items. Only "
+        "admissible scores rank classifiers as some utility matrix does, and only the "
+        "utility yield of this problem's own matrix ranks them as this problem does. The "
+        "utility-yield rows are those of the expected-utility decisions on the same items: "
+        "in-sample, hence a little optimistic; the long-run utilities above are not.</p>"
     )
     parts.append(metric_table.to_html(escape=True, float_format=lambda v: f"{v:.4g}"))
     names = list(confusions)
