@@ -26,6 +26,8 @@ class_col = "label"
 [[classifier]]
 name = "forest"
 outputs = ["forest_votes"]
+transform = "logit"
+resolution = 0.005
 
 [[classifier]]
 name = "{EVIL}"
@@ -78,6 +80,9 @@ def test_every_output_exists_and_parses(report):
     lock = tomllib.loads((report / "config.lock.toml").read_text())
     assert lock["sampler"]["seed"] == 3 and lock["versions"]["backend"] in ("pystan", "cmdstanpy")
     assert [c["name"] for c in lock["classifier"]] == ["forest", EVIL]
+    assert lock["classifier"][0]["transform"] == ["logit"]
+    assert lock["classifier"][0]["resolution"] == [0.005]  # votes k/200: a lattice
+    assert lock["classifier"][1]["resolution"] == ["continuous"]
     t = Transducer.load(report / "transducer_forest.nc")
     assert t.classes_ == ("other", "eight") and t.n_calibration_ == 360
     assert not list(report.parent.glob(".*partial"))
@@ -144,6 +149,32 @@ def test_html_is_self_contained_and_escapes_names(report):
             r"\[sampler\] has unknown key\(s\) \['sead'\]",
         ),
         (lambda c: c.replace("[data]", "[data", 1), r"not valid TOML"),
+        (
+            lambda c: c.replace('transform = "logit"', 'transform = "probit"'),
+            r"'forest'\)\.transform: expected one of",
+        ),
+        (
+            lambda c: c.replace(
+                '"forest_votes"]\ntransform = "logit"', '"net_logit_eight"]\ntransform = "log"'
+            ),
+            r"\[\[classifier\]\] 'forest': outputs column 'net_logit_eight' must be non-negative",
+        ),
+        (
+            lambda c: c.replace('resolution = 0.005', 'resolution = -1'),
+            r"'forest'\)\.resolution: expected",
+        ),
+        (
+            lambda c: c.replace('transform = "logit"', 'colour = "red"'),
+            r"'forest'\): unknown key\(s\) \['colour'\]",
+        ),
+        (
+            lambda c: c + '\n[prevalences]\nother = 0.5\nnine = 0.5\n',
+            r"\[prevalences\] names classes \['nine', 'other'\]",
+        ),
+        (
+            lambda c: c + '\n[prevalences]\nother = 0.5\neight = "half"\n',
+            r"\[prevalences\]\.eight: expected a positive number",
+        ),
     ],
 )
 def test_bad_configs_exit_2_and_leave_nothing(tmp_path, capsys, edit, message):

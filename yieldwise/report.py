@@ -27,6 +27,8 @@ Example configuration::
     [[classifier]]
     name = "forest"
     outputs = ["forest_votes"]
+    transform = "logit"     # optional: auto | identity | logit | log | simplex
+    resolution = 0.005      # optional: auto | continuous | lattice spacing
 
     [[utility]]
     name = "screening"
@@ -39,6 +41,12 @@ Example configuration::
     warmup = 500
     draws = 750
     seed = 1
+
+    [prevalences]           # optional: deployment class frequencies
+    other = 0.8
+    eight = 0.2
+
+``data/digits_report.toml`` shows every key with comments.
 """
 
 from __future__ import annotations
@@ -82,6 +90,8 @@ class ReportConfig:
     classifiers: dict[str, list[str]]
     utilities: dict[str, UtilityMatrix]
     prevalences: dict[str, float] | None = None
+    #: per classifier, the Transducer's ``output_transform`` and ``resolution``
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
     sampler: dict[str, Any] = field(default_factory=dict)
     title: str = "yieldwise report"
 
@@ -120,6 +130,11 @@ class ReportConfig:
                     f"first in data row {int(np.flatnonzero(missing)[0]) + 1}"
                 )
         seen = {str(c) for c in frame[self.class_col].unique()}
+        if self.prevalences is not None and set(map(str, self.prevalences)) != seen:
+            raise ConfigError(
+                f"{self.path}: [prevalences] names classes {sorted(map(str, self.prevalences))}, "
+                f"but column {self.class_col!r} of {where} has {sorted(seen)}"
+            )
         for name, u in self.utilities.items():
             classes = {str(c) for c in u.classes}
             if classes != seen:
@@ -138,6 +153,37 @@ def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where:
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise ConfigError(f"{where}.{key}: expected {names}, found {value!r}")
     return value
+
+
+_TRANSFORMS = ("auto", "identity", "logit", "log", "simplex")
+
+
+def _classifier_options(entry: dict[str, Any], n_outputs: int, where: str) -> dict[str, Any]:
+    """``transform`` and ``resolution`` of one [[classifier]], checked (Transducer names)."""
+    transform = entry.get("transform", "auto")
+    kinds = [transform] if isinstance(transform, str) else transform
+    if (
+        not isinstance(kinds, list)
+        or not all(isinstance(k, str) and k in _TRANSFORMS for k in kinds)
+        or (not isinstance(transform, str) and len(kinds) != n_outputs)
+    ):
+        raise ConfigError(
+            f"{where}.transform: expected one of {list(_TRANSFORMS)} or a list of them, one "
+            f"per output column ({n_outputs}), found {transform!r}"
+        )
+    resolution = entry.get("resolution", "auto")
+    if resolution == "continuous":
+        resolution = None
+    elif not (
+        resolution == "auto"
+        or (isinstance(resolution, int | float) and not isinstance(resolution, bool)
+            and 0 < resolution < float("inf"))
+    ):  # fmt: skip
+        raise ConfigError(
+            f"{where}.resolution: expected \"auto\", \"continuous\" or a positive lattice "
+            f"spacing such as 0.005, found {resolution!r}"
+        )
+    return {"output_transform": transform, "resolution": resolution}
 
 
 def load_config(path: str | Path) -> ReportConfig:
@@ -172,6 +218,7 @@ def load_config(path: str | Path) -> ReportConfig:
             )
     class_col = _need(data, "class_col", str, f"{path}: [data]")
     classifiers: dict[str, list[str]] = {}
+    options: dict[str, dict[str, Any]] = {}
     for i, entry in enumerate(_need(raw, "classifier", list, str(path)), start=1):
         where = f"{path}: [[classifier]] number {i}"
         name = _need(entry, "name", str, where)
@@ -180,7 +227,14 @@ def load_config(path: str | Path) -> ReportConfig:
             raise ConfigError(f"{where}.outputs: expected a non-empty list of column names")
         if name in classifiers:
             raise ConfigError(f"{where}.name: {name!r} is used twice")
+        unknown = set(entry) - {"name", "outputs", "transform", "resolution"}
+        if unknown:
+            raise ConfigError(
+                f"{where} ({name!r}): unknown key(s) {sorted(unknown)}; known: name, "
+                "outputs, transform, resolution"
+            )
         classifiers[name] = outputs
+        options[name] = _classifier_options(entry, len(outputs), f"{where} ({name!r})")
     utilities: dict[str, UtilityMatrix] = {}
     for i, entry in enumerate(_need(raw, "utility", list, str(path)), start=1):
         where = f"{path}: [[utility]] number {i}"
@@ -208,8 +262,16 @@ def load_config(path: str | Path) -> ReportConfig:
             f"known: {sorted(_SAMPLER_KEYS)}"
         )
     prevalences = raw.get("prevalences")
-    if prevalences is not None and not isinstance(prevalences, dict):
-        raise ConfigError(f"{path}: [prevalences] must be a table class = frequency")
+    if prevalences is not None:
+        if not isinstance(prevalences, dict) or not prevalences:
+            raise ConfigError(f"{path}: [prevalences] must be a table of class = frequency")
+        for label, value in prevalences.items():
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not 0 < value < float("inf"):
+                raise ConfigError(
+                    f"{path}: [prevalences].{label}: expected a positive number (a frequency), "
+                    f"found {value!r}"
+                )
     return ReportConfig(
         path=path,
         calibration=calibration,
@@ -218,6 +280,7 @@ def load_config(path: str | Path) -> ReportConfig:
         classifiers=classifiers,
         utilities=utilities,
         prevalences=prevalences,
+        options=options,
         sampler=sampler,
         title=str(raw.get("title", "yieldwise report")),
     )
@@ -280,8 +343,13 @@ def run_report(
                 f"(outputs {', '.join(columns)})"
             )
             tick = time.perf_counter()
-            transducer = Transducer(seed=seed + i, progress=sampler_progress, **sampler)
-            fits[name] = transducer.fit(frame[columns], truth, class_labels=class_names)
+            transducer = Transducer(
+                seed=seed + i, progress=sampler_progress, **config.options.get(name, {}), **sampler
+            )
+            try:
+                fits[name] = transducer.fit(frame[columns], truth, class_labels=class_names)
+            except ValueError as exc:  # e.g. a transform that does not suit the outputs
+                raise ConfigError(f"{config.path}: [[classifier]] {name!r}: {exc}") from exc
             info = fits[name].sampler_summary()
             say(
                 f"  done in {time.perf_counter() - tick:.0f} s: {fits[name].n_components_} "
@@ -330,7 +398,17 @@ def run_report(
             "class_col": config.class_col,
             "rows": len(frame),
         },
-        "classifier": [{"name": n, "outputs": c} for n, c in config.classifiers.items()],
+        "classifier": [
+            {
+                "name": n,
+                "outputs": c,
+                "transform": [str(k) for k in fits[n].transform_.kind],
+                "resolution": [
+                    "continuous" if r is None else float(r) for r in fits[n].transform_.resolution
+                ],
+            }
+            for n, c in config.classifiers.items()
+        ],
         "utility": [
             {
                 "name": n,
