@@ -130,8 +130,11 @@ def test_compare_fitted_transducers_uses_their_long_run_utilities():
     # the standard form is an affine image of u: the same decisions, the same ranking
     assert batch.prob_superiority(matrix="v").loc["sharp", "blunt"] == pytest.approx(expected)
     assert set(batch.summary()["matrix"]) == {"u", "v"}
-    with pytest.raises(ValueError, match="at least 2 classifiers"):
-        compare({"sharp": sharp}, u)
+    alone = compare({"sharp": sharp}, u)  # one classifier: its summary, P(best) = 1
+    assert alone.prob_best()["sharp"] == 1.0 and alone.prob_superiority().isna().all().all()
+    np.testing.assert_allclose(alone.utilities["sharp"], result.utilities["sharp"])
+    with pytest.raises(ValueError, match="at least one classifier"):
+        compare({}, u)
     with pytest.raises(TypeError, match="mapping name -> fitted Transducer"):
         compare([sharp, blunt], u)
     with pytest.raises(ValueError, match="fitted on several"):

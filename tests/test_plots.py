@@ -307,3 +307,41 @@ def test_roc_plot_errors():
         plots.roc({"steady": np.r_[np.nan, scores["steady"][1:]]}, truth, u)
     with pytest.raises(ValueError, match=r"binary \(2x2\)"):
         plots.roc(scores, truth, UtilityMatrix(np.eye(3)))
+
+
+# ------------------------------------------------------------ transducer plots
+def _simplex_transducer(columns):
+    """A given-draws transducer on 3-class probability vectors (2 model dims)."""
+    from yieldwise import Transducer
+
+    rng = np.random.default_rng(2)
+    probs = rng.dirichlet([2, 2, 2], size=40)
+    labels = np.array(["three", "five", "eight"])[probs.argmax(axis=1)]
+    w = np.full((1, 4, 3), 1 / 3)
+    alpha = np.tile(np.eye(3) * 0.8 + 0.2 / 3, (1, 4, 1, 1))
+    mu = np.tile(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]), (1, 4, 1, 1))
+    sigma = np.ones((1, 4, 3, 2))
+    frame = pd.DataFrame(probs, columns=columns)
+    return Transducer._from_draws(
+        {"w": w, "alpha": alpha, "mu": mu, "sigma": sigma}, frame, labels,
+        ("three", "five", "eight"),
+    ), frame  # fmt: skip
+
+
+def test_probability_vector_transducer_plot_is_a_calibration_plot():
+    # Columns named after their classes, in another order than the classes.
+    t, frame = _simplex_transducer(["p_eight", "p_three", "p_five"])
+    assert t.transform_.is_simplex
+    ax = t.plot()
+    band = t.predict_interval(np.unique(frame.to_numpy(), axis=0))
+    dots = {line.get_label(): line for line in ax.lines}
+    for label, column in (("three", 1), ("five", 2), ("eight", 0)):
+        x, y = dots[f"p({label} | output)"].get_data()
+        rows = np.unique(frame.to_numpy(), axis=0)
+        np.testing.assert_allclose(x, rows[:, column])  # matched by name, not position
+        np.testing.assert_allclose(y, band["mean"].sel({"class": label}).values)
+    assert "output read as probability" in dots
+    # Columns that do not name the classes: by position when there is one per class.
+    t2, frame2 = _simplex_transducer(["a", "b", "c"])
+    x, _ = {ln.get_label(): ln for ln in t2.plot().lines}["p(eight | output)"].get_data()
+    np.testing.assert_allclose(x, np.unique(frame2.to_numpy(), axis=0)[:, 2])

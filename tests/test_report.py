@@ -172,6 +172,10 @@ def test_html_is_self_contained_and_escapes_names(report):
             r"\[prevalences\] names classes \['nine', 'other'\]",
         ),
         (
+            lambda c: c + '\n[prevalences]\nother = 0.5\neight = 0.6\n',
+            r"\[prevalences\] must sum to 1, found a sum of 1.1",
+        ),
+        (
             lambda c: c + '\n[prevalences]\nother = 0.5\neight = "half"\n',
             r"\[prevalences\]\.eight: expected a positive number",
         ),
@@ -319,3 +323,79 @@ def test_existing_folders_are_kept_unless_an_earlier_report(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "calibration.csv", "config.toml", "earlier", "theirs"
     ]
+
+
+def test_prevalences_reach_the_long_run_utilities(tmp_path):
+    """[prevalences] (listed in another order than the classes) give generative mode."""
+    from yieldwise import UtilityMatrix, long_run_utility
+
+    second = CONFIG.index(f'[[classifier]]\nname = "{EVIL}"')
+    one = CONFIG[:second] + CONFIG[CONFIG.index("[[utility]]") :]  # the forest alone
+    config = one + "\n[prevalences]\neight = 0.3\nother = 0.7\n"
+    load_digits_binary().iloc[::3].to_csv(tmp_path / "calibration.csv", index=False)
+    (tmp_path / "config.toml").write_text(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out"),
+                     "--quiet"]) == 0  # fmt: skip
+    out = tmp_path / "out"
+    t = Transducer.load(out / "transducer_forest.nc")
+    screening = UtilityMatrix([[0, -10], [-1, 5]], decisions=["dismiss", "treat"],
+                              classes=["other", "eight"])  # fmt: skip
+    deployed = long_run_utility(t, screening, prevalences=[0.7, 0.3]).values.mean()
+    calibration = long_run_utility(t, screening).values.mean()
+    summary = pd.read_csv(out / "summary.csv").set_index("matrix")
+    assert summary.loc["screening", "mean"] == pytest.approx(deployed, rel=1e-9)
+    # 30 % eights instead of the data's ~10 %: a different (here higher) long-run utility.
+    assert deployed > calibration + 0.1
+    lock = tomllib.loads((out / "config.lock.toml").read_text())
+    assert lock["prevalences"] == {"other": 0.7, "eight": 0.3}
+
+
+THREE = """
+title = "Three digits"
+[data]
+dataset = "digits_three"
+class_col = "label"
+[[classifier]]
+name = "network"
+outputs = ["p_three", "p_five", "p_eight"]
+[[utility]]
+name = "costly eights"
+decisions = ["three", "five", "eight", "ask"]
+classes = ["three", "five", "eight"]
+values = [[1, 0, -4], [0, 1, -4], [0, 0, 1], [0.5, 0.5, 0.5]]
+[sampler]
+chains = 2
+warmup = 200
+draws = 200
+seed = 5
+"""
+
+
+def test_three_class_report_with_one_classifier(tmp_path, browser):
+    """Probability vectors (simplex transform), a rectangular matrix, a lone classifier."""
+    from selenium.webdriver.common.by import By
+
+    (tmp_path / "three.toml").write_text(THREE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        status = main(["report", str(tmp_path / "three.toml"), "--out", str(tmp_path / "out"),
+                       "--quiet"])  # fmt: skip
+    assert status == 0
+    out = tmp_path / "out"
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["classifier"]) == ["network"] and summary["prob_best"].item() == 1.0
+    assert pd.read_csv(out / "superiority.csv").empty
+    lock = tomllib.loads((out / "config.lock.toml").read_text())
+    assert lock["classifier"][0]["transform"] == ["simplex"]
+    # Always answering "ask" yields 0.5 for sure, so the expected-utility rule's long-run
+    # utility cannot fall below it by more than integration and sampling noise.
+    draws = xr.open_dataset(out / "draws.nc")["long_run_utility"].values
+    assert draws.min() > 0.5 - 1e-2
+    page = (out / "report.html").read_text()
+    # decision 'ask' on the thresholds list: 0.5·P(three) + 0.5·P(five) + 0.5·P(eight)
+    assert "&ldquo;ask&rdquo;: 0.5&middot;P(three) + 0.5&middot;P(five)" in page
+    assert open_in_browser(browser, out / "report.html", tmp_path / "three.png") == []
+    for section in SECTIONS:
+        assert browser.find_element(By.ID, section).text.strip()

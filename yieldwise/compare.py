@@ -55,7 +55,8 @@ def compare(
         Independent fits (one per classifier), or a transducer fitted on several
         classifiers' outputs at once (``Transducer().fit({"rf": ..., "cnn": ...}, y)``):
         then each member is a marginal of it, the draws are paired, and the joint
-        transducer itself takes part as the ensemble ``"joint"``.
+        transducer itself takes part as the ensemble ``"joint"``. A single classifier
+        gives its posterior summary (its P(best) is 1, its superiority table empty).
     utility : UtilityMatrix or a batch (see :func:`yieldwise.long_run_utility`)
     rule : "augmented", "standard", a callable, or a mapping name -> rule
         With a joint transducer, ``"standard"`` applies to the members; the joint
@@ -68,10 +69,8 @@ def compare(
     Comparison
     """
     members, paired = _members(transducers)
-    if len(members) < 2:
-        raise ValueError(
-            f"compare needs at least 2 classifiers, found {len(members)}: {list(members)}"
-        )
+    if not members:
+        raise ValueError("compare needs at least one classifier, found an empty mapping")
     raw: dict[str, xr.DataArray] = {}
     rescaled: dict[str, xr.DataArray] = {}
     for name, transducer in members.items():
@@ -297,7 +296,11 @@ class Comparison:
             _, axes = plt.subplots(1, 2, figsize=(11, 4))
         density_ax, heat_ax = axes
         _plot_densities(density_ax, {n: self._samples(n, matrix) for n in self.names})
-        _plot_superiority(heat_ax, self.prob_superiority(matrix))
+        if len(self.names) > 1:
+            _plot_superiority(heat_ax, self.prob_superiority(matrix))
+        else:
+            heat_ax.set_axis_off()
+            heat_ax.text(0.5, 0.5, "one classifier: nothing to compare", ha="center")
         return axes
 
 

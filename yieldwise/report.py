@@ -272,6 +272,9 @@ def load_config(path: str | Path) -> ReportConfig:
                     f"{path}: [prevalences].{label}: expected a positive number (a frequency), "
                     f"found {value!r}"
                 )
+        total = sum(prevalences.values())
+        if abs(total - 1) > 1e-9:
+            raise ConfigError(f"{path}: [prevalences] must sum to 1, found a sum of {total!r}")
     return ReportConfig(
         path=path,
         calibration=calibration,
@@ -499,7 +502,7 @@ def _superiority_table(comparison: Any) -> pd.DataFrame:
                             "prob_superiority": table.loc[a, b],
                         }
                     )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["matrix", "classifier", "versus", "prob_superiority"])
 
 
 def _figure(**kwargs: Any) -> Any:
@@ -564,6 +567,13 @@ def _metric_table(config, frame, truth, fits, utilities) -> tuple[pd.DataFrame, 
     return table, confusions
 
 
+def _expected_utility_terms(row: Any, classes: Any) -> str:
+    """``1·P(a) + 0·P(b)``: a decision's expected utility, as escaped HTML."""
+    return " + ".join(
+        f"{v:g}&middot;P({html.escape(str(c))})" for v, c in zip(row, classes, strict=True)
+    )
+
+
 def _html(config, comparison, fits, utilities, summary, metric_table, confusions, warned) -> str:
     e = html.escape
     parts = [
@@ -585,40 +595,48 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
     parts.append(
         "<h2 id='transducers'>Transducers</h2><p>p(class | output) with 75 % variability "
         "bands: how the curve could still move with more data. For two outputs, a map of "
-        "the posterior mean, with the calibration items as dots.</p>"
+        "the posterior mean, with the calibration items as dots; for probability vectors, "
+        "each class's probability against its own output column (the dotted diagonal is "
+        "the output taken at face value).</p>"
     )
     for name, transducer in fits.items():
-        if transducer.transform_.model_dims <= 2:
-            fig = _figure(figsize=(6, 3.6))
-            ax = fig.subplots()
-            transducer.plot(ax=ax)
-            ax.set_title(f"{name}")
-            parts.append(f"<h3>{e(name)}</h3><img alt='transducer of {e(name)}' src='{_png(fig)}'>")
+        # every output shape has a plot: a 1-D curve, a 2-D map, or a calibration plot
+        fig = _figure(figsize=(6, 3.6))
+        ax = fig.subplots()
+        transducer.plot(ax=ax)
+        ax.set_title(f"{name}")
+        parts.append(f"<h3>{e(name)}</h3><img alt='transducer of {e(name)}' src='{_png(fig)}'>")
     parts.append("<h2 id='superiority'>Which classifier yields more</h2>")
     for matrix, u in utilities.items():
         parts.append(f"<h3>Utility matrix {e(str(matrix))}</h3>")
         parts.append(u.to_frame().to_html(escape=True))
-        parts.append("<p>P(row classifier yields more than column classifier):</p>")
-        parts.append(
-            comparison.prob_superiority(matrix=matrix).to_html(
-                escape=True, float_format=lambda v: f"{v:.3f}", na_rep="—"
+        if len(comparison.names) > 1:
+            parts.append("<p>P(row classifier yields more than column classifier):</p>")
+            parts.append(
+                comparison.prob_superiority(matrix=matrix).to_html(
+                    escape=True, float_format=lambda v: f"{v:.3f}", na_rep="—"
+                )
             )
-        )
-        parts.append("<p>P(best):</p>")
+            parts.append("<p>P(best): the probability that each has the highest long-run "
+                         "utility.</p>")  # fmt: skip
+            parts.append(
+                comparison.prob_best(matrix=matrix)
+                .to_frame()
+                .to_html(escape=True, float_format=lambda v: f"{v:.3f}")
+            )
         parts.append(
-            comparison.prob_best(matrix=matrix)
-            .to_frame()
-            .to_html(escape=True, float_format=lambda v: f"{v:.3f}")
+            "<p>The posterior of each classifier's long-run utility per item: where its "
+            "average utility in use will lie, given the calibration data.</p>"
         )
         fig = _figure(figsize=(11, 4))
         axes = fig.subplots(1, 2)
         comparison.plot(matrix=matrix, axes=axes)
         parts.append(f"<img alt='long-run utility posteriors, {e(str(matrix))}' src='{_png(fig)}'>")
     parts.append(
-        "<h2 id='thresholds'>What each utility matrix implies</h2><p>With two decisions, "
-        "the expected-utility rule is a threshold on the probability of the second class: "
-        "choose the second decision when it is exceeded.</p><ul>"
-    )
+        "<h2 id='thresholds'>What each utility matrix implies</h2><p>Each item gets the "
+        "decision with the largest expected utility under its probabilities. With two "
+        "decisions and two classes, that is a threshold on the probability of the second "
+        "class: choose the second decision when it is exceeded.</p><ul>"    )
     for matrix, u in utilities.items():
         if u.shape == (2, 2):
             parts.append(
@@ -626,7 +644,14 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
                 f"P({e(str(u.classes[1]))}) exceeds {u.threshold():.4g}</li>"
             )
         else:
-            parts.append(f"<li>{e(str(matrix))}: {u.shape[0]} decisions, no single threshold</li>")
+            terms = "; ".join(
+                f"&ldquo;{e(str(d))}&rdquo;: " + _expected_utility_terms(row, u.classes)
+                for d, row in zip(u.decisions, u.values, strict=True)
+            )
+            parts.append(
+                f"<li>{e(str(matrix))}: choose the decision with the largest expected utility "
+                f"({terms})</li>"
+            )
     parts.append("</ul>")
     parts.append(
         "<h2 id='metrics'>The usual metrics, and why they may mislead</h2><p>The usual "
@@ -639,13 +664,19 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
     )
     parts.append(metric_table.to_html(escape=True, float_format=lambda v: f"{v:.4g}"))
     names = list(confusions)
-    if len(names) >= 2 and all(len(c.classes) == 2 for c in confusions.values()):
+    parts.append("<h3 id='win-map'>Utility-space win map</h3>")
+    if len(names) < 2 or not all(len(c.classes) == 2 for c in confusions.values()):
+        parts.append(
+            "<p>The win map covers two classifiers of a two-class problem (the chart of "
+            f"theory 1.1); this report has {len(names)} classifier(s) and "
+            f"{len(next(iter(confusions.values())).classes)} classes.</p>"
+        )
+    else:
         from .plots import utility_space
 
         parts.append(
-            "<h3 id='win-map'>Utility-space win map</h3><p>For every binary utility matrix "
-            "(the chart of theory 1.1; accuracy at the centre), which classifier's own "
-            "decisions yield more on the calibration data.</p>"
+            "<p>For every binary utility matrix (the chart of theory 1.1; accuracy at the "
+            "centre), which classifier's own decisions yield more on the calibration data.</p>"
         )
         for i, a in enumerate(names):
             for b in names[i + 1 :]:
@@ -656,10 +687,13 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
     parts.append("<h2 id='diagnostics'>Sampler diagnostics</h2><ul>")
     for name, transducer in fits.items():
         info = transducer.sampler_summary()
+        table = transducer.diagnostics()
         parts.append(
             f"<li>{e(name)}: {info['divergent']} divergent transitions, "
             f"{info['max_treedepth_hits']} at the maximum tree depth, "
-            f"n_components {transducer.n_components_}</li>"
+            f"n_components {transducer.n_components_}; over {len(table)} quantities that do "
+            f"not depend on component labels, worst R-hat {table['r_hat'].max():.3f} and "
+            f"lowest bulk ESS {table['ess_bulk'].min():.0f} (targets: 1.01 and 400)</li>"
         )
     parts.append("</ul>")
     if warned:

@@ -813,8 +813,13 @@ class Transducer:
 
         For one output column, ``p(c | y)`` against ``y`` for each class in
         ``classes`` (default: all but the first of a binary problem, else all),
-        with the ``prob`` band, and the calibration outputs as a rug. For two
-        columns, a map of the probability of the last class.
+        with the ``prob`` band, and the calibration outputs as a rug. For two free
+        columns, a map of the probability of the last class. For probability vectors
+        and more columns, ``p(c | y)`` with its band at each distinct calibration
+        output, against the output column of class ``c`` (the column whose name
+        contains the class label, else the column in the class's position): a
+        calibration plot, on which the raw output read as a probability is the
+        diagonal.
         """
         import matplotlib.pyplot as plt
 
@@ -843,6 +848,8 @@ class Transducer:
             ax.set_ylim(-0.05, 1.05)
             ax.set_title(f"Transducer with {prob:.0%} variability bands")
             ax.legend(loc="best")
+        elif self.transform_.is_simplex or y.shape[1] > 2:
+            self._plot_at_calibration_outputs(ax, y, shown, prob, prevalences)
         elif y.shape[1] == 2:
             label = shown[-1]
             j = self.classes_.index(label)
@@ -850,8 +857,6 @@ class Transducer:
             gy = np.linspace(y[:, 1].min(), y[:, 1].max(), len(gx))
             xx, yy = np.meshgrid(gx, gy)
             points = np.column_stack([xx.ravel(), yy.ravel()])
-            if self.transform_.is_simplex:
-                raise ValueError("plot() of a probability map needs two free output columns")
             p = self.predict_proba(points, prevalences=prevalences)[:, j].reshape(xx.shape)
             mesh = ax.pcolormesh(xx, yy, p, vmin=0, vmax=1, cmap="viridis", shading="auto")
             ax.figure.colorbar(mesh, ax=ax, label=f"p({label} | output)")
@@ -859,11 +864,44 @@ class Transducer:
             ax.set_xlabel(str(self.transform_.columns[0]))
             ax.set_ylabel(str(self.transform_.columns[1]))
             ax.set_title("Transducer probability map")
-        else:
-            raise ValueError(
-                f"plot() handles 1 or 2 output columns, this transducer has {y.shape[1]}"
-            )
         return ax
+
+    def _class_columns(self, shown: tuple[Label, ...]) -> dict[Label, int]:
+        """The output column that belongs to each class, by name, else by position."""
+        columns = [str(c).lower() for c in self.transform_.columns]
+        found: dict[Label, int] = {}
+        for label in shown:
+            named = [j for j, c in enumerate(columns) if str(label).lower() in c]
+            if len(named) == 1:
+                found[label] = named[0]
+            elif len(columns) == len(self.classes_):
+                found[label] = self.classes_.index(label)
+            else:
+                raise ValueError(
+                    f"plot(): cannot tell which of the output columns "
+                    f"{list(self.transform_.columns)} belongs to class {label!r}; name "
+                    "each column after its class (e.g. 'p_<class>')"
+                )
+        return found
+
+    def _plot_at_calibration_outputs(
+        self, ax: Axes, y: np.ndarray, shown: tuple[Label, ...], prob: float, prevalences: Any
+    ) -> None:
+        rows = np.unique(y, axis=0)
+        band = self.predict_interval(rows, prob=prob, prevalences=prevalences)
+        for label, column in self._class_columns(shown).items():
+            j = self.classes_.index(label)
+            x, mean = rows[:, column], band["mean"].values[:, j]
+            (dots,) = ax.plot(x, mean, ".", markersize=3, label=f"p({label} | output)")
+            ax.vlines(x, band["lower"].values[:, j], band["upper"].values[:, j],
+                      color=dots.get_color(), alpha=0.15, linewidth=1)  # fmt: skip
+        if self.transform_.is_simplex:
+            ax.plot([0, 1], [0, 1], color="0.5", linestyle=":", label="output read as probability")
+        ax.set_xlabel("output column of the class")
+        ax.set_ylabel("probability")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(f"Transducer at the calibration outputs, {prob:.0%} bands")
+        ax.legend(loc="best")
 
     # ------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
