@@ -92,3 +92,25 @@ def browser():
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     yield driver
     driver.quit()
+
+
+@pytest.fixture(scope="session")
+def r_session():
+    """The embedded R with the yw_ functions installed; returns ``rpy2.robjects.r``.
+
+    Skipped with the reason when R or rpy2 is missing, except under ``CI=true``,
+    where a missing R is a failure: CI must run the bridge.
+    """
+    import os
+
+    try:
+        import rpy2.robjects as ro
+    except Exception as exc:  # ImportError, or R itself failing to load under rpy2
+        reason = f"R or rpy2 is not usable ({type(exc).__name__}: {exc}); run `make test` as root"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {reason}")
+        pytest.skip(reason)
+    from yieldwise import rbridge
+
+    rbridge.install()
+    return ro.r

@@ -13,6 +13,10 @@ Subcommands
     The batch job: fits every classifier's transducer, compares their long-run
     utilities under every utility matrix, and writes a report folder
     (:mod:`yieldwise.report`).
+``yieldwise r SCRIPT.R [args]``
+    Runs an R script in an embedded R with the ``yw_`` functions of the R bridge
+    defined (:mod:`yieldwise.rbridge`); the script reads ``args`` with
+    ``commandArgs(trailingOnly = TRUE)``. Exit status 1 when the script stops.
 ``yieldwise fit CALIB.csv --class-col COL --output-cols C1[,C2..] --out FILE.nc``
     Fits a transducer to a calibration table and saves it (NetCDF, reloadable with
     ``Transducer.load``); prints the sampler's diagnostics.
@@ -197,6 +201,12 @@ def _add_report_options(command: argparse.ArgumentParser, default_out: str) -> N
     command.add_argument("--quiet", action="store_true", help="no progress on the terminal")
 
 
+def _r(args: argparse.Namespace) -> int:
+    from .rbridge import run_script
+
+    return run_script(args.script, args.args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="yieldwise",
@@ -232,6 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("config", metavar="CONFIG.toml", help="report configuration")
     _add_report_options(report, "yieldwise-report")
     report.set_defaults(run=_report)
+    r_script = commands.add_parser(
+        "r", help="run an R script with the yw_ functions defined (the R bridge)"
+    )
+    r_script.add_argument("script", metavar="SCRIPT.R", help="the R script to run")
+    r_script.add_argument(
+        "args", nargs=argparse.REMAINDER, help="passed on: commandArgs(trailingOnly = TRUE)"
+    )
+    r_script.set_defaults(run=_r)
     return parser
 
 
@@ -244,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.run(args))
-    except (ValueError, TypeError, OSError) as exc:
+    except (ValueError, TypeError, OSError, ImportError) as exc:
         print(f"yieldwise {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
