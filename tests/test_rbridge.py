@@ -288,8 +288,7 @@ def test_rds_round_trip_keeps_factors_and_dimnames(r_session, tmp_path):
         read_rds(tmp_path / "none.rds")
 
 
-def test_yieldwise_r_runs_a_script(tmp_path):
-    pytest.importorskip("rpy2.robjects")
+def test_yieldwise_r_runs_a_script(r_session, tmp_path):
     script = tmp_path / "job.R"
     script.write_text(
         "args <- commandArgs(trailingOnly = TRUE)\n"
@@ -347,3 +346,21 @@ def test_python_warnings_become_r_warnings_and_handles_are_released(r_session, d
     assert key in _handles
     r("rm(short); invisible(gc())")
     assert key not in _handles  # R's finalizer released the Python object
+
+
+def test_the_documented_r_example_runs(r_session, tmp_path):
+    """docs/r.md's complete example, on the shipped data, with fewer draws."""
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "r.md").read_text()
+    example = docs.split("## A complete example")[1].split("```r")[1].split("```")[0]
+    example = example.replace("seed = 1)", "seed = 1, chains = 2, warmup = 150, draws = 150)")
+    example = example.replace("seed = 2)", "seed = 2, chains = 2, warmup = 150, draws = 150)")
+    assert example.count("draws = 150") == 2
+    load_digits_binary().to_csv(tmp_path / "calibration.csv", index=False)
+    r_session(f"setwd('{tmp_path}')")
+    try:
+        r_session(f"suppressWarnings({{\n{example}\n}})")
+        summary = py(r_session, "result$summary")
+    finally:
+        r_session(f"setwd('{Path.cwd()}')")
+    assert list(summary["classifier"]) == ["forest", "net"]
+    assert summary["prob_best"].sum() == pytest.approx(1.0)
