@@ -209,6 +209,14 @@ def test_long_run_utility_draws(r_session, fits):
         assert "draws_df" in list(r("class(lr)"))
         summary = py(r, "as.data.frame(posterior::summarise_draws(lr))")
         assert summary["mean"][0] == pytest.approx(expected.values.mean())
+        assert summary["variable"][0] == "long_run_utility"
+    has_bayesplot = r("isTRUE(requireNamespace('bayesplot', quietly = TRUE))")[0]
+    assert has_bayesplot or os.environ.get("CI") != "true"
+    if has_posterior and has_bayesplot:
+        # bayesplot reads the draws_df directly: its interval data match the draws
+        intervals = py(r, "as.data.frame(bayesplot::mcmc_intervals_data(lr, prob_outer = 0.9))")
+        assert intervals["m"][0] == pytest.approx(np.median(expected.values))
+        assert intervals["ll"][0] == pytest.approx(np.quantile(expected.values, 0.05))
 
 
 def test_fit_then_compare_round_trip_on_shipped_data(r_session, fits):

@@ -3,10 +3,11 @@
 #   chromium, chromium-driver   the headless browser that opens the HTML report
 #   r-base-core, r-base-dev     R, for the rpy2 bridge (rpy2 itself comes from PyPI)
 #   r-cran-posterior            R's posterior package, for draws_df conversions
+#   r-cran-bayesplot            to check that the draws plot with bayesplot directly
 # Without root (or sudo) nothing is installed; the tests that need a missing package
 # then skip with the reason, except under CI=true, where they fail.
 set -euo pipefail
-packages=(chromium chromium-driver r-base-core r-base-dev r-cran-posterior)
+packages=(chromium chromium-driver r-base-core r-base-dev r-cran-posterior r-cran-bayesplot)
 if ! command -v dpkg >/dev/null 2>&1; then
     echo "system-deps: not a Debian system; install ${packages[*]} by hand" >&2
     exit 0
