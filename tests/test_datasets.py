@@ -17,6 +17,7 @@ def test_digits_binary_contents():
     frame = load_digits_binary()
     assert list(frame.columns) == [
         "item", "digit", "label", "forest_votes", "net_logit_other", "net_logit_eight",
+        "knn_votes",
     ]  # fmt: skip
     assert len(frame) == 1079 and frame["item"].is_unique
     assert ((frame["digit"] == 8) == (frame["label"] == "eight")).all()
@@ -26,6 +27,8 @@ def test_digits_binary_contents():
     np.testing.assert_array_equal(votes, np.round(votes * 200) / 200)
     assert votes.min() >= 0 and votes.max() <= 1
     assert np.isfinite(frame[["net_logit_other", "net_logit_eight"]].to_numpy()).all()
+    knn = frame["knn_votes"].to_numpy()
+    np.testing.assert_array_equal(knn, np.round(knn * 50) / 50)  # k of 50 neighbours
 
 
 def test_digits_three_contents():

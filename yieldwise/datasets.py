@@ -26,19 +26,20 @@ def data_file(name: str) -> Path:
 
 
 def load_digits_binary() -> pd.DataFrame:
-    """'Is it an eight?': 1,079 held-out digits, 9.6 % eights, two classifiers' outputs.
+    """'Is it an eight?': 1,079 held-out digits, 9.6 % eights, three classifiers' outputs.
 
     Columns: ``item`` (index in scikit-learn's digits), ``digit``, ``label``
     (categorical: ``"other"``, ``"eight"``), ``forest_votes`` (a 200-tree random
     forest's vote fraction, k/200), ``net_logit_other`` and ``net_logit_eight`` (a
-    small neural network's two output logits).
+    small neural network's two output logits), ``knn_votes`` (the fraction of eights
+    among the 50 nearest training images, k/50).
 
     Examples
     --------
     >>> from yieldwise.datasets import load_digits_binary
     >>> frame = load_digits_binary()
     >>> frame.shape, list(frame["label"].cat.categories)
-    ((1079, 6), ['other', 'eight'])
+    ((1079, 7), ['other', 'eight'])
     """
     frame = pd.read_csv(data_file("digits_binary.csv"))
     frame["label"] = pd.Categorical(frame["label"], categories=["other", "eight"])
