@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint system-deps r-bridge bench clean
+.PHONY: demo test lint system-deps r-bridge vignettes bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ lint: $(STAMP)
 
 test: lint r-bridge
 	$(BIN)/python -m pytest
+
+# Execute every vignette with full sampler settings and render it to docs/vignettes/.
+vignettes: r-bridge
+	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=3600 \
+		--output-dir docs/vignettes vignettes/*.ipynb
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_audit.py --write
