@@ -31,6 +31,8 @@ and then ``%%R`` cells call ``yw_fit(...)`` and the other functions. From a shel
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 import uuid
 import warnings
@@ -66,6 +68,8 @@ R_FUNCTIONS = (
 _handles: dict[str, Any] = {}
 # rternalized callables must outlive every R reference to them.
 _keepalive: list[Any] = []
+# Each installation's R-side state (its "alive" flag), for _shutdown.
+_states: list[Any] = []
 
 
 def _rpy2() -> Any:
@@ -552,7 +556,23 @@ def install(envir: Any = None) -> list[str]:
     target = ri.globalenv if envir is None else envir
     for name in R_FUNCTIONS:
         target[name] = namespace[name]
+    _states.append(namespace[".yw_state"])
+    if len(_states) == 1:
+        atexit.register(_shutdown)
     return list(R_FUNCTIONS)
+
+
+def _shutdown() -> None:
+    """At interpreter exit, while rpy2 still works: stop R finalizers from calling into
+    Python, and release the Python side of every handle and closure."""
+    from rpy2 import robjects as ro
+
+    for state in _states:
+        state["alive"] = ro.BoolVector([False])
+    _handles.clear()
+    _keepalive.clear()
+    _states.clear()
+    gc.collect()
 
 
 def read_rds(path: str | Path) -> Any:

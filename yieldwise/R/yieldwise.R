@@ -88,10 +88,16 @@
   if (requireNamespace("posterior", quietly = TRUE)) posterior::as_draws_df(frame) else frame
 }
 
+# Python clears .yw_state$alive when it shuts down; later finalizers must not call it.
+.yw_state <- new.env(parent = emptyenv())
+.yw_state$alive <- TRUE
+
 .yw_handle <- function(key) {
   handle <- new.env(parent = emptyenv())
   handle$key <- key
-  reg.finalizer(handle, function(h) try(.yw_py$release(list(key = h$key)), silent = TRUE))
+  reg.finalizer(handle, function(h) {
+    if (isTRUE(.yw_state$alive)) try(.yw_py$release(list(key = h$key)), silent = TRUE)
+  })
   class(handle) <- "yw_transducer"
   handle
 }
