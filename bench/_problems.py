@@ -1,0 +1,272 @@
+"""Synthetic classification problems whose truth is known exactly (bench/decision_quality.py).
+
+Each problem knows its class frequencies, how to draw calibration items, the exact
+class probabilities ``p(c | y)``, and a table ``W[g, c]`` of the joint probability of
+class ``c`` and an output in cell ``g`` of a fine partition of the output space (every
+lattice value for vote fractions; fine quadrature cells for continuous outputs). With
+``W``, the long-run utility of any decision rule ``d(y)`` is
+``sum_g sum_c W[g, c] U[d(y_g), c]``: exact for a lattice, a quadrature error far below
+the differences measured otherwise.
+
+Outputs come in the form a classifier would hand over (vote fractions, a score in (0, 1),
+logits, a probability vector); ``score`` gives the real-valued 1-D score (binary) or the
+logits (3 classes) that post-hoc calibrators take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from scipy.special import expit, logit, softmax
+
+
+@dataclass
+class Problem:
+    name: str
+    description: str
+    prevalences: np.ndarray  # class frequencies of the population
+    sample_outputs: Callable[[np.ndarray, np.random.Generator], np.ndarray]  # classes -> outputs
+    cells: np.ndarray  # (G, D) representative outputs of the partition's cells
+    class_mass: np.ndarray  # (G, C) P(output in cell g | c); columns sum to 1
+    score: Callable[[np.ndarray], np.ndarray]  # outputs -> 1-D score or (n, C) logits
+    raw_probability: Callable[[np.ndarray], np.ndarray]  # outputs -> (n, C) read as probs
+    columns: list[str] = field(default_factory=list)
+
+    @property
+    def n_classes(self) -> int:
+        return self.prevalences.size
+
+    def joint(self, prevalences: np.ndarray | None = None) -> np.ndarray:
+        """``W[g, c]`` at the population's (or the given) class frequencies."""
+        r = self.prevalences if prevalences is None else np.asarray(prevalences, float)
+        return self.class_mass * r[None, :]
+
+    def truth(self, prevalences: np.ndarray | None = None) -> np.ndarray:
+        """Exact ``p(c | y)`` at the cells."""
+        w = self.joint(prevalences)
+        return w / w.sum(axis=1, keepdims=True).clip(1e-300)
+
+    def sample(self, n: int, rng: np.random.Generator, prevalences: Any = None):
+        r = self.prevalences if prevalences is None else np.asarray(prevalences, float)
+        classes = rng.choice(r.size, size=n, p=r)
+        return self.sample_outputs(classes, rng), classes
+
+
+# ------------------------------------------------------------------ partitions
+def _cells_1d(lo: float, hi: float, n: int, cdfs: list[Callable]) -> tuple[np.ndarray, np.ndarray]:
+    """Equal cells on [lo, hi] with exact masses from each class's CDF (tails folded in)."""
+    edges = np.linspace(lo, hi, n + 1)
+    mids = (edges[:-1] + edges[1:]) / 2
+    mass = np.column_stack(
+        [np.diff(np.concatenate([[0.0], cdf(edges[1:-1]), [1.0]])) for cdf in cdfs]
+    )
+    return mids[:, None], mass
+
+
+def _cells_2d(box: tuple[float, float, float, float], n: int, pdfs: list[Callable]):
+    """A midpoint grid on a box; masses are density x area, renormalised per class."""
+    x0, x1, y0, y1 = box
+    gx = np.linspace(x0, x1, n + 1)
+    gy = np.linspace(y0, y1, n + 1)
+    mx, my = (gx[:-1] + gx[1:]) / 2, (gy[:-1] + gy[1:]) / 2
+    points = np.column_stack([np.repeat(mx, n), np.tile(my, n)])
+    mass = np.column_stack([pdf(points) for pdf in pdfs])
+    return points, mass / mass.sum(axis=0, keepdims=True)
+
+
+def _normal_mixture(parts: list[tuple[float, float, float]]):
+    """(weight, mean, sd) parts -> (cdf, sampler) of a 1-D normal mixture."""
+    w = np.array([p[0] for p in parts])
+    m = np.array([p[1] for p in parts])
+    s = np.array([p[2] for p in parts])
+
+    def cdf(x):
+        return (w * stats.norm.cdf((np.asarray(x)[:, None] - m) / s)).sum(axis=1)
+
+    def draw(n, rng):
+        which = rng.choice(w.size, size=n, p=w)
+        return m[which] + s[which] * rng.standard_normal(n)
+
+    return cdf, draw
+
+
+def _one_d(name, description, prevalences, parts_by_class, lo, hi):
+    mixtures = [_normal_mixture(parts) for parts in parts_by_class]
+    cells, mass = _cells_1d(lo, hi, 4000, [m[0] for m in mixtures])
+
+    def sample_outputs(classes, rng):
+        y = np.empty(classes.size)
+        for c, (_, draw) in enumerate(mixtures):
+            y[classes == c] = draw(int((classes == c).sum()), rng)
+        return y[:, None]
+
+    return Problem(
+        name,
+        description,
+        np.asarray(prevalences, float),
+        sample_outputs,
+        cells,
+        mass,
+        score=lambda y: y[:, 0],
+        raw_probability=lambda y: np.column_stack([1 - expit(y[:, 0]), expit(y[:, 0])]),
+        columns=["score"],
+    )
+
+
+# ------------------------------------------------------------------ the panel
+def votes_problem() -> Problem:
+    """(1) A forest's hard votes: k of 200 trees, beta-binomial per class, 9 % positives."""
+    trees, ab = 200, [(0.6, 8.0), (6.0, 2.5)]
+    k = np.arange(trees + 1)
+    mass = np.column_stack([stats.betabinom.pmf(k, trees, a, b) for a, b in ab])
+
+    def sample_outputs(classes, rng):
+        a = np.array([ab[c][0] for c in classes])
+        b = np.array([ab[c][1] for c in classes])
+        return (rng.binomial(trees, rng.beta(a, b)) / trees)[:, None]
+
+    squeeze = lambda v: (v[:, 0] * trees + 0.5) / (trees + 1)  # noqa: E731 (a one-liner)
+    return Problem(
+        "votes",
+        "vote fractions k/200, beta-binomial per class, 9 % positives",
+        np.array([0.91, 0.09]),
+        sample_outputs,
+        (k / trees)[:, None],
+        mass,
+        score=lambda v: logit(squeeze(v)),
+        raw_probability=lambda v: np.column_stack([1 - v[:, 0], v[:, 0]]),
+        columns=["votes"],
+    )
+
+
+def logistic_problem() -> Problem:
+    """(2) Equal-variance normal classes: p(1 | y) exactly logistic in y (Platt's home)."""
+    return _one_d(
+        "logistic",
+        "normal classes, equal variance: truth logistic in the score",
+        [0.8, 0.2],
+        [[(1, 0.0, 1.0)], [(1, 2.0, 1.0)]],
+        -7,
+        9,
+    )
+
+
+def beta_problem() -> Problem:
+    """(3) Beta-distributed scores per class: truth exactly of beta-calibration shape."""
+    ab = [(2.0, 5.0), (4.0, 1.5)]
+    edges = np.linspace(0, 1, 4001)
+    mids = (edges[:-1] + edges[1:]) / 2
+    mass = np.column_stack([np.diff(stats.beta.cdf(edges, a, b)) for a, b in ab])
+
+    def sample_outputs(classes, rng):
+        a = np.array([ab[c][0] for c in classes])
+        b = np.array([ab[c][1] for c in classes])
+        return rng.beta(a, b)[:, None]
+
+    return Problem(
+        "beta",
+        "beta-distributed scores in (0, 1): truth of beta-calibration shape",
+        np.array([0.75, 0.25]),
+        sample_outputs,
+        mids[:, None],
+        mass,
+        score=lambda y: logit(np.clip(y[:, 0], 1e-12, 1 - 1e-12)),
+        raw_probability=lambda y: np.column_stack([1 - y[:, 0], y[:, 0]]),
+        columns=["score"],
+    )
+
+
+def non_monotone_problem() -> Problem:
+    """(4) Positives at both ends of the score: no monotone calibrator can follow it."""
+    return _one_d(
+        "non-monotone",
+        "positives concentrated at both ends of the score",
+        [0.85, 0.15],
+        [[(1, 0.0, 1.0)], [(0.5, -2.2, 0.6), (0.5, 2.2, 0.6)]],
+        -7,
+        7,
+    )
+
+
+def overlapping_problem() -> Problem:
+    """(5) Heavily overlapping bimodal classes."""
+    return _one_d(
+        "overlapping",
+        "heavily overlapping bimodal classes",
+        [0.6, 0.4],
+        [[(0.5, -1.5, 0.8), (0.5, 1.0, 0.8)], [(0.5, -1.0, 0.8), (0.5, 1.5, 0.8)]],
+        -7,
+        8,
+    )
+
+
+def two_logits_problem() -> Problem:
+    """(6) Two logits, a different correlated normal per class: a 2-D output."""
+    means = [np.array([2.0, -2.0]), np.array([-0.5, 1.0])]
+    covs = [np.array([[1.0, 0.8], [0.8, 1.0]]), np.array([[2.0, 0.5], [0.5, 1.0]])]
+    laws = [stats.multivariate_normal(m, c) for m, c in zip(means, covs, strict=True)]
+    cells, mass = _cells_2d((-5, 8, -7, 6), 220, [law.pdf for law in laws])
+
+    def sample_outputs(classes, rng):
+        out = np.empty((classes.size, 2))
+        for c, (m, cov) in enumerate(zip(means, covs, strict=True)):
+            pick = classes == c
+            out[pick] = rng.multivariate_normal(m, cov, size=int(pick.sum()))
+        return out
+
+    return Problem(
+        "two-logits",
+        "two logits, correlated normals per class (2-D output)",
+        np.array([0.8, 0.2]),
+        sample_outputs,
+        cells,
+        mass,
+        score=lambda z: z[:, 1] - z[:, 0],
+        raw_probability=lambda z: softmax(z, axis=1),
+        columns=["logit_0", "logit_1"],
+    )
+
+
+def softmax_problem() -> Problem:
+    """(7) Three classes, a softmax probability vector as output."""
+    means = [np.array([1.5, 0.0]), np.array([0.0, 1.5]), np.array([-1.0, -1.0])]
+    sd = 1.2
+    laws = [stats.multivariate_normal(m, sd**2 * np.eye(2)) for m in means]
+    cells_z, mass = _cells_2d((-6, 6.5, -6, 6.5), 220, [law.pdf for law in laws])
+
+    def to_vector(z):
+        return softmax(np.column_stack([z, np.zeros(len(z))]), axis=1)
+
+    def sample_outputs(classes, rng):
+        z = np.array([means[c] for c in classes]) + sd * rng.standard_normal((classes.size, 2))
+        return to_vector(z)
+
+    def logits(p):
+        return np.log(np.clip(p, 1e-300, None))
+
+    return Problem(
+        "softmax-3",
+        "three classes, softmax probability vector output",
+        np.array([0.5, 0.3, 0.2]),
+        sample_outputs,
+        to_vector(cells_z),
+        mass,
+        score=logits,
+        raw_probability=lambda p: p,
+        columns=["p_0", "p_1", "p_2"],
+    )
+
+
+PANEL = [
+    votes_problem,
+    logistic_problem,
+    beta_problem,
+    non_monotone_problem,
+    overlapping_problem,
+    two_logits_problem,
+    softmax_problem,
+]

@@ -1,0 +1,684 @@
+"""Decision quality: yieldwise's transducer against the methods users would pick instead.
+
+One seeded command measures, side by side:
+
+* **Panel** (bench/_problems.py): seven synthetic problems whose ``p(c | y)`` and output
+  distribution are known exactly, calibration sets of 300, 1,000 and 3,600 items. Every
+  method turns outputs into probabilities and decides by maximum expected utility; the
+  exact long-run utility of its decisions is computed under the truth (no sampling noise
+  in the evaluation) for 10,000 utility matrices drawn uniformly over the binary chart
+  (theory 1.1) plus four named ones, or 1,000 random 3x3 matrices. Reported: mean and
+  maximum rescaled regret against the oracle (the true probabilities), the fraction of
+  matrices where yieldwise does at least as well as each peer, the median rescaled
+  utility. Methods: the yieldwise transducer (posterior-mean probabilities); isotonic,
+  sigmoid (Platt), temperature and beta calibration; the raw output read as a
+  probability; the standard rule (argmax / 0.5, whatever the utilities); the oracle.
+* **Prior shift**: calibrate at one class balance, deploy at another (9 % -> 67 %
+  positives): the transducer's generative mode with the known prevalences, against the
+  peers corrected by Bayes' rule with the same prevalences, and against no correction.
+* **Honest uncertainty**: over repeated simulations, the coverage of the transducer's
+  50/75/95 % bands for the true ``p(c | y)`` and of the long-run-utility intervals for
+  the true long-run utility of the deployed rule.
+* **Real data**: the shipped calibration sets split into calibration and demonstration
+  halves several times; held-out utility yields of each method over the same matrices.
+
+Rescaled regret of a method under ``U``: ``(u_oracle - u) / (u_max - u_min)`` with
+``u_max = sum_c f_c max_d U[d, c]`` and ``u_min = sum_c f_c min_d U[d, c]`` (the range
+of yields any decisions could have), so that matrices of any scale are comparable.
+
+Usage (from the repository root; results are cached in bench/results/ so that
+``--render`` rewrites the report without refitting)::
+
+    python bench/decision_quality.py --write           # full run (about an hour, 2 cores)
+    python bench/decision_quality.py --quick           # a smoke run: small sizes, few reps
+    python bench/decision_quality.py --render --write  # report from the cached results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+import warnings
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from _calibrators import CALIBRATORS
+from _common import write_section
+from _problems import PANEL, Problem
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "decision_quality.json"
+FIGURES = ROOT / "docs" / "figures"
+SECTION = "## Decision quality against the alternatives"
+
+#: The four named binary matrices (rows decisions, columns classes 0 and 1).
+NAMED = {
+    "[[1,0],[0,1]]": [[1, 0], [0, 1]],
+    "[[1,-10],[0,10]]": [[1, -10], [0, 10]],
+    "[[1,0],[-10,10]]": [[1, 0], [-10, 10]],
+    "[[10,0],[-10,1]]": [[10, 0], [-10, 1]],
+}
+PEERS = ["isotonic", "sigmoid (Platt)", "temperature", "beta", "raw score", "standard rule"]
+METHODS = ["yieldwise", *PEERS, "oracle"]
+
+
+# ------------------------------------------------------------------ utility matrices
+def chart_matrices(n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` standard-form matrices uniform over the chart's admitted domain (theory 1.1)."""
+    from yieldwise.utility import chart_matrices as at
+    from yieldwise.utility import in_chart_domain
+
+    points = np.empty((0, 2))
+    while len(points) < n:
+        xy = rng.uniform(-1, 1, size=(2 * n, 2))
+        points = np.vstack([points, xy[in_chart_domain(xy[:, 0], xy[:, 1])]])
+    return at(points[:n, 0], points[:n, 1])
+
+
+def binary_matrices(rng: np.random.Generator, n: int) -> tuple[np.ndarray, list[str]]:
+    names = [f"chart {i}" for i in range(n)] + list(NAMED)
+    return np.concatenate([chart_matrices(n, rng), np.array(list(NAMED.values()), float)]), names
+
+
+def three_class_matrices(rng: np.random.Generator, n: int) -> tuple[np.ndarray, list[str]]:
+    return rng.uniform(0, 1, size=(n, 3, 3)), [f"random {i}" for i in range(n)]
+
+
+# ------------------------------------------------------------------ exact long-run utility
+def long_run(p: np.ndarray, w: np.ndarray, utilities: np.ndarray) -> np.ndarray:
+    """Utility per item of maximum-expected-utility decisions from ``p`` (cells x classes),
+    under the joint masses ``w`` (cells x classes), for every matrix (M, D, C)."""
+    if p.shape[1] == 2 and utilities.shape[1] == 2:
+        return _long_run_binary(p[:, 1], w, utilities)
+    out = np.empty(len(utilities))
+    for start in range(0, len(utilities), 64):  # chunks bound the (M, cells, D) array
+        u = utilities[start : start + 64]
+        chosen = np.einsum("mdc,gc->mgd", u, p).argmax(axis=2)  # (M, cells)
+        gained = np.take_along_axis(u[:, None, :, :], chosen[:, :, None, None], axis=2)[:, :, 0]
+        out[start : start + 64] = np.einsum("mgc,gc->m", gained, w)
+    return out
+
+
+def _long_run_binary(p1: np.ndarray, w: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Two decisions: "decide 1" is a half-line in p1, so cumulative masses answer all M.
+
+    The gain of decision 1 over 0 is ``a + b p1`` with ``a = U10 - U00`` and
+    ``b = (U11 - U01) - (U10 - U00)``; ties go to decision 0.
+    """
+    order = np.argsort(p1, kind="stable")
+    ps = p1[order]
+    cum = np.vstack([np.zeros(2), np.cumsum(w[order], axis=0)])  # (cells + 1, 2)
+    total = cum[-1]
+    a = u[:, 1, 0] - u[:, 0, 0]
+    b = (u[:, 1, 1] - u[:, 0, 1]) - a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(b != 0, -a / b, 0.0)
+    # mass deciding 1: p1 > t when b > 0; p1 < t when b < 0; all or nothing when b = 0
+    above = total - cum[np.searchsorted(ps, t, side="right")]
+    below = cum[np.searchsorted(ps, t, side="left")]
+    everything = np.where((a > 0)[:, None], total, 0.0)
+    ones = np.where((b > 0)[:, None], above, np.where((b < 0)[:, None], below, everything))
+    zeros = total - ones
+    return (zeros * u[:, 0, :] + ones * u[:, 1, :]).sum(axis=1)
+
+
+def fixed_decisions(decided: np.ndarray, w: np.ndarray, utilities: np.ndarray) -> np.ndarray:
+    """Utility per item of decisions that ignore the utilities (the standard rule)."""
+    table = np.stack([w[decided == d].sum(axis=0) for d in range(utilities.shape[1])])
+    return np.einsum("mdc,dc->m", utilities, table)
+
+
+def bounds(utilities: np.ndarray, frequencies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return utilities.min(axis=1) @ frequencies, utilities.max(axis=1) @ frequencies
+
+
+# ------------------------------------------------------------------ methods
+def fit_methods(problem: Problem, outputs: np.ndarray, labels: np.ndarray, seed: int):
+    """Every method, fitted on one calibration set: name -> (cells' outputs -> probabilities)."""
+    from yieldwise import Transducer
+
+    k = problem.n_classes
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        transducer = Transducer(seed=seed, progress=False).fit(
+            pd.DataFrame(outputs, columns=problem.columns), labels
+        )
+    info = transducer.sampler_summary()
+    fit_record = {
+        "seconds": time.perf_counter() - started,
+        "components": int(transducer.n_components_),
+        "divergent": int(info["divergent"]),
+        "treedepth": int(info["max_treedepth_hits"]),
+        "warnings": len(caught),
+    }
+    score = problem.score(outputs)
+    predictors = {
+        "yieldwise": lambda y: transducer.predict_proba(pd.DataFrame(y, columns=problem.columns))
+    }
+    for name, fit in CALIBRATORS.items():
+        peer = fit(score, labels, k)
+        predictors[name] = lambda y, peer=peer: peer(problem.score(y))
+    predictors["raw score"] = problem.raw_probability
+    return predictors, transducer, fit_record
+
+
+def evaluate(
+    problem: Problem,
+    predictors: dict,
+    utilities: np.ndarray,
+    prevalences: np.ndarray | None = None,
+    correct: dict | None = None,
+) -> dict:
+    """Exact long-run utilities (M,) of every method under the truth at ``prevalences``."""
+    w = problem.joint(prevalences)
+    cells = problem.cells
+    values = {}
+    for name, predict in predictors.items():
+        p = predict(cells)
+        if correct and name in correct:
+            p = correct[name](p)
+        values[name] = long_run(p, w, utilities)
+    raw = problem.raw_probability(cells)
+    values["standard rule"] = fixed_decisions(raw.argmax(axis=1), w, utilities)
+    values["oracle"] = long_run(problem.truth(prevalences), w, utilities)
+    return values
+
+
+def summarise(
+    values: dict,
+    utilities: np.ndarray,
+    frequencies: np.ndarray,
+    names: list[str],
+    reference: str = "oracle",
+) -> dict:
+    low, high = bounds(utilities, frequencies)
+    span = high - low
+    best = values[reference]
+    out = {}
+    for method, u in values.items():
+        regret = (best - u) / span
+        chart = np.array([not n.startswith("[[") for n in names])
+        out[method] = {
+            "mean_regret": float(regret[chart].mean()),
+            "max_regret": float(regret[chart].max()),
+            "median_rescaled": float(np.median(((u - low) / span)[chart])),
+            "yieldwise_at_least": float(np.mean(values["yieldwise"][chart] >= u[chart] - 1e-12)),
+            "named": {n: float(r) for n, r, c in zip(names, regret, chart, strict=True) if not c},
+        }
+    return out
+
+
+# ------------------------------------------------------------------ the experiments
+def run_panel(sizes: list[int], n_matrices: int, seed: int) -> dict:
+    results: dict[str, Any] = {}
+    for i, make in enumerate(PANEL):
+        problem = make()
+        rng = np.random.default_rng([seed, i])
+        if problem.n_classes == 2:
+            utilities, names = binary_matrices(rng, n_matrices)
+        else:
+            utilities, names = three_class_matrices(rng, n_matrices // 10)
+        for n in sizes:
+            outputs, labels = problem.sample(n, np.random.default_rng([seed, i, n]))
+            predictors, _, fit = fit_methods(problem, outputs, labels, seed=seed + n)
+            values = evaluate(problem, predictors, utilities)
+            summary = summarise(values, utilities, problem.prevalences, names)
+            results[f"{problem.name}|{n}"] = {
+                "fit": fit,
+                "summary": summary,
+                "regret": _regret_sample(values, utilities, problem.prevalences),
+            }
+            print(
+                f"{problem.name:>12} n={n:>5}: yieldwise mean regret "
+                f"{summary['yieldwise']['mean_regret']:.4f}, best peer "
+                f"{min(summary[p]['mean_regret'] for p in PEERS):.4f} "
+                f"({fit['seconds']:.0f} s fit)",
+                flush=True,
+            )
+    return results
+
+
+def _regret_sample(values: dict, utilities: np.ndarray, frequencies: np.ndarray) -> dict:
+    """1,000 chart matrices' regrets per method, for the distribution plots."""
+    low, high = bounds(utilities, frequencies)
+    return {
+        m: ((values["oracle"] - u) / (high - low))[:1000].round(6).tolist()
+        for m, u in values.items()
+    }
+
+
+def run_prior_shift(n: int, n_matrices: int, seed: int, deployed: float = 0.67) -> dict:
+    """Calibrate at the problem's balance, deploy at ``deployed`` positives."""
+    results = {}
+    for i, make in enumerate(PANEL[:2]):  # votes (9 % positives) and logistic (20 %)
+        problem = make()
+        rng = np.random.default_rng([seed, 100 + i])
+        utilities, names = binary_matrices(rng, n_matrices)
+        outputs, labels = problem.sample(n, np.random.default_rng([seed, 100 + i, n]))
+        predictors, transducer, _ = fit_methods(problem, outputs, labels, seed=seed + 7)
+        r = np.array([1 - deployed, deployed])
+        f = np.bincount(labels, minlength=2) / labels.size
+
+        def bayes(p, r=r, f=f):
+            q = p * (r / f)[None, :]
+            return q / q.sum(axis=1, keepdims=True)
+
+        naive = evaluate(problem, predictors, utilities, prevalences=r)
+        corrected = evaluate(
+            problem,
+            predictors,
+            utilities,
+            prevalences=r,
+            correct={m: bayes for m in predictors if m != "yieldwise"},
+        )
+        corrected["yieldwise"] = long_run(
+            transducer.predict_proba(
+                pd.DataFrame(problem.cells, columns=problem.columns), prevalences=r
+            ),
+            problem.joint(r),
+            utilities,
+        )
+        results[problem.name] = {
+            "no correction": summarise(naive, utilities, r, names),
+            "corrected": summarise(corrected, utilities, r, names),
+            "calibration_positives": float(f[1]),
+            "deployed_positives": deployed,
+        }
+        print(
+            f"prior shift {problem.name}: generative yieldwise "
+            f"{results[problem.name]['corrected']['yieldwise']['mean_regret']:.4f}",
+            flush=True,
+        )
+    return results
+
+
+def run_coverage(reps: int, n: int, seed: int) -> dict:
+    """Band and long-run-utility interval coverage over repeated simulations."""
+    from yieldwise import UtilityMatrix, long_run_utility
+
+    probs = (0.5, 0.75, 0.95)
+    results = {}
+    for i, make in enumerate(PANEL[:2]):
+        problem = make()
+        truth = problem.truth()[:, 1]
+        # nine fixed outputs: cells at the 5 %, ..., 95 % quantiles of the output law
+        cdf = np.cumsum(problem.joint().sum(axis=1))
+        picks = np.searchsorted(cdf, np.linspace(0.05, 0.95, 9))
+        band_hits = {p: [] for p in probs}
+        utility_hits = {p: [] for p in probs}
+        for rep in range(reps):
+            outputs, labels = problem.sample(n, np.random.default_rng([seed, 200 + i, rep]))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                from yieldwise import Transducer
+
+                t = Transducer(seed=seed + rep, progress=False).fit(
+                    pd.DataFrame(outputs, columns=problem.columns), labels
+                )
+            at = pd.DataFrame(problem.cells[picks], columns=problem.columns)
+            for p in probs:
+                band = t.predict_interval(at, prob=p)
+                low, high = band["lower"].values[:, 1], band["upper"].values[:, 1]
+                band_hits[p].extend(((low <= truth[picks]) & (truth[picks] <= high)).tolist())
+            p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
+            for values in NAMED.values():
+                u = UtilityMatrix(values, decisions=[0, 1], classes=[0, 1])
+                draws = long_run_utility(t, u).values.ravel()
+                true_u = long_run(p_hat, problem.joint(), np.array([values], float))[0]
+                for p in probs:
+                    low, high = np.quantile(draws, [(1 - p) / 2, (1 + p) / 2])
+                    utility_hits[p].append(bool(low <= true_u <= high))
+            print(f"coverage {problem.name} rep {rep + 1}/{reps}", flush=True)
+        results[problem.name] = {
+            "bands": {str(p): float(np.mean(h)) for p, h in band_hits.items()},
+            "long_run": {str(p): float(np.mean(h)) for p, h in utility_hits.items()},
+            "n_band_checks": len(band_hits[0.5]),
+            "n_utility_checks": len(utility_hits[0.5]),
+        }
+    return results
+
+
+def run_real(splits: int, n_matrices: int, seed: int) -> dict:
+    """Shipped data: calibrate on one half, count held-out yields on the other."""
+    from yieldwise.datasets import load_digits_binary, load_digits_three
+
+    binary = load_digits_binary()
+    truth2 = (binary["label"] == "eight").to_numpy().astype(int)
+    three = load_digits_three()
+    order3 = ["three", "five", "eight"]
+    truth3 = pd.Categorical(three["label"], categories=order3).codes.astype(int)
+    cases = {
+        "digits: forest votes": (binary, truth2, ["forest_votes"], _lattice_problem(200)),
+        "digits: network logits": (
+            binary,
+            truth2,
+            ["net_logit_other", "net_logit_eight"],
+            _logits_problem(),
+        ),
+        "digits: 50-NN votes": (binary, truth2, ["knn_votes"], _lattice_problem(50)),
+        "digits 3/5/8: network": (
+            three,
+            truth3,
+            ["p_three", "p_five", "p_eight"],
+            _simplex_problem(),
+        ),
+    }
+    results = {}
+    rng = np.random.default_rng([seed, 300])
+    bin_u, bin_names = binary_matrices(rng, n_matrices)
+    tri_u, tri_names = three_class_matrices(rng, n_matrices // 10)
+    for name, (frame, truth, columns, problem) in cases.items():
+        utilities, names = (tri_u, tri_names) if problem.n_classes == 3 else (bin_u, bin_names)
+        per_split = []
+        for s in range(splits):
+            half = np.random.default_rng([seed, 301, s]).permutation(len(frame)) < len(frame) // 2
+            outputs = frame[columns].to_numpy(float)
+            problem.columns = columns
+            predictors, _, _ = fit_methods(problem, outputs[half], truth[half], seed=seed + s)
+            held, labels = outputs[~half], truth[~half]
+            w = np.eye(problem.n_classes)[labels] / labels.size  # each held-out item a cell
+            values = {m: long_run(f(held), w, utilities) for m, f in predictors.items()}
+            raw = problem.raw_probability(held)
+            values["standard rule"] = fixed_decisions(raw.argmax(axis=1), w, utilities)
+            # no oracle on real data: regret against the best method per matrix
+            values["oracle"] = np.max(np.stack(list(values.values())), axis=0)
+            per_split.append(summarise(values, utilities, w.sum(axis=0), names))
+            print(f"real {name} split {s + 1}/{splits}", flush=True)
+        results[name] = {
+            m: {
+                k: float(np.mean([p[m][k] for p in per_split]))
+                for k in ("mean_regret", "max_regret", "median_rescaled", "yieldwise_at_least")
+            }
+            for m in per_split[0]
+        }
+    return results
+
+
+def _lattice_problem(trees: int) -> Problem:
+    squeeze = lambda v: (v[:, 0] * trees + 0.5) / (trees + 1)  # noqa: E731 (a one-liner)
+    from scipy.special import logit
+
+    return Problem(
+        "real",
+        "",
+        np.array([0.5, 0.5]),
+        None,
+        None,
+        None,  # type: ignore[arg-type]
+        score=lambda v: logit(squeeze(v)),
+        raw_probability=lambda v: np.column_stack([1 - v[:, 0], v[:, 0]]),
+    )
+
+
+def _logits_problem() -> Problem:
+    from scipy.special import softmax
+
+    return Problem(
+        "real",
+        "",
+        np.array([0.5, 0.5]),
+        None,
+        None,
+        None,  # type: ignore[arg-type]
+        score=lambda z: z[:, 1] - z[:, 0],
+        raw_probability=lambda z: softmax(z, axis=1),
+    )
+
+
+def _simplex_problem() -> Problem:
+    return Problem(
+        "real",
+        "",
+        np.array([1 / 3] * 3),
+        None,
+        None,
+        None,  # type: ignore[arg-type]
+        score=lambda p: np.log(np.clip(p, 1e-300, None)),
+        raw_probability=lambda p: p,
+    )
+
+
+# ------------------------------------------------------------------ report
+def render(results: dict) -> str:
+    lines = [
+        SECTION,
+        "",
+        f"Command: `{results['command']}` ({results['date']}, "
+        f"{results['cores']} cores, {results['seconds'] / 60:.0f} min). "
+        "Every number below is a rescaled regret against the oracle (the true "
+        "probabilities), `(u_oracle - u) / (u_max - u_min)`, over 10,000 matrices "
+        "uniform on the binary chart (1,000 random 3x3 matrices for the 3-class "
+        "problem), unless said otherwise. Lower is better; 0 is the oracle.",
+        "",
+    ]
+    panel = results["panel"]
+    sizes = sorted({int(k.split("|")[1]) for k in panel})
+    problems = list(dict.fromkeys(k.split("|")[0] for k in panel))
+    lines += [
+        "### Mean regret per problem and calibration size",
+        "",
+        "| problem | n | " + " | ".join(METHODS[:-1]) + " |",
+        "|---|---:|" + "---:|" * (len(METHODS) - 1),
+    ]
+    for name in problems:
+        for n in sizes:
+            s = panel[f"{name}|{n}"]["summary"]
+            best_peer = min(s[p]["mean_regret"] for p in PEERS)
+            cells = []
+            for m in METHODS[:-1]:
+                v = s[m]["mean_regret"]
+                text = f"{v:.4f}"
+                cells.append(
+                    f"**{text}**" if v <= min(best_peer, s["yieldwise"]["mean_regret"]) else text
+                )
+            lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Bold: the lowest mean regret of the row (oracle excluded).",
+        "",
+        "### Maximum regret, and how often yieldwise does at least as well",
+        "",
+        "| problem | n | yieldwise max | best peer max | yieldwise >= "
+        + " | yieldwise >= ".join(PEERS)
+        + " |",
+        "|---|---:|---:|---:|" + "---:|" * len(PEERS),
+    ]
+    for name in problems:
+        for n in sizes:
+            s = panel[f"{name}|{n}"]["summary"]
+            peer_max = min(s[p]["max_regret"] for p in PEERS)
+            lines.append(
+                f"| {name} | {n} | {s['yieldwise']['max_regret']:.3f} | "
+                f"{peer_max:.3f} | "
+                + " | ".join(f"{s[p]['yieldwise_at_least']:.0%}" for p in PEERS)
+                + " |"
+            )
+    lines += [
+        "",
+        "### The four named matrices (regret, n = 1,000)",
+        "",
+        "| problem | matrix | " + " | ".join(METHODS[:-1]) + " |",
+        "|---|---|" + "---:|" * (len(METHODS) - 1),
+    ]
+    middle = sizes[len(sizes) // 2]
+    for name in problems:
+        s = panel[f"{name}|{middle}"]["summary"]
+        for matrix in s["yieldwise"]["named"]:
+            lines.append(
+                f"| {name} | `{matrix}` | "
+                + " | ".join(f"{s[m]['named'][matrix]:.4f}" for m in METHODS[:-1])
+                + " |"
+            )
+    lines += ["", "### Across the panel", ""]
+    means = {
+        m: np.mean([panel[k]["summary"][m]["mean_regret"] for k in panel]) for m in METHODS[:-1]
+    }
+    ratio = max(
+        panel[k]["summary"]["yieldwise"]["mean_regret"]
+        / max(min(panel[k]["summary"][p]["mean_regret"] for p in PEERS), 1e-12)
+        for k in panel
+    )
+    lines += ["| method | mean regret over all problems and sizes |", "|---|---:|"]
+    lines += [f"| {m} | {v:.4f} |" for m, v in sorted(means.items(), key=lambda kv: kv[1])]
+    lines += [
+        "",
+        f"Worst ratio of yieldwise's mean regret to the best peer's on one "
+        f"problem and size: {ratio:.2f} (goal: at most 2).",
+        "",
+    ]
+    fits = [panel[k]["fit"] for k in panel]
+    lines += [
+        f"yieldwise fits (default settings, 4 chains x 750 draws): "
+        f"{sum(f['seconds'] for f in fits) / 60:.1f} min in total, "
+        f"{sum(f['divergent'] for f in fits)} divergent transitions, "
+        f"{sum(f['treedepth'] for f in fits)} tree-depth hits over {len(fits)} fits.",
+        "",
+        "![Regret distributions](figures/decision_quality_regret.png)",
+        "",
+    ]
+    lines += _render_shift(results["prior_shift"])
+    lines += _render_coverage(results["coverage"])
+    lines += _render_real(results["real"])
+    return "\n".join(lines)
+
+
+def _render_shift(shift: dict) -> list[str]:
+    lines = [
+        "### Prior shift",
+        "",
+        "Calibrated at the problem's class balance, deployed "
+        "where 67 % of the items are positive; mean regret over the chart.",
+        "",
+        "| problem | method | no correction | corrected with the known prevalences |",
+        "|---|---|---:|---:|",
+    ]
+    for name, r in shift.items():
+        for m in METHODS[:-1]:
+            if m == "standard rule":
+                continue
+            note = " (generative mode)" if m == "yieldwise" else " (Bayes' rule)"
+            lines.append(
+                f"| {name} ({r['calibration_positives']:.0%} -> "
+                f"{r['deployed_positives']:.0%}) | {m} | "
+                f"{r['no correction'][m]['mean_regret']:.4f} | "
+                f"{r['corrected'][m]['mean_regret']:.4f}{note} |"
+            )
+    return [*lines, ""]
+
+
+def _render_coverage(coverage: dict) -> list[str]:
+    lines = [
+        "### Honest uncertainty: coverage",
+        "",
+        "| problem | quantity | 50 % | 75 % | 95 % | checks |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for name, r in coverage.items():
+        lines.append(
+            f"| {name} | bands for p(1 given y) at 9 outputs | "
+            + " | ".join(f"{r['bands'][p]:.2f}" for p in ("0.5", "0.75", "0.95"))
+            + f" | {r['n_band_checks']} |"
+        )
+        lines.append(
+            f"| {name} | long-run utility, 4 named matrices | "
+            + " | ".join(f"{r['long_run'][p]:.2f}" for p in ("0.5", "0.75", "0.95"))
+            + f" | {r['n_utility_checks']} |"
+        )
+    return [*lines, ""]
+
+
+def _render_real(real: dict) -> list[str]:
+    lines = [
+        "### Real data: held-out yields on the shipped sets",
+        "",
+        "Each set split in halves (calibration, demonstration) several times; regret "
+        "against the best method on each matrix, averaged over the splits.",
+        "",
+        "| data | " + " | ".join(METHODS[:-1]) + " | yieldwise >= best peer on |",
+        "|---|" + "---:|" * len(METHODS),
+    ]
+    for name, r in real.items():
+        best = min(PEERS, key=lambda p: r[p]["mean_regret"])
+        lines.append(
+            f"| {name} | "
+            + " | ".join(f"{r[m]['mean_regret']:.4f}" for m in METHODS[:-1])
+            + f" | {r[best]['yieldwise_at_least']:.0%} ({best}) |"
+        )
+    return [*lines, ""]
+
+
+def plot(results: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panel = results["panel"]
+    sizes = sorted({int(k.split("|")[1]) for k in panel})
+    middle = sizes[len(sizes) // 2]
+    problems = list(dict.fromkeys(k.split("|")[0] for k in panel))
+    fig, axes = plt.subplots(len(problems), 1, figsize=(9, 2.3 * len(problems)), sharex=False)
+    for ax, name in zip(np.atleast_1d(axes), problems, strict=True):
+        regret = panel[f"{name}|{middle}"]["regret"]
+        data = [np.clip(regret[m], 1e-6, None) for m in METHODS[:-1]]
+        ax.boxplot(data, vert=False, labels=METHODS[:-1], showfliers=False, whis=(5, 95))
+        ax.set_xscale("log")
+        ax.set_title(
+            f"{name}, n = {middle}: rescaled regret (5-95 % whiskers; 1e-6 = none)", fontsize=9
+        )
+        ax.tick_params(labelsize=8)
+    fig.tight_layout()
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    fig.savefig(FIGURES / "decision_quality_regret.png", dpi=90)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[300, 1000, 3600])
+    parser.add_argument("--matrices", type=int, default=10_000)
+    parser.add_argument("--reps", type=int, default=20, help="coverage simulations")
+    parser.add_argument("--splits", type=int, default=5, help="real-data splits")
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--quick", action="store_true", help="sizes 300, 4 reps, 2 splits")
+    parser.add_argument("--render", action="store_true", help="report cached results only")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.reps, args.splits = [300], 4, 2
+    if args.render:
+        results = json.loads(RESULTS.read_text())
+    else:
+        started = time.perf_counter()
+        results = {
+            "panel": run_panel(args.sizes, args.matrices, args.seed),
+            "prior_shift": run_prior_shift(1000, args.matrices, args.seed),
+            "coverage": run_coverage(args.reps, 1000, args.seed),
+            "real": run_real(args.splits, args.matrices, args.seed),
+        }
+        flags = " ".join(f"--{k} {v}" for k, v in (("reps", args.reps), ("splits", args.splits)))
+        results.update(
+            command=f"python bench/decision_quality.py --sizes {' '.join(map(str, args.sizes))} "
+            f"{flags} --seed {args.seed}",
+            date=str(date.today()),
+            cores=os.cpu_count(),
+            machine=platform.machine(),
+            seconds=time.perf_counter() - started,
+        )
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(results))
+    text = render(results)
+    print(text)
+    if args.write:
+        plot(results)
+        write_section(SECTION, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The decision-quality benchmark's exact evaluator (bench/decision_quality.py), brute-forced."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    pytest.importorskip("sklearn")
+    pytest.importorskip("betacal")
+    sys.path.insert(0, str(BENCH))
+    try:
+        import _problems
+        import decision_quality
+    finally:
+        sys.path.remove(str(BENCH))
+    return decision_quality, _problems
+
+
+def brute_force(p, w, utilities):
+    """Item by item and matrix by matrix: the decision maximising expected utility
+    (ties to the first decision), then the utility it earns under the joint masses."""
+    out = []
+    for u in utilities:
+        total = 0.0
+        for g in range(len(p)):
+            d = int(np.argmax(u @ p[g]))
+            total += float(w[g] @ u[d])
+        out.append(total)
+    return np.array(out)
+
+
+def test_binary_shortcut_equals_brute_force(bench):
+    dq, _ = bench
+    rng = np.random.default_rng(0)
+    p1 = rng.random(300)
+    p = np.column_stack([1 - p1, p1])
+    w = rng.random((300, 2))
+    w /= w.sum()
+    named = np.array(
+        [
+            [[1, 0], [0, 1]],
+            [[1, -10], [0, 10]],
+            [[1, 0], [-10, 10]],
+            [[10, 0], [-10, 1]],
+            [[0, 1], [1, 0]],
+            [[2, 2], [1, 3]],
+            [[1, 1], [1, 1]],
+        ],
+        float,
+    )
+    utilities = np.concatenate([dq.chart_matrices(200, rng), named])
+    np.testing.assert_allclose(
+        dq.long_run(p, w, utilities), brute_force(p, w, utilities), rtol=1e-12, atol=1e-12
+    )
+
+
+def test_multiclass_path_equals_brute_force(bench):
+    dq, _ = bench
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet([1, 1, 1], size=200)
+    w = rng.random((200, 3))
+    w /= w.sum()
+    utilities = rng.uniform(-1, 1, size=(70, 4, 3))  # rectangular too
+    np.testing.assert_allclose(
+        dq.long_run(p, w, utilities), brute_force(p, w, utilities), rtol=1e-12, atol=1e-12
+    )
+
+
+def test_fixed_decisions_and_oracle_bound(bench):
+    dq, problems = bench
+    problem = problems.votes_problem()
+    w = problem.joint()
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)  # every lattice value, exact pmf
+    u = np.array([[[1, 0], [0, 1]]], float)
+    decided = (problem.raw_probability(problem.cells)[:, 1] > 0.5).astype(int)
+    # accuracy of the 0.5 rule by hand: mass of (decided 0, class 0) plus (decided 1, class 1)
+    by_hand = w[decided == 0, 0].sum() + w[decided == 1, 1].sum()
+    assert dq.fixed_decisions(decided, w, u)[0] == pytest.approx(by_hand, abs=1e-15)
+    # no rule beats the oracle (true probabilities) on any matrix
+    rng = np.random.default_rng(2)
+    utilities = dq.chart_matrices(500, rng)
+    oracle = dq.long_run(problem.truth(), w, utilities)
+    for p in (problem.raw_probability(problem.cells), np.full_like(w, 0.5)):
+        assert (dq.long_run(p, w, utilities) <= oracle + 1e-12).all()
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_panel_masses_are_distributions(bench, index):
+    _, problems = bench
+    problem = problems.PANEL[index]()
+    assert np.allclose(problem.class_mass.sum(axis=0), 1.0, atol=1e-6)
+    outputs, classes = problem.sample(2000, np.random.default_rng(index))
+    assert outputs.shape == (2000, len(problem.columns))
+    frequencies = np.bincount(classes, minlength=problem.n_classes) / 2000
+    assert np.allclose(frequencies, problem.prevalences, atol=0.04)
