@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -147,7 +148,11 @@ class CmdStanPyBackend(StanBackend):
 
     def unavailable_reason(self) -> str | None:
         try:
-            cmdstanpy = importlib.import_module("cmdstanpy")
+            with warnings.catch_warnings():
+                # cmdstanpy imports tqdm.auto, which warns in notebooks without ipywidgets
+                # ("IProgress not found") although yieldwise never shows its bars there.
+                warnings.filterwarnings("ignore", message="IProgress not found")
+                cmdstanpy = importlib.import_module("cmdstanpy")
         except Exception as exc:
             return f"CmdStanPy is not installed ({type(exc).__name__}: {exc})"
         try:
