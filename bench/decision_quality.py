@@ -648,6 +648,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--quick", action="store_true", help="sizes 300, 4 reps, 2 splits")
     parser.add_argument("--render", action="store_true", help="report cached results only")
+    parser.add_argument("--resume", action="store_true", help="keep the cached stages")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     if args.quick:
@@ -656,12 +657,19 @@ def main() -> None:
         results = json.loads(RESULTS.read_text())
     else:
         started = time.perf_counter()
-        results = {
-            "panel": run_panel(args.sizes, args.matrices, args.seed),
-            "prior_shift": run_prior_shift(1000, args.matrices, args.seed),
-            "coverage": run_coverage(args.reps, 1000, args.seed),
-            "real": run_real(args.splits, args.matrices, args.seed),
+        # Each stage is saved as soon as it finishes; --resume skips the stages saved.
+        results = json.loads(RESULTS.read_text()) if args.resume and RESULTS.exists() else {}
+        stages = {
+            "panel": lambda: run_panel(args.sizes, args.matrices, args.seed),
+            "prior_shift": lambda: run_prior_shift(1000, args.matrices, args.seed),
+            "coverage": lambda: run_coverage(args.reps, 1000, args.seed),
+            "real": lambda: run_real(args.splits, args.matrices, args.seed),
         }
+        for stage, run in stages.items():
+            if stage not in results:
+                results[stage] = run()
+                RESULTS.parent.mkdir(parents=True, exist_ok=True)
+                RESULTS.write_text(json.dumps(results))
         flags = " ".join(f"--{k} {v}" for k, v in (("reps", args.reps), ("splits", args.splits)))
         results.update(
             command=f"python bench/decision_quality.py --sizes {' '.join(map(str, args.sizes))} "
@@ -669,9 +677,8 @@ def main() -> None:
             date=str(date.today()),
             cores=os.cpu_count(),
             machine=platform.machine(),
-            seconds=time.perf_counter() - started,
+            seconds=results.get("seconds", 0.0) + time.perf_counter() - started,
         )
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results))
     text = render(results)
     print(text)
