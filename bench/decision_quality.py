@@ -543,9 +543,14 @@ def render(results: dict) -> str:
         "![Regret distributions](figures/decision_quality_regret.png)",
         "",
     ]
-    lines += _render_shift(results["prior_shift"])
-    lines += _render_coverage(results["coverage"])
-    lines += _render_real(results["real"])
+    parts = (("prior_shift", "Prior shift", _render_shift),
+             ("coverage", "Honest uncertainty: coverage", _render_coverage),
+             ("real", "Real data", _render_real))  # fmt: skip
+    for stage, title, section in parts:
+        if stage in results:
+            lines += section(results[stage])
+        else:
+            lines += [f"### {title}", "", "Not measured in this run (see the command above).", ""]
     return "\n".join(lines)
 
 
@@ -649,16 +654,24 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="sizes 300, 4 reps, 2 splits")
     parser.add_argument("--render", action="store_true", help="report cached results only")
     parser.add_argument("--resume", action="store_true", help="keep the cached stages")
+    parser.add_argument(
+        "--stages",
+        nargs="+",
+        default=None,
+        help="run only these stages (panel, prior_shift, coverage, real)",
+    )
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the results cache")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.reps, args.splits = [300], 4, 2
     if args.render:
-        results = json.loads(RESULTS.read_text())
+        results = json.loads(args.results.read_text())
     else:
         started = time.perf_counter()
         # Each stage is saved as soon as it finishes; --resume skips the stages saved.
-        results = json.loads(RESULTS.read_text()) if args.resume and RESULTS.exists() else {}
+        cache = args.results
+        results = json.loads(cache.read_text()) if args.resume and cache.exists() else {}
         stages = {
             "panel": lambda: run_panel(args.sizes, args.matrices, args.seed),
             "prior_shift": lambda: run_prior_shift(1000, args.matrices, args.seed),
@@ -666,10 +679,10 @@ def main() -> None:
             "real": lambda: run_real(args.splits, args.matrices, args.seed),
         }
         for stage, run in stages.items():
-            if stage not in results:
+            if stage not in results and (args.stages is None or stage in args.stages):
                 results[stage] = run()
-                RESULTS.parent.mkdir(parents=True, exist_ok=True)
-                RESULTS.write_text(json.dumps(results))
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                cache.write_text(json.dumps(results))
         flags = " ".join(f"--{k} {v}" for k, v in (("reps", args.reps), ("splits", args.splits)))
         results.update(
             command=f"python bench/decision_quality.py --sizes {' '.join(map(str, args.sizes))} "
@@ -679,7 +692,9 @@ def main() -> None:
             machine=platform.machine(),
             seconds=results.get("seconds", 0.0) + time.perf_counter() - started,
         )
-        RESULTS.write_text(json.dumps(results))
+        cache.write_text(json.dumps(results))
+        if "panel" not in results:  # the report starts from the panel
+            return
     text = render(results)
     print(text)
     if args.write:
