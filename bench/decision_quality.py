@@ -216,8 +216,11 @@ def summarise(
 
 
 # ------------------------------------------------------------------ the experiments
-def run_panel(sizes: list[int], n_matrices: int, seed: int) -> dict:
-    results: dict[str, Any] = {}
+def run_panel(
+    sizes: list[int], n_matrices: int, seed: int, done: dict | None = None, save=None
+) -> dict:
+    """The panel; cells already in ``done`` are kept, and ``save`` is called after each cell."""
+    results: dict[str, Any] = dict(done or {})
     for i, make in enumerate(PANEL):
         problem = make()
         rng = np.random.default_rng([seed, i])
@@ -226,6 +229,8 @@ def run_panel(sizes: list[int], n_matrices: int, seed: int) -> dict:
         else:
             utilities, names = three_class_matrices(rng, n_matrices // 10)
         for n in sizes:
+            if f"{problem.name}|{n}" in results:  # every cell is seeded on its own
+                continue
             outputs, labels = problem.sample(n, np.random.default_rng([seed, i, n]))
             predictors, _, fit = fit_methods(problem, outputs, labels, seed=seed + n)
             values = evaluate(problem, predictors, utilities)
@@ -242,6 +247,8 @@ def run_panel(sizes: list[int], n_matrices: int, seed: int) -> dict:
                 f"({fit['seconds']:.0f} s fit)",
                 flush=True,
             )
+            if save is not None:
+                save(results)
     return results
 
 
@@ -672,8 +679,20 @@ def main() -> None:
         # Each stage is saved as soon as it finishes; --resume skips the stages saved.
         cache = args.results
         results = json.loads(cache.read_text()) if args.resume and cache.exists() else {}
+
+        def save_partial_panel(cells: dict) -> None:
+            # A killed run keeps its finished cells; --resume picks them up.
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({**results, "panel_partial": cells}))
+
         stages = {
-            "panel": lambda: run_panel(args.sizes, args.matrices, args.seed),
+            "panel": lambda: run_panel(
+                args.sizes,
+                args.matrices,
+                args.seed,
+                done=results.pop("panel_partial", None),
+                save=save_partial_panel,
+            ),
             "prior_shift": lambda: run_prior_shift(1000, args.matrices, args.seed),
             "coverage": lambda: run_coverage(args.reps, 1000, args.seed),
             "real": lambda: run_real(args.splits, args.matrices, args.seed),
