@@ -453,12 +453,25 @@ def _simplex_problem() -> Problem:
 
 
 # ------------------------------------------------------------------ report
+def _commands(results: dict) -> str:
+    by_command: dict[str, list[str]] = {}
+    for stage, command in results.get("stage_commands", {}).items():
+        by_command.setdefault(command, []).append(stage)
+    if len(by_command) <= 1:
+        return f"Command: `{results['command']}`"
+    runs = "; ".join(f"`{c}` ({', '.join(s)})" for c, s in by_command.items())
+    return (
+        f"Commands, run as separate processes and combined with "
+        f"`python bench/decision_quality.py --merge FILE ... --write`: {runs}"
+    )
+
+
 def render(results: dict) -> str:
     lines = [
         SECTION,
         "",
-        f"Command: `{results['command']}` ({results['date']}, "
-        f"{results['cores']} cores, {results['seconds'] / 60:.0f} min). "
+        _commands(results) + f" ({results['date']}, {results['cores']} cores, "
+        f"{results['seconds'] / 60:.0f} min of computing in all). "
         "Every number below is a rescaled regret against the oracle (the true "
         "probabilities), `(u_oracle - u) / (u_max - u_min)`, over 10,000 matrices "
         "uniform on the binary chart (1,000 random 3x3 matrices for the 3-class "
@@ -505,6 +518,24 @@ def render(results: dict) -> str:
                 f"| {name} | {n} | {s['yieldwise']['max_regret']:.3f} | "
                 f"{peer_max:.3f} | "
                 + " | ".join(f"{s[p]['yieldwise_at_least']:.0%}" for p in PEERS)
+                + " |"
+            )
+    lines += [
+        "",
+        "### Median rescaled utility",
+        "",
+        "`(u - u_min) / (u_max - u_min)` over the chart: 1 is the best any decisions could "
+        "do, 0 the worst; the oracle's median bounds every method's.",
+        "",
+        "| problem | n | " + " | ".join(METHODS) + " |",
+        "|---|---:|" + "---:|" * len(METHODS),
+    ]
+    for name in problems:
+        for n in sizes:
+            s = panel[f"{name}|{n}"]["summary"]
+            lines.append(
+                f"| {name} | {n} | "
+                + " | ".join(f"{s[m]['median_rescaled']:.4f}" for m in METHODS)
                 + " |"
             )
     lines += [
@@ -651,6 +682,29 @@ def plot(results: dict) -> None:
     fig.savefig(FIGURES / "decision_quality_regret.png", dpi=90)
 
 
+STAGES = ("panel", "prior_shift", "coverage", "real")
+
+
+def merge(parts: list[dict]) -> dict:
+    """Stages run by separate processes, as one result: each stage from one part only."""
+    merged: dict[str, Any] = {"stage_commands": {}, "seconds": 0.0}
+    for part in parts:
+        for stage in STAGES:
+            if stage not in part:
+                continue
+            if stage in merged:
+                raise SystemExit(f"stage {stage!r} is in more than one of the merged files")
+            merged[stage] = part[stage]
+            merged["stage_commands"][stage] = part.get("stage_commands", {}).get(
+                stage, part["command"]
+            )
+        merged["seconds"] += part["seconds"]
+        for key in ("date", "cores", "machine"):
+            merged[key] = max(merged.get(key, part[key]), part[key])
+    merged["command"] = "; ".join(dict.fromkeys(merged["stage_commands"].values()))
+    return merged
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[300, 1000, 3600])
@@ -669,10 +723,21 @@ def main() -> None:
     )
     parser.add_argument("--results", type=Path, default=RESULTS, help="the results cache")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="combine the stages of these result files into --results, then report",
+    )
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.reps, args.splits = [300], 4, 2
-    if args.render:
+    if args.merge:
+        results = merge([json.loads(path.read_text()) for path in args.merge])
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(results))
+    elif args.render:
         results = json.loads(args.results.read_text())
     else:
         started = time.perf_counter()
@@ -697,15 +762,20 @@ def main() -> None:
             "coverage": lambda: run_coverage(args.reps, 1000, args.seed),
             "real": lambda: run_real(args.splits, args.matrices, args.seed),
         }
+        command = (
+            f"python bench/decision_quality.py --sizes {' '.join(map(str, args.sizes))} "
+            f"--reps {args.reps} --splits {args.splits} --seed {args.seed}"
+            + (f" --stages {' '.join(args.stages)}" if args.stages else "")
+        )
         for stage, run in stages.items():
             if stage not in results and (args.stages is None or stage in args.stages):
                 results[stage] = run()
+                # which command produced each stage, so that merged results still say so
+                results.setdefault("stage_commands", {})[stage] = command
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 cache.write_text(json.dumps(results))
-        flags = " ".join(f"--{k} {v}" for k, v in (("reps", args.reps), ("splits", args.splits)))
         results.update(
-            command=f"python bench/decision_quality.py --sizes {' '.join(map(str, args.sizes))} "
-            f"{flags} --seed {args.seed}",
+            command=command,
             date=str(date.today()),
             cores=os.cpu_count(),
             machine=platform.machine(),

@@ -101,3 +101,24 @@ def test_panel_masses_are_distributions(bench, index):
     assert outputs.shape == (2000, len(problem.columns))
     frequencies = np.bincount(classes, minlength=problem.n_classes) / 2000
     assert np.allclose(frequencies, problem.prevalences, atol=0.04)
+
+
+def test_merge_keeps_each_stage_and_the_command_that_made_it(bench):
+    decision_quality, _ = bench
+    common = {"date": "2026-11-23", "cores": 2, "machine": "x86_64"}
+    a = {"panel": {"votes|300": 1}, "command": "run A", "seconds": 60.0, **common}
+    b = {
+        "coverage": {"votes": 2},
+        "real": {"digits": 3},
+        "command": "run B",
+        "stage_commands": {"coverage": "run B", "real": "run B"},
+        "seconds": 30.0,
+        **common,
+    }
+    merged = decision_quality.merge([a, b])
+    assert merged["panel"] == {"votes|300": 1} and merged["real"] == {"digits": 3}
+    assert merged["stage_commands"] == {"panel": "run A", "coverage": "run B", "real": "run B"}
+    assert merged["seconds"] == 90.0 and merged["command"] == "run A; run B"
+    assert "`run A` (panel); `run B` (coverage, real)" in decision_quality._commands(merged)
+    with pytest.raises(SystemExit, match="'panel' is in more than one"):
+        decision_quality.merge([a, a])
