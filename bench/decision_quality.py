@@ -306,11 +306,16 @@ def run_prior_shift(n: int, n_matrices: int, seed: int, deployed: float = 0.67) 
     return results
 
 
-def run_coverage(reps: int, n: int, seed: int) -> dict:
-    """Band and long-run-utility interval coverage over repeated simulations."""
+def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=None) -> dict:
+    """Band and long-run-utility interval coverage over repeated simulations.
+
+    Each repetition's hits are kept under ``"problem|rep"`` (``done`` holds those of a
+    stopped run, ``save`` is called after each), then pooled per problem.
+    """
     from yieldwise import UtilityMatrix, long_run_utility
 
     probs = (0.5, 0.75, 0.95)
+    cells: dict[str, Any] = dict(done or {})
     results = {}
     for i, make in enumerate(PANEL[:2]):
         problem = make()
@@ -318,9 +323,12 @@ def run_coverage(reps: int, n: int, seed: int) -> dict:
         # nine fixed outputs: cells at the 5 %, ..., 95 % quantiles of the output law
         cdf = np.cumsum(problem.joint().sum(axis=1))
         picks = np.searchsorted(cdf, np.linspace(0.05, 0.95, 9))
-        band_hits = {p: [] for p in probs}
-        utility_hits = {p: [] for p in probs}
         for rep in range(reps):
+            key = f"{problem.name}|{rep}"
+            if key in cells:  # every repetition is seeded on its own
+                continue
+            band_hits: dict[str, list[bool]] = {str(p): [] for p in probs}
+            utility_hits: dict[str, list[bool]] = {str(p): [] for p in probs}
             outputs, labels = problem.sample(n, np.random.default_rng([seed, 200 + i, rep]))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -333,7 +341,7 @@ def run_coverage(reps: int, n: int, seed: int) -> dict:
             for p in probs:
                 band = t.predict_interval(at, prob=p)
                 low, high = band["lower"].values[:, 1], band["upper"].values[:, 1]
-                band_hits[p].extend(((low <= truth[picks]) & (truth[picks] <= high)).tolist())
+                band_hits[str(p)] = ((low <= truth[picks]) & (truth[picks] <= high)).tolist()
             p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
             for values in NAMED.values():
                 u = UtilityMatrix(values, decisions=[0, 1], classes=[0, 1])
@@ -341,19 +349,30 @@ def run_coverage(reps: int, n: int, seed: int) -> dict:
                 true_u = long_run(p_hat, problem.joint(), np.array([values], float))[0]
                 for p in probs:
                     low, high = np.quantile(draws, [(1 - p) / 2, (1 + p) / 2])
-                    utility_hits[p].append(bool(low <= true_u <= high))
+                    utility_hits[str(p)].append(bool(low <= true_u <= high))
+            cells[key] = {"bands": band_hits, "long_run": utility_hits}
+            if save is not None:
+                save(cells)
             print(f"coverage {problem.name} rep {rep + 1}/{reps}", flush=True)
+        mine = [cells[f"{problem.name}|{rep}"] for rep in range(reps)]
+        pooled = {
+            kind: {str(p): [hit for m in mine for hit in m[kind][str(p)]] for p in probs}
+            for kind in ("bands", "long_run")
+        }
         results[problem.name] = {
-            "bands": {str(p): float(np.mean(h)) for p, h in band_hits.items()},
-            "long_run": {str(p): float(np.mean(h)) for p, h in utility_hits.items()},
-            "n_band_checks": len(band_hits[0.5]),
-            "n_utility_checks": len(utility_hits[0.5]),
+            "bands": {p: float(np.mean(h)) for p, h in pooled["bands"].items()},
+            "long_run": {p: float(np.mean(h)) for p, h in pooled["long_run"].items()},
+            "n_band_checks": len(pooled["bands"]["0.5"]),
+            "n_utility_checks": len(pooled["long_run"]["0.5"]),
         }
     return results
 
 
-def run_real(splits: int, n_matrices: int, seed: int) -> dict:
-    """Shipped data: calibrate on one half, count held-out yields on the other."""
+def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, save=None) -> dict:
+    """Shipped data: calibrate on one half, count held-out yields on the other.
+
+    Each split's summary is kept under ``"case|split"`` (see run_coverage).
+    """
     from yieldwise.datasets import load_digits_binary, load_digits_three
 
     binary = load_digits_binary()
@@ -378,13 +397,15 @@ def run_real(splits: int, n_matrices: int, seed: int) -> dict:
         ),
     }
     results = {}
+    cells: dict[str, Any] = dict(done or {})
     rng = np.random.default_rng([seed, 300])
     bin_u, bin_names = binary_matrices(rng, n_matrices)
     tri_u, tri_names = three_class_matrices(rng, n_matrices // 10)
     for name, (frame, truth, columns, problem) in cases.items():
         utilities, names = (tri_u, tri_names) if problem.n_classes == 3 else (bin_u, bin_names)
-        per_split = []
         for s in range(splits):
+            if f"{name}|{s}" in cells:  # every split is seeded on its own
+                continue
             half = np.random.default_rng([seed, 301, s]).permutation(len(frame)) < len(frame) // 2
             outputs = frame[columns].to_numpy(float)
             problem.columns = columns
@@ -396,8 +417,11 @@ def run_real(splits: int, n_matrices: int, seed: int) -> dict:
             values["standard rule"] = fixed_decisions(raw.argmax(axis=1), w, utilities)
             # no oracle on real data: regret against the best method per matrix
             values["oracle"] = np.max(np.stack(list(values.values())), axis=0)
-            per_split.append(summarise(values, utilities, w.sum(axis=0), names))
+            cells[f"{name}|{s}"] = summarise(values, utilities, w.sum(axis=0), names)
+            if save is not None:
+                save(cells)
             print(f"real {name} split {s + 1}/{splits}", flush=True)
+        per_split = [cells[f"{name}|{s}"] for s in range(splits)]
         results[name] = {
             m: {
                 k: float(np.mean([p[m][k] for p in per_split]))
@@ -745,22 +769,23 @@ def main() -> None:
         cache = args.results
         results = json.loads(cache.read_text()) if args.resume and cache.exists() else {}
 
-        def save_partial_panel(cells: dict) -> None:
-            # A killed run keeps its finished cells; --resume picks them up.
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps({**results, "panel_partial": cells}))
+        def partial(stage: str) -> dict:
+            """The finished cells of a stopped run of ``stage``, and how to save more.
+
+            A killed run keeps its finished cells; --resume picks them up.
+            """
+
+            def save(cells: dict) -> None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                cache.write_text(json.dumps({**results, f"{stage}_partial": cells}))
+
+            return {"done": results.pop(f"{stage}_partial", None), "save": save}
 
         stages = {
-            "panel": lambda: run_panel(
-                args.sizes,
-                args.matrices,
-                args.seed,
-                done=results.pop("panel_partial", None),
-                save=save_partial_panel,
-            ),
+            "panel": lambda: run_panel(args.sizes, args.matrices, args.seed, **partial("panel")),
             "prior_shift": lambda: run_prior_shift(1000, args.matrices, args.seed),
-            "coverage": lambda: run_coverage(args.reps, 1000, args.seed),
-            "real": lambda: run_real(args.splits, args.matrices, args.seed),
+            "coverage": lambda: run_coverage(args.reps, 1000, args.seed, **partial("coverage")),
+            "real": lambda: run_real(args.splits, args.matrices, args.seed, **partial("real")),
         }
         command = (
             f"python bench/decision_quality.py --sizes {' '.join(map(str, args.sizes))} "

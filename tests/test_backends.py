@@ -274,3 +274,53 @@ def test_stan_file_lookup():
     assert stan_file("transducer.stan") == path
     with pytest.raises(FileNotFoundError):
         stan_file("no_such_program")
+
+
+# --- httpstan's shared cache (no compiling) --------------------------------------------
+
+
+@pytest.fixture
+def fake_httpstan_cache(tmp_path, monkeypatch):
+    cache = pytest.importorskip("httpstan.cache")
+    monkeypatch.setattr(cache, "cache_directory", lambda: tmp_path)
+    monkeypatch.setattr(cache, "model_directory", lambda name: tmp_path / name)
+    return tmp_path
+
+
+def test_cache_lock_excludes_other_holders(fake_httpstan_cache):
+    import fcntl
+
+    from yieldwise.backends._pystan import _cache_lock
+
+    lock_file = fake_httpstan_cache / "yieldwise-build.lock"
+    # another process (or another open of the file) cannot take the lock meanwhile
+    with _cache_lock(), open(lock_file) as other, pytest.raises(BlockingIOError):
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(lock_file) as other:  # released on exit
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(other, fcntl.LOCK_UN)
+
+
+def test_interrupted_build_in_cache_gets_an_actionable_error(fake_httpstan_cache, monkeypatch):
+    pytest.importorskip("stan")
+    import httpstan.models
+
+    from yieldwise.backends import _pystan
+
+    path = stan_file("transducer")
+    name = httpstan.models.calculate_model_name(path.read_text())
+    folder = fake_httpstan_cache / name
+    folder.mkdir(parents=True)
+    (folder / "stan_services_model_x.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+
+    async def httpstan_fails(code):  # what httpstan answers for such a folder
+        return 500, "500 Internal Server Error\n\nServer got itself in trouble"
+
+    monkeypatch.setattr(_pystan, "_build", httpstan_fails)
+    with pytest.raises(CompilationError, match="incomplete") as caught:
+        _pystan.PyStanBackend().compile(path)
+    assert str(folder) in str(caught.value) and "Delete that folder" in str(caught.value)
+    # with the compiler log present, the folder is complete: the usual message
+    (folder / "stderr.log").write_text("")
+    with pytest.raises(CompilationError, match="C\\+\\+ compiler"):
+        _pystan.PyStanBackend().compile(path)

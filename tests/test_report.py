@@ -160,7 +160,7 @@ def test_html_is_self_contained_and_escapes_names(report):
             r"\[\[classifier\]\] 'forest': outputs column 'net_logit_eight' must be non-negative",
         ),
         (
-            lambda c: c.replace('resolution = 0.005', 'resolution = -1'),
+            lambda c: c.replace("resolution = 0.005", "resolution = -1"),
             r"'forest'\)\.resolution: expected",
         ),
         (
@@ -168,11 +168,11 @@ def test_html_is_self_contained_and_escapes_names(report):
             r"'forest'\): unknown key\(s\) \['colour'\]",
         ),
         (
-            lambda c: c + '\n[prevalences]\nother = 0.5\nnine = 0.5\n',
+            lambda c: c + "\n[prevalences]\nother = 0.5\nnine = 0.5\n",
             r"\[prevalences\] names classes \['nine', 'other'\]",
         ),
         (
-            lambda c: c + '\n[prevalences]\nother = 0.5\neight = 0.6\n',
+            lambda c: c + "\n[prevalences]\nother = 0.5\neight = 0.6\n",
             r"\[prevalences\] must sum to 1, found a sum of 1.1",
         ),
         (
@@ -321,7 +321,10 @@ def test_existing_folders_are_kept_unless_an_earlier_report(tmp_path, capsys):
     _move_into_place(partial, earlier)
     assert (earlier / "config.lock.toml").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "calibration.csv", "config.toml", "earlier", "theirs"
+        "calibration.csv",
+        "config.toml",
+        "earlier",
+        "theirs",
     ]
 
 

@@ -180,7 +180,7 @@ def _classifier_options(entry: dict[str, Any], n_outputs: int, where: str) -> di
             and 0 < resolution < float("inf"))
     ):  # fmt: skip
         raise ConfigError(
-            f"{where}.resolution: expected \"auto\", \"continuous\" or a positive lattice "
+            f'{where}.resolution: expected "auto", "continuous" or a positive lattice '
             f"spacing such as 0.005, found {resolution!r}"
         )
     return {"output_transform": transform, "resolution": resolution}
@@ -636,7 +636,8 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
         "<h2 id='thresholds'>What each utility matrix implies</h2><p>Each item gets the "
         "decision with the largest expected utility under its probabilities. With two "
         "decisions and two classes, that is a threshold on the probability of the second "
-        "class: choose the second decision when it is exceeded.</p><ul>"    )
+        "class: choose the second decision when it is exceeded.</p><ul>"
+    )
     for matrix, u in utilities.items():
         if u.shape == (2, 2):
             parts.append(

@@ -47,6 +47,55 @@ _HINT_INIT = (
 )
 
 
+@contextlib.contextmanager
+def _cache_lock():
+    """Processes sharing httpstan's cache take turns at every request that may build.
+
+    httpstan deletes and rebuilds a model's folder whenever it does not find the
+    compiled module in it. A second process asking for the model during that build
+    starts a build of its own in the same folder, and the two can leave a folder that
+    neither can use. An exclusive file lock around every such request makes the others
+    wait for the build, then find the model compiled.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX; PyStan does not run there anyway
+        yield
+        return
+    import httpstan.cache
+
+    directory = Path(httpstan.cache.cache_directory())
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "yieldwise-build.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _incomplete_cache_entry(model_name: str) -> str | None:
+    """What to do when httpstan's folder for the model holds a module but not its log.
+
+    httpstan writes the compiler's log last; a build stopped after the module was
+    written leaves a folder that httpstan finds but then fails to read (HTTP 500).
+    """
+    try:
+        import httpstan.cache
+
+        directory = Path(httpstan.cache.model_directory(model_name))
+        has_module = any(p.suffix == ".so" for p in directory.iterdir())
+    except (OSError, ImportError, AttributeError):
+        return None
+    if not has_module or (directory / "stderr.log").exists():
+        return None
+    return (
+        f"httpstan's cache folder {directory} is incomplete: an earlier build was "
+        "interrupted (the compiled module is there, its stderr.log is not). Delete that "
+        "folder and run again; the model is then compiled afresh (about 80 s)."
+    )
+
+
 def _ensure_event_loop_reentrant() -> None:
     """Let PyStan's ``asyncio.run`` work when an event loop is already running."""
     try:
@@ -120,10 +169,13 @@ class PyStanProgram(CompiledProgram):
             kwargs["init"] = inits
         fits_dir = self._backend._fits_directory(self.model_name)
         before = _listing(fits_dir)
-        with in_temporary_directory(), _captured_output(show=False) as out:
+        with in_temporary_directory(), _captured_output(show=False) as out, _cache_lock():
             try:
                 posterior = stan.build(self.code, data=dict(data), random_seed=seed)
             except Exception as exc:
+                broken = _incomplete_cache_entry(self.model_name)
+                if broken is not None:
+                    raise SamplingError(broken) from exc
                 raise SamplingError(
                     f"PyStan rejected the data for {self.stan_file.name}: {exc}\n"
                     f"{_tail(out.getvalue())}\n{_HINT_DATA}"
@@ -170,7 +222,8 @@ class PyStanProgram(CompiledProgram):
         _ensure_event_loop_reentrant()
         with in_temporary_directory(), _captured_output(show=False) as out:
             try:
-                posterior = stan.build(self.code, data=dict(data), random_seed=seed)
+                with _cache_lock():
+                    posterior = stan.build(self.code, data=dict(data), random_seed=seed)
                 fit = posterior.fixed_param(num_chains=1, num_samples=1)
             except Exception as exc:
                 raise SamplingError(
@@ -283,9 +336,12 @@ class PyStanBackend(StanBackend):
                 )
             )
         _ensure_event_loop_reentrant()
-        with in_temporary_directory(), _captured_output(show=True):
+        with in_temporary_directory(), _captured_output(show=True), _cache_lock():
             status, message = asyncio.run(_build(code))
         if status != 201:
+            broken = _incomplete_cache_entry(model_name)
+            if broken is not None:
+                raise CompilationError(broken)
             raise CompilationError(
                 f"PyStan could not compile {path}: {message}\n"
                 "A C++ compiler (g++ or clang++) and ~3 GB of free memory are needed."
