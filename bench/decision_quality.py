@@ -513,6 +513,8 @@ def render(results: dict) -> str:
     ]
     for name in problems:
         for n in sizes:
+            if f"{name}|{n}" not in panel:  # a stopped run: report the cells it finished
+                continue
             s = panel[f"{name}|{n}"]["summary"]
             best_peer = min(s[p]["mean_regret"] for p in PEERS)
             cells = []
@@ -536,6 +538,8 @@ def render(results: dict) -> str:
     ]
     for name in problems:
         for n in sizes:
+            if f"{name}|{n}" not in panel:  # a stopped run: report the cells it finished
+                continue
             s = panel[f"{name}|{n}"]["summary"]
             peer_max = min(s[p]["max_regret"] for p in PEERS)
             lines.append(
@@ -556,6 +560,8 @@ def render(results: dict) -> str:
     ]
     for name in problems:
         for n in sizes:
+            if f"{name}|{n}" not in panel:  # a stopped run: report the cells it finished
+                continue
             s = panel[f"{name}|{n}"]["summary"]
             lines.append(
                 f"| {name} | {n} | "
@@ -571,6 +577,8 @@ def render(results: dict) -> str:
     ]
     middle = sizes[len(sizes) // 2]
     for name in problems:
+        if f"{name}|{middle}" not in panel:
+            continue
         s = panel[f"{name}|{middle}"]["summary"]
         for matrix in s["yieldwise"]["named"]:
             lines.append(
@@ -589,18 +597,71 @@ def render(results: dict) -> str:
     )
     lines += ["| method | mean regret over all problems and sizes |", "|---|---:|"]
     lines += [f"| {m} | {v:.4f} |" for m, v in sorted(means.items(), key=lambda kv: kv[1])]
+    losses = _losses(panel)
     lines += [
         "",
         f"Worst ratio of yieldwise's mean regret to the best peer's on one "
         f"problem and size: {ratio:.2f} (goal: at most 2).",
         "",
+        "### Where yieldwise loses",
+        "",
+        "Every problem and size where a peer's mean regret is below yieldwise's. "
+        "Why, and the design change that would fix it: "
+        "[docs/model.md](model.md#where-parametric-calibrators-beat-it-the-floor-under-small-probabilities).",
+        "",
+        "| problem | n | yieldwise | best peer | peer's regret | difference | ratio |",
+        "|---|---:|---:|---|---:|---:|---:|",
     ]
-    fits = [panel[k]["fit"] for k in panel]
     lines += [
-        f"yieldwise fits (default settings, 4 chains x 750 draws): "
+        f"| {name} | {n} | {mine:.5f} | {peer} | {theirs:.5f} | {mine - theirs:.5f} | "
+        + ("n/a" if theirs < 1e-9 else f"{mine / theirs:.1f}")
+        + " |"
+        for name, n, mine, peer, theirs in losses
+    ]
+    best_method = min(means, key=means.get)
+    over_twice = [x for x in losses if x[2] > 2 * x[4]]
+    lines += [
+        "",
+        "### Goals (measured against, not tests)",
+        "",
+        "| goal | result |",
+        "|---|---|",
+        f"| lowest mean regret across the panel | "
+        f"{'met' if best_method == 'yieldwise' else 'not met'}: "
+        + ", ".join(f"{m} {v:.4f}" for m, v in sorted(means.items(), key=lambda kv: kv[1])[:3])
+        + " |",
+        f"| never above twice the best peer's on one problem | "
+        f"{'met' if not over_twice else 'not met'}: {len(over_twice)} of {len(panel)} "
+        f"problem-size cells above twice, of which "
+        f"{sum(x[2] - x[4] < 5e-4 for x in over_twice)} differ by less than 0.0005 |",
+    ]
+    if "coverage" in results:
+        gaps = [
+            abs(float(r[kind][q]) - float(q))
+            for r in results["coverage"].values()
+            for kind in ("bands", "long_run")
+            for q in ("0.5", "0.75", "0.95")
+        ]
+        lines.append(
+            f"| coverage within 5 points of nominal | "
+            f"{'met' if max(gaps) <= 0.05 else 'not met'}: largest gap "
+            f"{100 * max(gaps):.0f} points |"
+        )
+    lines.append("")
+    fits = [panel[k]["fit"] for k in panel]
+    troubled = [
+        f"{k.replace('|', ' n = ')}: {f['divergent']} divergent, {f['treedepth']} at max "
+        f"tree depth, K = {f['components']}"
+        for k, f in ((k, panel[k]["fit"]) for k in panel)
+        if f["divergent"] or f["treedepth"]
+    ]
+    lines += [
+        f"yieldwise fits (default settings, 4 chains x 750 draws, K ladder 5 then 4): "
         f"{sum(f['seconds'] for f in fits) / 60:.1f} min in total, "
-        f"{sum(f['divergent'] for f in fits)} divergent transitions, "
-        f"{sum(f['treedepth'] for f in fits)} tree-depth hits over {len(fits)} fits.",
+        f"{sum(f['divergent'] for f in fits)} divergent transitions and "
+        f"{sum(f['treedepth'] for f in fits)} tree-depth hits over {len(fits)} fits of "
+        f"3,000 draws; not clean: {'; '.join(troubled) or 'none'}. Fit times include "
+        "other benchmarks running beside them on the same cores.",
         "",
         "![Regret distributions](figures/decision_quality_regret.png)",
         "",
@@ -614,6 +675,18 @@ def render(results: dict) -> str:
         else:
             lines += [f"### {title}", "", "Not measured in this run (see the command above).", ""]
     return "\n".join(lines)
+
+
+def _losses(panel: dict) -> list[tuple[str, int, float, str, float]]:
+    """(problem, n, yieldwise's mean regret, best peer, its mean regret) where yieldwise loses."""
+    out = []
+    for key, cell in panel.items():
+        name, n = key.split("|")
+        s = cell["summary"]
+        peer = min(PEERS, key=lambda p: s[p]["mean_regret"])
+        if s[peer]["mean_regret"] < s["yieldwise"]["mean_regret"]:
+            out.append((name, int(n), s["yieldwise"]["mean_regret"], peer, s[peer]["mean_regret"]))
+    return out
 
 
 def _render_shift(shift: dict) -> list[str]:
