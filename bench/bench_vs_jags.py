@@ -7,19 +7,25 @@ stan/transducer.stan for a 1-D point-valued output), with the SAME hyper-paramet
 (yieldwise's own ``build_stan_data``), the same K, data and starting points, and compares
 how fast each sampler delivers effective draws.
 
-Data: a binary problem whose truth is logistic in a 1-D score, class 1 with probability
-0.3 and y | c ~ Normal(1.5 c, 1), n = 1000 and n = 3600 items (seeded).
+Data (``make_case``), n = 1000 and n = 3600 items each (seeded):
+
+* ``scores``: a continuous 1-D score, class 1 with probability 0.3, y | c ~ N(1.5 c, 1);
+* ``votes``: a 200-tree forest's vote fractions, beta-binomial per class, 9 % positives.
+  yieldwise fits them on the logit scale as interval-censored at their resolution and
+  merges identical (class, vote count) rows; JAGS keeps one latent output per item,
+  censored to its bin (bench/jags/transducer_binned.jags).
 
 Quantities, all invariant to label switching and computed by the same numpy code from
-each sampler's draws of (w, alpha, mu, sigma): the transducer p(class 1 | y) at the
-9 evenly spaced quantiles of y from 5 % to 95 %, and the total log-likelihood. Bulk ESS and
-rank-normalised R-hat by ArviZ on (chain, draw) arrays.
+each sampler's draws of (w, alpha, mu, sigma): the transducer p(class 1 | output) at the
+outputs found at 9 evenly spaced quantiles of the items (5 % to 95 %), and the total
+log-likelihood. Bulk ESS and rank-normalised R-hat by ArviZ on (chain, draw) arrays.
 
-* Stan: ``Transducer(n_components=5, output_transform="identity", resolution=None,
-  chains=4, warmup=500, draws=750)``; sampling time as yieldwise records it (warm-up
-  included, compilation excluded). The time to bulk ESS >= 400 and R-hat <= 1.01 on all
-  10 quantities is that of the shortest run meeting them among 150 + 150, 250 + 250,
-  the default and the default with twice the draws (and so on).
+* Stan: ``Transducer(n_components=5, chains=4, warmup=500, draws=750)`` (identity
+  transform and no resolution for the scores, the defaults for votes); sampling time
+  as yieldwise records it (warm-up included, compilation excluded). The time to bulk
+  ESS >= 400 and R-hat <= 1.01 on all quantities is that of the shortest run meeting
+  them among 150 + 150, 250 + 250, the default and the default with twice the draws
+  (and so on).
 * JAGS: 4 chains, adaptation, burn-in, then chunks of iterations (no thinning) until
   the same criteria hold on all post-burn-in draws, or a time cap. Compilation excluded.
 
@@ -27,9 +33,9 @@ Both use the machine's cores the same way: httpstan runs the 4 chains in a pool 
 process per core, and the 4 JAGS chains are split over as many R processes
 (bench/jags/worker.R), which run in parallel.
 
-    .venv/bin/python bench/bench_vs_jags.py                 # n = 1000 and 3600, print
+    .venv/bin/python bench/bench_vs_jags.py                 # both data, n = 1000, 3600
     .venv/bin/python bench/bench_vs_jags.py --write         # ... and update docs/benchmarks.md
-    .venv/bin/python bench/bench_vs_jags.py --sizes 1000 --jags-cap 120
+    .venv/bin/python bench/bench_vs_jags.py --data votes --sizes 1000 --jags-cap 120
 
 Needs JAGS and rjags: ``apt-get install jags r-cran-rjags``.
 """
@@ -47,13 +53,20 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import log_ndtr, logsumexp
 
 from yieldwise import Transducer
-from yieldwise._stan_data import PRIOR_KEYS, build_stan_data, initial_values
+from yieldwise._stan_data import (
+    INFINITY_SENTINEL,
+    PRIOR_KEYS,
+    build_stan_data,
+    initial_values,
+)
+from yieldwise.transforms import choose_transform
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import write_section
@@ -64,39 +77,108 @@ K = 5
 CHAINS = 4
 ESS_MIN, RHAT_MAX = 400.0, 1.01
 GRID_PROBS = np.linspace(0.05, 0.95, 9)
-NAMES = [f"p1 at q{100 * p:g}" for p in GRID_PROBS] + ["log-lik"]  # q5 = 5 % quantile
 
 
 # ------------------------------------------------------------------ data and invariants
-def simulate(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Classes (0/1, P(1) = 0.3) and scores y | c ~ Normal(1.5 c, 1)."""
-    rng = np.random.default_rng([seed, n])
-    cls = (rng.random(n) < 0.3).astype(np.int64)
-    return cls, rng.normal(1.5 * cls, 1.0)
+@dataclass
+class Case:
+    """One data set, as both samplers see it.
+
+    ``lower``/``upper`` are each item's bounds on the model scale (equal for a point
+    output; a vote fraction's bin otherwise, exactly as the Transducer builds them), and
+    ``data`` is yieldwise's Stan data for the same items (merged rows, prior).
+    """
+
+    kind: str
+    n: int
+    outputs: np.ndarray
+    cls: np.ndarray  # 0-based
+    lower: np.ndarray
+    upper: np.ndarray
+    grid_lower: np.ndarray
+    grid_upper: np.ndarray
+    grid_labels: list[str]
+    data: dict
+    transducer_args: dict
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}, n = {self.n:,}"
+
+    @property
+    def names(self) -> list[str]:
+        return [f"p1 at {g}" for g in self.grid_labels] + ["log-lik"]
+
+
+def make_case(kind: str, n: int, seed: int) -> Case:
+    """``scores``: y | c ~ Normal(1.5 c, 1), P(c = 1) = 0.3, a continuous 1-D output.
+    ``votes``: a 200-tree forest's vote fractions, beta-binomial per class, 9 % positives
+    (the decision-quality panel's problem 1), binned at their resolution 1/200."""
+    rng = np.random.default_rng([seed, n, 0 if kind == "scores" else 1])
+    if kind == "scores":
+        cls = (rng.random(n) < 0.3).astype(np.int64)
+        outputs = rng.normal(1.5 * cls, 1.0)
+        args = {"output_transform": "identity", "resolution": None}
+    elif kind == "votes":
+        cls = (rng.random(n) < 0.09).astype(np.int64)
+        a, b = np.where(cls == 1, 6.0, 0.6), np.where(cls == 1, 2.5, 8.0)
+        outputs = rng.binomial(200, rng.beta(a, b)) / 200
+        args = {"output_transform": "auto", "resolution": "auto"}
+    else:
+        raise ValueError(f"unknown data kind {kind!r}; expected 'scores' or 'votes'")
+    y = outputs[:, None]
+    transform = choose_transform(y, ["y"], args["output_transform"], args["resolution"])
+    lower, upper, censored = transform.intervals(y)
+    data = build_stan_data(cls, lower, upper, censored, 2, K)
+    # Transducer values at the outputs found at 9 evenly spaced quantiles of the items
+    picks = np.unique(np.sort(outputs)[np.round(GRID_PROBS * (n - 1)).astype(int)])
+    g_lower, g_upper, _ = transform.intervals(picks[:, None])
+    unit = "y" if kind == "scores" else "votes"
+    return Case(
+        kind, n, outputs, cls, lower[:, 0], upper[:, 0], g_lower[:, 0], g_upper[:, 0],
+        [f"{unit} = {v:.3f}" for v in picks], data, args,
+    )  # fmt: skip
 
 
 def log_normal(y: np.ndarray, mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     return -0.5 * ((y - mu) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
 
 
-def invariants(draws: dict, y: np.ndarray, cls: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """(S, 10): p(class 1 | y) at the grid, then the total log-likelihood, per draw.
+def log_kernel(lower, upper, mu, sigma) -> np.ndarray:
+    """log N(y; mu, sigma) where lower == upper == y, else log P(lower < Y <= upper).
+
+    Bin probabilities are differences of normal tails taken on the side where they do
+    not cancel (both edges above the mean: upper tails), on the log scale.
+    """
+    a, b = (lower - mu) / sigma, (upper - mu) / sigma
+    flip = a > 0
+    hi, lo = np.where(flip, -a, b), np.where(flip, -b, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        binned = log_ndtr(hi) + np.log1p(-np.exp(log_ndtr(lo) - log_ndtr(hi)))
+        point = log_normal(lower, mu, sigma)
+    return np.where(lower == upper, point, binned)
+
+
+def invariants(draws: dict, case: Case) -> np.ndarray:
+    """(S, G + 1): p(class 1 | output) at the grid outputs, then the total log-likelihood.
 
     ``draws`` holds w (S, K), alpha (S, K, C), mu (S, K), sigma (S, K); classes 0-based.
     """
     w, alpha, mu, sigma = (draws[k] for k in ("w", "alpha", "mu", "sigma"))
-    log_wn = np.log(w)[:, None] + log_normal(grid[:, None], mu[:, None], sigma[:, None])
+    at = (case.grid_lower[:, None], case.grid_upper[:, None])
+    log_wn = np.log(w)[:, None] + log_kernel(*at, mu[:, None], sigma[:, None])
     p1 = np.exp(
         logsumexp(log_wn + np.log(alpha[:, None, :, 1]), axis=2) - logsumexp(log_wn, axis=2)
     )
     # The (draws, items, K) log-joint is built a few million entries at a time.
-    step = max(1, 4_000_000 // (y.size * w.shape[1]))
+    lo, hi = case.lower[:, None], case.upper[:, None]
+    step = max(1, 4_000_000 // (case.n * w.shape[1]))
     log_lik = np.concatenate(
         [
             logsumexp(
                 np.log(w[s])[:, None]
-                + np.log(alpha[s][:, :, cls]).transpose(0, 2, 1)
-                + log_normal(y[:, None], mu[s][:, None], sigma[s][:, None]),
+                + np.log(alpha[s][:, :, case.cls]).transpose(0, 2, 1)
+                + log_kernel(lo, hi, mu[s][:, None], sigma[s][:, None]),
                 axis=2,
             ).sum(axis=1)
             for s in (slice(i, i + step) for i in range(0, w.shape[0], step))
@@ -139,12 +221,11 @@ def children_cpu() -> dict[int, float]:
     return out
 
 
-def run_stan(cls, y, grid, seed: int, draws: int, warmup: int = 500) -> dict:
+def run_stan(case: Case, seed: int, draws: int, warmup: int = 500) -> dict:
     """One yieldwise fit; its invariants, diagnostics and sampler statistics."""
     transducer = Transducer(
         n_components=K,
-        output_transform="identity",
-        resolution=None,
+        **case.transducer_args,
         chains=CHAINS,
         warmup=warmup,
         draws=draws,
@@ -154,7 +235,7 @@ def run_stan(cls, y, grid, seed: int, draws: int, warmup: int = 500) -> dict:
     cpu_before = children_cpu()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        transducer.fit(y, cls)
+        transducer.fit(case.outputs, case.cls)
     cpu = sum(t - cpu_before.get(pid, 0.0) for pid, t in children_cpu().items())
     post = transducer.posterior_.posterior
     # (chain, draw, K[, C or D]) -> (chain * draw, K[, C]); the output has one dimension
@@ -165,7 +246,7 @@ def run_stan(cls, y, grid, seed: int, draws: int, warmup: int = 500) -> dict:
         "mu": flat["mu"][..., 0],
         "sigma": flat["sigma"][..., 0],
     }
-    values = invariants(flat, y, cls, grid).reshape(CHAINS, draws, -1)
+    values = invariants(flat, case).reshape(CHAINS, draws, -1)
     # The shared numpy log-likelihood must reproduce Stan's own generated log_lik.
     stan_gap = float(np.abs(values[..., -1] - post["log_lik"].values).max())
     summary = transducer.sampler_summary()
@@ -189,17 +270,17 @@ def run_stan(cls, y, grid, seed: int, draws: int, warmup: int = 500) -> dict:
 SHORT_RUNS = ((150, 150), (250, 250))
 
 
-def stan_until_met(cls, y, grid, seed: int, max_draws: int) -> dict:
+def stan_until_met(case: Case, seed: int, max_draws: int) -> dict:
     """The default run (its rates are reported) and the time to the criteria.
 
     The time to the criteria is that of the first run in SHORT_RUNS, then the default,
     then the default with twice the draws (and so on), that meets them.
     """
-    default = run_stan(cls, y, grid, seed, 750)
-    runs = [run_stan(cls, y, grid, seed, d, warmup=w) for w, d in SHORT_RUNS]
+    default = run_stan(case, seed, 750)
+    runs = [run_stan(case, seed, d, warmup=w) for w, d in SHORT_RUNS]
     runs.append(default)
     while not runs[-1]["met"] and 2 * runs[-1]["draws"] <= max_draws:
-        runs.append(run_stan(cls, y, grid, seed, 2 * runs[-1]["draws"]))
+        runs.append(run_stan(case, seed, 2 * runs[-1]["draws"]))
     out = dict(default)
     out["attempts"] = [(r["warmup"], r["draws"], r["seconds"], r["met"]) for r in runs]
     out["to_criteria"] = next((r["seconds"] for r in runs if r["met"]), None)
@@ -221,27 +302,40 @@ def r_literal(value) -> str:
     return body if a.ndim else cast(a)
 
 
-def jags_inputs(data: dict, seed: int) -> tuple[dict, list[dict]]:
-    """JAGS data and per-chain inits from yieldwise's Stan data and initial values.
+def jags_inputs(case: Case, seed: int) -> tuple[dict, list[dict]]:
+    """JAGS data (one row per item) and per-chain inits from yieldwise's own.
 
     The inits are the very starting points yieldwise gives Stan (same seed), mapped to
-    the model scale; each item's indicator starts at its most probable component.
+    the model scale; each item's indicator starts at its most probable component, and a
+    binned item's latent output inside its bin.
     """
-    y, cls = np.asarray(data["y_lower"])[:, 0], np.asarray(data["cls"])
+    data = case.data
     scalar = {
         k: float(np.asarray(data[k]).ravel()[0])
         for k in ("mu_loc", "mu_scale", "log_sigma_loc", "log_sigma_scale")
     }
     jdata = {
-        "N": int(data["N"]),
+        "N": case.n,
         "K": K,
         "C": int(data["C"]),
-        "y": y,
-        "cls": cls,
+        "cls": case.cls + 1,
         **scalar,
         "eta_scale": float(data["eta_scale"]),
         "conc": np.full(int(data["C"]), float(data["alpha_conc"])),
     }
+    binned = case.kind == "votes"
+    bounds = np.column_stack([case.lower, case.upper])
+    finite = np.clip(bounds, -INFINITY_SENTINEL, INFINITY_SENTINEL)
+    if binned:  # inside[i] = 1 means lim[i, 1] < latent y[i] <= lim[i, 2]
+        jdata.update(lim=finite, inside=np.ones(case.n, dtype=np.int64))
+        # a point strictly inside each bin; half a unit beyond the finite edge of an end bin
+        latent = np.where(
+            np.isinf(case.lower),
+            case.upper - 0.5,
+            np.where(np.isinf(case.upper), case.lower + 0.5, finite.mean(axis=1)),
+        )
+    else:
+        jdata["y"] = case.lower
     inits = []
     for chain, start in enumerate(initial_values(data, CHAINS, seed)):
         mu = scalar["mu_loc"] + scalar["mu_scale"] * start["mu_raw"][:, 0]
@@ -249,25 +343,30 @@ def jags_inputs(data: dict, seed: int) -> tuple[dict, list[dict]]:
             scalar["log_sigma_loc"] + scalar["log_sigma_scale"] * start["sigma_raw"][:, 0]
         )
         w = np.exp(start["eta"]) / np.exp(start["eta"]).sum()
-        joint = np.log(w) + np.log(start["alpha"][:, cls - 1]).T + log_normal(y[:, None], mu, sigma)
-        inits.append(
-            {
-                "eta": start["eta"],
-                "mu": mu,
-                "sigma": sigma,
-                "alpha": start["alpha"],
-                "z": joint.argmax(axis=1) + 1,
-                ".RNG.name": "base::Mersenne-Twister",
-                ".RNG.seed": np.int64(1000 * seed + chain + 1),
-            }
+        joint = (
+            np.log(w)
+            + np.log(start["alpha"][:, case.cls]).T
+            + log_kernel(case.lower[:, None], case.upper[:, None], mu, sigma)
         )
+        init = {
+            "eta": start["eta"],
+            "mu": mu,
+            "sigma": sigma,
+            "alpha": start["alpha"],
+            "z": joint.argmax(axis=1) + 1,
+            ".RNG.name": "base::Mersenne-Twister",
+            ".RNG.seed": np.int64(1000 * seed + chain + 1),
+        }
+        if binned:
+            init["ylat"] = latent
+        inits.append(init)
     return jdata, inits
 
 
 class JagsChains:
     """The chains of one JAGS model, split over R worker processes that run in parallel."""
 
-    def __init__(self, jdata: dict, inits: list[dict], workers: int, workdir: Path):
+    def __init__(self, model: Path, jdata: dict, inits: list[dict], workers: int, workdir: Path):
         self.workdir = workdir
         self.procs = []
         for j, part in enumerate(np.array_split(np.arange(len(inits)), workers)):
@@ -281,7 +380,7 @@ class JagsChains:
                     [
                         "Rscript",
                         str(JAGS_DIR / "worker.R"),
-                        str(JAGS_DIR / "transducer.jags"),
+                        str(model),
                         str(setup),
                     ],
                     stdin=subprocess.PIPE,
@@ -339,11 +438,12 @@ class JagsChains:
             proc.wait()
 
 
-def run_jags(data: dict, cls, y, grid, seed: int, args) -> dict:
+def run_jags(case: Case, seed: int, args) -> dict:
     """Adapt, burn in, then sample in chunks until the criteria hold or the cap is hit."""
-    jdata, inits = jags_inputs(data, seed)
+    jdata, inits = jags_inputs(case, seed)
+    model = JAGS_DIR / ("transducer_binned.jags" if case.kind == "votes" else "transducer.jags")
     with tempfile.TemporaryDirectory() as tmp:
-        jags = JagsChains(jdata, inits, args.jags_workers, Path(tmp))
+        jags = JagsChains(model, jdata, inits, args.jags_workers, Path(tmp))
         try:
             adapt = jags.command(f"adapt {args.adapt}")
             burn = jags.command(f"update {args.burnin}")
@@ -351,7 +451,7 @@ def run_jags(data: dict, cls, y, grid, seed: int, args) -> dict:
             while True:
                 seconds, draws = jags.sample(args.chunk)
                 sampling += seconds
-                chunks.append(invariants(draws, y, cls, grid).reshape(CHAINS, args.chunk, -1))
+                chunks.append(invariants(draws, case).reshape(CHAINS, args.chunk, -1))
                 diag = diagnose(np.concatenate(chunks, axis=1))
                 total = adapt + burn + sampling  # [wall, CPU]
                 history.append(
@@ -412,27 +512,28 @@ def versions() -> dict:
     }
 
 
-def compare_size(n: int, args) -> dict:
-    cls, y = simulate(n, args.seed)
-    grid = np.quantile(y, GRID_PROBS)
-    data = build_stan_data(cls, y, y, None, 2, K)
-    if not (np.asarray(data["count"]) == 1).all():  # JAGS gets one row per item
-        raise RuntimeError("repeated (class, output) rows: the comparison assumes none")
+def compare(kind: str, n: int, args) -> dict:
+    case = make_case(kind, n, args.seed)
     # Other work on the machine would slow either sampler: the 1-minute load average is
     # recorded around each run (with the machine otherwise idle, about the core count).
     load = [os.getloadavg()[0]]
-    print(f"# n = {n}: Stan (load average {load[0]:.2f})", file=sys.stderr)
-    stan = stan_until_met(cls, y, grid, args.seed, args.stan_max_draws)
+    print(f"# {case.label}: Stan (load average {load[0]:.2f})", file=sys.stderr)
+    stan = stan_until_met(case, args.seed, args.stan_max_draws)
     fitted = json.loads(stan["prior"])
-    if any(not np.array_equal(np.ravel(fitted[k]), np.ravel(data[k])) for k in PRIOR_KEYS):
+    if any(not np.array_equal(np.ravel(fitted[k]), np.ravel(case.data[k])) for k in PRIOR_KEYS):
         raise RuntimeError(f"the Stan fit used another prior than build_stan_data's: {fitted}")
     load.append(os.getloadavg()[0])
-    print(f"# n = {n}: JAGS (load average {load[1]:.2f})", file=sys.stderr)
-    # JAGS sees the rows in the order build_stan_data put them (sorted): classes 0-based.
-    y_rows, cls_rows = np.asarray(data["y_lower"])[:, 0], np.asarray(data["cls"]) - 1
-    jags = run_jags(data, cls_rows, y_rows, grid, args.seed, args)
+    print(f"# {case.label}: JAGS (load average {load[1]:.2f})", file=sys.stderr)
+    jags = run_jags(case, args.seed, args)
     load.append(os.getloadavg()[0])
-    return {"n": n, "stan": stan, "jags": jags, "grid": grid, "prior": fitted, "load": load}
+    return {
+        "case": case,
+        "rows": int(case.data["N"]),
+        "stan": stan,
+        "jags": jags,
+        "prior": fitted,
+        "load": load,
+    }
 
 
 def rates(run: dict) -> tuple[float, float, float]:
@@ -447,8 +548,8 @@ def fmt_time(seconds: float | None) -> str:
 
 def table(results: list[dict], args) -> str:
     head = (
-        "| n | sampler | sampling wall time | CPU time | draws kept (4 chains) "
-        "| min bulk ESS (10 qty) | bulk ESS log-lik | min ESS/s | log-lik ESS/s "
+        "| data | sampler | sampling wall time | CPU time | draws kept (4 chains) "
+        "| min bulk ESS (all qty) | bulk ESS log-lik | min ESS/s | log-lik ESS/s "
         "| min ESS / CPU s | max R-hat | time to ESS >= 400 & R-hat <= 1.01 | divergences |"
         "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
@@ -456,7 +557,8 @@ def table(results: list[dict], args) -> str:
     for r in results:
         s, j = r["stan"], r["jags"]
         rows.append(
-            f"| {r['n']:,} | Stan NUTS (yieldwise) | {s['seconds']:.1f} s (500 warm-up + "
+            f"| {r['case'].label} ({r['rows']} Stan rows) | Stan NUTS (yieldwise) "
+            f"| {s['seconds']:.1f} s (500 warm-up + "
             f"{s['draws']} draws/chain) | {s['cpu']:.1f} s | {CHAINS * s['draws']:,} "
             f"| {s['ess'].min():.0f} | {s['ess'][-1]:.0f} | {rates(s)[0]:.1f} "
             f"| {rates(s)[1]:.1f} | {rates(s)[2]:.1f} | {s['rhat'].max():.4f} "
@@ -464,7 +566,7 @@ def table(results: list[dict], args) -> str:
             f"| {s['divergences']} ({s['treedepth_hits']} max tree depth hits) |"
         )
         rows.append(
-            f"| {r['n']:,} | JAGS Gibbs | {j['seconds']:.1f} s ({j['adapt']:.1f} adapt "
+            f"| {r['case'].label} | JAGS Gibbs | {j['seconds']:.1f} s ({j['adapt']:.1f} adapt "
             f"{args.adapt} + {j['burnin']:.1f} burn-in {args.burnin} + {j['sampling']:.1f} "
             f"sampling) | {j['cpu']:.1f} s | {CHAINS * j['draws']:,} | {j['ess'].min():.0f} "
             f"| {j['ess'][-1]:.0f} | {rates(j)[0]:.1f} | {rates(j)[1]:.1f} "
@@ -490,8 +592,9 @@ def ratios(results: list[dict]) -> str:
         steady = s_min / (j["ess"].min() / j["sampling"])
         goal = "met" if s_min / j_min >= 10 else "not met"
         lines.append(
-            f"* n = {r['n']:,}: bulk ESS per second, Stan / JAGS = {s_min / j_min:.2f} (lowest "
-            f"of the 10 quantities; the goal of 10 is {goal}), {s_ll / j_ll:.2f} "
+            f"* {r['case'].label}: bulk ESS per second, Stan / JAGS = {s_min / j_min:.2f} "
+            f"(lowest of the {len(r['case'].names)} quantities; the goal of 10 is {goal}), "
+            f"{s_ll / j_ll:.2f} "
             f"(log-likelihood), {s_cpu / j_cpu:.2f} (lowest, per CPU second), {steady:.2f} "
             f"(lowest, JAGS timed after burn-in only); {to}. Posterior means agree: largest "
             f"difference in p(1 | y) {gap.max():.4f}, mean log-likelihood "
@@ -504,17 +607,16 @@ def ratios(results: list[dict]) -> str:
 def per_quantity(results: list[dict]) -> str:
     """Posterior mean, bulk ESS and R-hat of each quantity under both samplers."""
     head = (
-        "| n | quantity | mean (Stan) | mean (JAGS) | bulk ESS (Stan) | bulk ESS (JAGS) "
+        "| data | quantity | mean (Stan) | mean (JAGS) | bulk ESS (Stan) | bulk ESS (JAGS) "
         "| R-hat (Stan) | R-hat (JAGS) |\n|---|---|---|---|---|---|---|---|\n"
     )
     rows = []
     for r in results:
         s, j = r["stan"], r["jags"]
         means = [run["values"].mean(axis=(0, 1)) for run in (s, j)]
-        for q, name in enumerate(NAMES):
-            y = f"{name} (y = {r['grid'][q]:.3f})" if q < len(r["grid"]) else name
+        for q, name in enumerate(r["case"].names):
             rows.append(
-                f"| {r['n']:,} | {y} | {means[0][q]:.4f} | {means[1][q]:.4f} "
+                f"| {r['case'].label} | {name} | {means[0][q]:.4f} | {means[1][q]:.4f} "
                 f"| {s['ess'][q]:.0f} | {j['ess'][q]:.0f} | {s['rhat'][q]:.4f} "
                 f"| {j['rhat'][q]:.4f} |"
             )
@@ -530,7 +632,7 @@ def details(results: list[dict]) -> str:
             for w, d, t, m in s["attempts"]
         )
         lines.append(
-            f"* n = {r['n']:,}: prior mu ~ N({r['prior']['mu_loc'][0]:.4f}, "
+            f"* {r['case'].label}: prior mu ~ N({r['prior']['mu_loc'][0]:.4f}, "
             f"{r['prior']['mu_scale'][0]:.4f}), log sigma ~ N({r['prior']['log_sigma_loc'][0]:.4f}"
             f", {r['prior']['log_sigma_scale'][0]:g}), eta ~ N(0, {r['prior']['eta_scale']:g}), "
             f"alpha ~ Dirichlet({r['prior']['alpha_conc']:g}). Stan runs: {tries}; "
@@ -547,18 +649,23 @@ def details(results: list[dict]) -> str:
 
 
 def section(results: list[dict], args, info: dict) -> str:
-    sizes = ", ".join(str(r["n"]) for r in results)
+    cases = "; ".join(r["case"].label for r in results)
     versions_ = ", ".join(f"{k} {v}" for k, v in info.items())
     method = [
         f"Command: `python bench/bench_vs_jags.py --write` ({datetime.date.today()}, "
         f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}; {versions_}; "
-        f"n = {sizes}, seed {args.seed}).",
-        f"Model: the same K = {K} mixture (stan/transducer.stan; bench/jags/transducer.jags, "
-        "which makes the component indicators explicit for Gibbs), hyper-parameters from "
-        "yieldwise's `build_stan_data`, the same starting points; data y | c ~ N(1.5 c, 1), "
-        "P(c = 1) = 0.3.",
-        "Quantities: p1 = p(1 | y) at 9 evenly spaced quantiles of y (5 % to 95 %) and the "
-        "log-likelihood, from each sampler's draws by the same numpy code; ArviZ bulk ESS and "
+        f"{cases}; seed {args.seed}).",
+        f"Model: the same K = {K} mixture (stan/transducer.stan; bench/jags/transducer.jags and "
+        "transducer_binned.jags, which make the component indicators explicit for Gibbs), "
+        "hyper-parameters from yieldwise's `build_stan_data`, the same starting points.",
+        "Data: *scores*, a continuous output, y | c ~ N(1.5 c, 1), P(c = 1) = 0.3; *votes*, "
+        "a 200-tree forest's vote fractions (beta-binomial per class, 9 % positives), which "
+        "yieldwise models on the logit scale as interval-censored at their resolution 1/200 "
+        "and merges into one row per distinct (class, vote count). JAGS has no such "
+        "merging: it keeps one latent output per item, censored to its bin (`dinterval`).",
+        "Quantities: p1 = p(1 | output) at the outputs found at 9 evenly spaced quantiles "
+        "of the items (5 % to 95 %; repeated vote counts once) and the log-likelihood, "
+        "from each sampler's draws by the same numpy code; ArviZ bulk ESS and "
         "rank-normalised R-hat. ESS/s divides by the whole sampling time.",
         "Times exclude compilation. Stan's include its 500 warm-up iterations; JAGS's its "
         f"{args.adapt} adaptation and {args.burnin} burn-in iterations. Both run 4 chains on "
@@ -589,11 +696,17 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--sizes", type=lambda t: [int(n) for n in t.split(",")], default=[1000, 3600]
     )
+    parser.add_argument(
+        "--data",
+        type=lambda t: t.split(","),
+        default=["scores", "votes"],
+        help="comma-separated: scores (continuous), votes (binned vote fractions)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="data, Stan and JAGS seed")
     parser.add_argument("--adapt", type=int, default=500, help="JAGS adaptation iterations")
     parser.add_argument("--burnin", type=int, default=500, help="JAGS burn-in iterations")
     parser.add_argument("--chunk", type=int, default=500, help="JAGS iterations per extension")
-    parser.add_argument("--jags-cap", type=float, default=1800.0, help="JAGS seconds per size")
+    parser.add_argument("--jags-cap", type=float, default=900.0, help="JAGS seconds per case")
     parser.add_argument("--jags-workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--stan-max-draws", type=int, default=3000)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
@@ -604,7 +717,7 @@ def main(argv=None) -> int:
         + " ".join(f"{k} {v}" for k, v in info.items())
     )
     started = time.perf_counter()
-    results = [compare_size(n, args) for n in args.sizes]
+    results = [compare(kind, n, args) for kind in args.data for n in args.sizes]
     print(body(results, args))
     print(f"(whole benchmark: {time.perf_counter() - started:,.0f} s)")
     if args.write:

@@ -40,13 +40,20 @@ def random_draws(rng, s=6, k=3, c=2):
     }
 
 
+def a_case(jags_bench, lower, upper, cls, grid_lower, grid_upper):
+    return jags_bench.Case(
+        "test", len(cls), lower, cls, lower, upper, grid_lower, grid_upper,
+        [str(g) for g in grid_lower], {}, {},
+    )  # fmt: skip
+
+
 def test_invariants_equal_bayes_rule_and_loglik_item_by_item(jags_bench):
     rng = np.random.default_rng(4)
     draws = random_draws(rng)
     y = rng.normal(0.5, 1.2, size=23)
     cls = rng.integers(0, 2, size=23)
     grid = np.array([-1.0, 0.0, 0.7, 2.5])
-    got = jags_bench.invariants(draws, y, cls, grid)
+    got = jags_bench.invariants(draws, a_case(jags_bench, y, y, cls, grid, grid))
     assert got.shape == (6, len(grid) + 1)
     for s in range(6):
         w, a, mu, sd = (draws[k][s] for k in ("w", "alpha", "mu", "sigma"))
@@ -59,6 +66,37 @@ def test_invariants_equal_bayes_rule_and_loglik_item_by_item(jags_bench):
             for v, c in zip(y, cls, strict=True)
         )
         assert got[s, -1] == pytest.approx(loglik, rel=1e-10)
+
+
+def bin_mass(lo, hi, mu, sd):
+    """P(lo < Y <= hi) per component with scipy: upper tails above the mean, CDFs below."""
+    upper_tails = norm.sf(lo, mu, sd) - norm.sf(hi, mu, sd)
+    cdfs = norm.cdf(hi, mu, sd) - norm.cdf(lo, mu, sd)
+    return np.where(lo > mu, upper_tails, cdfs)
+
+
+def test_binned_invariants_use_bin_probabilities(jags_bench):
+    # Bins on the logit scale, open at both ends, as vote fractions get them; far-tail
+    # bins too, where a difference of CDFs taken on the wrong side would round to 0.
+    rng = np.random.default_rng(6)
+    draws = random_draws(rng)
+    edges = np.array([-np.inf, -4.0, -1.0, -0.5, 0.3, 2.0, 9.0, 9.5, np.inf])
+    which = rng.integers(0, len(edges) - 1, size=30)
+    lower, upper = edges[which], edges[which + 1]
+    cls = rng.integers(0, 2, size=30)
+    g_lo, g_hi = edges[[0, 3, 6]], edges[[1, 4, 7]]
+    got = jags_bench.invariants(draws, a_case(jags_bench, lower, upper, cls, g_lo, g_hi))
+    for s in range(6):
+        w, a, mu, sd = (draws[k][s] for k in ("w", "alpha", "mu", "sigma"))
+
+        for j in range(3):
+            m = w * bin_mass(g_lo[j], g_hi[j], mu, sd)
+            assert got[s, j] == pytest.approx((m * a[:, 1]).sum() / m.sum(), rel=1e-8)
+        loglik = sum(
+            np.log((w * a[:, c] * bin_mass(lo, hi, mu, sd)).sum())
+            for lo, hi, c in zip(lower, upper, cls, strict=True)
+        )
+        assert got[s, -1] == pytest.approx(loglik, rel=1e-8)
 
 
 def test_draws_file_is_read_back_by_node_name(jags_bench, tmp_path):
