@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "decision_quality.json"
 FIGURES = ROOT / "docs" / "figures"
 SECTION = "## Decision quality against the alternatives"
+WHY_LINK = "model.md#where-parametric-calibrators-beat-it-the-floor-under-small-probabilities"
 
 #: The four named binary matrices (rows decisions, columns classes 0 and 1).
 NAMED = {
@@ -607,7 +608,7 @@ def render(results: dict) -> str:
         "",
         "Every problem and size where a peer's mean regret is below yieldwise's. "
         "Why, and the design change that would fix it: "
-        "[docs/model.md](model.md#where-parametric-calibrators-beat-it-the-floor-under-small-probabilities).",
+        f"[docs/model.md]({WHY_LINK}).",
         "",
         "| problem | n | yieldwise | best peer | peer's regret | difference | ratio |",
         "|---|---:|---:|---|---:|---:|---:|",
@@ -717,6 +718,11 @@ def _render_coverage(coverage: dict) -> list[str]:
     lines = [
         "### Honest uncertainty: coverage",
         "",
+        "Calibration sets of 1,000 items. Bands for p(1 | y) at the outputs at 9 evenly "
+        "spaced quantiles of the output law (5 % to 95 %); long-run-utility intervals for "
+        "the true long-run utility of the rule the transducer sets. Why the votes bands "
+        f"miss: [docs/model.md]({WHY_LINK}).",
+        "",
         "| problem | quantity | 50 % | 75 % | 95 % | checks |",
         "|---|---|---:|---:|---:|---:|",
     ]
@@ -751,6 +757,14 @@ def _render_real(real: dict) -> list[str]:
             + " | ".join(f"{r[m]['mean_regret']:.4f}" for m in METHODS[:-1])
             + f" | {r[best]['yieldwise_at_least']:.0%} ({best}) |"
         )
+    beaten = [
+        f"{name} (best peer {p}: {r[p]['mean_regret']:.4f} against yieldwise's "
+        f"{r['yieldwise']['mean_regret']:.4f})"
+        for name, r in real.items()
+        for p in [min(PEERS, key=lambda p, r=r: r[p]["mean_regret"])]
+        if r[p]["mean_regret"] < r["yieldwise"]["mean_regret"]
+    ]
+    lines += ["", "yieldwise loses on: " + ("; ".join(beaten) or "none") + "."]
     return [*lines, ""]
 
 
@@ -764,11 +778,15 @@ def plot(results: dict) -> None:
     sizes = sorted({int(k.split("|")[1]) for k in panel})
     middle = sizes[len(sizes) // 2]
     problems = list(dict.fromkeys(k.split("|")[0] for k in panel))
+    # matplotlib 3.10 replaced vert=False by orientation="horizontal"
+    new_api = tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+    horizontal = {"orientation": "horizontal"} if new_api else {"vert": False}
     fig, axes = plt.subplots(len(problems), 1, figsize=(9, 2.3 * len(problems)), sharex=False)
     for ax, name in zip(np.atleast_1d(axes), problems, strict=True):
         regret = panel[f"{name}|{middle}"]["regret"]
         data = [np.clip(regret[m], 1e-6, None) for m in METHODS[:-1]]
-        ax.boxplot(data, vert=False, labels=METHODS[:-1], showfliers=False, whis=(5, 95))
+        ax.boxplot(data, showfliers=False, whis=(5, 95), **horizontal)
+        ax.set_yticks(range(1, len(data) + 1), METHODS[:-1])  # boxes sit at 1, 2, ...
         ax.set_xscale("log")
         ax.set_title(
             f"{name}, n = {middle}: rescaled regret (5-95 % whiskers; 1e-6 = none)", fontsize=9
