@@ -118,6 +118,11 @@ def _one_d(name, description, prevalences, parts_by_class, lo, hi):
 
 
 # ------------------------------------------------------------------ the panel
+def vote_score(trees: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Vote fractions k/trees -> the logit of (k + 1/2) / (trees + 1): finite at 0 and 1."""
+    return lambda v: logit((v[:, 0] * trees + 0.5) / (trees + 1))
+
+
 def votes_problem() -> Problem:
     """(1) A forest's hard votes: k of 200 trees, beta-binomial per class, 9 % positives."""
     trees, ab = 200, [(0.6, 8.0), (6.0, 2.5)]
@@ -129,7 +134,6 @@ def votes_problem() -> Problem:
         b = np.array([ab[c][1] for c in classes])
         return (rng.binomial(trees, rng.beta(a, b)) / trees)[:, None]
 
-    squeeze = lambda v: (v[:, 0] * trees + 0.5) / (trees + 1)  # noqa: E731 (a one-liner)
     return Problem(
         "votes",
         "vote fractions k/200, beta-binomial per class, 9 % positives",
@@ -137,7 +141,7 @@ def votes_problem() -> Problem:
         sample_outputs,
         (k / trees)[:, None],
         mass,
-        score=lambda v: logit(squeeze(v)),
+        score=vote_score(trees),
         raw_probability=lambda v: np.column_stack([1 - v[:, 0], v[:, 0]]),
         columns=["votes"],
     )

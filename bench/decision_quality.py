@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from _calibrators import CALIBRATORS
 from _common import write_section
-from _problems import PANEL, Problem
+from _problems import PANEL, Problem, vote_score
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "decision_quality.json"
@@ -434,9 +434,6 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
 
 
 def _lattice_problem(trees: int) -> Problem:
-    squeeze = lambda v: (v[:, 0] * trees + 0.5) / (trees + 1)  # noqa: E731 (a one-liner)
-    from scipy.special import logit
-
     return Problem(
         "real",
         "",
@@ -444,7 +441,7 @@ def _lattice_problem(trees: int) -> Problem:
         None,
         None,
         None,  # type: ignore[arg-type]
-        score=lambda v: logit(squeeze(v)),
+        score=vote_score(trees),
         raw_probability=lambda v: np.column_stack([1 - v[:, 0], v[:, 0]]),
     )
 
@@ -512,20 +509,16 @@ def render(results: dict) -> str:
         "| problem | n | " + " | ".join(METHODS[:-1]) + " |",
         "|---|---:|" + "---:|" * (len(METHODS) - 1),
     ]
-    for name in problems:
-        for n in sizes:
-            if f"{name}|{n}" not in panel:  # a stopped run: report the cells it finished
-                continue
-            s = panel[f"{name}|{n}"]["summary"]
-            best_peer = min(s[p]["mean_regret"] for p in PEERS)
-            cells = []
-            for m in METHODS[:-1]:
-                v = s[m]["mean_regret"]
-                text = f"{v:.4f}"
-                cells.append(
-                    f"**{text}**" if v <= min(best_peer, s["yieldwise"]["mean_regret"]) else text
-                )
-            lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
+    for name, n, s in _summaries(panel, problems, sizes):
+        best_peer = min(s[p]["mean_regret"] for p in PEERS)
+        cells = []
+        for m in METHODS[:-1]:
+            v = s[m]["mean_regret"]
+            text = f"{v:.4f}"
+            cells.append(
+                f"**{text}**" if v <= min(best_peer, s["yieldwise"]["mean_regret"]) else text
+            )
+        lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Bold: the lowest mean regret of the row (oracle excluded).",
@@ -537,18 +530,14 @@ def render(results: dict) -> str:
         + " |",
         "|---|---:|---:|---:|" + "---:|" * len(PEERS),
     ]
-    for name in problems:
-        for n in sizes:
-            if f"{name}|{n}" not in panel:  # a stopped run: report the cells it finished
-                continue
-            s = panel[f"{name}|{n}"]["summary"]
-            peer_max = min(s[p]["max_regret"] for p in PEERS)
-            lines.append(
-                f"| {name} | {n} | {s['yieldwise']['max_regret']:.3f} | "
-                f"{peer_max:.3f} | "
-                + " | ".join(f"{s[p]['yieldwise_at_least']:.0%}" for p in PEERS)
-                + " |"
-            )
+    for name, n, s in _summaries(panel, problems, sizes):
+        peer_max = min(s[p]["max_regret"] for p in PEERS)
+        lines.append(
+            f"| {name} | {n} | {s['yieldwise']['max_regret']:.3f} | "
+            f"{peer_max:.3f} | "
+            + " | ".join(f"{s[p]['yieldwise_at_least']:.0%}" for p in PEERS)
+            + " |"
+        )
     lines += [
         "",
         "### Median rescaled utility",
@@ -559,16 +548,12 @@ def render(results: dict) -> str:
         "| problem | n | " + " | ".join(METHODS) + " |",
         "|---|---:|" + "---:|" * len(METHODS),
     ]
-    for name in problems:
-        for n in sizes:
-            if f"{name}|{n}" not in panel:  # a stopped run: report the cells it finished
-                continue
-            s = panel[f"{name}|{n}"]["summary"]
-            lines.append(
-                f"| {name} | {n} | "
-                + " | ".join(f"{s[m]['median_rescaled']:.4f}" for m in METHODS)
-                + " |"
-            )
+    for name, n, s in _summaries(panel, problems, sizes):
+        lines.append(
+            f"| {name} | {n} | "
+            + " | ".join(f"{s[m]['median_rescaled']:.4f}" for m in METHODS)
+            + " |"
+        )
     lines += [
         "",
         "### The four named matrices (regret, n = 1,000)",
@@ -676,6 +661,14 @@ def render(results: dict) -> str:
         else:
             lines += [f"### {title}", "", "Not measured in this run (see the command above).", ""]
     return "\n".join(lines)
+
+
+def _summaries(panel: dict, problems: list[str], sizes: list[int]):
+    """(problem, n, summary) in table order; a stopped run reports the cells it finished."""
+    for name in problems:
+        for n in sizes:
+            if f"{name}|{n}" in panel:
+                yield name, n, panel[f"{name}|{n}"]["summary"]
 
 
 def _losses(panel: dict) -> list[tuple[str, int, float, str, float]]:
