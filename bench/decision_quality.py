@@ -528,12 +528,7 @@ def render(results: dict) -> str:
         "| problem | n | " + " | ".join(METHODS[:-1]) + " |",
         "|---|---:|" + "---:|" * (len(METHODS) - 1),
     ]
-    for name, n, s in _summaries(panel, problems, sizes):
-        lines.append(
-            f"| {name} | {n} | "
-            + " | ".join(f"{s[m]['max_regret']:.3f}" for m in METHODS[:-1])
-            + " |"
-        )
+    lines += _rows(panel, problems, sizes, METHODS[:-1], "max_regret", "{:.3f}")
     lines += [
         "",
         "### How often yieldwise does at least as well as each peer",
@@ -544,12 +539,7 @@ def render(results: dict) -> str:
         "| problem | n | " + " | ".join(PEERS) + " |",
         "|---|---:|" + "---:|" * len(PEERS),
     ]
-    for name, n, s in _summaries(panel, problems, sizes):
-        lines.append(
-            f"| {name} | {n} | "
-            + " | ".join(f"{s[p]['yieldwise_at_least']:.0%}" for p in PEERS)
-            + " |"
-        )
+    lines += _rows(panel, problems, sizes, PEERS, "yieldwise_at_least", "{:.0%}")
     lines += [
         "",
         "### Median rescaled utility",
@@ -560,12 +550,7 @@ def render(results: dict) -> str:
         "| problem | n | " + " | ".join(METHODS) + " |",
         "|---|---:|" + "---:|" * len(METHODS),
     ]
-    for name, n, s in _summaries(panel, problems, sizes):
-        lines.append(
-            f"| {name} | {n} | "
-            + " | ".join(f"{s[m]['median_rescaled']:.4f}" for m in METHODS)
-            + " |"
-        )
+    lines += _rows(panel, problems, sizes, METHODS, "median_rescaled", "{:.4f}")
     lines += [
         "",
         "### The four named matrices (regret, n = 1,000)",
@@ -681,6 +666,16 @@ def _summaries(panel: dict, problems: list[str], sizes: list[int]):
         for n in sizes:
             if f"{name}|{n}" in panel:
                 yield name, n, panel[f"{name}|{n}"]["summary"]
+
+
+def _rows(
+    panel: dict, problems: list[str], sizes: list[int], methods: list[str], key: str, fmt: str
+) -> list[str]:
+    """One table row per problem and size: each method's ``key``, formatted."""
+    return [
+        f"| {name} | {n} | " + " | ".join(fmt.format(s[m][key]) for m in methods) + " |"
+        for name, n, s in _summaries(panel, problems, sizes)
+    ]
 
 
 def _losses(panel: dict) -> list[tuple[str, int, float, str, float]]:
