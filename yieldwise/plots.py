@@ -17,6 +17,8 @@ audit
     :func:`yieldwise.audit.rank_disagreement`, theory 1.5).
 roc
     ROC curves with the best operating points and iso-utility lines (theory 1.4).
+roc_hull
+    ROC curves with their convex hulls and each utility matrix's best hull point.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from .yields import utility_yield
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["audit", "metric_vs_yield", "roc", "utility_space"]
+__all__ = ["audit", "metric_vs_yield", "roc", "roc_hull", "utility_space"]
 
 # Yields in the chart are those of standard-form matrices, in [0, 1]; differences
 # this small are rounding, not a preference.
@@ -578,4 +580,156 @@ def roc(
         f"ROC curves, best points; dashed: iso-utility slope {slope:.3g}",
         parse_math=False,
     )
+    return ax
+
+
+# ----------------------------------------------------------------------- roc hull
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
+
+
+def _utilities(utilities: Any) -> list[tuple[str, UtilityMatrix]]:
+    if utilities is None:
+        return []
+    if isinstance(utilities, UtilityMatrix):
+        return [("utility", utilities)]
+    if isinstance(utilities, Mapping):
+        items = [(str(k), v) for k, v in utilities.items()]
+        for name, u in items:
+            if not isinstance(u, UtilityMatrix):
+                raise TypeError(
+                    f"utilities[{name!r}] must be a UtilityMatrix, found {type(u).__name__}"
+                )
+        return items
+    raise TypeError(
+        "utilities must be a UtilityMatrix or a mapping of name to UtilityMatrix, found "
+        f"{type(utilities).__name__}"
+    )
+
+
+def _hulls(scores: Any, true_classes: Any, positive: Label | None, classes: Any) -> list:
+    from .roc import ROCHull, convex_hull
+
+    if isinstance(scores, ROCHull):
+        return [("classifier", scores)]
+    items = _score_items(scores)
+    out = []
+    for name, values in items:
+        if isinstance(values, ROCHull):
+            out.append((str(name), values))
+        else:
+            if true_classes is None:
+                raise ValueError(
+                    f"scores[{name!r}] are scores, so true_classes is needed to build the hull"
+                )
+            out.append((str(name), convex_hull(values, true_classes, positive, classes)))
+    return out
+
+
+def roc_hull(
+    scores: Any,
+    true_classes: Any = None,
+    utilities: Any = None,
+    positive: Label | None = None,
+    ax: Axes | None = None,
+    classes: Any = None,
+) -> Axes:
+    """Empirical ROC curves, their convex hulls and each utility matrix's best point.
+
+    For every classifier: its empirical curve (thin), its hull (thick, the vertices
+    marked) and the area under the hull (AUCH) in the legend. For every utility
+    matrix: the best point of each hull (:meth:`yieldwise.roc.ROCHull.best_point`,
+    one marker shape per matrix) and, dashed, the iso-utility line through it
+    (theory 1.4): every point of that line yields the same, and nothing on the hull
+    lies above it.
+
+    Parameters
+    ----------
+    scores : mapping of name to 1-D array-like or ROCHull, or one ROCHull
+        Each classifier's scores on the same items (hulls are built with
+        :func:`yieldwise.roc.convex_hull`), or hulls built already.
+    true_classes : label sequence, optional
+        Needed when scores are given.
+    utilities : UtilityMatrix or mapping of name to UtilityMatrix, optional
+    positive, classes
+        As in :func:`yieldwise.roc.convex_hull`.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Hulls have gid ``"hull"``, best points ``"best_point"``, iso-utility lines
+        ``"iso_utility"``.
+
+    Examples
+    --------
+    >>> from yieldwise import UtilityMatrix
+    >>> u = {"accuracy": UtilityMatrix([[1, 0], [0, 1]])}
+    >>> ax = roc_hull({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['m: AUCH 0.875', 'accuracy: best points']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    hulls = _hulls(scores, true_classes, positive, classes)
+    matrices = _utilities(utilities)
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for k, (name, hull) in enumerate(hulls):
+        color = _cycle_color(k)
+        ax.plot(hull.roc.fpr, hull.roc.tpr, color=color, linewidth=0.8, alpha=0.6, zorder=2)
+        (line,) = ax.plot(
+            hull.vertices["fpr"],
+            hull.vertices["tpr"],
+            color=color,
+            linewidth=2,
+            marker=".",
+            zorder=3,
+            gid="hull",
+        )
+        handles.append(line)
+        labels.append(f"{name}: AUCH {hull.auc:.3f}")
+        for m, (_, u) in enumerate(matrices):
+            point = hull.best_point(u)
+            ax.plot(
+                [point.fpr],
+                [point.tpr],
+                marker=_MARKERS[m % len(_MARKERS)],
+                markersize=9,
+                color=color,
+                markeredgecolor="black",
+                linestyle="none",
+                zorder=4,
+                gid="best_point",
+            )
+            second = (
+                (point.fpr + 1.0, point.tpr + point.slope)
+                if np.isfinite(point.slope)
+                else (point.fpr, point.tpr + 1.0)
+            )
+            if not np.isnan(point.slope):
+                ax.axline(
+                    (point.fpr, point.tpr),
+                    second,
+                    color=color,
+                    linestyle="--",
+                    linewidth=0.9,
+                    zorder=1,
+                    gid="iso_utility",
+                )
+    for m, (name, _) in enumerate(matrices):
+        (marker,) = ax.plot(
+            [], [], marker=_MARKERS[m % len(_MARKERS)], color="grey",
+            markeredgecolor="black", linestyle="none",
+        )  # fmt: skip
+        handles.append(marker)
+        labels.append(f"{name}: best points")
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=0)
+    _legend(ax, handles, labels, loc="lower right")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("equal")
+    first = hulls[0][1]
+    ax.set_xlabel(f"false-positive rate (negative = {first.negative!r})", parse_math=False)
+    ax.set_ylabel(f"true-positive rate (positive = {first.positive!r})", parse_math=False)
+    ax.set_title("ROC curves and convex hulls; dashed: iso-utility lines")
     return ax
