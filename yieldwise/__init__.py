@@ -11,7 +11,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from . import audit, metrics, roc
+from . import audit, curves, metrics, roc
 from .compare import Comparison, compare
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
@@ -34,6 +34,7 @@ __all__ = [
     "UtilityMatrix",
     "audit",
     "compare",
+    "curves",
     "decide",
     "expected_utilities",
     "long_run_utility",

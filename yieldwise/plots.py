@@ -19,6 +19,8 @@ roc
     ROC curves with the best operating points and iso-utility lines (theory 1.4).
 roc_hull
     ROC curves with their convex hulls and each utility matrix's best hull point.
+cost_curves
+    Cost curves and Brier curves, with each utility matrix's operating condition.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from .yields import utility_yield
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["audit", "metric_vs_yield", "roc", "roc_hull", "utility_space"]
+__all__ = ["audit", "cost_curves", "metric_vs_yield", "roc", "roc_hull", "utility_space"]
 
 # Yields in the chart are those of standard-form matrices, in [0, 1]; differences
 # this small are rounding, not a preference.
@@ -732,4 +734,100 @@ def roc_hull(
     ax.set_xlabel(f"false-positive rate (negative = {first.negative!r})", parse_math=False)
     ax.set_ylabel(f"true-positive rate (positive = {first.positive!r})", parse_math=False)
     ax.set_title("ROC curves and convex hulls; dashed: iso-utility lines")
+    return ax
+
+
+# -------------------------------------------------------------- cost and Brier curves
+#: Draw every ROC point's line of a cost curve up to this many points (beyond: clutter).
+_MAX_COST_LINES = 300
+
+
+def cost_curves(curves: Any, utilities: Any = None, ax: Axes | None = None) -> Axes:
+    """Cost curves and Brier curves on one axis, with each utility matrix's condition.
+
+    Each :class:`~yieldwise.curves.CostCurve` is drawn as its lower envelope (thick)
+    over the lines of its ROC points (thin, when there are at most 300); each
+    :class:`~yieldwise.curves.BrierCurve` as itself. For each utility matrix, a
+    dotted vertical line marks its operating condition
+    (:func:`yieldwise.curves.operating_condition` at the first curve's class
+    balance): the height of a curve there, times the problem's scale, is that
+    classifier's regret under the matrix -- the one number the problem needs.
+
+    Parameters
+    ----------
+    curves : CostCurve, BrierCurve, or mapping of name to them
+        All on the same axis: Brier curves and ``axis="cost_proportion"`` cost
+        curves together, or ``axis="probability_cost"`` cost curves.
+    utilities : UtilityMatrix or mapping of name to UtilityMatrix, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Envelopes and Brier curves have gid ``"curve"``, the conditions
+        ``"condition"``.
+
+    Examples
+    --------
+    >>> from yieldwise.curves import brier_curve, cost_curve
+    >>> truth = [1, 1, 0, 1, 0, 0]
+    >>> curves = {"hull": cost_curve([6, 5, 4, 3, 2, 1], truth, positive=1,
+    ...                              axis="cost_proportion"),
+    ...           "probabilities": brier_curve([.9, .8, .7, .5, .3, .2], truth, positive=1)}
+    >>> ax = cost_curves(curves)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['hull: area 0.0833', 'probabilities: area 0.1533']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    from .curves import BrierCurve, _check_curves, operating_condition
+
+    items = _check_curves(curves)
+    axes_of = {"brier" if isinstance(c, BrierCurve) else c.axis for _, c in items}
+    if "probability_cost" in axes_of and len(axes_of) > 1:
+        raise ValueError(
+            "curves mixes probability-cost cost curves with Brier or cost-proportion curves; "
+            "draw cost curves with axis='cost_proportion' beside Brier curves"
+        )
+    x_name = "probability_cost" if "probability_cost" in axes_of else "cost_proportion"
+    matrices = _utilities(utilities)
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for k, (name, curve) in enumerate(items):
+        color = _cycle_color(k)
+        if isinstance(curve, BrierCurve):
+            x, y = curve.frame["cost_proportion"], curve.frame["loss"]
+        else:
+            lines = curve.lines
+            if len(lines) <= _MAX_COST_LINES:
+                for a, b in zip(lines["at_0"], lines["at_1"], strict=True):
+                    ax.plot([0, 1], [a, b], color=color, linewidth=0.4, alpha=0.35, zorder=1)
+            x, y = curve.frame["x"], curve.frame["cost"]
+        (line,) = ax.plot(x, y, color=color, linewidth=2, zorder=3, gid="curve")
+        handles.append(line)
+        labels.append(f"{name}: area {curve.area:.4f}")
+    first = items[0][1]
+    if isinstance(first, BrierCurve):
+        prevalence, positive = first.prevalence, first.positive
+    else:
+        prevalence, positive = first.hull.prevalence, first.hull.positive
+    for m, (name, u) in enumerate(matrices):
+        condition = operating_condition(u, prevalence, positive)
+        x0 = getattr(condition, x_name)
+        line = ax.axvline(
+            x0, color="black", linestyle=(0, (1, 1 + m)), linewidth=1, zorder=2, gid="condition"
+        )
+        handles.append(line)
+        labels.append(f"{name}: x = {x0:.3g}")
+    _legend(ax, handles, labels, loc="upper right")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(bottom=0)
+    if x_name == "probability_cost":
+        ax.set_xlabel("probability cost PC(+) = B C_FN / (B C_FN + (1 - B) C_FP)")
+        ax.set_ylabel("normalised expected cost")
+        ax.set_title("Cost curves (lower envelopes of the ROC points' lines)")
+    else:
+        ax.set_xlabel("cost proportion c = C_FP / (C_FP + C_FN)")
+        ax.set_ylabel("loss 2 [c (1 - B) FPR + (1 - c) B FNR]")
+        ax.set_title("Cost and Brier curves (area of a Brier curve = Brier score)")
     return ax
