@@ -11,7 +11,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from . import audit, curves, metrics, roc
+from . import audit, calibrators, curves, metrics, roc
 from .compare import Comparison, compare
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
@@ -33,6 +33,7 @@ __all__ = [
     "UndefinedMetricError",
     "UtilityMatrix",
     "audit",
+    "calibrators",
     "compare",
     "curves",
     "decide",

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from ._validation import (
     Label,
@@ -60,6 +61,9 @@ __all__ = [
     "brier",
     "log_loss",
     "ROCCurve",
+    "BrierDecomposition",
+    "brier_decomposition",
+    "reliability_table",
     "CONFUSION_METRICS",
     "SCORE_METRICS",
 ]
@@ -605,8 +609,11 @@ def roc_auc(
 
 def _probability_matrix(
     probabilities: Any, true_classes: Any, classes: Any, positive: Label | None, metric: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(p, onehot)`` arrays; a 1-D input is the probability of ``positive``."""
+) -> tuple[np.ndarray, np.ndarray, tuple[Label, ...]]:
+    """``(p, onehot, labels)``; a 1-D input is the probability of ``positive``.
+
+    ``labels`` names the columns: ``(positive,)`` for a 1-D input, else the classes.
+    """
     p = as_float_array(probabilities, "probabilities", ndim=(1, 2))
     truth = label_values(true_classes, "true_classes")
     if truth.size != p.shape[0]:
@@ -619,8 +626,8 @@ def _probability_matrix(
             f"{metric}: probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]"
         )
     if p.ndim == 1:
-        is_positive, _, _ = _binary_truth(true_classes, positive, classes, p.size)
-        return p[:, None], is_positive.astype(float)[:, None]
+        is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
+        return p[:, None], is_positive.astype(float)[:, None], (positive,)
     if positive is not None:
         raise ValueError(f"{metric}: positive= applies to 1-D probabilities only")
     sums = p.sum(axis=1)
@@ -639,7 +646,7 @@ def _probability_matrix(
     classes = check_labels(classes, p.shape[1], "classes")
     onehot = np.zeros_like(p)
     onehot[np.arange(p.shape[0]), indices_of(truth, classes, "true_classes", "classes")] = 1.0
-    return p, onehot
+    return p, onehot, classes
 
 
 @_metric(
@@ -658,7 +665,7 @@ def brier(
     ``(items, classes)`` probabilities: ``mean_n sum_c (p_nc - y_nc)^2``
     (Brier's original form, twice the 1-D value on binary problems).
     """
-    p, onehot = _probability_matrix(probabilities, true_classes, classes, positive, "brier")
+    p, onehot, _ = _probability_matrix(probabilities, true_classes, classes, positive, "brier")
     return float(((p - onehot) ** 2).sum(axis=1).mean())
 
 
@@ -675,13 +682,368 @@ def log_loss(
 
     A zero probability on a true class gives ``inf``: nothing is clipped.
     """
-    p, onehot = _probability_matrix(probabilities, true_classes, classes, positive, "log_loss")
+    p, onehot, _ = _probability_matrix(probabilities, true_classes, classes, positive, "log_loss")
     if p.shape[1] == 1:
         p_true = np.where(onehot[:, 0] == 1, p[:, 0], 1 - p[:, 0])
     else:
         p_true = (p * onehot).sum(axis=1)
     with np.errstate(divide="ignore"):
         return float(-np.log(p_true).mean())
+
+
+# ------------------------------------------------------- calibration diagnostics
+def _isotonic_values(f: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """Isotonic (PAV) regression of ``o`` on ``f``, per item; tied ``f`` share a value."""
+    from scipy.optimize import isotonic_regression
+
+    x, inverse = np.unique(f, return_inverse=True)
+    inverse = inverse.ravel()
+    weights = np.bincount(inverse, minlength=x.size).astype(float)
+    means = np.bincount(inverse, weights=o, minlength=x.size) / weights
+    return isotonic_regression(means, weights=weights, increasing=True).x[inverse]
+
+
+def _bin_index(f: np.ndarray, bins: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per item, its bin; and the bin edges (``None`` for one bin per distinct value)."""
+    if isinstance(bins, str):
+        if bins != "unique":
+            raise ValueError(
+                f"bins must be 'unique', a number of equal-width bins or an array of edges, "
+                f"found {bins!r}"
+            )
+        return np.unique(f, return_inverse=True)[1].ravel(), None
+    if np.isscalar(bins):
+        if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 1:
+            raise ValueError(f"bins must be a positive integer, found {bins!r}")
+        edges = np.arange(int(bins) + 1) / int(bins)  # k/K exactly, not linspace's 0.7000...1
+    else:
+        edges = as_float_array(bins, "bins", ndim=1)
+        if edges.size < 2 or (np.diff(edges) <= 0).any():
+            raise ValueError(f"bins as edges must increase strictly, found {edges.tolist()}")
+        if edges[0] > f.min() or edges[-1] < f.max():
+            raise ValueError(
+                f"bins edges [{edges[0]}, {edges[-1]}] must cover the probabilities "
+                f"[{f.min()}, {f.max()}]"
+            )
+    # bins [e_k, e_k+1), the last one closed
+    index = np.clip(np.searchsorted(edges, f, side="right") - 1, 0, edges.size - 2)
+    return index, edges
+
+
+@dataclass(frozen=True, eq=False)
+class BrierDecomposition:
+    """The Brier score's two decompositions (see :func:`brier_decomposition`).
+
+    Attributes
+    ----------
+    brier : float
+        The Brier score, as :func:`brier` computes it.
+    reliability, resolution, uncertainty : float
+        Murphy's terms over the bins: ``sum_k n_k (fbar_k - obar_k)^2 / N``,
+        ``sum_k n_k (obar_k - obar)^2 / N`` and ``obar (1 - obar)``.
+    within_bin_variance, within_bin_covariance : float
+        Stephenson et al.'s (2008) terms for bins holding different probabilities,
+        ``sum_n (f_n - fbar_k)^2 / N`` and ``2 sum_n (f_n - fbar_k)(o_n - obar_k) / N``;
+        both 0 with ``bins="unique"``. Always
+        ``brier = reliability - resolution + uncertainty + within_bin_variance -
+        within_bin_covariance``.
+    calibration_loss, refinement_loss : float
+        ``refinement_loss`` is the Brier score of the isotonic recalibration of the
+        probabilities on these items (the ROC convex hull's calibration, which
+        depends on the probabilities only through their ranking) and
+        ``calibration_loss = brier - refinement_loss >= 0`` what that recalibration
+        removes.
+    bins : pandas.DataFrame
+        Per bin (and class, for several classes): ``class``, ``lower``, ``upper``
+        (edges; the bin's value for ``bins="unique"``), ``n_items``,
+        ``mean_probability`` and ``frequency``. Empty bins are left out.
+    per_class : pandas.DataFrame or None
+        For ``(items, classes)`` probabilities, every term per class (they add up
+        to the totals); ``None`` for 1-D probabilities.
+    """
+
+    brier: float
+    reliability: float
+    resolution: float
+    uncertainty: float
+    within_bin_variance: float
+    within_bin_covariance: float
+    calibration_loss: float
+    refinement_loss: float
+    bins: pd.DataFrame
+    per_class: pd.DataFrame | None
+
+
+_TERMS = (
+    "brier",
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "within_bin_variance",
+    "within_bin_covariance",
+    "calibration_loss",
+    "refinement_loss",
+)
+
+
+def _decompose(f: np.ndarray, o: np.ndarray, bins: Any) -> tuple[dict[str, float], pd.DataFrame]:
+    n = f.size
+    index, edges = _bin_index(f, bins)
+    k = int(index.max()) + 1 if edges is None else edges.size - 1
+    counts = np.bincount(index, minlength=k).astype(float)
+    used = counts > 0
+    f_sum = np.bincount(index, weights=f, minlength=k)
+    o_sum = np.bincount(index, weights=o, minlength=k)
+    if edges is None:  # one bin per distinct value: its mean is the value, exactly
+        f_bar = np.unique(f)
+    else:
+        f_bar = np.divide(f_sum, counts, out=np.zeros(k), where=used)
+    o_bar = np.divide(o_sum, counts, out=np.zeros(k), where=used)
+    base = o.mean()
+    df = f - f_bar[index]
+    iso = _isotonic_values(f, o)
+    brier = float(np.mean((f - o) ** 2))
+    refinement = float(np.mean((iso - o) ** 2))
+    terms = {
+        "brier": brier,
+        "reliability": float(np.sum(counts * (f_bar - o_bar) ** 2) / n),
+        "resolution": float(np.sum(counts * (o_bar - base) ** 2) / n),
+        "uncertainty": float(base * (1 - base)),
+        "within_bin_variance": float(np.sum(df**2) / n),
+        "within_bin_covariance": float(2 * np.sum(df * (o - o_bar[index])) / n),
+        "calibration_loss": brier - refinement,
+        "refinement_loss": refinement,
+    }
+    if edges is None:
+        values = np.unique(f)
+        lower, upper = values, values
+    else:
+        lower, upper = edges[:-1], edges[1:]
+    table = pd.DataFrame(
+        {
+            "lower": np.asarray(lower)[used],
+            "upper": np.asarray(upper)[used],
+            "n_items": counts[used].astype(int),
+            "mean_probability": f_bar[used],
+            "frequency": o_bar[used],
+        }
+    )
+    return terms, table
+
+
+def brier_decomposition(
+    probabilities: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    bins: Any = "unique",
+) -> BrierDecomposition:
+    """The Brier score split into reliability, resolution and uncertainty, and into
+    calibration and refinement loss.
+
+    For probabilities ``f_n`` of a class and indicators ``o_n`` of it, grouped into
+    bins ``k`` with ``n_k`` items, mean probability ``fbar_k`` and frequency
+    ``obar_k`` (``obar`` over all items):
+
+    * Murphy (1973), with Stephenson, Coelho, Doblas-Reyes and Balmaseda's (2008)
+      within-bin terms, exact for any binning:
+      ``brier = REL - RES + UNC + WBV - WBC`` (see :class:`BrierDecomposition`).
+      ``bins="unique"`` (each distinct probability its own bin) makes ``WBV = WBC
+      = 0``: reliability is then the loss that replacing each probability by its
+      group's frequency would remove.
+    * Calibration + refinement: ``brier = CL + RL`` with ``RL`` the Brier score
+      after isotonic recalibration on the same items (PAV; the ROC convex hull's
+      slopes, :func:`yieldwise.roc.convex_hull`). ``RL`` depends only on how the
+      probabilities rank the items; ``CL`` is what monotone recalibration can
+      remove (``CL <= REL`` with unique bins, since PAV must keep the order).
+
+    With ``(items, classes)`` probabilities each term is summed over the classes
+    (one class against the rest), as the multi-class Brier score of :func:`brier`
+    sums its squared errors; ``per_class`` has the parts.
+
+    Like the Brier score itself, the decomposition diagnoses probabilities; it does
+    not rank classifiers by what their decisions are worth (not admissible, theory
+    1.2). Use it to see *why* probabilities lose: miscalibration (fixable by
+    recalibration, or by a transducer) or poor ranking (not fixable afterwards).
+
+    Parameters
+    ----------
+    probabilities : 1-D array-like (of ``positive``) or (items, classes)
+    true_classes : 1-D label sequence
+    positive : label, optional
+        For 1-D probabilities: the class they are about (default the first class).
+    classes : sequence of labels, optional
+        Class order (the columns of 2-D probabilities).
+    bins : "unique", int, or array of edges, default "unique"
+        One bin per distinct probability, ``k`` equal-width bins on [0, 1] (the
+        last one closed), or explicit increasing edges covering the probabilities.
+
+    Returns
+    -------
+    BrierDecomposition
+
+    Examples
+    --------
+    Six items; the probabilities 0.2 (twice), 0.6 (twice) and 0.9 (twice):
+
+    >>> p = [0.2, 0.2, 0.6, 0.6, 0.9, 0.9]
+    >>> y = [0, 1, 1, 1, 1, 0]
+    >>> d = brier_decomposition(p, y, positive=1)
+    >>> round(d.brier, 6)  # (0.04 + 0.64 + 0.16 + 0.16 + 0.01 + 0.81) / 6
+    0.303333
+    >>> # frequencies 1/2, 1, 1/2 in the three groups, 2/3 overall:
+    >>> # REL = 2 (0.3^2 + 0.4^2 + 0.4^2) / 6, RES = 2 ((1/6)^2 + (1/3)^2 + (1/6)^2) / 6
+    >>> round(d.reliability, 6), round(d.resolution, 6), round(d.uncertainty, 6)
+    (0.136667, 0.055556, 0.222222)
+    >>> round(d.reliability - d.resolution + d.uncertainty, 12) == round(d.brier, 12)
+    True
+    >>> # PAV pools 0.6 and 0.9 (frequencies 1 and 1/2 are out of order): 3/4 for four items
+    >>> round(d.refinement_loss, 6), round(d.calibration_loss, 6)
+    (0.208333, 0.095)
+    """
+    p, onehot, labels = _probability_matrix(
+        probabilities, true_classes, classes, positive, "brier_decomposition"
+    )
+    totals = dict.fromkeys(_TERMS, 0.0)
+    rows = []
+    tables = []
+    for c, label in enumerate(labels):
+        terms, table = _decompose(p[:, c], onehot[:, c], bins)
+        for name in _TERMS:
+            totals[name] += terms[name]
+        rows.append({"class": label, **terms})
+        table.insert(0, "class", [label] * len(table))
+        tables.append(table)
+    per_class = None
+    if p.shape[1] > 1:
+        per_class = pd.DataFrame(rows).set_index("class")
+    return BrierDecomposition(
+        **totals, bins=pd.concat(tables, ignore_index=True), per_class=per_class
+    )
+
+
+def _wilson(k: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (Wilson, 1927)."""
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + level / 2))
+    z2 = z * z
+    centre = (k + z2 / 2) / (n + z2)
+    half = z / (n + z2) * np.sqrt(k * (n - k) / n + z2 / 4)
+    return centre - half, centre + half
+
+
+def _draws_matrix(draws: Any, positive: Label, n_items: int) -> np.ndarray:
+    """Per-draw probabilities of ``positive`` as a ``(draws, items)`` array."""
+    if hasattr(draws, "dims"):  # an xarray DataArray, e.g. Transducer.draws_proba
+        array = draws
+        if "class" in array.dims:
+            coords = list(array["class"].values.tolist())
+            for key in (positive, str(positive)):
+                if key in coords:
+                    array = array.isel({"class": coords.index(key)})
+                    break
+            else:
+                raise ValueError(
+                    f"draws has classes {coords}, without the positive class {positive!r}"
+                )
+        if "item" not in array.dims:
+            raise ValueError(f"draws must have an 'item' dimension, found dims {array.dims}")
+        others = [d for d in array.dims if d != "item"]
+        values = array.transpose(*others, "item").values.reshape(-1, array.sizes["item"])
+    else:
+        values = as_float_array(draws, "draws", ndim=2)
+    if values.shape[1] != n_items:
+        raise ValueError(
+            f"draws must have one column per item ({n_items}), found shape {values.shape}"
+        )
+    if (values < 0).any() or (values > 1).any():
+        raise ValueError("draws must hold probabilities in [0, 1]")
+    return values
+
+
+def reliability_table(
+    probabilities: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    bins: Any = 10,
+    level: float = 0.95,
+    draws: Any = None,
+    band: float = 0.9,
+) -> pd.DataFrame:
+    """A reliability diagram as a table: binned probabilities against frequencies.
+
+    Items are binned by their probability of ``positive``; each bin shows the mean
+    probability, the observed frequency of ``positive`` and the Wilson score
+    interval for that frequency (the binomial sampling error of a bin of ``n_k``
+    items). With ``draws`` -- per-draw probabilities, e.g. a transducer's
+    ``draws_proba`` on the same items -- each bin also gets the transducer's band:
+    the equal-tailed ``band`` quantiles over draws of the bin's mean probability,
+    where the posterior says the bin's frequency could lie. A frequency whose
+    Wilson interval misses the band is evidence against the transducer's fit.
+
+    Parameters
+    ----------
+    probabilities : 1-D array-like
+        Probability of ``positive`` per item (for several classes, one column and
+        ``positive`` naming its class; the others count as "not positive").
+    true_classes : 1-D label sequence
+    positive : label, optional
+        Default the first class.
+    classes : sequence of labels, optional
+    bins : int or array of edges, default 10
+        Equal-width bins on [0, 1] or explicit edges (``"unique"`` also works).
+    level : float, default 0.95
+        Coverage of the Wilson intervals.
+    draws : array (draws, items) or xarray DataArray, optional
+        Per-draw probabilities of ``positive`` (a DataArray with dims ``item`` and
+        possibly ``class``, ``chain``, ``draw``, as from
+        :meth:`yieldwise.Transducer.draws_proba`).
+    band : float, default 0.9
+        Mass of the transducer's band.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty bin: ``lower``, ``upper``, ``n_items``,
+        ``mean_probability``, ``frequency``, ``wilson_lower``, ``wilson_upper``, and
+        with ``draws`` also ``band_lower``, ``band_upper``.
+
+    Examples
+    --------
+    Ten items at 0.8, eight of them positive, and ten at 0.1, none positive:
+
+    >>> table = reliability_table([0.8] * 10 + [0.1] * 10, [1] * 8 + [0] * 12, positive=1)
+    >>> table[["lower", "n_items", "frequency", "wilson_lower", "wilson_upper"]].round(4)
+       lower  n_items  frequency  wilson_lower  wilson_upper
+    0    0.1       10        0.0        0.0000        0.2775
+    1    0.8       10        0.8        0.4902        0.9433
+    """
+    for name, value in (("level", level), ("band", band)):
+        if not (np.isscalar(value) and 0 < value < 1):
+            raise ValueError(f"{name} must be a number in (0, 1), found {value!r}")
+    p = as_float_array(probabilities, "probabilities", ndim=1)
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError(f"probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]")
+    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
+    _, table = _decompose(p, is_positive.astype(float), bins)
+    index, _ = _bin_index(p, bins)
+    k = table["n_items"].to_numpy()
+    successes = np.rint(table["frequency"].to_numpy() * k)
+    table["wilson_lower"], table["wilson_upper"] = _wilson(successes, k, level)
+    if draws is not None:
+        values = _draws_matrix(draws, positive, p.size)
+        # compact the bin numbers to the non-empty bins, then per-draw bin means as one
+        # matrix product (draws, items) @ (items, bins)
+        _, compact = np.unique(index, return_inverse=True)
+        members = np.zeros((p.size, len(table)))
+        members[np.arange(p.size), compact.ravel()] = 1.0
+        means = values @ members / k
+        table["band_lower"], table["band_upper"] = np.quantile(
+            means, [(1 - band) / 2, (1 + band) / 2], axis=0
+        )
+    return table
 
 
 CONFUSION_METRICS: dict[str, Callable[..., Any]] = {

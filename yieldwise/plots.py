@@ -21,6 +21,8 @@ roc_hull
     ROC curves with their convex hulls and each utility matrix's best hull point.
 cost_curves
     Cost curves and Brier curves, with each utility matrix's operating condition.
+reliability
+    Reliability diagrams with Wilson intervals and a transducer's bands.
 """
 
 from __future__ import annotations
@@ -41,7 +43,15 @@ from .yields import utility_yield
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["audit", "cost_curves", "metric_vs_yield", "roc", "roc_hull", "utility_space"]
+__all__ = [
+    "audit",
+    "cost_curves",
+    "metric_vs_yield",
+    "reliability",
+    "roc",
+    "roc_hull",
+    "utility_space",
+]
 
 # Yields in the chart are those of standard-form matrices, in [0, 1]; differences
 # this small are rounding, not a preference.
@@ -830,4 +840,108 @@ def cost_curves(curves: Any, utilities: Any = None, ax: Axes | None = None) -> A
         ax.set_xlabel("cost proportion c = C_FP / (C_FP + C_FN)")
         ax.set_ylabel("loss 2 [c (1 - B) FPR + (1 - c) B FNR]")
         ax.set_title("Cost and Brier curves (area of a Brier curve = Brier score)")
+    return ax
+
+
+# ----------------------------------------------------------------- reliability
+def reliability(
+    probabilities: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    bins: Any = 10,
+    level: float = 0.95,
+    draws: Any = None,
+    band: float = 0.9,
+    ax: Axes | None = None,
+) -> Axes:
+    """Reliability diagram: binned probabilities against observed frequencies.
+
+    Each method's bins (:func:`yieldwise.metrics.reliability_table`) are drawn at
+    (mean probability, frequency) with Wilson ``level`` intervals; a method with
+    ``draws`` (a transducer's per-draw probabilities on the same items) also gets
+    its posterior band, shaded: where the bins' frequencies should lie if the
+    transducer is right. The diagonal is perfect calibration. The legend gives
+    each method's Brier score and its calibration loss
+    (:func:`yieldwise.metrics.brier_decomposition`).
+
+    Parameters
+    ----------
+    probabilities : 1-D array-like, or mapping of name to 1-D array-like
+        Probabilities of ``positive`` per item.
+    true_classes, positive, classes, bins, level, band
+        As in :func:`yieldwise.metrics.reliability_table`.
+    draws : array, DataArray, or mapping of name to them, optional
+        Per-draw probabilities for the methods that have them (a single one applies
+        to a single method).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Bands have gid ``"band"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.random(500)
+    >>> y = (rng.random(500) < p).astype(int)   # calibrated by construction
+    >>> ax = reliability({"calibrated": p, "squashed": p ** 3}, y, positive=1, bins=5)
+    >>> [t.get_text()[:10] for t in ax.get_legend().get_texts()]
+    ['calibrated', 'squashed: ']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    from .metrics import brier_decomposition, reliability_table
+
+    if isinstance(probabilities, Mapping):
+        items = [(str(k), v) for k, v in probabilities.items()]
+        if not items:
+            raise ValueError("probabilities is empty; pass at least one method")
+    else:
+        items = [("probabilities", probabilities)]
+    if draws is None:
+        draw_map: dict[str, Any] = {}
+    elif isinstance(draws, Mapping):
+        draw_map = {str(k): v for k, v in draws.items()}
+        unknown = sorted(set(draw_map) - {name for name, _ in items})
+        if unknown:
+            raise ValueError(f"draws names {unknown} that are not among the probabilities")
+    elif len(items) == 1:
+        draw_map = {items[0][0]: draws}
+    else:
+        raise ValueError(
+            "draws must be a mapping of method name to draws when there are several methods"
+        )
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for k, (name, p) in enumerate(items):
+        color = _cycle_color(k)
+        table = reliability_table(
+            p, true_classes, positive, classes, bins, level, draw_map.get(name), band
+        )
+        x = table["mean_probability"].to_numpy()
+        y = table["frequency"].to_numpy()
+        yerr = np.vstack([y - table["wilson_lower"], table["wilson_upper"] - y])
+        container = ax.errorbar(
+            x, y, yerr=yerr, color=color, marker="o", capsize=3, linestyle="-", zorder=3
+        )
+        if name in draw_map:
+            ax.fill_between(
+                x, table["band_lower"], table["band_upper"], color=color, alpha=0.25,
+                linewidth=0, zorder=2, gid="band",
+            )  # fmt: skip
+        d = brier_decomposition(p, true_classes, positive, classes)
+        handles.append(container)
+        labels.append(f"{name}: Brier {d.brier:.4f}, calibration loss {d.calibration_loss:.4f}")
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=1)
+    _legend(ax, handles, labels, loc="upper left")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("equal")
+    ax.set_xlabel("mean predicted probability in the bin")
+    ax.set_ylabel("observed frequency")
+    shaded = f"; shaded: transducer's {band:.0%} band" if draw_map else ""
+    ax.set_title(f"Reliability (Wilson {level:.0%} intervals{shaded})")
     return ax
