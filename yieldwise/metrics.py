@@ -61,6 +61,12 @@ __all__ = [
     "brier",
     "log_loss",
     "ROCCurve",
+    "pr_curve",
+    "average_precision",
+    "pr_gain_curve",
+    "pr_gain_auc",
+    "PRCurve",
+    "PRGainCurve",
     "BrierDecomposition",
     "brier_decomposition",
     "reliability_table",
@@ -607,6 +613,211 @@ def roc_auc(
     return float(np.trapezoid(curve.tpr, curve.fpr))
 
 
+# ----------------------------------------------------- precision-recall curves
+def _binary_counts(
+    scores: Any, true_classes: Any, positive: Label | None, classes: Any, metric: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, Label]:
+    """``(tp, fp, thresholds, P, N, positive)`` at every distinct threshold, highest first."""
+    s = _scores_1d(scores)
+    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, s.size)
+    n_pos = int(is_positive.sum())
+    n_neg = s.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        missing = "positive" if n_pos == 0 else "negative"
+        raise UndefinedMetricError(
+            f"{metric} is undefined: true_classes has no {missing} items (positive = {positive!r})"
+        )
+    tp, fp, thresholds = roc_curve_core(s, is_positive)
+    return tp, fp, thresholds, n_pos, n_neg, positive
+
+
+@dataclass(frozen=True)
+class PRCurve:
+    """Empirical precision-recall curve; decide "positive" when ``score >= thresholds[j]``.
+
+    One point per distinct score, highest first (the "nothing positive" point, whose
+    precision is 0/0, is left out).
+    """
+
+    precision: np.ndarray
+    recall: np.ndarray
+    thresholds: np.ndarray
+    positive: Label
+    prevalence: float
+    n_items: int
+
+
+_PR_REASON = (
+    "Precision is nonlinear in the confusion matrix and ignores true negatives; a curve or "
+    "an average over its operating points ranks classifiers by points nobody deploys "
+    "together, not by the one a utility matrix selects (theory 1.2, 1.4)."
+)
+
+
+@_metric("pr_curve", False, "A curve, not a score. " + _PR_REASON, "scores")
+def pr_curve(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> PRCurve:
+    """Empirical precision-recall curve of a scoring classifier (higher: more positive).
+
+    Examples
+    --------
+    >>> curve = pr_curve([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)
+    >>> curve.precision.tolist(), curve.recall.tolist()
+    ([1.0, 0.5, 0.6666666666666666, 0.5], [0.5, 0.5, 1.0, 1.0])
+    """
+    tp, fp, thresholds, n_pos, n_neg, positive = _binary_counts(
+        scores, true_classes, positive, classes, "pr_curve"
+    )
+    tp, fp, thresholds = tp[1:], fp[1:], thresholds[1:]
+    return PRCurve(tp / (tp + fp), tp / n_pos, thresholds, positive, n_pos / (n_pos + n_neg),
+                   n_pos + n_neg)  # fmt: skip
+
+
+@_metric(
+    "average_precision",
+    False,
+    "Averages precision over the recall levels of all thresholds. " + _PR_REASON,
+    "scores",
+)
+def average_precision(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> float:
+    """Average precision ``sum_j (R_j - R_j-1) P_j`` over the thresholds (no interpolation).
+
+    The area under the precision-recall step curve, as scikit-learn's
+    ``average_precision_score`` computes it (``R_0 = 0``).
+
+    Examples
+    --------
+    >>> average_precision([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)  # 0.5 * 1 + 0.5 * 2/3
+    0.8333333333333333
+    """
+    curve = pr_curve(scores, true_classes, positive, classes)
+    return float(np.sum(np.diff(np.r_[0.0, curve.recall]) * curve.precision))
+
+
+@dataclass(frozen=True, eq=False)
+class PRGainCurve:
+    """Precision-recall-gain curve (Flach and Kull, 2015); see :func:`pr_gain_curve`.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        One row per threshold with at least one true positive (highest first), plus,
+        flagged ``is_crossing``, the interpolated point where recall gain is 0:
+        ``threshold``, ``true_positives``, ``false_positives``, ``precision``,
+        ``recall``, ``precision_gain``, ``recall_gain``, ``is_crossing``.
+    area : float
+        Area under the curve over recall gains in [0, 1] (AUPRG), linear between
+        points; precision gains below 0 count negatively.
+    positive : label
+    prevalence : float
+        ``pi``, the share of positives, the gains' baseline.
+    """
+
+    frame: pd.DataFrame
+    area: float
+    positive: Label
+    prevalence: float
+
+
+@_metric(
+    "pr_gain_curve",
+    False,
+    "A curve, not a score; precision gain is a nonlinear function of the confusion matrix "
+    "(an F-score rescaled to the always-positive baseline). " + _PR_REASON,
+    "scores",
+)
+def pr_gain_curve(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> PRGainCurve:
+    """Precision-recall-gain curve of a scoring classifier (Flach and Kull, 2015).
+
+    With ``pi`` the share of positives and ``P``, ``N`` the counts of positives and
+    negatives, each threshold's gains are
+
+    ``precision_gain = 1 - (P / N) FP / TP``,   ``recall_gain = 1 - (P / N) FN / TP``,
+
+    i.e. precision and recall rescaled harmonically so that the always-positive
+    classifier (precision ``pi``) sits at 0 and a perfect one at 1. Between
+    thresholds, randomised classifiers trace straight lines in gain space (both
+    gains are affine in ``1 / TP`` along a segment), so the curve is piecewise
+    linear; the point where recall gain crosses 0 (recall ``pi``) is interpolated on
+    its segment, as the reference implementation (``prg``) does.
+
+    Examples
+    --------
+    >>> curve = pr_gain_curve([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)
+    >>> curve.frame[["true_positives", "false_positives", "precision_gain", "recall_gain"]]
+       true_positives  false_positives  precision_gain  recall_gain
+    0             1.0              0.0             1.0          0.0
+    1             1.0              1.0             0.0          0.0
+    2             2.0              1.0             0.5          1.0
+    3             2.0              2.0             0.0          1.0
+    >>> curve.area  # from (0, 0) to (1, 0.5), then along recall gain 1
+    0.25
+    """
+    tp, fp, thresholds, n_pos, n_neg, positive = _binary_counts(
+        scores, true_classes, positive, classes, "pr_gain_curve"
+    )
+    ratio = n_pos / n_neg
+    defined = tp > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision_gain = np.where(defined, 1 - ratio * fp / np.where(defined, tp, 1), -np.inf)
+        recall_gain = np.where(defined, 1 - ratio * (n_pos - tp) / np.where(defined, tp, 1),
+                               -np.inf)  # fmt: skip
+    is_crossing = np.zeros(tp.size, dtype=bool)
+    first = int(np.flatnonzero(recall_gain >= 0)[0])  # exists: everything positive has 1
+    keep = np.arange(first, tp.size)
+    columns = {"threshold": thresholds, "true_positives": tp, "false_positives": fp}
+    if recall_gain[first] > 0:
+        # interpolate in counts on the segment (first - 1, first) to TP = P pi = P^2 / n
+        alpha = (n_pos * n_pos / (n_pos + n_neg) - tp[first - 1]) / (tp[first] - tp[first - 1])
+        tp_c = tp[first - 1] + alpha * (tp[first] - tp[first - 1])
+        fp_c = fp[first - 1] + alpha * (fp[first] - fp[first - 1])
+        columns = {
+            "threshold": np.r_[thresholds[first], thresholds[keep]],
+            "true_positives": np.r_[tp_c, tp[keep]],
+            "false_positives": np.r_[fp_c, fp[keep]],
+        }
+        precision_gain = np.r_[1 - ratio * fp_c / tp_c, precision_gain[keep]]
+        recall_gain = np.r_[0.0, recall_gain[keep]]
+        is_crossing = np.r_[True, is_crossing[keep]]
+    else:
+        columns = {k: v[keep] for k, v in columns.items()}
+        precision_gain, recall_gain, is_crossing = (
+            precision_gain[keep], recall_gain[keep], is_crossing[keep]
+        )  # fmt: skip
+    t, f = columns["true_positives"], columns["false_positives"]
+    frame = pd.DataFrame(
+        {
+            **columns,
+            "precision": t / (t + f),
+            "recall": t / n_pos,
+            "precision_gain": precision_gain,
+            "recall_gain": recall_gain,
+            "is_crossing": is_crossing,
+        }
+    )
+    area = float(np.sum(np.diff(recall_gain) * (precision_gain[1:] + precision_gain[:-1]) / 2))
+    return PRGainCurve(frame, area, positive, n_pos / (n_pos + n_neg))
+
+
+@_metric(
+    "pr_gain_auc",
+    False,
+    "Averages precision gain over recall gains: the expected F-gain over operating points "
+    "(Flach and Kull, 2015), not the yield of the one a utility matrix selects. " + _PR_REASON,
+    "scores",
+)
+def pr_gain_auc(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> float:
+    """Area under the precision-recall-gain curve (AUPRG); see :func:`pr_gain_curve`."""
+    return pr_gain_curve(scores, true_classes, positive, classes).area
+
+
 def _probability_matrix(
     probabilities: Any, true_classes: Any, classes: Any, positive: Label | None, metric: str
 ) -> tuple[np.ndarray, np.ndarray, tuple[Label, ...]]:
@@ -1062,6 +1273,8 @@ CONFUSION_METRICS: dict[str, Callable[..., Any]] = {
 
 SCORE_METRICS: dict[str, Callable[..., Any]] = {
     "roc_auc": roc_auc,
+    "average_precision": average_precision,
+    "pr_gain_auc": pr_gain_auc,
     "brier": brier,
     "log_loss": log_loss,
 }

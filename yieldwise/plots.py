@@ -23,6 +23,8 @@ cost_curves
     Cost curves and Brier curves, with each utility matrix's operating condition.
 reliability
     Reliability diagrams with Wilson intervals and a transducer's bands.
+precision_recall
+    Precision-recall and precision-recall-gain curves.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ __all__ = [
     "audit",
     "cost_curves",
     "metric_vs_yield",
+    "precision_recall",
     "reliability",
     "roc",
     "roc_hull",
@@ -944,4 +947,85 @@ def reliability(
     ax.set_ylabel("observed frequency")
     shaded = f"; shaded: transducer's {band:.0%} band" if draw_map else ""
     ax.set_title(f"Reliability (Wilson {level:.0%} intervals{shaded})")
+    return ax
+
+
+# ------------------------------------------------------------ precision-recall
+def precision_recall(
+    scores: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    gain: bool = False,
+    ax: Axes | None = None,
+) -> Axes:
+    """Precision-recall curves, or precision-recall-gain curves (``gain=True``).
+
+    PR curves are drawn as steps with the always-positive baseline (precision =
+    the share of positives) and each classifier's average precision in the legend;
+    PR-gain curves (Flach and Kull, 2015) as straight segments over recall gains in
+    [0, 1] with the AUPRG. Neither area is admissible (theory 1.2): both average
+    over operating points, and precision ignores the true negatives.
+
+    Parameters
+    ----------
+    scores : mapping of name to 1-D array-like, or DataFrame
+    true_classes, positive, classes
+        As in :func:`yieldwise.metrics.pr_curve`.
+    gain : bool, default False
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Curves have gid ``"curve"``.
+
+    Examples
+    --------
+    >>> ax = precision_recall({"m": [0.9, 0.8, 0.7, 0.6]}, [1, 0, 1, 0], positive=1, gain=True)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['m: AUPRG 0.250']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    from .metrics import average_precision, pr_curve, pr_gain_curve
+
+    items = _score_items(scores)
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    prevalence = float("nan")
+    for k, (name, values) in enumerate(items):
+        color = _cycle_color(k)
+        if gain:
+            curve = pr_gain_curve(values, true_classes, positive, classes)
+            frame = curve.frame
+            (line,) = ax.plot(
+                frame["recall_gain"], frame["precision_gain"], color=color, marker=".",
+                linewidth=1.8, gid="curve",
+            )  # fmt: skip
+            labels.append(f"{name}: AUPRG {curve.area:.3f}")
+        else:
+            pr = pr_curve(values, true_classes, positive, classes)
+            prevalence = pr.prevalence
+            (line,) = ax.step(
+                np.r_[0.0, pr.recall], np.r_[pr.precision[0], pr.precision], where="post",
+                color=color, linewidth=1.8, gid="curve",
+            )  # fmt: skip
+            ap = average_precision(values, true_classes, positive, classes)
+            labels.append(f"{name}: average precision {ap:.3f}")
+        handles.append(line)
+    if gain:
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(-0.05, 1.02)
+        ax.set_xlabel("recall gain")
+        ax.set_ylabel("precision gain")
+        ax.set_title("Precision-recall-gain curves")
+    else:
+        ax.axhline(prevalence, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        ax.set_title("Precision-recall curves (dotted: always positive)")
+    _legend(ax, handles, labels, loc="lower left")
     return ax
