@@ -17,6 +17,33 @@ Conventions
   decisions) raises :class:`UndefinedMetricError` saying which term vanished.
 * Each confusion-matrix metric has a vectorised ``.batch(counts, ...)`` form on
   arrays ``(..., K, K)`` that returns NaN where the metric is undefined.
+* ``zero_division=`` (precision, recall, specificity, F-scores, Fowlkes-Mallows)
+  says what a ratio with a zero denominator is worth, as in scikit-learn: the
+  default ``"raise"`` raises :class:`UndefinedMetricError`; a number in [0, 1]
+  replaces each undefined per-class value; ``nan`` leaves undefined classes out of
+  macro and weighted averages. ``macro_f=`` (F-scores) chooses between the mean of
+  per-class F (``"mean"``, scikit-learn's macro-F) and the F of the macro-averaged
+  precision and recall (``"harmonic"``). See :func:`f1`.
+
+Folds
+-----
+Results from several test folds are combined by *adding* their confusion matrices
+(theory 1, "Folds"): the sum is the confusion matrix of all the test items, and
+its utility yield is the count-weighted mean of the fold yields. Averaging fold
+F-scores (or precisions, or MCCs) gives the score of no set of decisions at all:
+
+>>> from yieldwise import ConfusionMatrix, UtilityMatrix, utility_yield
+>>> fold_1 = ConfusionMatrix([[9, 1], [1, 9]])   # 20 items, class 0 positive
+>>> fold_2 = ConfusionMatrix([[1, 4], [0, 75]])  # 80 items, few positives
+>>> f1(fold_1), round(f1(fold_2), 4)             # 18/20 and 2/6
+(0.9, 0.3333)
+>>> round((f1(fold_1) + f1(fold_2)) / 2, 4)      # the mean of the fold F1s ...
+0.6167
+>>> round(f1(fold_1 + fold_2), 4)                # ... is not the F1 of the 100 items: 20/26
+0.7692
+>>> u = UtilityMatrix([[1, 0], [0, 1]])          # accuracy
+>>> utility_yield(fold_1 + fold_2, u)            # (20 * 0.9 + 80 * 0.95) / 100
+0.94
 """
 
 from __future__ import annotations
@@ -155,26 +182,74 @@ def _fowlkes_ovr(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray)
     return _ratio(tp, np.sqrt((tp + fp) * (tp + fn)))
 
 
+def _fill(values: np.ndarray, zero_division: float | None) -> np.ndarray:
+    """Undefined (NaN) values replaced by ``zero_division``; ``None`` or NaN keeps them."""
+    if zero_division is None or np.isnan(zero_division):
+        return values
+    return np.where(np.isnan(values), zero_division, values)
+
+
+def _average(
+    per_class: np.ndarray, support: np.ndarray, average: str, zero_division: float | None
+) -> np.ndarray:
+    """Macro or weighted average over the last axis.
+
+    With ``zero_division=nan`` (scikit-learn's convention) undefined classes are left
+    out of the average; otherwise an undefined class makes the average undefined.
+    """
+    skip = zero_division is not None and np.isnan(zero_division)
+    if average == "macro":
+        if skip:
+            defined = ~np.isnan(per_class)
+            return _ratio(np.where(defined, per_class, 0.0).sum(-1), defined.sum(-1))
+        return per_class.mean(axis=-1)
+    # A class with no items carries zero weight, whatever its (possibly undefined) score.
+    weights = np.where(support > 0, support, 0.0)
+    if skip:
+        defined = ~np.isnan(per_class)
+        weights = np.where(defined, weights, 0.0)
+        # as scikit-learn: if every defined class has zero weight, their plain mean
+        plain = _ratio(np.where(defined, per_class, 0.0).sum(-1), defined.sum(-1))
+        weighted = np.where(weights > 0, per_class, 0.0) * weights
+        total = weights.sum(-1)
+        return np.where(total > 0, _ratio(weighted.sum(-1), total), plain)
+    weighted = np.where(weights > 0, per_class, 0.0) * weights
+    return _ratio(weighted.sum(-1), weights.sum(-1))
+
+
 def _apply_ovr(
     kernel: Callable[..., np.ndarray],
     counts: np.ndarray,
     positive: int | None,
     average: Average | None,
+    zero_division: float | None = None,
+    macro_f: str = "mean",
     **kw: float,
 ) -> np.ndarray:
+    """A one-vs-rest metric on counts ``(..., K, K)``: one class, or an average.
+
+    ``zero_division`` replaces every ratio whose denominator is zero (``None``: NaN).
+    ``macro_f="harmonic"`` (F-scores with ``average="macro"``) takes the F-beta of the
+    macro-averaged precision and recall instead of the mean of per-class F-betas.
+    """
     tp, fp, fn, tn = _one_vs_rest(counts)
     if average is None:
         k = 0 if positive is None else positive
-        return kernel(tp[..., k], fp[..., k], fn[..., k], tn[..., k], **kw)
+        return _fill(kernel(tp[..., k], fp[..., k], fn[..., k], tn[..., k], **kw), zero_division)
     if average == "micro":
-        return kernel(tp.sum(-1), fp.sum(-1), fn.sum(-1), tn.sum(-1), **kw)
-    per_class = kernel(tp, fp, fn, tn, **kw)
-    if average == "macro":
-        return per_class.mean(axis=-1)
+        return _fill(kernel(tp.sum(-1), fp.sum(-1), fn.sum(-1), tn.sum(-1), **kw), zero_division)
     support = tp + fn
-    # A class with no items carries zero weight, whatever its (possibly undefined) score.
-    weighted = np.where(support > 0, per_class, 0.0) * support
-    return _ratio(weighted.sum(-1), support.sum(-1))
+    if macro_f == "harmonic":
+        # F-beta of the macro precision P and macro recall R (Opitz and Burst, 2019):
+        # (1 + b^2) P R / (b^2 P + R)
+        p = _average(_fill(_precision_ovr(tp, fp, fn, tn), zero_division), support, "macro",
+                     zero_division)  # fmt: skip
+        r = _average(_fill(_recall_ovr(tp, fp, fn, tn), zero_division), support, "macro",
+                     zero_division)  # fmt: skip
+        b2 = kw.get("beta", 1.0) ** 2
+        return _fill(_ratio((1 + b2) * p * r, b2 * p + r), zero_division)
+    per_class = _fill(kernel(tp, fp, fn, tn, **kw), zero_division)
+    return _average(per_class, support, average, zero_division)
 
 
 def _accuracy_batch(counts: np.ndarray) -> np.ndarray:
@@ -221,13 +296,18 @@ def _preference_batch(counts: np.ndarray, kappa: np.ndarray | None = None) -> np
 
 def _ovr_batch(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     def batch(
-        counts: np.ndarray, positive: int = 0, average: Average | None = None, **kw: float
+        counts: np.ndarray,
+        positive: int = 0,
+        average: Average | None = None,
+        zero_division: float | None = None,
+        **kw: Any,
     ) -> np.ndarray:
-        return _apply_ovr(kernel, np.asarray(counts, float), positive, average, **kw)
+        return _apply_ovr(kernel, np.asarray(counts, float), positive, average, zero_division, **kw)
 
     batch.__doc__ = (
         "Vectorised form on counts ``(..., K, K)`` (rows decisions, columns classes); "
-        "``positive`` is a class index. NaN where undefined."
+        "``positive`` is a class index. NaN where undefined, unless ``zero_division`` "
+        "gives a value."
     )
     return batch
 
@@ -289,18 +369,48 @@ def _undefined_ovr(
     return f"{metric} is undefined for this confusion matrix: {detail}"
 
 
+def _check_zero_division(zero_division: Any, metric: str) -> float | None:
+    """``None`` for "raise", else the replacement value (a number in [0, 1], or NaN)."""
+    if isinstance(zero_division, str) and zero_division == "raise":
+        return None
+    if (
+        isinstance(zero_division, bool)
+        or not isinstance(zero_division, int | float | np.floating | np.integer)
+        or not (np.isnan(zero_division) or 0 <= zero_division <= 1)
+    ):
+        raise ValueError(
+            f"{metric}: zero_division must be 'raise', a number in [0, 1] or nan, found "
+            f"{zero_division!r}"
+        )
+    return float(zero_division)
+
+
+def _check_macro_f(macro_f: Any, average: str | None, metric: str) -> str:
+    if macro_f not in ("mean", "harmonic"):
+        raise ValueError(f"{metric}: macro_f must be 'mean' or 'harmonic', found {macro_f!r}")
+    if macro_f == "harmonic" and average != "macro":
+        raise ValueError(
+            f"{metric}: macro_f='harmonic' (the F of macro precision and macro recall) needs "
+            f"average='macro', found average={average!r}"
+        )
+    return macro_f
+
+
 def _ovr_metric(
     metric: str,
     kernel: Callable[..., np.ndarray],
     confusion: ConfusionMatrix,
     positive: Label | None,
     average: str | None,
+    zero_division: Any = "raise",
+    macro_f: str = "mean",
     **kw: float,
 ) -> float:
     counts, classes = _square_counts(confusion, metric)
     k, avg = _resolve(classes, positive, average, metric)
-    value = float(_apply_ovr(kernel, counts, k, avg, **kw))
-    if np.isnan(value):
+    fill = _check_zero_division(zero_division, metric)
+    value = float(_apply_ovr(kernel, counts, k, avg, fill, macro_f, **kw))
+    if np.isnan(value) and fill is None:
         which = [k] if k is not None else list(range(len(classes)))
         raise UndefinedMetricError(_undefined_ovr(metric, counts, classes, which))
     return value
@@ -346,10 +456,17 @@ def accuracy(confusion: ConfusionMatrix) -> float:
     _ovr_batch(_precision_ovr),
 )
 def precision(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """Fraction of items decided as the positive class that are positive (PPV)."""
-    return _ovr_metric("precision", _precision_ovr, confusion, positive, average)
+    """Fraction of items decided as the positive class that are positive (PPV).
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("precision", _precision_ovr, confusion, positive, average, zero_division)
 
 
 @_metric(
@@ -361,10 +478,17 @@ def precision(
     _ovr_batch(_recall_ovr),
 )
 def recall(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """True-positive rate: fraction of positive items decided as positive."""
-    return _ovr_metric("recall", _recall_ovr, confusion, positive, average)
+    """True-positive rate: fraction of positive items decided as positive.
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("recall", _recall_ovr, confusion, positive, average, zero_division)
 
 
 true_positive_rate = recall
@@ -378,10 +502,17 @@ true_positive_rate = recall
     _ovr_batch(_specificity_ovr),
 )
 def specificity(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """True-negative rate: fraction of non-positive items not decided as positive."""
-    return _ovr_metric("specificity", _specificity_ovr, confusion, positive, average)
+    """True-negative rate: fraction of non-positive items not decided as positive.
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("specificity", _specificity_ovr, confusion, positive, average, zero_division)
 
 
 true_negative_rate = specificity
@@ -399,15 +530,34 @@ def fbeta(
     beta: float = 1.0,
     positive: Label | None = None,
     average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
+    macro_f: str = "mean",
 ) -> float:
-    """F-beta score ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)``."""
+    """F-beta score ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)``.
+
+    ``zero_division`` and ``macro_f`` as in :func:`f1`.
+    """
     if not np.isscalar(beta) or not np.isfinite(beta) or beta <= 0:
         raise ValueError(f"fbeta: beta must be a positive finite number, found {beta!r}")
-    return _ovr_metric("fbeta", _fbeta_ovr, confusion, positive, average, beta=float(beta))
+    macro_f = _check_macro_f(macro_f, average, "fbeta")
+    return _ovr_metric(
+        "fbeta", _fbeta_ovr, confusion, positive, average, zero_division, macro_f,
+        beta=float(beta),
+    )  # fmt: skip
 
 
-def _f1_batch(counts: np.ndarray, positive: int = 0, average: Average | None = None) -> np.ndarray:
-    return _apply_ovr(_fbeta_ovr, np.asarray(counts, float), positive, average, beta=1.0)
+def _f1_batch(
+    counts: np.ndarray,
+    positive: int = 0,
+    average: Average | None = None,
+    zero_division: float | None = None,
+    macro_f: str = "mean",
+) -> np.ndarray:
+    return _apply_ovr(
+        _fbeta_ovr, np.asarray(counts, float), positive, average, zero_division, macro_f,
+        beta=1.0,
+    )  # fmt: skip
 
 
 @_metric(
@@ -418,10 +568,57 @@ def _f1_batch(counts: np.ndarray, positive: int = 0, average: Average | None = N
     _f1_batch,
 )
 def f1(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
+    macro_f: str = "mean",
 ) -> float:
-    """F1 score, the harmonic mean of precision and recall."""
-    return _ovr_metric("f1", _fbeta_ovr, confusion, positive, average, beta=1.0)
+    """F1 score, the harmonic mean of precision and recall.
+
+    Parameters
+    ----------
+    confusion : ConfusionMatrix
+    positive : label, optional
+        The class scored against the rest (default the first of two classes).
+    average : {"macro", "weighted", "micro"}, optional
+        Average over the classes instead (several classes).
+    zero_division : "raise", number in [0, 1], or nan, default "raise"
+        What a ratio with a zero denominator is worth, as scikit-learn's
+        ``zero_division``: ``"raise"`` raises :class:`UndefinedMetricError`
+        naming the empty term; a number replaces each undefined per-class value
+        (precision with no item decided as the class, recall with no item of it,
+        F with neither: ``TP + FP + FN = 0``); ``nan`` leaves undefined classes out
+        of macro and weighted averages (and returns NaN when nothing is defined).
+    macro_f : {"mean", "harmonic"}, default "mean"
+        With ``average="macro"``: ``"mean"`` averages the per-class F1 scores
+        (scikit-learn's macro-F1); ``"harmonic"`` is the harmonic mean of the
+        macro-averaged precision and recall, the convention of the
+        preference-driven measure's paper. The two differ (Opitz and Burst, 2019).
+
+    Examples
+    --------
+    Three classes; class ``c`` is never decided, so its precision is 0/0 (its F1 is
+    still defined: ``2 TP / (2 TP + FP + FN) = 0 / 3``):
+
+    >>> from yieldwise import ConfusionMatrix
+    >>> cm = ConfusionMatrix([[4, 1, 1], [0, 3, 2], [0, 0, 0]], classes=list("abc"),
+    ...                      decisions=list("abc"))
+    >>> round(f1(cm, average="macro"), 6)  # (8/10 + 6/9 + 0) / 3
+    0.488889
+    >>> [round(precision(cm, average="macro", zero_division=z), 6) for z in (0, 1)]
+    [0.422222, 0.755556]
+    >>> round(precision(cm, average="macro", zero_division=float("nan")), 6)  # c left out
+    0.633333
+    >>> # harmonic: macro P = (2/3 + 3/5 + 0) / 3, macro R = (1 + 3/4 + 0) / 3, 2PR / (P + R)
+    >>> round(f1(cm, average="macro", macro_f="harmonic", zero_division=0), 6)
+    0.489871
+    """
+    macro_f = _check_macro_f(macro_f, average, "f1")
+    return _ovr_metric(
+        "f1", _fbeta_ovr, confusion, positive, average, zero_division, macro_f, beta=1.0
+    )
 
 
 @_metric(
@@ -449,10 +646,17 @@ def matthews(confusion: ConfusionMatrix) -> float:
     _ovr_batch(_fowlkes_ovr),
 )
 def fowlkes_mallows(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """Fowlkes-Mallows index ``sqrt(precision * recall)``."""
-    return _ovr_metric("fowlkes_mallows", _fowlkes_ovr, confusion, positive, average)
+    """Fowlkes-Mallows index ``sqrt(precision * recall)``.
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("fowlkes_mallows", _fowlkes_ovr, confusion, positive, average, zero_division)
 
 
 @_metric(
