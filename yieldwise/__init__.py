@@ -11,7 +11,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from . import audit, calibrators, curves, metrics, roc
+from . import audit, calibrators, curves, metrics, roc, rules, utility
 from .compare import Comparison, compare
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
@@ -44,7 +44,9 @@ __all__ = [
     "plots",
     "rescaled_yield",
     "roc",
+    "rules",
     "total_utility",
+    "utility",
     "utility_yield",
     "utility_yield_per_item",
     "value_of_more_data",

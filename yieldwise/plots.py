@@ -25,6 +25,8 @@ reliability
     Reliability diagrams with Wilson intervals and a transducer's bands.
 precision_recall
     Precision-recall and precision-recall-gain curves.
+standard_vs_augmented
+    The standard rule's long-run utility against the augmented rule's, per matrix.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "reliability",
     "roc",
     "roc_hull",
+    "standard_vs_augmented",
     "utility_space",
 ]
 
@@ -1028,4 +1031,61 @@ def precision_recall(
         ax.set_ylabel("precision")
         ax.set_title("Precision-recall curves (dotted: always positive)")
     _legend(ax, handles, labels, loc="lower left")
+    return ax
+
+
+# ------------------------------------------------------- standard vs augmented
+def standard_vs_augmented(frame: pd.DataFrame, ax: Axes | None = None) -> Axes:
+    """Scatter of the standard rule's long-run utility against the augmented rule's.
+
+    One point per utility matrix (the output of
+    :func:`yieldwise.rules.standard_vs_augmented`); points above the diagonal are
+    matrices where deciding by expected utility with the transducer's probabilities
+    yields more than the classifier's own choice. The title gives the share of
+    matrices where it yields at least as much (within the integration error).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"standard": [0.5, 0.7], "augmented": [0.8, 0.7],
+    ...                       "gain": [0.3, 0.0], "integration_error": [0.0, 0.0]})
+    >>> frame.attrs = {"rescaled": True}
+    >>> ax = standard_vs_augmented(frame)
+    >>> ax.get_title()
+    'Augmented at least as good for 100% of 2 matrices (mean gain 0.15)'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, found {type(frame).__name__}")
+    missing = [c for c in ("standard", "augmented", "gain") if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"frame must have the columns of rules.standard_vs_augmented, missing {missing}"
+        )
+    ax = _axes(ax)
+    x = frame["standard"].to_numpy(float)
+    y = frame["augmented"].to_numpy(float)
+    if "not_worse" in frame:
+        not_worse = frame["not_worse"].to_numpy(bool)
+    else:
+        error = frame["integration_error"].to_numpy(float) if "integration_error" in frame else 0
+        not_worse = frame["gain"].to_numpy(float) >= -error
+    ax.scatter(x[not_worse], y[not_worse], s=6, alpha=0.4, color=_COLOR_A, linewidths=0,
+               label="augmented at least as good")  # fmt: skip
+    if (~not_worse).any():
+        ax.scatter(x[~not_worse], y[~not_worse], s=8, color=_COLOR_WRONG, linewidths=0,
+                   label="standard better")  # fmt: skip
+    low = float(min(x.min(), y.min()))
+    high = float(max(x.max(), y.max()))
+    ax.plot([low, high], [low, high], color="grey", linestyle=":", linewidth=1)
+    rescaled = frame.attrs.get("rescaled", False)
+    unit = "rescaled long-run utility" if rescaled else "long-run utility per item"
+    ax.set_xlabel(f"standard rule: {unit}")
+    ax.set_ylabel(f"augmented rule: {unit}")
+    ax.set_title(
+        f"Augmented at least as good for {not_worse.mean():.0%} of {len(frame)} matrices "
+        f"(mean gain {frame['gain'].mean():.3g})"
+    )
+    ax.set_aspect("equal")
+    ax.legend(loc="lower right")
     return ax
