@@ -1345,7 +1345,11 @@ def _wilson(k: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.
     z2 = z * z
     centre = (k + z2 / 2) / (n + z2)
     half = z / (n + z2) * np.sqrt(k * (n - k) / n + z2 / 4)
-    return centre - half, centre + half
+    # exactly 0 (1) at k = 0 (n) in real arithmetic; keep rounding from crossing k / n
+    p = k / n
+    return np.minimum(np.clip(centre - half, 0.0, 1.0), p), np.maximum(
+        np.clip(centre + half, 0.0, 1.0), p
+    )
 
 
 def _draws_matrix(draws: Any, positive: Label, n_items: int) -> np.ndarray:

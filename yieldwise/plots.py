@@ -929,7 +929,7 @@ def reliability(
         )
         x = table["mean_probability"].to_numpy()
         y = table["frequency"].to_numpy()
-        yerr = np.vstack([y - table["wilson_lower"], table["wilson_upper"] - y])
+        yerr = np.vstack([y - table["wilson_lower"], table["wilson_upper"] - y]).clip(0, None)
         container = ax.errorbar(
             x, y, yerr=yerr, color=color, marker="o", capsize=3, linestyle="-", zorder=3
         )
