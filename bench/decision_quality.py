@@ -378,13 +378,16 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
 
     Each split's summary is kept under ``"case|split"`` (see run_coverage).
     """
-    from yieldwise.datasets import load_digits_binary, load_digits_three
+    from yieldwise.datasets import load_digits_binary, load_digits_ten, load_digits_three
 
     binary = load_digits_binary()
     truth2 = (binary["label"] == "eight").to_numpy().astype(int)
     three = load_digits_three()
     order3 = ["three", "five", "eight"]
     truth3 = pd.Categorical(three["label"], categories=order3).codes.astype(int)
+    ten = load_digits_ten()
+    truth10 = ten["label"].cat.codes.to_numpy().astype(int)  # categories zero, ..., nine
+    columns10 = [f"p_{name}" for name in ten["label"].cat.categories]
     cases = {
         "digits: forest votes": (binary, truth2, ["forest_votes"], _lattice_problem(200)),
         "digits: network logits": (
@@ -398,16 +401,19 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
             three,
             truth3,
             ["p_three", "p_five", "p_eight"],
-            _simplex_problem(),
+            _simplex_problem(3),
         ),
+        "digits 0-9: network": (ten, truth10, columns10, _simplex_problem(10)),
     }
     results = {}
     cells: dict[str, Any] = dict(done or {})
     rng = np.random.default_rng([seed, 300])
     bin_u, bin_names = binary_matrices(rng, n_matrices)
-    tri_u, tri_names = multiclass_matrices(rng, n_matrices // 10, 3)
+    # drawn in this order, so that adding a class count leaves the others' matrices as they were
+    matrices = {2: (bin_u, bin_names), 3: multiclass_matrices(rng, n_matrices // 10, 3)}
+    matrices[10] = multiclass_matrices(rng, n_matrices // 10, 10)
     for name, (frame, truth, columns, problem) in cases.items():
-        utilities, names = (tri_u, tri_names) if problem.n_classes == 3 else (bin_u, bin_names)
+        utilities, names = matrices[problem.n_classes]
         for s in range(splits):
             if f"{name}|{s}" in cells:  # every split is seeded on its own
                 continue
@@ -465,11 +471,11 @@ def _logits_problem() -> Problem:
     )
 
 
-def _simplex_problem() -> Problem:
+def _simplex_problem(n_classes: int) -> Problem:
     return Problem(
         "real",
         "",
-        np.array([1 / 3] * 3),
+        np.full(n_classes, 1 / n_classes),
         None,
         None,
         None,  # type: ignore[arg-type]
