@@ -15,36 +15,18 @@
 //   theta[k, c] = a[k] + f_c[k],  f_1 = 0,  beta = softmax over all (k, c) of theta,
 // a the log-density of the outputs over the kernels and f_c the log-odds of class c
 // against class 1 at kernel k. Both are smooth functions over the kernel locations:
-//   a   = fixed_basis[:, 2:P] * a_fixed  + tau_a    * smooth_basis * a_smooth,
-//   f_c = fixed_basis        * f_fixed_c + tau_f[c] * smooth_basis * f_smooth_c,
+//   a   = fixed_basis[:, 2:P] * a_fixed  + smooth_basis * a_smooth,  a_smooth ~ N(0, tau_a),
+//   f_c = fixed_basis * f_fixed[:, c]    + smooth_basis * f_smooth[:, c],
+//                                                      f_smooth[:, c] ~ N(0, tau_f[c]),
 // fixed_basis the functions the smoothing penalty leaves free (constant and linear terms:
 // for a grid the null space of the second-difference penalty) with weak Normal priors,
 // smooth_basis the penalty's other eigenvectors scaled by the inverse square roots of their
-// eigenvalues (an intrinsic random walk of order two along each grid axis, non-centred),
-// and half-Normal smoothing scales tau. As tau_f -> 0 the class log-odds become linear in
-// the transformed output (Platt scaling is the model's smooth limit); larger tau_f lets
-// non-monotone truths through; and since f_c is a smooth function with no per-kernel
-// pseudo-counts, a region holding many items of one class and none of another reaches
-// probabilities far below 1/m (no floor).
-functions {
-  // The scale the sampler sees a smooth coefficient on: its prior sd (non-centred) or 1.
-  vector unit_scale(int noncentred, real tau, int R) {
-    if (noncentred) {
-      return rep_vector(tau, R);
-    }
-    return rep_vector(1, R);
-  }
-  matrix unit_scales(int noncentred, vector tau, int R) {
-    matrix[R, rows(tau)] scale = rep_matrix(1, R, rows(tau));
-    if (noncentred) {
-      for (r in 1:R) {
-        scale[r] = tau';
-      }
-    }
-    return scale;
-  }
-}
-
+// eigenvalues (an intrinsic random walk of order two along each grid axis; for scattered
+// centres a Gaussian process), and half-Normal smoothing sd's tau. As tau_f -> 0 the class
+// log-odds become linear in the transformed output (Platt scaling is the model's smooth
+// limit); larger tau_f lets non-monotone truths through; and since f_c is a smooth function
+// with no per-kernel pseudo-counts, a region holding many items of one class and none of
+// another reaches probabilities far below 1/m (no floor).
 data {
   int<lower=1> N;                            // distinct calibration rows, sorted by class
   int<lower=2> C;                            // classes
@@ -63,8 +45,6 @@ data {
   matrix[K, R] smooth_basis;
   real<lower=0> tau_a_scale;                 // half-Normal scale of the density's smoothness
   real<lower=0> tau_f_scale;                 // half-Normal scale of the log-odds' smoothness
-  int<lower=0, upper=1> a_noncentred;        // parameterisation of the smooth coefficients
-  int<lower=0, upper=1> f_noncentred;
 }
 
 transformed data {
@@ -81,10 +61,13 @@ transformed data {
 parameters {
   vector[P1] a_fixed;
   real<lower=0> tau_a;
-  vector<multiplier=unit_scale(a_noncentred, tau_a, R)>[R] a_smooth;
+  // centred: the outputs' density is informed by every item (measured in docs/model.md:
+  // half the leapfrog steps of the non-centred form)
+  vector[R] a_smooth;
   matrix[P, C - 1] f_fixed;
   vector<lower=0>[C - 1] tau_f;
-  matrix<multiplier=unit_scales(f_noncentred, tau_f, R)>[R, C - 1] f_smooth;
+  // non-centred: class log-odds are weakly informed where one class is rare
+  matrix<multiplier=rep_matrix(tau_f', R)>[R, C - 1] f_smooth;
 }
 
 transformed parameters {

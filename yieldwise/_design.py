@@ -26,12 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import json as _json
-import os as _os
-
 import numpy as np
-
-_EXPERIMENT = _json.loads(_os.environ.get("YW_EXPERIMENT", "{}"))
 
 __all__ = ["KernelDesign", "auto_components", "design_kernels", "kernel_matrix"]
 
@@ -166,8 +161,7 @@ def _grid_design(
 ) -> KernelDesign:
     axes = [np.linspace(lo, hi, nodes) for lo, hi in ranges]
     u_axis = np.linspace(-0.5, 0.5, nodes)
-    wf = float(_EXPERIMENT.get("width", WIDTH_FACTOR))
-    width = np.array([(hi - lo) / (nodes - 1) * wf for lo, hi in ranges])
+    width = np.array([(hi - lo) / (nodes - 1) * WIDTH_FACTOR for lo, hi in ranges])
     eig = _rw2_axis(nodes)
     if len(ranges) == 1:
         loc = axes[0][:, None]
@@ -181,9 +175,6 @@ def _grid_design(
         null = np.column_stack([np.ones(nodes * nodes), u1, u2, 4.0 * u1 * u2])
     penalised = values > 0
     smooth = vectors[:, penalised] / np.sqrt(values[penalised])
-    if "rank" in _EXPERIMENT:
-        order = np.argsort(values[penalised])[: int(_EXPERIMENT["rank"])]
-        smooth = smooth[:, order]
     scale = np.full(null.shape[1], SLOPE_SCALE)
     scale[0] = INTERCEPT_SCALE
     return KernelDesign(
@@ -277,7 +268,6 @@ def design_kernels(
     hi = np.asarray(upper, float)
     d = lo.shape[1]
     k = auto_components(d) if n_components is None else int(n_components)
-    k = int(_EXPERIMENT.get("K", k))
     weights = np.asarray(counts, float)
     rep = representative(lo, hi)
     if d <= 2:

@@ -25,7 +25,6 @@ from dataclasses import replace
 import numpy as np
 
 from ._design import (
-    _EXPERIMENT,
     TAU_CLASS_SCALE,
     TAU_DENSITY_SCALE,
     KernelDesign,
@@ -394,8 +393,6 @@ def build_stan_data(
         "smooth_basis": design.smooth_basis,
         "tau_a_scale": float(design.tau_a_scale),
         "tau_f_scale": float(design.tau_f_scale),
-        "a_noncentred": int(_EXPERIMENT.get("a_noncentred", 1)),
-        "f_noncentred": int(_EXPERIMENT.get("f_noncentred", 1)),
         # the merged rows themselves, kept with a fitted transducer (not read by Stan)
         "y_lower": lo_u,
         "y_upper": hi_u,

@@ -15,7 +15,6 @@ import logging
 import secrets
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from . import _mixture
+from ._design import KernelDesign
 from ._validation import (
     Label,
     as_float_array,
@@ -34,7 +34,6 @@ from ._validation import (
     label_values,
     sorted_unique,
 )
-from ._design import KernelDesign
 from .transforms import OutputTransform, choose_transform
 
 if TYPE_CHECKING:
@@ -1196,7 +1195,9 @@ def _check_components(n_components: Any) -> int | None:
     """The number of kernels asked for: None for "auto", else a positive int."""
     if isinstance(n_components, str):
         if n_components != "auto":
-            raise ValueError(f'n_components must be "auto" or a positive int, found {n_components!r}')
+            raise ValueError(
+                f'n_components must be "auto" or a positive int, found {n_components!r}'
+            )
         return None
     if isinstance(n_components, Iterable):
         raise ValueError(
