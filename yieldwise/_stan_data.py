@@ -1,8 +1,8 @@
 """Calibration data prepared for the transducer's Stan program (``stan/transducer.stan``).
 
 The program models the pair (class, output) with a finite mixture of fixed product kernels
-and a smooth prior over their class log-odds (docs/theory.md section 3, docs/model.md). This module turns calibration items into the
-plain arrays the program reads:
+and a smooth prior over their class log-odds (docs/theory.md section 3, docs/model.md).
+This module turns calibration items into the plain arrays the program reads:
 
 * :func:`merge_rows` merges identical (class, output) rows into one row with a count.
   The likelihood of a row is the same for every item sharing it, so this is exact, and
