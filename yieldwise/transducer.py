@@ -983,42 +983,52 @@ class Transducer:
 
         The file holds the draws, sampler statistics, calibration data, labels,
         transform, prior, sampler settings, backend and versions;
-        :meth:`load` reproduces every prediction exactly.
+        :meth:`load` reproduces every prediction exactly. It is written whole or not
+        at all: into a temporary file beside ``path``, then renamed over it.
         """
+        import os
+
+        from ._transducer_file import FORMAT_ATTRIBUTE, FORMAT_VERSION
+
         self._check_fitted()
         path = Path(path)
-        self.posterior_.to_netcdf(str(path))
+        self.posterior_.posterior.attrs[FORMAT_ATTRIBUTE] = FORMAT_VERSION
+        # a new name the writer creates (with the user's umask, unlike mkstemp's 0600)
+        partial = path.with_name(f".{path.name}.partial-{secrets.token_hex(6)}")
+        try:
+            self.posterior_.to_netcdf(partial)
+            os.replace(partial, path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> Transducer:
-        """Load a transducer written by :meth:`save`."""
-        import arviz as az
+        """Load a transducer written by :meth:`save`.
+
+        The file is read whole and closed (it may be written over afterwards), and
+        checked against the layout declared in ``yieldwise._transducer_file``: a missing
+        or malformed field raises ``TransducerFileError`` (a ValueError) naming the
+        file and the field.
+        """
+        from ._transducer_file import read
 
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"no transducer file at {path}")
-        try:
-            data = az.from_netcdf(str(path))
-            attrs = data.posterior.attrs
-            settings = json.loads(attrs["yieldwise_settings"])
-            labels = tuple(json.loads(attrs["yieldwise_classes"]))
-            transform = OutputTransform.from_json(attrs["yieldwise_transform"])
-        except (KeyError, OSError, ValueError, AttributeError) as exc:
-            raise ValueError(
-                f"{path} is not a yieldwise transducer file (missing or unreadable metadata: {exc})"
-            ) from None
+        data, meta = read(path)
+        settings = meta["yieldwise_settings"]
         transducer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
-        transducer.classes_ = labels
-        transducer.transform_ = transform
-        transducer.n_calibration_ = int(attrs["yieldwise_n_calibration"])
-        transducer.backend_ = attrs["yieldwise_backend"]
-        transducer.seed_ = int(attrs["yieldwise_seed_used"])
+        transducer.classes_ = meta["yieldwise_classes"]
+        transducer.transform_ = meta["yieldwise_transform"]
+        transducer.n_calibration_ = meta["yieldwise_n_calibration"]
+        transducer.backend_ = meta["yieldwise_backend"]
+        transducer.seed_ = meta["yieldwise_seed_used"]
         transducer.posterior_ = data
         transducer.n_components_ = int(data.posterior.sizes["component"])
-        attempts = attrs.get("yieldwise_fit_attempts", "[]")
-        transducer.fit_attempts_ = pd.DataFrame(json.loads(attempts))
-        transducer.members_ = json.loads(attrs.get("yieldwise_members", "{}"))
+        transducer.fit_attempts_ = pd.DataFrame(meta["yieldwise_fit_attempts"])
+        transducer.members_ = meta["yieldwise_members"]
         transducer._cache_draws()
         return transducer
 
