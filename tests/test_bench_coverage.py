@@ -267,6 +267,7 @@ def test_run_resume_merge_round_trip(cov, tmp_path, monkeypatch):
 
     problems = {"logistic": nine_cell_problem(cov), "beta": nine_cell_problem(cov, name="beta")}
     monkeypatch.setattr(cov, "run_fit", fake_fit)
+    monkeypatch.setattr(cov, "compile_model", lambda: None)  # no Stan here
     monkeypatch.setattr(
         cov, "select_problems", lambda names: [(i, problems[n]) for i, n in enumerate(names)]
     )
@@ -302,3 +303,25 @@ def test_run_resume_merge_round_trip(cov, tmp_path, monkeypatch):
         cov.load_results(stale)
     with pytest.raises(cov.ResultsError, match="share one seed"):
         cov.merge([("a", first), ("c", {**second, "seed": 1})])
+
+
+def test_write_replaces_only_its_own_section(cov, tmp_path):
+    from _common import write_section
+
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text(
+        "# Benchmarks\n\n## Before\n\nkept\n\n"
+        f"{cov.SECTION}\n\nold figures\n\n### Sampler\n\nold table\n\n## After\n\nkept too\n"
+    )
+    docs.chmod(0o640)
+    text = f"{cov.SECTION}\n\nnew figures\n\n### Sampler\n\nnew table\n"
+    write_section(cov.SECTION, text, path=docs)
+    expected = (
+        "# Benchmarks\n\n## Before\n\nkept\n\n"
+        f"{cov.SECTION}\n\nnew figures\n\n### Sampler\n\nnew table\n\n## After\n\nkept too\n"
+    )
+    assert docs.read_text() == expected
+    write_section(cov.SECTION, text, path=docs)  # a second write changes nothing
+    assert docs.read_text() == expected
+    assert docs.stat().st_mode & 0o777 == 0o640  # the file's mode is kept
+    assert [p.name for p in tmp_path.iterdir()] == ["benchmarks.md"]  # no temporary left
