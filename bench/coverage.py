@@ -162,7 +162,7 @@ def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
         "transitions": int(info["chains"] * info["draws"]),
-        # None when the table has no finite value (a NaN R-hat is reported, not hidden)
+        # None when any value is not finite: reported as n/a and as not clean, never hidden
         "max_rhat": _finite(table["r_hat"].to_numpy(float), np.max),
         "min_ess_bulk": _finite(table["ess_bulk"].to_numpy(float), np.min),
         "components": int(transducer.n_components_),
@@ -551,10 +551,13 @@ def render(results: dict) -> str:
             f"{cell['median_sampling_seconds']:.0f} | {cell['warned']} |"
         )
     kinds = Counter(w.split(":")[0] for s in samplers for w in s["warnings"])
+    later = Counter(w.split(":")[0] for r in fits.values() for w in r.get("measure_warnings", []))
     lines += [
         "",
         "Warnings raised by the fits: "
         + (", ".join(f"{k} x {v}" for k, v in kinds.most_common()) or "none")
+        + "; while measuring (bands, long-run draws): "
+        + (", ".join(f"{k} x {v}" for k, v in later.most_common()) or "none")
         + ".",
         "",
         "### Goals (measured against, not tests)",

@@ -243,7 +243,7 @@ def test_summary_and_report_goals_by_hand(cov):
     assert "not met: 0 of 2 problem-size cells (0 without checks); largest gap 25.0" in text
     assert "| long-run-utility intervals within 7 points of nominal | not met: 0 of 2" in text
     assert "| every fit clean" in text and "not met: 2 of 3 fits" in text
-    assert "SamplerWarning x 1" in text
+    assert "fits: SamplerWarning x 1; while measuring (bands, long-run draws): none." in text
 
 
 def run_record(command):
