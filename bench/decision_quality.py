@@ -311,6 +311,16 @@ def run_prior_shift(n: int, n_matrices: int, seed: int, deployed: float = 0.67) 
     return results
 
 
+def coverage_outputs(problem: Problem, n: int = 9) -> np.ndarray:
+    """Indices of the cells at ``n`` evenly spaced quantiles of the output law, 5 % to 95 %.
+
+    The fixed outputs at which the coverage of bands is checked (here and in
+    bench/coverage.py): the first cell whose cumulative mass reaches each quantile.
+    """
+    cdf = np.cumsum(problem.joint().sum(axis=1))
+    return np.searchsorted(cdf, np.linspace(0.05, 0.95, n))
+
+
 def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=None) -> dict:
     """Band and long-run-utility interval coverage over repeated simulations.
 
@@ -325,9 +335,7 @@ def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=No
     for i, make in enumerate(PANEL[:2]):
         problem = make()
         truth = problem.truth()[:, 1]
-        # nine fixed outputs: cells at the 5 %, ..., 95 % quantiles of the output law
-        cdf = np.cumsum(problem.joint().sum(axis=1))
-        picks = np.searchsorted(cdf, np.linspace(0.05, 0.95, 9))
+        picks = coverage_outputs(problem)
         for rep in range(reps):
             key = f"{problem.name}|{rep}"
             if key in cells:  # every repetition is seeded on its own
