@@ -209,3 +209,17 @@ def test_plot_has_a_band_only_for_the_method_with_draws():
     with pytest.raises(ValueError, match=r"draws names \['x'\]"):
         plots.reliability({"t": p}, truth, positive=1, draws={"x": draws})
     plt.close("all")
+
+
+def test_wilson_limits_bracket_the_frequency_at_the_ends():
+    from yieldwise.metrics import _wilson
+
+    n = np.arange(1, 400, dtype=float)
+    for k in (np.zeros_like(n), n):
+        lower, upper = _wilson(k, n, 0.95)
+        p = k / n
+        assert (lower <= p).all() and (upper >= p).all()
+        assert ((lower >= 0) & (upper <= 1)).all()
+    # k = 0: the upper limit is z^2 / (n + z^2) in closed form
+    z2 = 1.959963984540054**2
+    np.testing.assert_allclose(_wilson(np.zeros_like(n), n, 0.95)[1], z2 / (n + z2), rtol=1e-12)

@@ -11,7 +11,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from . import audit, calibrators, curves, metrics, roc, rules, utility
+from . import audit, calibrators, curves, metrics, report_toolkit, roc, rules, utility
 from .compare import Comparison, compare
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
@@ -44,6 +44,7 @@ __all__ = [
     "metrics",
     "oracle_utility",
     "plots",
+    "report_toolkit",
     "rescaled_yield",
     "roc",
     "rules",
