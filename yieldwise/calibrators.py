@@ -49,7 +49,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.optimize import isotonic_regression, minimize_scalar
 from scipy.special import expit, log_softmax, softmax
 
 from ._validation import (
@@ -217,6 +216,8 @@ class IsotonicCalibrator(_OneVsRest):
         pass
 
     def _fit_one(self, score: np.ndarray, positive: np.ndarray) -> Any:
+        from scipy.optimize import isotonic_regression  # scipy.optimize is slow to import
+
         x, inverse = np.unique(score, return_inverse=True)
         weights = np.bincount(inverse.ravel(), minlength=x.size).astype(float)
         means = np.bincount(inverse.ravel(), weights=positive, minlength=x.size) / weights
@@ -368,6 +369,8 @@ class TemperatureCalibrator(_Calibrator):
 
     def fit(self, scores: Any, true_classes: Any, *, classes: Any = None) -> TemperatureCalibrator:
         """Fit on calibration logits and their true classes; returns ``self``."""
+        from scipy.optimize import minimize_scalar  # scipy.optimize is slow to import
+
         s, index = self._fit_labels(scores, true_classes, classes)
         logits = self._logits(s)
         rows = np.arange(index.size)
