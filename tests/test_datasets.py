@@ -64,7 +64,22 @@ def test_scripts_regenerate_the_files_exactly(name, tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.main(tmp_path / f"{name}.csv")
-    assert (tmp_path / f"{name}.csv").read_bytes() == data_file(f"{name}.csv").read_bytes()
+    made, shipped = tmp_path / f"{name}.csv", data_file(f"{name}.csv")
+    if made.read_bytes() == shipped.read_bytes():
+        return
+    # The networks' outputs pass through BLAS, whose kernels differ between CPUs in the
+    # last bits (measured: up to 1.4e-14 on logits of magnitude up to 38, on a machine
+    # other than the one that wrote the files). Everything else must match exactly, and
+    # the floating-point columns to 1e-12 relative.
+    import pandas as pd
+
+    a, b = pd.read_csv(made), pd.read_csv(shipped)
+    assert list(a.columns) == list(b.columns) and a.shape == b.shape
+    for column in a.columns:
+        if pd.api.types.is_float_dtype(b[column]):
+            np.testing.assert_allclose(a[column], b[column], rtol=1e-12, atol=1e-15)
+        else:
+            assert (a[column] == b[column]).all(), column
 
 
 def test_missing_file_names_the_places_searched():
