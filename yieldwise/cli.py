@@ -19,10 +19,14 @@ Subcommands
     ``commandArgs(trailingOnly = TRUE)``. Exit status 1 when the script stops.
 ``yieldwise fit CALIB.csv --class-col COL --output-cols C1[,C2..] --out FILE.nc``
     Fits a transducer to a calibration table and saves it (NetCDF, reloadable with
-    ``Transducer.load``); prints the sampler's diagnostics.
+    ``Transducer.load``); prints the sampler's diagnostics. An existing ``--out`` is
+    replaced only with ``--overwrite``, and the input never.
 
-Every error (unreadable files, missing columns, bad values) is one message naming the
-file, key or column, and exit status 2; output files appear only when complete.
+Every error (unreadable files, missing columns, bad values, an unavailable backend) is
+one message naming the file, key or column, and exit status 2, before any fit; a failed
+sampler or compiler exits with status 1. Output files appear only when complete, one run
+at a time per output; Ctrl-C or SIGTERM stops a run, removes its work files and exits
+with status 130 (the README's "Guarantees").
 """
 
 from __future__ import annotations
