@@ -78,10 +78,18 @@ def _example(args: argparse.Namespace) -> int:
         "utility per patient.\n'admissible' means: ranks as *some* utility matrix does; only the "
         "yield of this problem's own matrix ranks as this problem does."
     )
+    from ._files import partial_file
+
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "worked_example.csv"
-    table.to_csv(path)  # full precision: the CSV re-reads to the same floats
+    partial = partial_file(path)
+    try:
+        table.to_csv(partial)  # full precision: the CSV re-reads to the same floats
+        partial.replace(path)  # whole or not at all
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     print(f"\nWritten: {path}")
     return 0
 
@@ -339,9 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"yieldwise {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
+        writes = args.command in ("report", "demo", "fit")
         print(
-            f"yieldwise {args.command}: interrupted; nothing was written (an earlier output "
-            "is as it was)",
+            f"yieldwise {args.command}: interrupted"
+            + ("; nothing was written (an earlier output is as it was)" if writes else ""),
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
