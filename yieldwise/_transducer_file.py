@@ -24,7 +24,10 @@ from .transforms import OutputTransform
 __all__ = ["ATTRIBUTES", "FORMAT_VERSION", "VARIABLES", "TransducerFileError", "read"]
 
 #: The layout version written by Transducer.save; files without one are version 1.
-FORMAT_VERSION = 1
+#: 1: the free-location mixture with Dirichlet class probabilities (yieldwise <= 0.1);
+#: 2: fixed kernels with smooth class log-odds (docs/model.md). A file of version 1
+#: describes another model, so it is refused with a message saying to refit.
+FORMAT_VERSION = 2
 FORMAT_ATTRIBUTE = "yieldwise_format_version"
 
 
@@ -117,7 +120,7 @@ ATTRIBUTES: dict[str, Callable[[Any], Any]] = {
 }
 #: Attributes that may be absent, and their values then.
 OPTIONAL_ATTRIBUTES: dict[str, tuple[Callable[[Any], Any], Any]] = {
-    "yieldwise_fit_attempts": (_json(list), []),
+    "yieldwise_design": (_json(dict), {}),
     "yieldwise_members": (_json(dict), {}),
     FORMAT_ATTRIBUTE: (_integer(1), 1),
 }
@@ -196,6 +199,13 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
         raise TransducerFileError(
             f"{path}: attribute {FORMAT_ATTRIBUTE!r} is {meta[FORMAT_ATTRIBUTE]}: written by a "
             f"newer yieldwise (this one reads up to version {FORMAT_VERSION}); upgrade yieldwise"
+        )
+    if meta[FORMAT_ATTRIBUTE] < FORMAT_VERSION:
+        raise TransducerFileError(
+            f"{path}: a transducer of format version {meta[FORMAT_ATTRIBUTE]} (written by "
+            f"yieldwise {attrs.get('yieldwise_version', '<= 0.1')}, the free-location mixture "
+            f"that docs/model.md replaces); this yieldwise reads format version {FORMAT_VERSION}"
+            ". Refit the transducer on its calibration data and save it again"
         )
     return meta
 

@@ -83,10 +83,17 @@ from ._files import (
     target_lock,
     write_manifest,
 )
+from .datasets import load_digits_binary, load_digits_ten, load_digits_three
 from .utility import UtilityMatrix
 
 __all__ = ["ConfigError", "ReportConfig", "load_config", "run_report"]
 
+#: The shipped calibration sets a configuration can name as ``[data].dataset``.
+DATASETS: dict[str, Callable[[], pd.DataFrame]] = {
+    "digits_binary": load_digits_binary,
+    "digits_three": load_digits_three,
+    "digits_ten": load_digits_ten,
+}
 _SAMPLER_KEYS = {"chains", "warmup", "draws", "seed", "n_components", "backend", "adapt_delta"}
 
 
@@ -112,12 +119,9 @@ class ReportConfig:
 
     def table(self) -> pd.DataFrame:
         """The calibration table, checked against the configuration."""
-        from .datasets import load_digits_binary, load_digits_three
-
         where = str(self.calibration) if self.calibration is not None else self.dataset
         if self.dataset is not None:
-            loaders = {"digits_binary": load_digits_binary, "digits_three": load_digits_three}
-            frame = loaders[self.dataset]()
+            frame = DATASETS[self.dataset]()
         else:
             assert self.calibration is not None  # one of the two, checked by load_config
             try:
@@ -293,15 +297,15 @@ def load_config(path: str | Path) -> ReportConfig:
     if ("calibration" in data) == ("dataset" in data):
         raise ConfigError(
             f"{path}: [data] needs exactly one of 'calibration' (a CSV file) "
-            "or 'dataset' (digits_binary or digits_three)"
+            f"or 'dataset' ({', '.join(DATASETS)})"
         )
     if "calibration" in data:
         calibration = path.parent / _need(data, "calibration", str, f"{path}: [data]")
     else:
         dataset = _need(data, "dataset", str, f"{path}: [data]")
-        if dataset not in ("digits_binary", "digits_three"):
+        if dataset not in DATASETS:
             raise ConfigError(
-                f"{path}: [data].dataset: expected 'digits_binary' or 'digits_three', "
+                f"{path}: [data].dataset: expected one of {', '.join(map(repr, DATASETS))}, "
                 f"found {dataset!r}"
             )
     class_col = _need(data, "class_col", str, f"{path}: [data]")
