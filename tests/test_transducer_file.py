@@ -14,7 +14,12 @@ import pandas as pd
 import pytest
 
 from yieldwise import Transducer
-from yieldwise._transducer_file import ATTRIBUTES, VARIABLES, TransducerFileError
+from yieldwise._transducer_file import (
+    ATTRIBUTES,
+    FORMAT_VERSION,
+    VARIABLES,
+    TransducerFileError,
+)
 
 W = np.array([[0.6, 0.4], [0.5, 0.5]])
 ALPHA = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.3, 0.7]]])
@@ -115,7 +120,7 @@ CASES = [
     (_set_attr("yieldwise_n_calibration", 31),
      r"observed_data/outputs: dimension 'item' has size 30, but the file's attributes give 31"),
     (_set_attr("yieldwise_seed_used", 1.5), r"'yieldwise_seed_used': expected an integer"),
-    (_set_attr("yieldwise_format_version", 2), r"written by a newer yieldwise"),
+    (_set_attr("yieldwise_format_version", FORMAT_VERSION + 1), r"written by a newer yieldwise"),
     (_transform(kind=["probit"]), r"'yieldwise_transform': kind must be \['simplex'\] or one"),
     (_transform(resolution=[-1.0]), r"'yieldwise_transform': resolution must give"),
     (_transform(columns=["a", "b"]), r"'yieldwise_transform': kind must be"),

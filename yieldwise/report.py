@@ -13,10 +13,15 @@ long-run utility under each matrix (theory section 4), and writes one folder:
   chain, draw, matrix), reloadable with ``xarray.open_dataset``; the transducers are
   saved beside it as ``transducer_<name>.nc``;
 * ``config.lock.toml``: the resolved settings, the package, backend and Stan versions,
-  and the seed, so that the report can be reproduced.
+  and the seed, so that the report can be reproduced;
+* ``yieldwise-manifest.json``: every file above with its size and SHA-256, written last;
+  ``--overwrite`` replaces only a folder that holds a manifest and nothing else, and
+  deletes only the files it lists.
 
-The folder is written under a temporary name and renamed at the end, so a failed run
-never leaves a folder that looks complete.
+The folder is written under a unique hidden name (``.NAME.partial-XXXXXXXX``) and renamed
+at the end, so a failed or interrupted run never leaves a folder that looks complete; the
+run holds a lock on ``out`` throughout, so a second run on the same folder stops at once
+(``yieldwise._files``; the README's "Guarantees").
 
 Example configuration::
 
@@ -236,7 +241,7 @@ def _check_sampler(
     line and are named as its options (``--chains``).
     """
     from .backends import get_backend
-    from .transducer import component_ladder
+    from .transducer import _check_components
 
     def key(name: str) -> str:
         return f"--{name}" if overrides and name in overrides else f"{where}.{name}"
@@ -254,7 +259,7 @@ def _check_sampler(
             raise ConfigError(f"{key('adapt_delta')}: expected a number in (0, 1), found {value!r}")
     if "n_components" in sampler:
         try:
-            component_ladder(sampler["n_components"])
+            _check_components(sampler["n_components"])
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"{key('n_components')}: {exc}") from None
     if "backend" in sampler:
