@@ -48,7 +48,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _calibrators import CALIBRATORS
 from _common import write_section
 from _problems import PANEL, Problem, vote_score
 
@@ -66,6 +65,30 @@ NAMED = {
     "[[10,0],[-10,1]]": [[10, 0], [-10, 1]],
 }
 PEERS = ["isotonic", "sigmoid (Platt)", "temperature", "beta", "raw score", "standard rule"]
+
+
+def calibrators() -> dict:
+    """The post-hoc calibration peers (yieldwise.calibrators), unfitted, by report name.
+
+    Binary problems give a 1-D score on the logit scale (beta calibration maps it to
+    (0, 1) first); three-class problems give logits, calibrated one against the rest
+    and renormalised, except temperature scaling, which is multi-class by nature.
+    """
+    from yieldwise.calibrators import (
+        BetaCalibrator,
+        IsotonicCalibrator,
+        PlattCalibrator,
+        TemperatureCalibrator,
+    )
+
+    return {
+        "isotonic": IsotonicCalibrator(),
+        "sigmoid (Platt)": PlattCalibrator(),
+        "temperature": TemperatureCalibrator(),
+        "beta": BetaCalibrator(scale="logit"),
+    }
+
+
 METHODS = ["yieldwise", *PEERS, "oracle"]
 
 
@@ -167,9 +190,9 @@ def fit_methods(problem: Problem, outputs: np.ndarray, labels: np.ndarray, seed:
     predictors = {
         "yieldwise": lambda y: transducer.predict_proba(pd.DataFrame(y, columns=problem.columns))
     }
-    for name, fit in CALIBRATORS.items():
-        peer = fit(score, labels, k)
-        predictors[name] = lambda y, peer=peer: peer(problem.score(y))
+    for name, peer in calibrators().items():
+        peer.fit(score, labels, classes=range(k))
+        predictors[name] = lambda y, peer=peer: peer.predict_proba(problem.score(y))
     predictors["raw score"] = problem.raw_probability
     return predictors, transducer, fit_record
 
@@ -311,6 +334,16 @@ def run_prior_shift(n: int, n_matrices: int, seed: int, deployed: float = 0.67) 
     return results
 
 
+def coverage_outputs(problem: Problem, n: int = 9) -> np.ndarray:
+    """Indices of the cells at ``n`` evenly spaced quantiles of the output law, 5 % to 95 %.
+
+    The fixed outputs at which the coverage of bands is checked (here and in
+    bench/coverage.py): the first cell whose cumulative mass reaches each quantile.
+    """
+    cdf = np.cumsum(problem.joint().sum(axis=1))
+    return np.searchsorted(cdf, np.linspace(0.05, 0.95, n))
+
+
 def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=None) -> dict:
     """Band and long-run-utility interval coverage over repeated simulations.
 
@@ -325,9 +358,7 @@ def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=No
     for i, make in enumerate(PANEL[:2]):
         problem = make()
         truth = problem.truth()[:, 1]
-        # nine fixed outputs: cells at the 5 %, ..., 95 % quantiles of the output law
-        cdf = np.cumsum(problem.joint().sum(axis=1))
-        picks = np.searchsorted(cdf, np.linspace(0.05, 0.95, 9))
+        picks = coverage_outputs(problem)
         for rep in range(reps):
             key = f"{problem.name}|{rep}"
             if key in cells:  # every repetition is seeded on its own

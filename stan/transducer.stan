@@ -16,8 +16,8 @@
 // a the log-density of the outputs over the kernels and f_c the log-odds of class c
 // against class 1 at kernel k. Both are smooth functions over the kernel locations:
 //   a   = fixed_basis[:, 2:P] * a_fixed  + smooth_basis * a_smooth,  a_smooth ~ N(0, tau_a),
-//   f_c = fixed_basis * f_fixed[:, c]    + smooth_basis * f_smooth[:, c],
-//                                                      f_smooth[:, c] ~ N(0, tau_f[c]),
+//   f_c = fixed_basis * f_fixed[:, c] + tau_f[c] * smooth_basis * f_raw[:, c],
+//                                                      f_raw ~ N(0, 1),
 // fixed_basis the functions the smoothing penalty leaves free (constant and linear terms:
 // for a grid the null space of the second-difference penalty) with weak Normal priors,
 // smooth_basis the penalty's other eigenvectors scaled by the inverse square roots of their
@@ -66,8 +66,9 @@ parameters {
   vector[R] a_smooth;
   matrix[P, C - 1] f_fixed;
   vector<lower=0>[C - 1] tau_f;
-  // non-centred: class log-odds are weakly informed where one class is rare
-  matrix<multiplier=rep_matrix(tau_f', R)>[R, C - 1] f_smooth;
+  // non-centred (f_smooth = f_raw * tau_f): class log-odds are weakly informed where one
+  // class is rare (written out: Stan 2.35's matrix-valued multiplier misread its scales)
+  matrix[R, C - 1] f_raw;
 }
 
 transformed parameters {
@@ -79,7 +80,7 @@ transformed parameters {
       a += fixed_basis[:, 2:P] * a_fixed;
     }
     theta = rep_matrix(a, C);
-    theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * f_smooth;
+    theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * (f_raw .* rep_matrix(tau_f', R));
   }
 }
 
@@ -89,7 +90,7 @@ model {
   a_smooth ~ normal(0, tau_a);
   to_vector(f_fixed) ~ normal(0, to_vector(rep_matrix(fixed_scale, C - 1)));
   tau_f ~ normal(0, tau_f_scale);
-  to_vector(f_smooth) ~ normal(0, to_vector(rep_matrix(tau_f', R)));
+  to_vector(f_raw) ~ std_normal();
   {
     // beta = exp(theta - log_norm): the rows' likelihoods are one (N x K) by (K x C)
     // product, each column shifted by its largest theta so that nothing overflows

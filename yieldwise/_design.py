@@ -307,4 +307,8 @@ def kernel_matrix(
             f"{bad} calibration row(s) have zero kernel mass under every kernel; the outputs "
             "are too far outside the kernels' range"
         )
-    return np.exp(log_k - top[:, None]), top
+    kern = np.exp(log_k - top[:, None])
+    # Subnormal values (below 1e-300 of the row's largest: nothing to the likelihood) are
+    # flushed to 0: the JSON readers of both Stan interfaces reject numbers like 5e-324.
+    kern[kern < 1e-300] = 0.0
+    return kern, top

@@ -290,7 +290,7 @@ def initial_values(
                 + rng.normal(0.0, 0.1 * tau_a, r),
                 "f_fixed": f_fixed,
                 "tau_f": tau_f,
-                "f_smooth": rng.normal(0.0, 0.1, (r, c - 1)) * tau_f[None, :],
+                "f_raw": rng.normal(0.0, 0.1, (r, c - 1)),
             }
         )
     return inits
