@@ -85,7 +85,7 @@ def test_result_layout(gaussian_fit, gaussian_data, record_property):
     expected = {
         "w": (k,), "alpha": (k, c), "mu": (k, d), "sigma": (k, d), "log_lik": (),
         "theta": (k, c), "a_fixed": (p - 1,), "tau_a": (), "a_smooth": (r,),
-        "f_fixed": (p, c - 1), "tau_f": (c - 1,), "f_smooth": (r, c - 1),
+        "f_fixed": (p, c - 1), "tau_f": (c - 1,), "f_raw": (r, c - 1),
     }  # fmt: skip
     assert shapes == {name: (2, 200, *shape) for name, shape in expected.items()}
     for name in ("lp", "diverging", "tree_depth", "n_steps", "step_size", "energy"):
@@ -118,8 +118,10 @@ def test_generated_mixture_is_the_softmax_of_theta(gaussian_fit, gaussian_data):
     a = _flat(gaussian_fit, "a_smooth") @ smooth.T + _flat(gaussian_fit, "a_fixed") @ fixed[
         :, 1:].T  # fmt: skip
     np.testing.assert_allclose(theta[:, :, 0], a, atol=1e-10)
+    f_smooth = _flat(gaussian_fit, "f_raw") * _flat(gaussian_fit, "tau_f")[:, None, :]
     f = np.einsum("kp,spc->skc", fixed, _flat(gaussian_fit, "f_fixed")) + np.einsum(
-        "kr,src->skc", smooth, _flat(gaussian_fit, "f_smooth"))  # fmt: skip
+        "kr,src->skc", smooth, f_smooth
+    )
     np.testing.assert_allclose(theta[:, :, 1:] - theta[:, :, :1], f, atol=1e-10)
 
 

@@ -223,6 +223,12 @@ def test_kernel_matrix_censored_and_mixed_rows_with_infinite_edges():
     np.testing.assert_allclose(kern * np.exp(log_scale)[:, None], brute, rtol=1e-10)
     np.testing.assert_array_equal(kern.max(axis=1), 1.0)
     assert ((kern > 0) & (kern <= 1)).all()
+    # values below 1e-300 of a row's largest are flushed to 0 (Stan's JSON readers reject
+    # subnormal numbers); a point 400 away from kernels 0.7 wide makes some
+    far, _ = _design.kernel_matrix(loc, width, np.array([[400.0, 0.0]]),
+                                   np.array([[400.0, 0.5]]), [0, 1])  # fmt: skip
+    assert far.min() == 0.0 and far.max() == 1.0
+    assert (far[far > 0] >= 1e-300).all()
     # censored only: the whole line is one bin of probability 1 under every kernel
     whole = np.array([[-np.inf], [-np.inf]]), np.array([[np.inf], [0.0]])
     kern1, log1 = _design.kernel_matrix(loc[:, :1], width[:1], *whole, [1])

@@ -298,7 +298,7 @@ def test_prior_overrides_are_validated(prior, message):
 
 
 INIT_SHAPES = {"a_fixed": "P-1", "tau_a": "", "a_smooth": "R", "f_fixed": "P,C-1",
-               "tau_f": "C-1", "f_smooth": "R,C-1"}  # fmt: skip
+               "tau_f": "C-1", "f_raw": "R,C-1"}  # fmt: skip
 
 
 def _init_shapes(data):
@@ -335,7 +335,7 @@ def _initial_mixture(data, init):
     fixed, smooth = np.asarray(data["fixed_basis"]), np.asarray(data["smooth_basis"])
     a = smooth @ init["a_smooth"] + fixed[:, 1:] @ init["a_fixed"]
     theta = np.repeat(a[:, None], data["C"], axis=1)
-    theta[:, 1:] += fixed @ init["f_fixed"] + smooth @ init["f_smooth"]
+    theta[:, 1:] += fixed @ init["f_fixed"] + smooth @ (init["f_raw"] * init["tau_f"])
     beta = np.exp(theta - theta.max())
     return a, theta, beta / beta.sum()
 
