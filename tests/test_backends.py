@@ -221,7 +221,7 @@ def test_far_outlier_row_is_carried_by_its_log_scale(transducer_program, dims):
         )
     assert design.loc[:, 0].max() <= 1.0  # the grid ignores the outlier
     outlier = int(np.flatnonzero(data["y_lower"][:, 0] > 40)[0])
-    assert data["kern_log_scale"][outlier] < np.log(1e-300) * 10  # far below underflow
+    assert data["kern_log_scale"][outlier] < np.log(1e-300)  # underflows as a plain number
     fit = _short_fit(transducer_program, data, 6)
     assert np.isfinite(fit.draws["log_lik"]).all()
     np.testing.assert_allclose(_numpy_log_lik(fit, data), fit.draws["log_lik"], rtol=1e-8)
