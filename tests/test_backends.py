@@ -32,17 +32,12 @@ def _flat(result: SampleResult, name: str) -> np.ndarray:
     return arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
 
 
-def _sentinel_free(data):
-    lo = np.where(data["y_lower"] <= -_stan_data.INFINITY_SENTINEL, -np.inf, data["y_lower"])
-    hi = np.where(data["y_upper"] >= _stan_data.INFINITY_SENTINEL, np.inf, data["y_upper"])
-    return lo, hi
-
-
 def _numpy_log_lik(result, data):
-    lo, hi = _sentinel_free(data)
+    """The mixture's log-likelihood of the merged rows, by numpy from the draws' w, alpha,
+    mu, sigma (yieldwise._mixture: log-space Normal pdf / cdf differences, no kernel data)."""
     ll = _mixture.log_likelihood(
         _flat(result, "w"), _flat(result, "alpha"), _flat(result, "mu"), _flat(result, "sigma"),
-        data["cls"] - 1, lo, hi, data["censored"], data["count"],
+        data["cls"] - 1, data["y_lower"], data["y_upper"], data["censored"], data["count"],
     )  # fmt: skip
     return ll.reshape(result.draws["log_lik"].shape)
 
@@ -53,7 +48,8 @@ def gaussian_data():
     rng = np.random.default_rng(7)
     cls = np.repeat([0, 1], 150)
     y = rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
-    return _stan_data.build_stan_data(cls, y, y, [0], 2, 4)
+    data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 12)
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +62,9 @@ def vote_data():
     assert h == 1 / 40
     lo, hi = _stan_data.resolution_bins(votes, h, (0.0, 1.0))
     with np.errstate(divide="ignore"):
-        data = _stan_data.build_stan_data(cls, logit(lo), logit(hi), [1], 2, 3)
+        data, _ = _stan_data.build_stan_data(cls, logit(lo), logit(hi), [1], 2, 10)
     assert data["N"] < 100  # merged
+    assert np.isneginf(data["y_lower"]).any() and np.isposinf(data["y_upper"]).any()
     return data
 
 
@@ -83,21 +80,49 @@ def test_result_layout(gaussian_fit, gaussian_data, record_property):
     record_property("stan_backend", gaussian_fit.backend)
     assert gaussian_fit.backend in BACKENDS
     assert gaussian_fit.backend_version and gaussian_fit.stan_version.count(".") == 2
-    k, c, d = gaussian_data["K"], gaussian_data["C"], gaussian_data["D"]
+    k, c, d, r, p = (gaussian_data[key] for key in ("K", "C", "D", "R", "P"))
     shapes = {name: arr.shape for name, arr in gaussian_fit.draws.items()}
-    assert shapes["w"] == (2, 200, k)
-    assert shapes["alpha"] == (2, 200, k, c)
-    assert shapes["mu"] == shapes["sigma"] == (2, 200, k, d)
-    assert shapes["log_lik"] == (2, 200)
+    expected = {
+        "w": (k,), "alpha": (k, c), "mu": (k, d), "sigma": (k, d), "log_lik": (),
+        "theta": (k, c), "a_fixed": (p - 1,), "tau_a": (), "a_smooth": (r,),
+        "f_fixed": (p, c - 1), "tau_f": (c - 1,), "f_raw": (r, c - 1),
+    }  # fmt: skip
+    assert shapes == {name: (2, 200, *shape) for name, shape in expected.items()}
     for name in ("lp", "diverging", "tree_depth", "n_steps", "step_size", "energy"):
         assert gaussian_fit.sample_stats[name].shape == (2, 200), name
     assert gaussian_fit.sample_stats["diverging"].dtype == bool
     # the step size is fixed after warm-up: constant along draws, per chain
     steps = gaussian_fit.sample_stats["step_size"]
     assert np.all(steps == steps[:, :1])
-    np.testing.assert_allclose(_flat(gaussian_fit, "w").sum(axis=1), 1.0, rtol=1e-8)
     assert gaussian_fit.settings["seed"] == 3 and gaussian_fit.settings["chains"] == 2
     assert gaussian_fit.sampling_seconds > 0
+
+
+def test_generated_mixture_is_the_softmax_of_theta(gaussian_fit, gaussian_data):
+    """w, alpha, mu, sigma as theory 3.1 reads them, recomputed from theta by numpy."""
+    theta = _flat(gaussian_fit, "theta")
+    beta = np.exp(theta - theta.max(axis=(1, 2), keepdims=True))
+    beta /= beta.sum(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(_flat(gaussian_fit, "w"), beta.sum(axis=2), rtol=1e-10)
+    np.testing.assert_allclose(
+        _flat(gaussian_fit, "alpha"), beta / beta.sum(axis=2, keepdims=True), rtol=1e-10
+    )
+    s = theta.shape[0]
+    # the kernels are fixed: every draw reports the data's locations and widths
+    np.testing.assert_array_equal(_flat(gaussian_fit, "mu"), np.broadcast_to(
+        gaussian_data["loc"], (s, *gaussian_data["loc"].shape)))  # fmt: skip
+    np.testing.assert_array_equal(_flat(gaussian_fit, "sigma"), np.broadcast_to(
+        gaussian_data["width"], (s, *gaussian_data["width"].shape)))  # fmt: skip
+    # theta[k, c] = a[k] + f_c[k] with f_1 = 0: the first class column is the density a
+    fixed, smooth = gaussian_data["fixed_basis"], gaussian_data["smooth_basis"]
+    a = _flat(gaussian_fit, "a_smooth") @ smooth.T + _flat(gaussian_fit, "a_fixed") @ fixed[
+        :, 1:].T  # fmt: skip
+    np.testing.assert_allclose(theta[:, :, 0], a, atol=1e-10)
+    f_smooth = _flat(gaussian_fit, "f_raw") * _flat(gaussian_fit, "tau_f")[:, None, :]
+    f = np.einsum("kp,spc->skc", fixed, _flat(gaussian_fit, "f_fixed")) + np.einsum(
+        "kr,src->skc", smooth, f_smooth
+    )
+    np.testing.assert_allclose(theta[:, :, 1:] - theta[:, :, :1], f, atol=1e-10)
 
 
 def test_transducer_recovers_known_truth(gaussian_fit):
@@ -134,13 +159,13 @@ def test_numpy_log_likelihood_equals_stan_censored_outputs(transducer_program, v
 
 
 def _route_data(route: str):
-    """Data sets that send the program down each of its likelihood routes."""
+    """Data sets whose kernel values come from each kind of row (points, bins, both)."""
     rng = np.random.default_rng(21)
     cls = (rng.random(300) < 0.4).astype(int)
     y = rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
     if route == "point, repeated rows":  # counts > 1 in several groups
         y1 = np.round(y, 1)
-        return _stan_data.build_stan_data(cls, y1, y1, [0], 2, 3)
+        return _stan_data.build_stan_data(cls, y1, y1, [0], 2, 5)[0]
     votes = np.clip(np.round((y + 3) / 6 * 40), 0, 40) / 40
     lo, hi = _stan_data.resolution_bins(votes, 1 / 40, (0.0, 1.0))
     with np.errstate(divide="ignore"):
@@ -148,20 +173,20 @@ def _route_data(route: str):
     if route == "censored, overlapping bins":  # bins twice as wide: not a lattice tiling
         wide_lo, wide_hi = _stan_data.resolution_bins(votes, 1 / 20, (0.0, 1.0))
         with np.errstate(divide="ignore"):
-            return _stan_data.build_stan_data(cls, logit(wide_lo), logit(wide_hi), [1], 2, 3)
+            return _stan_data.build_stan_data(cls, logit(wide_lo), logit(wide_hi), [1], 2, 5)[0]
     second = rng.normal(np.where(cls == 1, 0.5, -0.5), 1.0)
     if route == "censored + point":
         return _stan_data.build_stan_data(
-            cls, np.column_stack([lo, second]), np.column_stack([hi, second]), [1, 0], 2, 3
-        )
+            cls, np.column_stack([lo, second]), np.column_stack([hi, second]), [1, 0], 2, 16
+        )[0]
     assert route == "two censored"
     v2 = np.clip(np.round((second + 3) / 6 * 20), 0, 20) / 20
     lo2, hi2 = _stan_data.resolution_bins(v2, 1 / 20, (0.0, 1.0))
     with np.errstate(divide="ignore"):
         lo2, hi2 = logit(lo2), logit(hi2)
     return _stan_data.build_stan_data(
-        cls, np.column_stack([lo, lo2]), np.column_stack([hi, hi2]), [1, 1], 2, 3
-    )
+        cls, np.column_stack([lo, lo2]), np.column_stack([hi, hi2]), [1, 1], 2, 16
+    )[0]
 
 
 ROUTES = ["point, repeated rows", "censored, overlapping bins", "censored + point", "two censored"]
@@ -177,38 +202,29 @@ def test_numpy_log_likelihood_equals_stan_on_every_route(transducer_program, rou
 
 
 @pytest.mark.parametrize("dims", [1, 2])
-def test_far_outlier_bin_takes_the_floored_route(transducer_program, dims):
-    """A bin hundreds of kernel widths from every component underflows: the program then
-    sums on the log scale with each bin probability floored at 1e-300 (docs/model.md).
-    Checked against that floored sum written out here with scipy."""
-    from scipy.special import logsumexp
-
+def test_far_outlier_row_is_carried_by_its_log_scale(transducer_program, dims):
+    """A bin ~200 kernel widths beyond the grid has probability ~exp(-20000) under every
+    kernel: zero in floating point. The data carry each row's kernel values divided by
+    their largest, and that largest's log in kern_log_scale, so Stan's log-likelihood
+    stays finite and equals numpy's log-space computation from w, alpha, mu, sigma."""
     rng = np.random.default_rng(3)
-    cls = np.r_[(rng.random(200) < 0.5).astype(int), 1]
-    values = np.r_[rng.integers(0, 21, 200) / 20, 50.0]  # one item at 50, far from [0, 1]
+    n = 600  # one item in 601 is below the 0.2 % the grid's range leaves out
+    cls = np.r_[(rng.random(n) < 0.5).astype(int), 1]
+    values = np.r_[rng.integers(0, 21, n) / 20, 50.0]  # one item at 50, far from [0, 1]
     lo, hi = _stan_data.resolution_bins(values, 1 / 20)
     if dims == 1:
-        data = _stan_data.build_stan_data(cls, lo, hi, [1], 2, 3)
+        data, design = _stan_data.build_stan_data(cls, lo, hi, [1], 2, 5)
     else:
-        z = rng.normal(size=201)
-        data = _stan_data.build_stan_data(
-            cls, np.column_stack([lo, z]), np.column_stack([hi, z]), [1, 0], 2, 3
+        z = rng.normal(size=n + 1)
+        data, design = _stan_data.build_stan_data(
+            cls, np.column_stack([lo, z]), np.column_stack([hi, z]), [1, 0], 2, 9
         )
+    assert design.loc[:, 0].max() <= 1.0  # the grid ignores the outlier
+    outlier = int(np.flatnonzero(data["y_lower"][:, 0] > 40)[0])
+    assert data["kern_log_scale"][outlier] < np.log(1e-300)  # underflows as a plain number
     fit = _short_fit(transducer_program, data, 6)
-    w, alpha, mu, sigma = (_flat(fit, n) for n in ("w", "alpha", "mu", "sigma"))
-    a = (data["y_lower"][None, :, None, 0] - mu[:, None, :, 0]) / sigma[:, None, :, 0]
-    b = (data["y_upper"][None, :, None, 0] - mu[:, None, :, 0]) / sigma[:, None, :, 0]
-    log_p = _mixture._log_phi_diff(a, b)  # (draws, rows, components), accurate in the tails
-    # the outlier's row (sorted last) underflows under every component in some draws at
-    # least, so the floored route runs (in 2-D a component may move out to the outlier)
-    assert (log_p[:, -1, :].max(axis=1) < np.log(1e-300)).any()
-    lk = np.maximum(log_p, np.log(1e-300))
-    if dims == 2:
-        zz = (data["y_lower"][None, :, None, 1] - mu[:, None, :, 1]) / sigma[:, None, :, 1]
-        lk = lk - 0.5 * zz**2 - np.log(sigma[:, None, :, 1]) - 0.5 * np.log(2 * np.pi)
-    la = np.log(np.moveaxis(alpha[:, :, data["cls"] - 1], 1, 2))
-    expected = logsumexp(lk + la + np.log(w)[:, None, :], axis=2) @ data["count"]
-    np.testing.assert_allclose(expected.reshape(2, 100), fit.draws["log_lik"], rtol=1e-8)
+    assert np.isfinite(fit.draws["log_lik"]).all()
+    np.testing.assert_allclose(_numpy_log_lik(fit, data), fit.draws["log_lik"], rtol=1e-8)
 
 
 def test_same_seed_same_draws(transducer_program, gaussian_data, gaussian_fit):
@@ -221,8 +237,8 @@ def test_same_seed_same_draws(transducer_program, gaussian_data, gaussian_fit):
 
 def test_bad_data_raises_sampling_error_with_backend_message(transducer_program, gaussian_data):
     bad = dict(gaussian_data)
-    bad["y_lower"] = np.asarray(bad["y_lower"])[:-1]  # one row short
-    with pytest.raises(SamplingError, match="y_lower") as info:
+    bad["kern"] = np.asarray(bad["kern"])[:-1]  # one row short
+    with pytest.raises(SamplingError, match="kern") as info:
         transducer_program.sample(bad, chains=1, warmup=10, draws=10, seed=1, progress=False)
     assert isinstance(info.value, RuntimeError)
     assert "data block" in str(info.value)  # what to try

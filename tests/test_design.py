@@ -1,0 +1,364 @@
+"""The transducer's fixed kernels and smoothing prior (yieldwise/_design.py), without Stan.
+
+Every property is checked against an independent computation: quantiles of the outputs
+expanded item by item, the second-difference penalty written out and pseudo-inverted by
+numpy, kernel values from scipy's Normal pdf and cdf, k-means' fixed-point condition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.spatial.distance import cdist
+from scipy.special import logit
+
+from yieldwise import Transducer, _design, _stan_data
+from yieldwise.transducer import _check_components
+
+RANGE = (0.002, 0.998)  # the count-weighted quantiles the grid must span (docs/model.md)
+
+
+def _item_quantiles(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The 0.2 % and 99.8 % quantiles of the values repeated item by item.
+
+    ``inverted_cdf``: the smallest value whose share of items at or below reaches q.
+    """
+    return np.quantile(np.repeat(values, counts), RANGE, method="inverted_cdf")
+
+
+def _vote_rows(rng, n=2000, trees=200):
+    """Vote fractions with many exact 0s and 1s: bins with an infinite edge on the logit."""
+    cls = (rng.random(n) < 0.3).astype(int)
+    p = np.where(cls == 1, rng.beta(3, 0.3, n), rng.beta(0.3, 3, n))
+    votes = rng.binomial(trees, p) / trees
+    lo, hi = _stan_data.resolution_bins(votes, 1 / trees, (0.0, 1.0))
+    with np.errstate(divide="ignore"):
+        lo, hi = logit(lo), logit(hi)
+    return _stan_data.merge_rows(cls, np.column_stack([lo, hi]))
+
+
+def _rw2_penalty(nodes: int) -> np.ndarray:
+    """D2' D2 / delta^3 on nodes spaced delta = 1 / (nodes - 1), D2 written row by row."""
+    delta = 1.0 / (nodes - 1)
+    d2 = np.zeros((nodes - 2, nodes))
+    for i in range(nodes - 2):
+        d2[i, i : i + 3] = [1.0, -2.0, 1.0]
+    return d2.T @ d2 / delta**3
+
+
+# --- the grid ------------------------------------------------------------------------
+
+
+def test_grid_spans_the_count_weighted_quantiles_of_points():
+    rng = np.random.default_rng(0)
+    values = np.round(rng.standard_t(3, 600), 2)  # heavy tails: quantiles, not the extremes
+    _, rows, counts = _stan_data.merge_rows(np.zeros(600, int), values)
+    assert counts.max() > 1  # the weighting matters
+    design = _design.design_kernels(rows, rows, counts)
+    low, high = _item_quantiles(rows[:, 0], counts)
+    loc = design.loc[:, 0]
+    assert design.kind == "grid" and loc.shape == (_design.GRID_1D,)
+    assert loc[0] == pytest.approx(low, abs=1e-12) and loc[-1] == pytest.approx(high, abs=1e-12)
+    assert values.min() < low and high < values.max()  # outliers stay outside the grid
+    np.testing.assert_allclose(np.diff(loc), (high - low) / 29, rtol=1e-10)
+
+
+def test_grid_spans_the_quantiles_of_bins_midpoints_and_finite_edges():
+    """A bin's representative is its midpoint, or its finite edge when the other is infinite.
+
+    Here over 2 % of the items sit in each end bin (votes 0/200 and 200/200), so the
+    0.2 % and 99.8 % quantiles are the finite edges logit(1/400) and logit(399/400).
+    """
+    rng = np.random.default_rng(1)
+    _, bounds, counts = _vote_rows(rng)
+    lo, hi = bounds[:, :1], bounds[:, 1:]
+    assert np.isneginf(lo).any() and np.isposinf(hi).any()
+    rep = np.where(np.isneginf(lo), hi, np.where(np.isposinf(hi), lo, (lo + hi) / 2))[:, 0]
+    low, high = _item_quantiles(rep, counts)
+    assert low == pytest.approx(logit(1 / 400)) and high == pytest.approx(logit(399 / 400))
+    design = _design.design_kernels(lo, hi, counts, 12)
+    np.testing.assert_allclose(design.loc[[0, -1], 0], [low, high], atol=1e-12)
+    # with fewer items at the ends, an interior midpoint sets the range
+    inner = ~(np.isneginf(lo) | np.isposinf(hi))[:, 0]
+    cut = np.where(inner, counts, 1)
+    low2, high2 = _item_quantiles(rep, cut)
+    assert low2 > logit(1 / 400) and high2 < logit(399 / 400)
+    design2 = _design.design_kernels(lo, hi, cut, 12)
+    np.testing.assert_allclose(design2.loc[[0, -1], 0], [low2, high2], atol=1e-12)
+
+
+def test_two_dimensional_grid_is_a_tensor_grid_with_width_equal_to_spacing():
+    rng = np.random.default_rng(2)
+    y = np.column_stack([rng.normal(0, 1, 800), rng.gamma(2.0, 3.0, 800)])
+    counts = np.ones(800, int)
+    design = _design.design_kernels(y, y, counts, 50)  # 50 -> 7 x 7 (nearest square)
+    assert design.shape == (7, 7) and design.loc.shape == (49, 2)
+    for axis in range(2):
+        low, high = _item_quantiles(y[:, axis], counts)
+        nodes = np.linspace(low, high, 7)
+        # index i * 7 + j: axis 0 varies slowest
+        grid = design.loc[:, axis].reshape(7, 7)
+        np.testing.assert_allclose(grid if axis == 0 else grid.T, np.repeat(nodes[:, None], 7, 1))
+        assert design.width[axis] == pytest.approx((high - low) / 6, rel=1e-12)
+
+
+def test_one_dimensional_width_equals_spacing_and_a_single_value_gets_a_unit_range():
+    y = np.linspace(-3.0, 5.0, 400)[:, None]
+    design = _design.design_kernels(y, y, np.ones(400, int), 9)
+    np.testing.assert_allclose(np.diff(design.loc[:, 0]), design.width[0], rtol=1e-12)
+    same = np.full((20, 1), 2.5)
+    single = _design.design_kernels(same, same, np.ones(20, int), 5)
+    np.testing.assert_allclose(single.loc[:, 0], np.linspace(2.0, 3.0, 5))
+
+
+# --- the second-order random-walk prior ------------------------------------------------
+
+
+@pytest.mark.parametrize("nodes", [5, 30])
+def test_rw2_prior_one_dimension(nodes):
+    y = np.linspace(0.0, 1.0, 100)[:, None]
+    design = _design.design_kernels(y, y, np.ones(100, int), nodes)
+    q = _rw2_penalty(nodes)
+    fixed, smooth = design.fixed_basis, design.smooth_basis
+    u = np.linspace(-0.5, 0.5, nodes)
+    np.testing.assert_allclose(fixed, np.column_stack([np.ones(nodes), u]), atol=1e-12)
+    scale = np.abs(q).max()
+    # the penalty leaves constant and linear functions free ...
+    np.testing.assert_allclose(q @ fixed, 0.0, atol=1e-9 * scale)
+    # ... the smooth functions are orthogonal to them, and carry the rest
+    assert smooth.shape == (nodes, nodes - 2)
+    np.testing.assert_allclose(fixed.T @ smooth, 0.0, atol=1e-9)
+    # coefficients N(0, 1) give the random walk's covariance Q^+
+    np.testing.assert_allclose(smooth @ smooth.T, np.linalg.pinv(q, rcond=1e-10), atol=1e-10)
+    np.testing.assert_array_equal(
+        design.fixed_scale, [_design.INTERCEPT_SCALE, _design.SLOPE_SCALE]
+    )
+
+
+def test_rw2_prior_two_dimensions_is_the_kronecker_sum():
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=(300, 2))
+    design = _design.design_kernels(y, y, np.ones(300, int), 36)  # 6 x 6
+    q1 = _rw2_penalty(6)
+    eye = np.eye(6)
+    q = np.kron(q1, eye) + np.kron(eye, q1)
+    fixed, smooth = design.fixed_basis, design.smooth_basis
+    u1, u2 = (g.ravel() for g in np.meshgrid(*[np.linspace(-0.5, 0.5, 6)] * 2, indexing="ij"))
+    # the constant, both linear terms and the bilinear term are free
+    for column in (np.ones(36), u1, u2, u1 * u2):
+        np.testing.assert_allclose(q @ column, 0.0, atol=1e-9 * np.abs(q).max())
+        resid = column - fixed @ np.linalg.lstsq(fixed, column, rcond=None)[0]
+        np.testing.assert_allclose(resid, 0.0, atol=1e-12)  # and in the fixed basis
+    assert fixed.shape == (36, 4) and smooth.shape == (36, 32)
+    np.testing.assert_allclose(fixed.T @ smooth, 0.0, atol=1e-9)
+    np.testing.assert_allclose(smooth @ smooth.T, np.linalg.pinv(q, rcond=1e-10), atol=1e-10)
+    # u1 follows the first output dimension, u2 the second
+    for axis, u in ((0, u1), (1, u2)):
+        span = design.loc[:, axis].max() - design.loc[:, axis].min()
+        np.testing.assert_allclose((design.loc[:, axis] - design.loc[:, axis].min()) / span - 0.5,
+                                   u, atol=1e-12)  # fmt: skip
+
+
+def test_rw2_scale_is_the_size_of_the_non_linear_part_whatever_the_nodes():
+    """delta^-3 makes the prior a discretised integrated Wiener process: the prior sd of the
+    function's value at the centre of the range (linear part removed) barely moves when
+    the grid is refined; without delta^-3 it would grow like nodes^1.5."""
+    sds = []
+    for nodes in (10, 40, 160):
+        y = np.linspace(0.0, 1.0, 200)[:, None]
+        design = _design.design_kernels(y, y, np.ones(200, int), nodes)
+        cov = design.smooth_basis @ design.smooth_basis.T
+        sds.append(np.sqrt(cov[nodes // 2, nodes // 2]))
+    assert max(sds) / min(sds) < 1.25, sds  # measured 1.15 (0.065, 0.058, 0.056)
+    assert 0.005 < sds[-1] < 0.1, sds  # ~ a cubic spline's scale over a unit range
+
+
+# --- kernel values ---------------------------------------------------------------------
+
+
+def _brute_kernels(loc, width, lower, upper, censored):
+    n, k = lower.shape[0], loc.shape[0]
+    out = np.ones((n, k))
+    for i in range(n):
+        for j in range(k):
+            for d in range(loc.shape[1]):
+                m, s = loc[j, d], width[d]
+                if censored[d]:
+                    a, b = lower[i, d], upper[i, d]
+                    if a + b > 2 * m:  # above the centre: survival functions keep precision
+                        out[i, j] *= stats.norm.sf(a, m, s) - stats.norm.sf(b, m, s)
+                    else:
+                        out[i, j] *= stats.norm.cdf(b, m, s) - stats.norm.cdf(a, m, s)
+                else:
+                    out[i, j] *= stats.norm.pdf(lower[i, d], m, s)
+    return out
+
+
+def test_kernel_matrix_point_rows_equal_scipy_density():
+    loc = np.linspace(-2, 3, 7)[:, None]
+    width = np.array([0.8])
+    y = np.array([[-4.0], [-2.0], [0.1], [2.9], [6.0]])
+    kern, log_scale = _design.kernel_matrix(loc, width, y, y, [0])
+    brute = _brute_kernels(loc, width, y, y, [0])
+    np.testing.assert_allclose(kern * np.exp(log_scale)[:, None], brute, rtol=1e-12)
+    np.testing.assert_array_equal(kern.max(axis=1), 1.0)
+    np.testing.assert_allclose(log_scale, np.log(brute.max(axis=1)), rtol=1e-12)
+
+
+def test_kernel_matrix_censored_and_mixed_rows_with_infinite_edges():
+    rng = np.random.default_rng(4)
+    loc = np.column_stack([rng.normal(0, 1.5, 9), rng.normal(0, 1.5, 9)])
+    width = np.array([0.7, 1.3])
+    n = 8
+    point = rng.normal(0, 2, n)
+    lo_c = rng.normal(0, 2, n)
+    hi_c = lo_c + rng.uniform(0.05, 1.0, n)
+    lo_c[[0, 3]] = -np.inf
+    hi_c[[1, 4]] = np.inf
+    lower, upper = np.column_stack([point, lo_c]), np.column_stack([point, hi_c])
+    kern, log_scale = _design.kernel_matrix(loc, width, lower, upper, [0, 1])
+    brute = _brute_kernels(loc, width, lower, upper, [0, 1])
+    assert kern.shape == (n, 9) and log_scale.shape == (n,)
+    np.testing.assert_allclose(kern * np.exp(log_scale)[:, None], brute, rtol=1e-10)
+    np.testing.assert_array_equal(kern.max(axis=1), 1.0)
+    assert ((kern > 0) & (kern <= 1)).all()
+    # values below 1e-300 of a row's largest are flushed to 0 (Stan's JSON readers reject
+    # subnormal numbers); a point 400 away from kernels 0.7 wide makes some
+    far, _ = _design.kernel_matrix(loc, width, np.array([[400.0, 0.0]]),
+                                   np.array([[400.0, 0.5]]), [0, 1])  # fmt: skip
+    assert far.min() == 0.0 and far.max() == 1.0
+    assert (far[far > 0] >= 1e-300).all()
+    # censored only: the whole line is one bin of probability 1 under every kernel
+    whole = np.array([[-np.inf], [-np.inf]]), np.array([[np.inf], [0.0]])
+    kern1, log1 = _design.kernel_matrix(loc[:, :1], width[:1], *whole, [1])
+    np.testing.assert_allclose(kern1[0], 1.0)
+    assert log1[0] == pytest.approx(0.0, abs=1e-15)
+    np.testing.assert_allclose(kern1[1] * np.exp(log1[1]),
+                               stats.norm.cdf(0.0, loc[:, 0], width[0]), rtol=1e-12)  # fmt: skip
+
+
+def test_kernel_matrix_far_rows_keep_their_scale_in_log():
+    """A bin 40 widths out has probability ~1e-350 (below the smallest double): the row's
+    log scale carries it, and the kernel ratios stay exact."""
+    loc = np.array([[0.0], [1.0]])
+    kern, log_scale = _design.kernel_matrix(loc, [1.0], np.array([[40.0]]), np.array([[40.5]]), [1])
+    expected = stats.norm.logsf(39.0) + np.log1p(-np.exp(stats.norm.logsf(39.5) -
+                                                         stats.norm.logsf(39.0)))  # fmt: skip
+    assert log_scale[0] == pytest.approx(expected, rel=1e-10)
+    ratio = np.exp(stats.norm.logsf(40.0) + np.log1p(-np.exp(stats.norm.logsf(40.5)
+                                                             - stats.norm.logsf(40.0)))
+                   - expected)  # fmt: skip
+    np.testing.assert_allclose(kern[0], [ratio, 1.0], rtol=1e-9)
+
+
+# --- centres for three or more dimensions ------------------------------------------
+
+
+def _blobs(rng, n=900):
+    centres = rng.normal(0, 4, (6, 3))
+    which = rng.integers(0, 6, n)
+    y = centres[which] + rng.normal(0, 1, (n, 3))
+    counts = rng.integers(1, 4, n)
+    return y, counts
+
+
+def test_centres_design_is_deterministic_for_a_seed():
+    rng = np.random.default_rng(5)
+    y, counts = _blobs(rng)
+    a = _design.design_kernels(y, y, counts, seed=3)
+    b = _design.design_kernels(y, y, counts, seed=3)
+    c = _design.design_kernels(y, y, counts, seed=4)
+    assert a.kind == "centres" and a.shape == ()
+    assert a.loc.shape == (_design.CENTRES_PER_DIM * 3, 3)
+    np.testing.assert_array_equal(a.loc, b.loc)
+    np.testing.assert_array_equal(a.smooth_basis, b.smooth_basis)
+    assert not np.array_equal(a.loc, c.loc)  # the seed matters: it is recorded
+    assert a.width.shape == (3,) and (a.width > 0).all() and np.isfinite(a.width).all()
+
+
+def test_centres_are_a_fixed_point_of_weighted_k_means():
+    """Each centre is the count-weighted mean of the (standardised) outputs nearest to it."""
+    rng = np.random.default_rng(6)
+    y, counts = _blobs(rng)
+    design = _design.design_kernels(y, y, counts, 24, seed=1)
+    low = np.array([_item_quantiles(y[:, j], counts)[0] for j in range(3)])
+    high = np.array([_item_quantiles(y[:, j], counts)[1] for j in range(3)])
+    u = np.clip((y - low) / (high - low) - 0.5, -0.5, 0.5)
+    centres_u = (design.loc - low) / (high - low) - 0.5
+    np.testing.assert_allclose(design.fixed_basis[:, 1:], centres_u, atol=1e-12)
+    nearest = cdist(u, centres_u).argmin(axis=1)
+    for j in range(design.n_components):
+        mine = nearest == j
+        assert mine.any()
+        mean = (u[mine] * counts[mine, None]).sum(axis=0) / counts[mine].sum()
+        np.testing.assert_allclose(centres_u[j], mean, atol=1e-7)
+
+
+def test_centres_gp_basis_is_orthogonal_to_the_linear_functions():
+    rng = np.random.default_rng(7)
+    y, counts = _blobs(rng)
+    design = _design.design_kernels(y, y, counts, seed=0)
+    fixed, smooth = design.fixed_basis, design.smooth_basis
+    u = fixed[:, 1:]
+    np.testing.assert_array_equal(fixed[:, 0], 1.0)
+    np.testing.assert_allclose(fixed.T @ smooth, 0.0, atol=1e-9)
+    # smooth @ smooth.T is the squared-exponential covariance (lengthscale twice the
+    # median nearest-centre distance) with [1, u] projected out, up to the truncated
+    # eigenvalues (below 1e-6 of the largest)
+    dist = cdist(u, u)
+    np.fill_diagonal(dist, np.inf)
+    ell = 2.0 * np.median(dist.min(axis=1))
+    np.fill_diagonal(dist, 0.0)
+    cov = np.exp(-0.5 * (dist / ell) ** 2)
+    proj = np.eye(len(u)) - fixed @ np.linalg.pinv(fixed)
+    target = proj @ cov @ proj
+    top = np.linalg.eigvalsh(target).max()
+    np.testing.assert_allclose(smooth @ smooth.T, target, atol=1e-5 * top)
+    assert smooth.shape[1] <= len(u) - 4  # the four fixed functions are not among them
+
+
+# --- n_components -------------------------------------------------------------------
+
+
+def test_check_components_accepts_auto_and_positive_ints():
+    assert _check_components("auto") is None
+    assert _check_components(7) == 7
+    assert _check_components(np.int64(12)) == 12
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([5, 4], r"n_components must be \"auto\" or a positive int, found \[5, 4\]: the ladder"),
+        ((6, 4, 3), r"found \(6, 4, 3\): the ladder of component counts is gone"),
+        ("five", r"n_components must be \"auto\" or a positive int, found 'five'"),
+        (0, r"n_components must be a positive integer, found 0"),
+        (2.5, r"n_components must be a positive integer, found 2.5"),
+        (True, r"n_components must be a positive integer, found True"),
+    ],
+)
+def test_bad_n_components_are_refused_before_any_sampling(value, message):
+    with pytest.raises(ValueError, match=message):
+        _check_components(value)
+    rng = np.random.default_rng(8)
+    y, c = rng.normal(size=50), np.repeat([0, 1], 25)
+    with pytest.raises(ValueError, match=message):
+        Transducer(n_components=value).fit(y, c)
+
+
+def test_too_few_kernels_for_the_dimensions_are_refused():
+    rng = np.random.default_rng(9)
+    y, c = rng.normal(size=50), np.repeat([0, 1], 25)
+    with pytest.raises(ValueError, match="at least 3 kernels per output dimension, found 2"):
+        Transducer(n_components=2).fit(y, c)
+    y3 = rng.normal(size=(50, 3))
+    with pytest.raises(ValueError, match="at least 5 for 3 output dimensions"):
+        _design.design_kernels(y3, y3, np.ones(50, int), 4)
+
+
+def test_auto_components():
+    assert _design.auto_components(1) == 30
+    assert _design.auto_components(2) == 196
+    assert _design.auto_components(3) == 30
+    assert _design.auto_components(20) == _design.MAX_CENTRES == 120
