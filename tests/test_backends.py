@@ -301,7 +301,7 @@ def test_cache_lock_excludes_other_holders(fake_httpstan_cache):
         fcntl.flock(other, fcntl.LOCK_UN)
 
 
-def test_interrupted_build_in_cache_gets_an_actionable_error(fake_httpstan_cache, monkeypatch):
+def test_interrupted_build_in_cache_gets_an_actionable_error(fake_httpstan_cache):
     pytest.importorskip("stan")
     import httpstan.models
 
@@ -312,15 +312,21 @@ def test_interrupted_build_in_cache_gets_an_actionable_error(fake_httpstan_cache
     folder = fake_httpstan_cache / name
     folder.mkdir(parents=True)
     (folder / "stan_services_model_x.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
-
-    async def httpstan_fails(code):  # what httpstan answers for such a folder
-        return 500, "500 Internal Server Error\n\nServer got itself in trouble"
-
-    monkeypatch.setattr(_pystan, "_build", httpstan_fails)
     with pytest.raises(CompilationError, match="incomplete") as caught:
         _pystan.PyStanBackend().compile(path)
     assert str(folder) in str(caught.value) and "Delete that folder" in str(caught.value)
-    # with the compiler log present, the folder is complete: the usual message
+    # with the compiler log present, the folder is complete: the model is used as it is
     (folder / "stderr.log").write_text("")
-    with pytest.raises(CompilationError, match="C\\+\\+ compiler"):
-        _pystan.PyStanBackend().compile(path)
+    assert _pystan.PyStanBackend().compile(path).model_name == name
+
+
+def test_program_that_fails_to_build_gets_the_compilers_message(tmp_path):
+    """The build runs in a child process; its failure comes back with httpstan's message."""
+    pytest.importorskip("stan")
+    from yieldwise.backends import _pystan
+
+    bad = tmp_path / "bad.stan"
+    bad.write_text("parameters { real x; }\nmodel { x ~ no_such_distribution(0, 1); }\n")
+    with pytest.raises(CompilationError, match="no_such_distribution") as caught:
+        _pystan.PyStanBackend().compile(bad)
+    assert str(bad) in str(caught.value) and "C++ compiler" in str(caught.value)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import abc
-import contextlib
 import hashlib
 import logging
 import os
-import tempfile
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -320,19 +318,3 @@ def user_cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "yieldwise"
-
-
-@contextlib.contextmanager
-def in_temporary_directory(prefix: str = "yieldwise-") -> Iterator[Path]:
-    """Run the body inside a fresh temporary directory, restoring the cwd afterwards.
-
-    PyStan/httpstan leave a ``build/`` folder in the current directory when they
-    compile; this keeps the user's folder clean.
-    """
-    old = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        os.chdir(tmp)
-        try:
-            yield Path(tmp)
-        finally:
-            os.chdir(old)

@@ -1,7 +1,9 @@
 """PyStan 3 backend (``pip install pystan``; compiles with the system C++ compiler).
 
 Compiled models live in httpstan's cache (one per program text and httpstan
-version) and are reused by every later process. PyStan is asynchronous under the hood;
+version) and are reused by every later process. A program is built in a child process
+working in a temporary folder: this process's working directory is never changed and
+nothing is written into it. PyStan is asynchronous under the hood;
 inside a running event loop (Jupyter) ``nest_asyncio`` is applied so that it can run.
 """
 
@@ -13,9 +15,12 @@ import gzip
 import hashlib
 import importlib
 import io
+import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -33,7 +38,6 @@ from ._base import (
     SamplingError,
     StanBackend,
     arviz_sample_stats,
-    in_temporary_directory,
     logger,
 )
 
@@ -169,7 +173,8 @@ class PyStanProgram(CompiledProgram):
             kwargs["init"] = inits
         fits_dir = self._backend._fits_directory(self.model_name)
         before = _listing(fits_dir)
-        with in_temporary_directory(), _captured_output(show=False) as out, _cache_lock():
+        with _captured_output(show=False) as out, _cache_lock():
+            _build_if_missing(self.code, self.model_name, self.stan_file)
             try:
                 posterior = stan.build(self.code, data=dict(data), random_seed=seed)
             except Exception as exc:
@@ -181,7 +186,7 @@ class PyStanProgram(CompiledProgram):
                     f"{_tail(out.getvalue())}\n{_HINT_DATA}"
                 ) from exc
         started = time.perf_counter()
-        with in_temporary_directory(), _captured_output(show=progress) as out:
+        with _captured_output(show=progress) as out:
             try:
                 fit = posterior.sample(**kwargs)
             except Exception as exc:
@@ -220,9 +225,10 @@ class PyStanProgram(CompiledProgram):
         import stan
 
         _ensure_event_loop_reentrant()
-        with in_temporary_directory(), _captured_output(show=False) as out:
+        with _captured_output(show=False) as out:
             try:
                 with _cache_lock():
+                    _build_if_missing(self.code, self.model_name, self.stan_file)
                     posterior = stan.build(self.code, data=dict(data), random_seed=seed)
                 fit = posterior.fixed_param(num_chains=1, num_samples=1)
             except Exception as exc:
@@ -335,31 +341,71 @@ class PyStanBackend(StanBackend):
                     name=path.name, backend="PyStan", cache=httpstan.cache.cache_directory()
                 )
             )
-        _ensure_event_loop_reentrant()
-        with in_temporary_directory(), _captured_output(show=True), _cache_lock():
-            status, message = asyncio.run(_build(code))
-        if status != 201:
-            broken = _incomplete_cache_entry(model_name)
-            if broken is not None:
-                raise CompilationError(broken)
-            raise CompilationError(
-                f"PyStan could not compile {path}: {message}\n"
-                "A C++ compiler (g++ or clang++) and ~3 GB of free memory are needed."
-            )
+        with _cache_lock():
+            _build_if_missing(code, model_name, path)
         program = PyStanProgram(self, path, code, model_name)
         self._programs[model_name] = program
         return program
 
 
-async def _build(code: str) -> tuple[int, str]:
-    import stan.common
+# Run in a child process by _build_if_missing: PyStan's build (setuptools' build_ext)
+# writes its object files under ``build/`` in the current directory, and a library must
+# neither write into the user's folder nor change the working directory of the process
+# (other threads use relative paths). The child runs in a temporary folder of its own.
+_BUILD_SCRIPT = """
+import asyncio, json, sys
+import stan.common
 
+async def build(code):
     async with stan.common.HttpstanClient() as client:
         resp = await client.post("/models", json={"program_code": code})
         if resp.status == 201:
             return resp.status, ""
         try:
-            message = resp.json().get("message", "")
-        except Exception:  # pragma: no cover - non-JSON error body
-            message = resp.content.decode(errors="replace")
-        return resp.status, message
+            return resp.status, resp.json().get("message", "")
+        except Exception:
+            return resp.status, resp.content.decode(errors="replace")
+
+status, message = asyncio.run(build(sys.stdin.read()))
+with open(sys.argv[1], "w") as handle:
+    json.dump({"status": status, "message": message}, handle)
+"""
+
+
+def _build_if_missing(code: str, model_name: str, path: Path) -> None:
+    """Compile the program into httpstan's cache unless it is there; call under _cache_lock.
+
+    The build runs in a child Python process whose working directory is a fresh temporary
+    folder (removed afterwards), so the ``build/`` folder of setuptools never appears in
+    the user's directory and this process's working directory is never changed. An
+    interrupt (KeyboardInterrupt) kills the child before it propagates.
+    """
+    import httpstan.cache
+
+    if model_name in httpstan.cache.list_model_names():
+        broken = _incomplete_cache_entry(model_name)
+        if broken is not None:
+            raise CompilationError(broken)
+        return
+    with tempfile.TemporaryDirectory(prefix="yieldwise-build-") as folder:
+        result_file = Path(folder) / "result.json"
+        # run() kills and reaps the child on any exception, KeyboardInterrupt included
+        completed = subprocess.run(
+            [sys.executable, "-c", _BUILD_SCRIPT, str(result_file)],
+            input=code, cwd=folder, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        try:
+            result = json.loads(result_file.read_text())
+        except (OSError, ValueError):
+            result = {"status": None, "message": f"the build process exited with status "
+                      f"{completed.returncode}"}  # fmt: skip
+    if result["status"] == 201:
+        return
+    broken = _incomplete_cache_entry(model_name)
+    if broken is not None:
+        raise CompilationError(broken)
+    console = _tail(completed.stdout + completed.stderr)
+    raise CompilationError(
+        f"PyStan could not compile {path}: {result['message']}\n{console}\n"
+        "A C++ compiler (g++ or clang++) and ~3 GB of free memory are needed."
+    )
