@@ -238,10 +238,9 @@ def _fit_task(task: _Task) -> _Done:
     """Fit one transducer (in a worker); return its file's bytes, warnings and timings."""
     from .transducer import Transducer
 
+    _allow_chain_processes()
     started = time.time()
     tick = time.perf_counter()
-    cpu = time.process_time()
-    children = _children_cpu()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fitted = Transducer(**task.params).fit(
@@ -256,7 +255,6 @@ def _fit_task(task: _Task) -> _Done:
         "started": started,
         "fit_seconds": fit_seconds,
         "task_seconds": time.perf_counter() - tick,
-        "cpu_seconds": time.process_time() - cpu + _children_cpu() - children,
         "peak_rss_mb": _peak_rss_mb(),
         "bytes": len(data),
     }
@@ -304,15 +302,20 @@ def _end_pystan_pool_at_exit() -> None:
     _reaper_installed = True
 
 
-def _children_cpu() -> float:
-    """CPU seconds of this process's finished children (PyStan's chain processes)."""
-    try:
-        import resource
+def _allow_chain_processes() -> None:
+    """Let a daemonic worker process (Dask's, by default) start PyStan's chain processes.
 
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return usage.ru_utime + usage.ru_stime
-    except (ImportError, OSError):  # pragma: no cover - not POSIX
-        return float("nan")
+    multiprocessing refuses children to a process flagged daemonic, and PyStan runs each
+    chain in a child process. The flag matters only to the process that started this
+    one (which still ends it when it goes); here it only forbids children, so it is
+    cleared. The configuration ``distributed.worker.daemon: false`` does the same for a
+    whole Dask cluster.
+    """
+    import multiprocessing
+
+    config = getattr(multiprocessing.current_process(), "_config", None)
+    if isinstance(config, dict) and config.get("daemon"):
+        config["daemon"] = False
 
 
 def _peak_rss_mb() -> float:
@@ -405,6 +408,9 @@ class _Runner:
     def cancel(self, futures: Sequence[Any]) -> None:
         for future in futures:
             future.cancel()
+
+    def forget(self, future: Any) -> None:
+        """Let go of a finished task's result where it is held (a Dask cluster)."""
 
     def close(self, aborted: bool) -> None:
         """Release what the runner made (pools, connections); kill them when ``aborted``."""
@@ -501,6 +507,9 @@ class _DaskRunner(_Runner):
             with contextlib.suppress(Exception):
                 self.client.cancel(list(futures), force=True)
 
+    def forget(self, future: Any) -> None:
+        future.release()
+
     def close(self, aborted: bool) -> None:
         if self.owned:
             self.client.close()
@@ -570,9 +579,8 @@ class FitResults(dict):
     """Task name -> fitted :class:`~yieldwise.Transducer`, in the order of the tasks.
 
     A plain mapping for :func:`yieldwise.compare`; ``tasks`` holds one row per task:
-    its seed, where it ran (host, pid), the fit's and the whole task's seconds, CPU
-    seconds (the fit's processes together), the worker's peak memory and the size of
-    what came back.
+    its seed, where it ran (host, pid), the fit's and the whole task's seconds, the
+    worker's peak memory so far and the size of what came back.
     """
 
     tasks: pd.DataFrame
@@ -758,7 +766,7 @@ def _run_serially(
     with _progress_bar(len(tasks), progress, "serial") as bar:
         for task in tasks:
             bar.set_postfix_str(f"running {_label(task.name)}")
-            tick, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
+            tick = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
@@ -770,9 +778,8 @@ def _run_serially(
             seconds = time.perf_counter() - tick
             info = {
                 "host": socket.gethostname(), "pid": os.getpid(), "started": time.time() - seconds,
-                "fit_seconds": seconds, "task_seconds": seconds,
-                "cpu_seconds": time.process_time() - cpu + _children_cpu() - children,
-                "peak_rss_mb": _peak_rss_mb(), "bytes": 0,
+                "fit_seconds": seconds, "task_seconds": seconds, "peak_rss_mb": _peak_rss_mb(),
+                "bytes": 0,
             }  # fmt: skip
             found = [(w.category, str(w.message)) for w in caught]
             done[task.name] = _Outcome(None, found, info, fitted)
@@ -788,9 +795,9 @@ def _run_on(
     """Submit every task, wait, collect; on a failure or Ctrl-C cancel the rest."""
     done: dict[TaskName, _Outcome] = {}
     pending: dict[Any, _Task] = {}
+    submitted: dict[Any, _Task] = {}
     aborted = True
     try:
-        submitted = {}
         for task in tasks:
             submitted[runner.submit(task)] = task
         pending = dict(submitted)
@@ -805,6 +812,7 @@ def _run_on(
                         bar.set_postfix_str("failed 1: " + _label(task.name))
                         raise _failure(task.name, exc) from exc
                     done[task.name] = _Outcome(result.data, result.warnings, result.info)
+                    runner.forget(future)
                     bar.update(1)
                     if on_done is not None:
                         on_done(task.name, result.info)
@@ -813,8 +821,8 @@ def _run_on(
                     time.sleep(_POLL)
         aborted = False
     finally:
-        if aborted:
-            runner.cancel(list(pending))
+        if aborted:  # the failed task too, so that a cluster keeps nothing of the batch
+            runner.cancel(list(submitted))
         runner.close(aborted)
     return done
 
