@@ -87,7 +87,11 @@ def test_fit_writes_a_reloadable_transducer(calibration_csv, tmp_path, capsys):
             r"calibration.csv: --class-col/--output-cols names column\(s\) \['truth'\]",
         ),
         (["--output-cols", "forest_votes,nope"], r"names column\(s\) \['nope'\]"),
-        (["--output-cols", "label"], r"output column 'label' is not numeric"),
+        (
+            ["--class-col", "forest_votes", "--output-cols", "label"],
+            r"output column 'label' is not numeric",
+        ),
+        (["--output-cols", "label"], r"--output-cols lists 'label', which is also --class-col"),
     ],
 )
 def test_fit_reports_bad_columns(calibration_csv, tmp_path, capsys, change, message):

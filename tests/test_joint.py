@@ -32,6 +32,7 @@ def joint():
     return t
 
 
+@pytest.mark.filterwarnings("ignore::yieldwise.transducer.ExtrapolationWarning")  # on purpose
 def test_marginal_equals_the_joint_with_the_other_output_integrated_out(joint):
     """Slicing the draws (marginal) versus censoring nn to (-inf, inf) in the joint."""
     y = np.linspace(-3, 3, 13)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 import warnings
 
@@ -75,6 +77,7 @@ def test_every_output_exists_and_parses(report):
             "config.lock.toml",
             "transducer_forest.nc",
             "transducer__b_net___co__b_.nc",
+            "yieldwise-manifest.json",
         ]
     )
     lock = tomllib.loads((report / "config.lock.toml").read_text())
@@ -85,7 +88,16 @@ def test_every_output_exists_and_parses(report):
     assert lock["classifier"][1]["resolution"] == ["continuous"]
     t = Transducer.load(report / "transducer_forest.nc")
     assert t.classes_ == ("other", "eight") and t.n_calibration_ == 360
-    assert not list(report.parent.glob(".*partial"))
+    assert sorted(p.name for p in report.parent.iterdir()) == [
+        "calibration.csv", "config.toml", "out"
+    ]  # no work folder, no lock: only the report  # fmt: skip
+    manifest = json.loads((report / "yieldwise-manifest.json").read_text())
+    assert manifest["format"] == "yieldwise report folder" and manifest["format_version"] == 1
+    listed = manifest["files"]
+    assert set(listed) == {p.name for p in report.iterdir()} - {"yieldwise-manifest.json"}
+    for name, entry in listed.items():  # the manifest describes the very files there
+        data = (report / name).read_bytes()
+        assert entry == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def test_summary_numbers_are_those_of_the_draws(report):
@@ -178,6 +190,50 @@ def test_html_is_self_contained_and_escapes_names(report):
         (
             lambda c: c + '\n[prevalences]\nother = 0.5\neight = "half"\n',
             r"\[prevalences\]\.eight: expected a positive number",
+        ),
+        # issue 17, item 5: two classifiers whose names give one file name
+        (
+            lambda c: c.replace('name = "forest"', 'name = "a b"').replace(EVIL, "a_b"),
+            r"number 2\.name: 'a_b' and 'a b' would both be saved as transducer_a_b\.nc",
+        ),
+        (
+            lambda c: c.replace(EVIL, "Forest"),
+            r"'Forest' and 'forest' would both be saved as transducer_Forest\.nc .*ignoring case",
+        ),
+        (lambda c: c.replace(EVIL, "x" * 250), r"is too long for a file name"),
+        # item 8: found when the configuration is read, not after the fits
+        (
+            lambda c: c.replace("[[0, -10], [-1, 5]]", "[[0, -1e308], [-1, 5]]"),
+            r"\[\[utility\]\] number 1 \('screening'\): values must lie within \+-1e\+150",
+        ),
+        (
+            lambda c: "utility = []\n" + c[: c.index("[[utility]]")] + c[c.index("[sampler]") :],
+            r"config.toml: utility is empty; give at least one \[\[utility\]\] table",
+        ),
+        (
+            lambda c: c.replace("seed = 3", 'seed = 3\nbackend = "stan"'),
+            r"\[sampler\]\.backend: unknown Stan backend 'stan'",
+        ),
+        # item 10: no silent truncation, no ignored keys, no class column as an output
+        (
+            lambda c: c.replace("seed = 3", "seed = 1.7"),
+            r"\[sampler\]\.seed: expected an integer in \[0, 2\*\*31\), found 1\.7",
+        ),
+        (
+            lambda c: c.replace("chains = 2", "chains = 0"),
+            r"\[sampler\]\.chains: expected an integer >= 1, found 0",
+        ),
+        (
+            lambda c: c.replace('class_col = "label"', 'class_col = "label"\nclass_column = "x"'),
+            r"\[data\] has unknown key\(s\) \['class_column'\]",
+        ),
+        (
+            lambda c: c.replace('name = "screening"', 'name = "screening"\nweights = 2'),
+            r"\('screening'\): unknown key\(s\) \['weights'\]; known: name, decisions",
+        ),
+        (
+            lambda c: c.replace('outputs = ["forest_votes"]', 'outputs = ["label"]'),
+            r"number 1.outputs: lists 'label', the class column \(\[data\]\.class_col\)",
         ),
     ],
 )
@@ -296,36 +352,6 @@ def test_readme_main_job_runs_on_the_shipped_config(tmp_path, browser):
     assert lock["sampler"]["chains"] == 2 and lock["sampler"]["draws"] == 200
     assert open_in_browser(browser, out / "report.html", tmp_path / "demo.png") == []
     assert check_page(browser) == 5
-
-
-def test_existing_folders_are_kept_unless_an_earlier_report(tmp_path, capsys):
-    """--out never silently replaces a folder; --overwrite replaces only earlier reports."""
-    from yieldwise.report import _move_into_place
-
-    load_digits_binary().iloc[:60].to_csv(tmp_path / "calibration.csv", index=False)
-    (tmp_path / "config.toml").write_text(CONFIG)
-    theirs = tmp_path / "theirs"
-    theirs.mkdir()
-    (theirs / "thesis.tex").write_text("precious")
-    command = ["report", str(tmp_path / "config.toml"), "--out", str(theirs)]
-    assert main(command) == 2
-    assert "exists already" in capsys.readouterr().err
-    assert main([*command, "--overwrite"]) == 2  # refused before any fitting
-    assert "not a yieldwise report folder" in capsys.readouterr().err
-    assert (theirs / "thesis.tex").read_text() == "precious"
-    # An earlier report is replaced only once the new one is complete.
-    earlier, partial = tmp_path / "earlier", tmp_path / ".earlier.partial"
-    for folder, text in ((earlier, "old"), (partial, "new")):
-        folder.mkdir()
-        (folder / "config.lock.toml").write_text(text)
-    _move_into_place(partial, earlier)
-    assert (earlier / "config.lock.toml").read_text() == "new"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "calibration.csv",
-        "config.toml",
-        "earlier",
-        "theirs",
-    ]
 
 
 def test_prevalences_reach_the_long_run_utilities(tmp_path):

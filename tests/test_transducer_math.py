@@ -101,6 +101,7 @@ def test_interval_bands_and_mean(two_draws):
     assert band["mean"].dims == ("item", "class")
 
 
+@pytest.mark.filterwarnings("ignore::yieldwise.transducer.ExtrapolationWarning")  # on purpose
 def test_output_density_carries_the_jacobian():
     # Logit-transformed continuous outputs squeezed with n = 40: [0, 1] maps onto
     # [logit(0.5/40), logit(1 - 0.5/40)], so p(y | c) on (0, 1) integrates to the model's
@@ -224,6 +225,7 @@ def test_fit_class_without_items():
         Transducer(output_transform="probit").fit(np.linspace(0, 1, 20), [0, 1] * 10)
 
 
+@pytest.mark.filterwarnings("ignore::yieldwise.transducer.ExtrapolationWarning")  # on purpose
 def test_many_continuous_outputs_are_interpolated_within_tolerance(two_draws):
     y = np.random.default_rng(3).normal(0, 1.5, 20_000)
     p = two_draws.predict_proba(y)

@@ -18,7 +18,7 @@ from .decision import decide, expected_utilities
 from .long_run import long_run_utility, oracle_utility, value_of_more_data
 from .metrics import UndefinedMetricError
 from .parallel import fit_many
-from .transducer import Transducer
+from .transducer import ExtrapolationWarning, LatticeWarning, Transducer
 from .utility import UtilityMatrix
 from .yields import rescaled_yield, total_utility, utility_yield, utility_yield_per_item
 
@@ -30,6 +30,8 @@ except PackageNotFoundError:  # running from a source tree without installation
 __all__ = [
     "Comparison",
     "ConfusionMatrix",
+    "ExtrapolationWarning",
+    "LatticeWarning",
     "Transducer",
     "UndefinedMetricError",
     "UtilityMatrix",

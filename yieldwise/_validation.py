@@ -77,6 +77,7 @@ def check_labels(labels: Iterable[Any] | None, size: int, name: str) -> tuple[La
     for label in result:
         if not isinstance(label, Hashable) or _is_missing(label):
             raise ValueError(f"{name} must hold hashable, non-missing labels, found {label!r}")
+    _check_bools_apart(result, name)
     if len(set(result)) != len(result):
         seen: set[Label] = set()
         duplicated = [x for x in result if x in seen or seen.add(x)]  # type: ignore[func-returns-value]
@@ -113,7 +114,30 @@ def label_values(values: Any, name: str) -> np.ndarray:
             f"{name} has {missing.sum()} missing label(s) (NaN/None); "
             f"first at position {int(positions[0])}"
         )
-    return np.array([_scalar(v) for v in series.tolist()], dtype=object)
+    values = [_scalar(v) for v in series.tolist()]
+    _check_bools_apart(values, name)
+    return np.array(values, dtype=object)
+
+
+def _check_bools_apart(labels: Sequence[Any], name: str) -> None:
+    """Reject labels mixing booleans with the numbers 0/1, which Python takes as equal.
+
+    ``True == 1`` and ``hash(True) == hash(1)``: every set, dict and ``unique`` would
+    merge the two into one class without a word.
+    """
+    bools = {label for label in labels if isinstance(label, bool)}
+    if not bools:
+        return
+    numbers = {
+        label for label in labels
+        if isinstance(label, int | float) and not isinstance(label, bool) and label in (0, 1)
+    }  # fmt: skip
+    if numbers:
+        raise ValueError(
+            f"{name} mixes the booleans {sorted(bools)} with the numbers {sorted(numbers)}, "
+            "which Python treats as the same labels (True == 1), so two classes would merge "
+            "into one; use one kind of label (e.g. .astype(int) or .astype(str))"
+        )
 
 
 def categories_of(values: Any) -> tuple[Label, ...] | None:

@@ -28,7 +28,9 @@ file, key or column, and exit status 2; output files appear only when complete.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,10 @@ from . import __version__
 from .examples import screening_example, worked_example_table
 
 EXIT_USAGE = 2
+#: The sampler or the compiler failed (the message says why).
+EXIT_FAILURE = 1
+#: Stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 
 def _example(args: argparse.Namespace) -> int:
@@ -103,12 +109,62 @@ def _columns(frame: pd.DataFrame, names: Sequence[str], path: str, option: str) 
 
 
 def _fit(args: argparse.Namespace) -> int:
+    from ._files import output_path, partial_file, place_file, target_lock
+    from .report import _check_sampler
     from .transducer import Transducer
 
-    frame = _read_table(args.calibration)
+    out = output_path(args.out)
     outputs = [c.strip() for c in args.output_cols.split(",") if c.strip()]
     if not outputs:
         raise ValueError("--output-cols must name at least one column")
+    if args.class_col in outputs:
+        raise ValueError(
+            f"--output-cols lists {args.class_col!r}, which is also --class-col; a "
+            "classifier's outputs cannot be the true classes"
+        )
+    _check_sampler(
+        {k: getattr(args, k) for k in ("chains", "warmup", "draws", "seed", "backend")
+         if getattr(args, k) is not None},
+        "fit", overrides={"chains", "warmup", "draws", "seed", "backend"},
+    )  # fmt: skip
+    _check_fit_target(out, Path(args.calibration), args.overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with target_lock(out):
+        _check_fit_target(out, Path(args.calibration), args.overwrite)  # now that we own it
+        transducer = _fit_table(args, outputs, Transducer)
+        partial = partial_file(out)
+        try:
+            transducer.save(partial)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        place_file(partial, out, overwrite=args.overwrite)  # appears only when complete
+    _print_fit_summary(transducer, args.classifier or ", ".join(outputs), out)
+    return 0
+
+
+def _check_fit_target(out: Path, calibration: Path, overwrite: bool) -> None:
+    """``fit --out`` never replaces its own input, and anything else only with --overwrite."""
+    import os
+
+    if not os.path.lexists(out):
+        return
+    if calibration.exists() and os.path.samefile(out, calibration):
+        raise ValueError(
+            f"--out {out} is the calibration file {calibration} itself; yieldwise never "
+            "replaces its input: choose another --out (e.g. a .nc file)"
+        )
+    if out.is_dir():
+        raise ValueError(f"--out {out} is a folder; give the transducer file to write (.nc)")
+    if not overwrite:
+        raise ValueError(
+            f"--out {out} exists already; choose another --out, or pass --overwrite to "
+            "replace it"
+        )
+
+
+def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: Any) -> Any:
+    frame = _read_table(args.calibration)
     _columns(frame, [args.class_col, *outputs], args.calibration, "--class-col/--output-cols")
     for name in outputs:
         if not pd.api.types.is_numeric_dtype(frame[name]):
@@ -119,20 +175,14 @@ def _fit(args: argparse.Namespace) -> int:
     components: Any = args.components
     if components != "auto":
         components = int(components)
-    transducer = Transducer(
+    transducer = transducer_class(
         n_components=components, chains=args.chains, warmup=args.warmup, draws=args.draws,
         seed=args.seed, backend=args.backend, progress=not args.quiet and sys.stderr.isatty(),
     )  # fmt: skip
     transducer.fit(frame[outputs], frame[args.class_col])
     if args.classifier:
         transducer.posterior_.posterior.attrs["yieldwise_classifier"] = args.classifier
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    transducer.save(partial)
-    partial.replace(out)  # the file appears only when complete
-    _print_fit_summary(transducer, args.classifier or ", ".join(outputs), out)
-    return 0
+    return transducer
 
 
 def _print_fit_summary(transducer: Any, name: str, out: Path) -> None:
@@ -169,7 +219,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _run_report(config: Any, args: argparse.Namespace) -> int:
     from .report import run_report
 
-    overrides = {k: getattr(args, k) for k in ("chains", "warmup", "draws") if getattr(args, k)}
+    overrides = _overrides(args)
 
     def log(message: str) -> None:
         if not args.quiet:
@@ -187,6 +237,12 @@ def _run_report(config: Any, args: argparse.Namespace) -> int:
     page = (out / "report.html").resolve()
     print(f"\nReport written: {page}\nOpen it in a browser: {page.as_uri()}")
     return 0
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Sampler settings given on the command line; a 0 is a value given (then checked)."""
+    given = {k: getattr(args, k) for k in ("chains", "warmup", "draws")}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _add_report_options(command: argparse.ArgumentParser, default_out: str) -> None:
@@ -230,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--output-cols", required=True, help="output column(s), comma-separated")
     fit.add_argument("--classifier", default="", help="classifier name recorded in the file")
     fit.add_argument("--out", required=True, help="transducer file to write (.nc)")
+    fit.add_argument(
+        "--overwrite", action="store_true", help="replace --out if it exists (never the input)"
+    )
     fit.add_argument("--components", default="auto", help='"auto" or a number of components')
     fit.add_argument("--chains", type=int, default=4)
     fit.add_argument("--warmup", type=int, default=500)
@@ -260,11 +319,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    from .backends import CompilationError, SamplingError
+
+    previous = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (kill, a batch system's time limit) stops a run as Ctrl-C does: the
+        # work folder is removed and the sampler's processes are stopped.
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.run(args))
     except (ValueError, TypeError, OSError, ImportError) as exc:
         print(f"yieldwise {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (SamplingError, CompilationError) as exc:
+        print(f"yieldwise {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print(
+            f"yieldwise {args.command}: interrupted; nothing was written (an earlier output "
+            "is as it was)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -104,6 +104,11 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
                 "classifiers' outputs (fit({'a': ..., 'b': ...}, classes)); otherwise pass "
                 "a mapping name -> transducer"
             )
+        if "joint" in members:
+            raise ValueError(
+                "this joint transducer has a member named 'joint', the name compare gives "
+                "the ensemble of all members; refit with another member name"
+            )
         out = {name: transducers.marginal(name) for name in members}
         out["joint"] = transducers
         return out, True
@@ -112,10 +117,18 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
             "transducers must be a mapping name -> fitted Transducer, or one joint "
             f"Transducer; found {type(transducers).__name__}"
         )
+    named: dict[str, Any] = {}
     for name, t in transducers.items():
         if not isinstance(t, Transducer):
             raise TypeError(f"transducers[{name!r}] must be a Transducer, found {type(t).__name__}")
         t._check_fitted()
+        if str(name) in named:
+            raise ValueError(
+                f"transducers has the keys {named[str(name)]!r} and {name!r}, which are the "
+                f"same name as text ({str(name)!r}); classifiers are named by text in every "
+                "result, so give them distinct names"
+            )
+        named[str(name)] = name
     return {str(name): t for name, t in transducers.items()}, False
 
 
@@ -323,24 +336,29 @@ def _prob_greater(a: np.ndarray, b: np.ndarray, paired: bool) -> float:
 def _plot_densities(ax: Axes, samples: Mapping[str, np.ndarray]) -> None:
     from scipy.stats import gaussian_kde
 
+    from .plots import _legend
+
     everything = np.concatenate(list(samples.values()))
     pad = 0.05 * (np.ptp(everything) or 1.0)
     grid = np.linspace(everything.min() - pad, everything.max() + pad, 300)
-    for name, values in samples.items():
+    handles = []
+    for values in samples.values():
         if np.ptp(values) > 0:
-            ax.plot(grid, gaussian_kde(values)(grid), label=name)
+            (line,) = ax.plot(grid, gaussian_kde(values)(grid))
         else:
-            ax.axvline(values[0], label=name)
+            line = ax.axvline(values[0])
+        handles.append(line)
     ax.set_xlabel("long-run utility per item")
     ax.set_ylabel("posterior density")
-    ax.legend()
+    _legend(ax, handles, list(samples))  # names verbatim: "$" is no mathtext here
 
 
 def _plot_superiority(ax: Axes, table: pd.DataFrame) -> None:
     values = table.values
     image = ax.imshow(np.nan_to_num(values, nan=0.5), vmin=0, vmax=1, cmap="RdBu_r")
-    ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns], rotation=30)
-    ax.set_yticks(range(len(table.index)), [str(c) for c in table.index])
+    names = {"parse_math": False}  # classifier names verbatim
+    ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns], rotation=30, **names)
+    ax.set_yticks(range(len(table.index)), [str(c) for c in table.index], **names)
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             if not np.isnan(values[i, j]):

@@ -155,6 +155,7 @@ def _long_run(
     n_cells: int, n_points: int, seed: int, rescale: bool = True,
 ) -> tuple[xr.DataArray, xr.DataArray | None]:  # fmt: skip
     """(raw, rescaled or None) long-run utilities, from one set of cells."""
+    _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
     r = transducer._check_prevalences(prevalences)
     decide = None
@@ -193,6 +194,7 @@ def long_run_utility_stan(
             "long_run_utility_stan handles 1-D outputs; this transducer has "
             f"{transducer.transform_.model_dims} output dimensions"
         )
+    _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
     decide = _decider(rule, matrices, decisions, transducer, threshold)
     small = len(matrices) <= _ADAPTIVE_MAX_MATRICES
@@ -554,6 +556,18 @@ def _snap_to_lattice(outputs: np.ndarray, transducer: Transducer) -> np.ndarray:
 
 
 # ------------------------------------------------------------------- integrals
+def _check_threshold(threshold: Any) -> None:
+    """The standard rule's threshold: a finite number (NaN would choose one decision always)."""
+    number = isinstance(threshold, int | float | np.integer | np.floating) and not isinstance(
+        threshold, bool | np.bool_
+    )
+    if not number or not np.isfinite(threshold):
+        raise ValueError(
+            f"threshold must be a finite number (the standard rule decides output > "
+            f"threshold), found {threshold!r}"
+        )
+
+
 def _decision_indices(
     rule: Any, outputs: np.ndarray, decisions: tuple[Label, ...], transducer: Transducer,
     threshold: float,
@@ -568,6 +582,7 @@ def _decision_indices(
         )
     if rule == "standard":
         if outputs.shape[1] == 1:
+            _check_threshold(threshold)
             if len(classes) != 2:
                 raise ValueError(
                     f"the standard rule for a scalar output needs 2 classes, found {len(classes)}"

@@ -55,6 +55,7 @@ import base64
 import html
 import inspect
 import io
+import os
 import shutil
 import time
 import tomllib
@@ -68,6 +69,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._files import (
+    OutputTargetError,
+    check_replaceable,
+    output_path,
+    partial_folder,
+    place_folder,
+    target_lock,
+    write_manifest,
+)
 from .utility import UtilityMatrix
 
 __all__ = ["ConfigError", "ReportConfig", "load_config", "run_report"]
@@ -186,6 +196,73 @@ def _classifier_options(entry: dict[str, Any], n_outputs: int, where: str) -> di
     return {"output_transform": transform, "resolution": resolution}
 
 
+def _tables(raw: dict[str, Any], key: str, path: Path) -> list[dict[str, Any]]:
+    """The non-empty array of tables ``[[key]]``."""
+    entries = _need(raw, key, list, str(path))
+    if not entries:
+        raise ConfigError(f"{path}: {key} is empty; give at least one [[{key}]] table")
+    for i, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict):
+            raise ConfigError(
+                f"{path}: [[{key}]] number {i}: expected a table ([[{key}]] with keys), "
+                f"found {entry!r}"
+            )
+    return entries
+
+
+#: Longest file name (bytes) most file systems accept.
+_MAX_FILE_NAME = 255
+
+
+def transducer_file_name(name: str) -> str:
+    """The file a report saves the classifier ``name``'s transducer in."""
+    return f"transducer_{_safe(name)}.nc"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _check_sampler(
+    sampler: dict[str, Any], where: str, overrides: dict[str, Any] | None = None
+) -> None:
+    """The sampler settings, checked as the Transducer and the backends will use them.
+
+    ``where`` names the configuration table; keys in ``overrides`` came from the command
+    line and are named as its options (``--chains``).
+    """
+    from .backends import get_backend
+    from .transducer import component_ladder
+
+    def key(name: str) -> str:
+        return f"--{name}" if overrides and name in overrides else f"{where}.{name}"
+
+    for name, low in (("chains", 1), ("warmup", 0), ("draws", 1)):
+        if name in sampler and not (_is_int(sampler[name]) and sampler[name] >= low):
+            raise ConfigError(f"{key(name)}: expected an integer >= {low}, found {sampler[name]!r}")
+    if "seed" in sampler and not (_is_int(sampler["seed"]) and 0 <= sampler["seed"] < 2**31):
+        raise ConfigError(
+            f"{key('seed')}: expected an integer in [0, 2**31), found {sampler['seed']!r}"
+        )
+    if "adapt_delta" in sampler:
+        value = sampler["adapt_delta"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+            raise ConfigError(f"{key('adapt_delta')}: expected a number in (0, 1), found {value!r}")
+    if "n_components" in sampler:
+        try:
+            component_ladder(sampler["n_components"])
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{key('n_components')}: {exc}") from None
+    if "backend" in sampler:
+        backend = sampler["backend"]
+        if not isinstance(backend, str):
+            raise ConfigError(f"{key('backend')}: expected a backend name, found {backend!r}")
+        try:
+            get_backend(backend)
+        except (ValueError, RuntimeError) as exc:
+            raise ConfigError(f"{key('backend')}: {exc}") from None
+
+
 def load_config(path: str | Path) -> ReportConfig:
     """Read and validate a report configuration (TOML)."""
     path = Path(path)
@@ -201,6 +278,12 @@ def load_config(path: str | Path) -> ReportConfig:
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {sorted(unknown)}")
     data = _need(raw, "data", dict, str(path))
+    unknown = set(data) - {"calibration", "dataset", "class_col"}
+    if unknown:
+        raise ConfigError(
+            f"{path}: [data] has unknown key(s) {sorted(unknown)}; known: calibration, "
+            "dataset, class_col"
+        )
     calibration = dataset = None
     if ("calibration" in data) == ("dataset" in data):
         raise ConfigError(
@@ -219,14 +302,37 @@ def load_config(path: str | Path) -> ReportConfig:
     class_col = _need(data, "class_col", str, f"{path}: [data]")
     classifiers: dict[str, list[str]] = {}
     options: dict[str, dict[str, Any]] = {}
-    for i, entry in enumerate(_need(raw, "classifier", list, str(path)), start=1):
+    file_names: dict[str, str] = {}
+    for i, entry in enumerate(_tables(raw, "classifier", path), start=1):
         where = f"{path}: [[classifier]] number {i}"
         name = _need(entry, "name", str, where)
         outputs = _need(entry, "outputs", list, where)
         if not outputs or not all(isinstance(o, str) for o in outputs):
             raise ConfigError(f"{where}.outputs: expected a non-empty list of column names")
+        if class_col in outputs:
+            raise ConfigError(
+                f"{where}.outputs: lists {class_col!r}, the class column ([data].class_col); "
+                "a classifier's outputs cannot be the true classes"
+            )
+        if not name.strip():
+            raise ConfigError(f"{where}.name: expected a non-empty name, found {name!r}")
         if name in classifiers:
             raise ConfigError(f"{where}.name: {name!r} is used twice")
+        file_name = transducer_file_name(name)
+        # compared case-insensitively: macOS and Windows file systems are
+        clash = file_names.get(file_name.casefold())
+        if clash is not None:
+            raise ConfigError(
+                f"{where}.name: {name!r} and {clash!r} would both be saved as {file_name} "
+                "(names are reduced to letters, digits, - and _ for file names, ignoring "
+                "case); rename one"
+            )
+        if len(file_name.encode()) > _MAX_FILE_NAME:
+            raise ConfigError(
+                f"{where}.name: {name!r} is too long for a file name ({file_name} has "
+                f"{len(file_name.encode())} bytes, at most {_MAX_FILE_NAME}); shorten it"
+            )
+        file_names[file_name.casefold()] = name
         unknown = set(entry) - {"name", "outputs", "transform", "resolution"}
         if unknown:
             raise ConfigError(
@@ -236,9 +342,17 @@ def load_config(path: str | Path) -> ReportConfig:
         classifiers[name] = outputs
         options[name] = _classifier_options(entry, len(outputs), f"{where} ({name!r})")
     utilities: dict[str, UtilityMatrix] = {}
-    for i, entry in enumerate(_need(raw, "utility", list, str(path)), start=1):
+    for i, entry in enumerate(_tables(raw, "utility", path), start=1):
         where = f"{path}: [[utility]] number {i}"
         name = _need(entry, "name", str, where)
+        unknown = set(entry) - {"name", "decisions", "classes", "values"}
+        if unknown:
+            raise ConfigError(
+                f"{where} ({name!r}): unknown key(s) {sorted(unknown)}; known: name, "
+                "decisions, classes, values"
+            )
+        if name in utilities:
+            raise ConfigError(f"{where}.name: {name!r} is used twice")
         try:
             utilities[name] = UtilityMatrix(
                 _need(entry, "values", list, where),
@@ -255,12 +369,13 @@ def load_config(path: str | Path) -> ReportConfig:
             f"{path}: every [[utility]] must have the same decisions, found "
             f"{[list(d) for d in decisions]}"
         )
-    sampler = dict(raw.get("sampler", {}))
+    sampler = dict(_need(raw, "sampler", dict, str(path)) if "sampler" in raw else {})
     if set(sampler) - _SAMPLER_KEYS:
         raise ConfigError(
             f"{path}: [sampler] has unknown key(s) {sorted(set(sampler) - _SAMPLER_KEYS)}; "
             f"known: {sorted(_SAMPLER_KEYS)}"
         )
+    _check_sampler(sampler, f"{path}: [sampler]")
     prevalences = raw.get("prevalences")
     if prevalences is not None:
         if not isinstance(prevalences, dict) or not prevalences:
@@ -310,27 +425,59 @@ def run_report(
     overrides : dict, optional
         Sampler settings that replace the configuration's (``chains``, ``warmup``...).
     overwrite : bool
-        Replace ``out`` if it is an earlier yieldwise report (it holds a
-        ``config.lock.toml``); any other existing folder is never removed.
+        Replace ``out`` if it is an earlier yieldwise report: a folder with yieldwise's
+        manifest and nothing else in it. Only the files the manifest lists are deleted.
     log : callable, optional
         Called with one line of text at each stage (the command line prints them).
     sampler_progress : bool
         Show Stan's own progress while each transducer samples.
+
+    Notes
+    -----
+    The report is written into a hidden folder ``.NAME.partial-XXXXXXXX`` beside ``out``
+    and renamed to ``out`` when complete; any failure or interrupt removes it. While the
+    run lasts it holds a lock on ``out`` (the file ``.NAME.lock``): a second run on the
+    same ``out`` stops at once with an error naming this one.
     """
+    from . import __version__
+
+    say = log or (lambda message: None)
+    out = output_path(out)
+    sampler = {**config.sampler, **(overrides or {})}
+    _check_sampler(sampler, f"{config.path}: [sampler]", overrides or {})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with target_lock(out):
+        _check_target(out, overwrite)  # before any fit
+        partial = partial_folder(out)
+        try:
+            _fill_report(config, partial, sampler, say, sampler_progress)
+            write_manifest(partial, __version__)
+            place_folder(partial, out, overwrite=overwrite)
+        except BaseException:  # a failure or an interrupt: nothing is left behind
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+    return out
+
+
+def _fill_report(
+    config: ReportConfig,
+    partial: Path,
+    sampler: dict[str, Any],
+    say: Callable[[str], None],
+    sampler_progress: bool,
+) -> None:
+    """Fit, compare and write every file of the report into the folder ``partial``."""
     import tomli_w
 
     from . import __version__
     from .compare import compare
     from .transducer import Transducer
 
-    say = log or (lambda message: None)
-    out = Path(out)
-    _check_target(out, overwrite)
     started = time.perf_counter()
     frame = config.table()
     labels = sorted(map(str, frame[config.class_col].unique()))
     say(f"calibration data: {len(frame)} rows, classes {labels}")
-    sampler = {**config.sampler, **(overrides or {})}
+    sampler = dict(sampler)
     seed = int(sampler.pop("seed", 1))
     # config.table() checked that every matrix's classes are the data's (as text), so the
     # first matrix's column order serves all; labels are compared as text throughout.
@@ -371,10 +518,6 @@ def run_report(
     say(f"long-run utilities under {len(utilities)} utility matrices")
     comparison = compare(fits, utilities, prevalences=prevalences)
     say("writing the report")
-    partial = out.with_name(f".{out.name}.partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
     summary = comparison.summary()
     summary.to_csv(partial / "summary.csv", index=False, float_format="%.17g")
     _superiority_table(comparison).to_csv(
@@ -392,7 +535,7 @@ def run_report(
     draws.attrs["yieldwise_version"] = __version__
     draws.to_netcdf(partial / "draws.nc")
     for name, transducer in fits.items():
-        transducer.save(partial / f"transducer_{_safe(name)}.nc")
+        transducer.save(partial / transducer_file_name(name))
     some = next(iter(fits.values()))
     lock = {
         "title": config.title,
@@ -445,41 +588,19 @@ def run_report(
             [str(w.message) for w in caught],
         )
     )
-    _move_into_place(partial, out)
     say(f"finished in {time.perf_counter() - started:.0f} s")
-    return out
-
-
-def _is_report(folder: Path) -> bool:
-    return folder.is_dir() and (folder / "config.lock.toml").is_file()
 
 
 def _check_target(out: Path, overwrite: bool) -> None:
-    if not out.exists():
+    """Refuse, before any fit, an ``out`` that this run would not be allowed to replace."""
+    if not os.path.lexists(out):
         return
     if not overwrite:
-        raise ConfigError(
+        raise OutputTargetError(
             f"{out}: exists already; choose another --out, remove it, or pass --overwrite "
             "to replace an earlier report"
         )
-    if not _is_report(out):
-        raise ConfigError(
-            f"{out}: exists and is not a yieldwise report folder (no config.lock.toml); "
-            "--overwrite replaces only earlier reports, so choose another --out"
-        )
-
-
-def _move_into_place(partial: Path, out: Path) -> None:
-    """Rename the finished folder to ``out``, replacing an earlier report only now."""
-    if out.exists():  # _check_target allowed it: an earlier report, replaced on success
-        retired = out.with_name(f".{out.name}.replaced")
-        if retired.exists():
-            shutil.rmtree(retired)
-        out.rename(retired)
-        partial.rename(out)
-        shutil.rmtree(retired)
-    else:
-        partial.rename(out)  # the folder appears only when complete
+    check_replaceable(out)
 
 
 def _safe(name: str) -> str:
@@ -604,7 +725,7 @@ def _html(config, comparison, fits, utilities, summary, metric_table, confusions
         fig = _figure(figsize=(6, 3.6))
         ax = fig.subplots()
         transducer.plot(ax=ax)
-        ax.set_title(f"{name}")
+        ax.set_title(name, parse_math=False)  # a name is text, whatever "$" it holds
         parts.append(f"<h3>{e(name)}</h3><img alt='transducer of {e(name)}' src='{_png(fig)}'>")
     parts.append("<h2 id='superiority'>Which classifier yields more</h2>")
     for matrix, u in utilities.items():

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from .utility import UtilityMatrix
 
-__all__ = ["DiagnosticsWarning", "Transducer"]
+__all__ = ["DiagnosticsWarning", "ExtrapolationWarning", "LatticeWarning", "Transducer"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +65,30 @@ _INTERPOLATE_ABOVE = 4096
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
+# An output is on a fitted lattice when it lies within this many steps of a lattice point,
+# relative to the step count (detect_resolution's own tolerance, rtol=1e-6).
+_LATTICE_RTOL = 1e-6
 
 
 class DiagnosticsWarning(UserWarning):
     """R-hat or effective sample size of an invariant quantity misses its threshold."""
+
+
+class ExtrapolationWarning(UserWarning):
+    """Outputs outside the range of the calibration outputs: the transducer extrapolates.
+
+    There the probabilities come from the tails of the fitted mixture, not from data;
+    :meth:`Transducer.plot` shows them beyond the calibration range.
+    """
+
+
+class LatticeWarning(UserWarning):
+    """Outputs off the lattice a discrete transducer was fitted on, each taken as its bin.
+
+    A transducer fitted on lattice outputs (vote fractions ``k/200``) models bins
+    ``[v - h/2, v + h/2]``; an output between lattice points is read as the bin that holds
+    it, i.e. snapped to the nearest lattice value.
+    """
 
 
 class Transducer:
@@ -419,9 +439,13 @@ class Transducer:
         self._log_class_freq = np.log(np.einsum("sk,skc->sc", self._w, self._alpha))
 
     def _prepare_outputs(self, outputs: Any) -> np.ndarray:
+        """Checked outputs, snapped to the fitted lattice; warns on extrapolation."""
         self._check_fitted()
         y, _ = _as_outputs(outputs, "outputs", expected=self.transform_.columns)
         self.transform_.check(y)
+        calibration = self.posterior_.observed_data["outputs"].values
+        y = _snap_to_lattice(y, self.transform_, calibration)
+        _warn_outside(y, self.transform_.columns, calibration)
         return y
 
     def _log_joint_chunks(self, y: np.ndarray) -> Iterable[tuple[slice, np.ndarray]]:
@@ -561,9 +585,11 @@ class Transducer:
         y = self._prepare_outputs(outputs)
         r = self._check_prevalences(prevalences)
         s = self._w.shape[0]
-        values = np.empty((s, y.shape[0], len(self.classes_)))
-        for sl, log_g in self._log_joint_chunks(y):
+        unique, inverse = _unique_rows(y)  # each distinct output (lattice value) once
+        values = np.empty((s, unique.shape[0], len(self.classes_)))
+        for sl, log_g in self._log_joint_chunks(unique):
             values[:, sl] = _mixture.per_draw_probabilities(self._log_weights(log_g, r))
+        values = values[:, inverse]
         return xr.DataArray(
             values.reshape(*self._chain_draw, *values.shape[1:]),
             dims=("chain", "draw", "item", "class"),
@@ -584,7 +610,9 @@ class Transducer:
         y = self._prepare_outputs(outputs)
         r = self._check_prevalences(prevalences)
 
-        def summarise(sl: slice, log_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        def summarise(
+            sl: slice, log_g: np.ndarray, rows: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray]:
             log_w = self._log_weights(log_g, r)
             return _mixture.class_probabilities(log_w), _mixture.per_draw_probabilities(log_w)
 
@@ -601,10 +629,12 @@ class Transducer:
         """
         _check_prob(prob)
         y = self._prepare_outputs(outputs)
-        jacobian = self.transform_.log_jacobian(y)
 
-        def summarise(sl: slice, log_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            log_density = log_g - self._log_class_freq[:, None, :] + jacobian[None, sl, None]
+        def summarise(
+            sl: slice, log_g: np.ndarray, rows: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray]:
+            jacobian = self.transform_.log_jacobian(rows)
+            log_density = log_g - self._log_class_freq[:, None, :] + jacobian[None, :, None]
             density = np.exp(log_density)
             return density.mean(axis=0), density
 
@@ -621,20 +651,23 @@ class Transducer:
         self,
         y: np.ndarray,
         prob: float,
-        summarise: Callable[[slice, np.ndarray], tuple[np.ndarray, np.ndarray]],
+        summarise: Callable[[slice, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
     ) -> xr.Dataset:
         """``mean``, ``lower`` and ``upper`` per item and class, chunk by chunk.
 
-        ``summarise(items, log G)`` returns the chunk's mean (items, classes) and its
-        per-draw values (draws, items, classes), whose equal-tailed ``prob`` quantiles
-        give the band.
+        ``summarise(rows, log G, outputs)`` returns the chunk's mean (rows, classes) and
+        its per-draw values (draws, rows, classes), whose equal-tailed ``prob`` quantiles
+        give the band; it sees each distinct output row once.
         """
-        n, c = y.shape[0], len(self.classes_)
-        mean, lower, upper = np.empty((n, c)), np.empty((n, c)), np.empty((n, c))
+        n = y.shape[0]
+        unique, inverse = _unique_rows(y)  # each distinct output (lattice value) once
+        m, c = unique.shape[0], len(self.classes_)
+        mean, lower, upper = np.empty((m, c)), np.empty((m, c)), np.empty((m, c))
         tails = [(1 - prob) / 2, (1 + prob) / 2]
-        for sl, log_g in self._log_joint_chunks(y):
-            mean[sl], per_draw = summarise(sl, log_g)
+        for sl, log_g in self._log_joint_chunks(unique):
+            mean[sl], per_draw = summarise(sl, log_g, unique[sl])
             lower[sl], upper[sl] = np.quantile(per_draw, tails, axis=0)
+        mean, lower, upper = mean[inverse], lower[inverse], upper[inverse]
         dims = ("item", "class")
         return xr.Dataset(
             {"mean": (dims, mean), "lower": (dims, lower), "upper": (dims, upper)},
@@ -813,7 +846,10 @@ class Transducer:
 
         For one output column, ``p(c | y)`` against ``y`` for each class in
         ``classes`` (default: all but the first of a binary problem, else all),
-        with the ``prob`` band, and the calibration outputs as a rug. For two free
+        with the ``prob`` band, and the calibration outputs as a rug; the curve goes
+        on beyond the calibration outputs (dashed, on a grey ground: the whole [0, 1]
+        for outputs in [0, 1], else 15 % of the range, on the log scale for positive
+        outputs), where it extrapolates the mixture's tails. For two free
         columns, a map of the probability of the last class. For probability vectors
         and more columns, ``p(c | y)`` with its band at each distinct calibration
         output, against the output column of class ``c`` (the column whose name
@@ -833,21 +869,7 @@ class Transducer:
             shown = tuple(classes)
             indices_of(np.array(shown, dtype=object), self.classes_, "classes", "classes_")
         if y.shape[1] == 1:
-            grid = np.linspace(y.min(), y.max(), n_grid)
-            band = self.predict_interval(grid, prob=prob, prevalences=prevalences)
-            for label in shown:
-                j = self.classes_.index(label)
-                (line,) = ax.plot(grid, band["mean"].values[:, j], label=f"p({label} | output)")
-                ax.fill_between(
-                    grid, band["lower"].values[:, j], band["upper"].values[:, j],
-                    color=line.get_color(), alpha=0.25, linewidth=0,
-                )  # fmt: skip
-            ax.plot(y[:, 0], np.full(len(y), -0.02), "|", color="0.4", alpha=0.3, markersize=6)
-            ax.set_xlabel(str(self.transform_.columns[0]))
-            ax.set_ylabel("probability")
-            ax.set_ylim(-0.05, 1.05)
-            ax.set_title(f"Transducer with {prob:.0%} variability bands")
-            ax.legend(loc="best")
+            self._plot_curve(ax, y[:, 0], shown, prob, n_grid, prevalences)
         elif self.transform_.is_simplex or y.shape[1] > 2:
             self._plot_at_calibration_outputs(ax, y, shown, prob, prevalences)
         elif y.shape[1] == 2:
@@ -857,14 +879,65 @@ class Transducer:
             gy = np.linspace(y[:, 1].min(), y[:, 1].max(), len(gx))
             xx, yy = np.meshgrid(gx, gy)
             points = np.column_stack([xx.ravel(), yy.ravel()])
-            p = self.predict_proba(points, prevalences=prevalences)[:, j].reshape(xx.shape)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LatticeWarning)  # the grid is no lattice
+                p = self.predict_proba(points, prevalences=prevalences)[:, j].reshape(xx.shape)
             mesh = ax.pcolormesh(xx, yy, p, vmin=0, vmax=1, cmap="viridis", shading="auto")
-            ax.figure.colorbar(mesh, ax=ax, label=f"p({label} | output)")
+            bar = ax.figure.colorbar(mesh, ax=ax)
+            bar.set_label(f"p({label} | output)", parse_math=False)
             ax.scatter(y[:, 0], y[:, 1], s=2, c="white", alpha=0.3)
-            ax.set_xlabel(str(self.transform_.columns[0]))
-            ax.set_ylabel(str(self.transform_.columns[1]))
+            ax.set_xlabel(str(self.transform_.columns[0]), parse_math=False)
+            ax.set_ylabel(str(self.transform_.columns[1]), parse_math=False)
             ax.set_title("Transducer probability map")
         return ax
+
+    def _plot_curve(
+        self, ax: Axes, y: np.ndarray, shown: tuple[Label, ...], prob: float, n_grid: int,
+        prevalences: Any,
+    ) -> None:  # fmt: skip
+        """One output column: curves and bands, solid over the calibration outputs and
+        dashed over the tails beyond them (where the transducer extrapolates)."""
+        from matplotlib.patches import Patch
+
+        from .plots import _legend
+
+        low, high = float(y.min()), float(y.max())
+        start, stop = _plot_span(self.transform_.kind[0], low, high)
+        grid = np.unique(np.r_[np.linspace(start, stop, n_grid), low, high])
+        with warnings.catch_warnings():  # the tails extrapolate on purpose; grid off-lattice
+            warnings.simplefilter("ignore", ExtrapolationWarning)
+            warnings.simplefilter("ignore", LatticeWarning)
+            band = self.predict_interval(grid, prob=prob, prevalences=prevalences)
+        inside = (grid >= low) & (grid <= high)
+        handles, labels = [], []
+        for label in shown:
+            j = self.classes_.index(label)
+            mean = band["mean"].values[:, j]
+            (line,) = ax.plot(grid, np.where(inside, mean, np.nan))
+            for tail in (grid <= low, grid >= high):
+                if tail.sum() > 1:
+                    ax.plot(grid, np.where(tail, mean, np.nan), linestyle="--",
+                            color=line.get_color())  # fmt: skip
+            for where, alpha in ((inside, 0.25), (~inside | (grid == low) | (grid == high), 0.1)):
+                ax.fill_between(
+                    grid, band["lower"].values[:, j], band["upper"].values[:, j], where=where,
+                    color=line.get_color(), alpha=alpha, linewidth=0,
+                )  # fmt: skip
+            handles.append(line)
+            labels.append(f"p({label} | output)")
+        if start < low or stop > high:
+            for a, b in ((start, low), (high, stop)):
+                if a < b:
+                    ax.axvspan(a, b, color="0.93", zorder=0, linewidth=0)
+            handles.append(Patch(color="0.93"))
+            labels.append("beyond the calibration outputs")
+        ax.plot(y, np.full(len(y), -0.02), "|", color="0.4", alpha=0.3, markersize=6)
+        ax.set_xlim(start, stop)
+        ax.set_xlabel(str(self.transform_.columns[0]), parse_math=False)
+        ax.set_ylabel("probability")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(f"Transducer with {prob:.0%} variability bands")
+        _legend(ax, handles, labels, loc="best")  # class labels shown verbatim
 
     def _class_columns(self, shown: tuple[Label, ...]) -> dict[Label, int]:
         """The output column that belongs to each class, by name, else by position."""
@@ -901,7 +974,8 @@ class Transducer:
         ax.set_ylabel("probability")
         ax.set_ylim(-0.05, 1.05)
         ax.set_title(f"Transducer at the calibration outputs, {prob:.0%} bands")
-        ax.legend(loc="best")
+        for text in ax.legend(loc="best").get_texts():
+            text.set_parse_math(False)  # class labels verbatim
 
     # ------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
@@ -983,16 +1057,27 @@ class Transducer:
 def _as_outputs(
     outputs: Any, name: str, expected: tuple[str, ...] | None = None
 ) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Outputs as a finite (items, D) float array plus column names."""
+    """Outputs as a finite (items, D) float array plus column names.
+
+    With ``expected`` (the fitted columns), a DataFrame's columns are matched by name in
+    any order, and a named Series by its name, whenever the transducer was fitted on
+    named columns; other names are an error. Plain arrays are taken by position.
+    """
     if isinstance(outputs, pd.DataFrame):
         columns = tuple(str(c) for c in outputs.columns)
-        if expected is not None and set(columns) == set(expected):
+        repeated = sorted({c for c in columns if columns.count(c) > 1})
+        if repeated:
+            raise ValueError(f"{name} has the column(s) {repeated} more than once")
+        if expected is not None and _fitted_names(expected):
+            _check_names(columns, expected, name)
             # Same columns as at fit time, perhaps reordered: select them by name.
-            outputs = outputs.iloc[:, [columns.index(name) for name in expected]]
+            outputs = outputs.iloc[:, [columns.index(column) for column in expected]]
             columns = expected
         values = as_float_array(outputs.to_numpy(), name, ndim=2)
     elif isinstance(outputs, pd.Series):
         columns = (str(outputs.name) if outputs.name is not None else "output",)
+        if expected is not None and outputs.name is not None and _fitted_names(expected):
+            _check_names(columns, expected, name)
         values = as_float_array(outputs.to_numpy(), name, ndim=1)[:, None]
     else:
         values = as_float_array(outputs, name, ndim=(1, 2))
@@ -1009,6 +1094,25 @@ def _as_outputs(
             )
         columns = expected
     return values, columns
+
+
+def _fitted_names(columns: tuple[str, ...]) -> bool:
+    """Whether fitted columns carry names (not the defaults of a plain array)."""
+    if len(columns) == 1:
+        return columns != ("output",)
+    return columns != tuple(f"output_{j}" for j in range(len(columns)))
+
+
+def _check_names(columns: tuple[str, ...], expected: tuple[str, ...], name: str) -> None:
+    if set(columns) == set(expected) and len(columns) == len(expected):
+        return
+    missing = [c for c in expected if c not in columns]
+    unexpected = [c for c in columns if c not in expected]
+    raise ValueError(
+        f"{name} must have the columns {list(expected)} as at fit time (matched by name, "
+        f"in any order), found {list(columns)} (missing {missing}, unexpected {unexpected}); "
+        "rename the columns, or pass a plain array to match them by position"
+    )
 
 
 def _joint_outputs(
@@ -1048,6 +1152,88 @@ def _joint_outputs(
         kinds.extend(transform.kind)
         resolutions.extend(transform.resolution)
     return pd.concat(frames, axis=1), members, kinds, resolutions
+
+
+def _plot_span(kind: str, low: float, high: float) -> tuple[float, float]:
+    """Where the 1-D plot's tails end: the whole [0, 1] for a logit column; else 15 %
+    of the calibration range beyond each end (on the log scale for a log column)."""
+    if kind == "logit":
+        return 0.0, 1.0
+    if kind == "log":
+        if low <= 0:  # lattice outputs may include 0: nothing below it
+            return 0.0, high * 1.15
+        ratio = (high / low) ** 0.15 if high > low else 1.15
+        return low / ratio, high * ratio
+    span = (high - low) or 1.0
+    return low - 0.15 * span, high + 0.15 * span
+
+
+def _snap_to_lattice(
+    y: np.ndarray, transform: OutputTransform, calibration: np.ndarray
+) -> np.ndarray:
+    """Outputs of lattice columns moved onto the fitted lattice, with a LatticeWarning.
+
+    The lattice of column ``j`` is ``a + k h`` (``h`` its resolution, ``a`` a calibration
+    output of that column, integer ``k``). Every output is replaced by the lattice value
+    whose bin ``[v - h/2, v + h/2]`` holds it: the model scores bins, so that is what the
+    output means to it. Outputs within ``_LATTICE_RTOL`` steps of a lattice point are on
+    the lattice (float noise, such as 0.1 + 0.2 for 0.3); the others are counted in the
+    warning. Afterwards a column has at most one distinct value per lattice point in the
+    outputs' range, and predictions dedupe on them.
+    """
+    snapped = y
+    for j, h in enumerate(transform.resolution):
+        if h is None:
+            continue
+        column = y[:, j]
+        anchor = float(calibration[0, j])
+        steps = (column - anchor) / h
+        k = np.round(steps)
+        m = round(1.0 / h)
+        if abs(1.0 / h - m) <= 1e-9 * m and abs(anchor * m - round(anchor * m)) <= 1e-6:
+            values = np.round(column * m) / m  # k/m exactly as such outputs are written
+        else:
+            values = anchor + k * h
+        if snapped is y:
+            snapped = y.copy()
+        snapped[:, j] = values
+        off = np.abs(steps - k) > _LATTICE_RTOL * np.maximum(1.0, np.abs(k))
+        if not off.any():
+            continue
+        shift = np.abs(values[off] - column[off])
+        first = int(np.flatnonzero(off)[0])
+        warnings.warn(
+            f"{int(off.sum())} of {len(column)} outputs in column {transform.columns[j]!r} are "
+            f"not on the lattice of spacing {h:g} this transducer was fitted on (the first, "
+            f"item {first}: {float(column[first])!r}); each was taken as the lattice value whose "
+            f"bin holds it (largest shift {shift.max():.3g}). If these outputs have a finer "
+            "resolution than the calibration outputs, refit on outputs like them (or with "
+            "resolution=None to treat the outputs as continuous)",
+            LatticeWarning,
+            stacklevel=4,
+        )
+    return snapped
+
+
+def _warn_outside(y: np.ndarray, columns: tuple[str, ...], calibration: np.ndarray) -> None:
+    """ExtrapolationWarning for outputs outside the calibration outputs' range."""
+    low, high = calibration.min(axis=0), calibration.max(axis=0)
+    outside = (y < low) | (y > high)
+    items = outside.any(axis=1)
+    if not items.any():
+        return
+    ranges = "; ".join(
+        f"{columns[j]!r}: [{low[j]:.4g}, {high[j]:.4g}], {int(outside[:, j].sum())} outside"
+        for j in range(len(columns))
+        if outside[:, j].any()
+    )
+    warnings.warn(
+        f"{int(items.sum())} of {len(y)} outputs lie outside the range of the calibration "
+        f"outputs ({ranges}); there the transducer extrapolates: its probabilities come "
+        "from the tails of the fitted mixture, not from data (plot() shows them)",
+        ExtrapolationWarning,
+        stacklevel=4,
+    )
 
 
 def _unique_rows(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,10 @@ __all__ = ["UtilityMatrix", "chart_matrices", "in_chart_domain"]
 # Tolerance for deciding that two utilities are equal after rescaling; utilities are
 # user numbers of moderate size, so a relative 1e-9 is far above rounding error.
 _EQUAL_RTOL = 1e-9
+#: Largest utility magnitude accepted. Summaries square utilities (variances of long-run
+#: utilities) and sum them over classes and items; 1e150 squared is 1e300, below the
+#: largest double (1.8e308), so no intermediate overflows to inf.
+MAX_ABS_UTILITY = 1e150
 
 
 class UtilityMatrix:
@@ -29,7 +33,8 @@ class UtilityMatrix:
     Parameters
     ----------
     values : array-like of shape (n_decisions, n_classes)
-        Finite utilities; at least two decisions and two classes, not all equal.
+        Finite utilities within +-1e150; at least two decisions and two classes, not all
+        equal.
     decisions : sequence of labels, optional
         Row labels; default ``0 .. n_decisions - 1``.
     classes : sequence of labels, optional
@@ -61,6 +66,13 @@ class UtilityMatrix:
             raise ValueError(
                 "values must have at least 2 decisions (rows) and 2 classes (columns), "
                 f"found shape {array.shape}"
+            )
+        largest = float(np.abs(array).max())
+        if largest > MAX_ABS_UTILITY:
+            raise ValueError(
+                f"values must lie within +-{MAX_ABS_UTILITY:.0e} (utilities are squared and "
+                f"summed in the summaries), found {largest!r}; rescale the matrix: a * U + b "
+                "with a > 0 ranks every decision the same"
             )
         if np.ptp(array) == 0:
             raise ValueError(

@@ -186,8 +186,10 @@ class PyStanProgram(CompiledProgram):
                     f"PyStan rejected the data for {self.stan_file.name}: {exc}\n"
                     f"{_tail(out.getvalue())}\n{_HINT_DATA}"
                 ) from exc
+        if posterior is None:  # PyStan returns None when interrupted (Ctrl-C)
+            raise KeyboardInterrupt
         started = time.perf_counter()
-        with _captured_output(show=progress) as out:
+        with _captured_output(show=progress) as out, _workers_stopped_on_interrupt():
             try:
                 fit = posterior.sample(**kwargs)
             except Exception as exc:
@@ -197,9 +199,9 @@ class PyStanProgram(CompiledProgram):
                     f"PyStan sampling failed for {self.stan_file.name}: {message}\n"
                     f"{_tail(out.getvalue())}\n{hint}"
                 ) from exc
+            if fit is None:  # PyStan returns None on KeyboardInterrupt
+                raise KeyboardInterrupt
         elapsed = time.perf_counter() - started
-        if fit is None:  # PyStan returns None on KeyboardInterrupt
-            raise KeyboardInterrupt
         _forget_fits(fits_dir, before, fit.stan_outputs)
         out_draws = {
             name: _reshape(fit[name], tuple(dims), draws, chains)
@@ -226,12 +228,16 @@ class PyStanProgram(CompiledProgram):
         import stan
 
         _ensure_event_loop_reentrant()
-        with _captured_output(show=False) as out:
+        with _captured_output(show=False) as out, _workers_stopped_on_interrupt():
             try:
                 with _cache_lock():
                     _build_if_missing(self.code, self.model_name, self.stan_file)
                     posterior = stan.build(self.code, data=dict(data), random_seed=seed)
+                if posterior is None:  # interrupted
+                    raise KeyboardInterrupt
                 fit = posterior.fixed_param(num_chains=1, num_samples=1)
+                if fit is None:
+                    raise KeyboardInterrupt
             except Exception as exc:
                 raise SamplingError(
                     f"PyStan could not run {self.stan_file.name}: {exc}\n"
@@ -243,6 +249,48 @@ class PyStanProgram(CompiledProgram):
             name: np.asarray(fit[name]).reshape(tuple(dims))
             for name, dims in zip(fit.param_names, fit.dims, strict=True)
         }
+
+
+@contextlib.contextmanager
+def _workers_stopped_on_interrupt():
+    """On KeyboardInterrupt (or SystemExit), stop httpstan's sampling processes at once.
+
+    httpstan runs each chain in a process of its own pool, and those processes ignore
+    SIGINT. PyStan, interrupted, stops waiting for them but leaves them sampling, and at
+    exit Python waits for the pool (``concurrent.futures.process._python_exit``): the
+    interrupted process then hangs until the chains finish, or for ever when a chain
+    blocks writing to the socket no one reads any more. So the workers are killed here,
+    and httpstan gets a fresh (empty, lazily started) pool for any later fit in this
+    process.
+    """
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit):
+        _stop_sampling_workers()
+        raise
+
+
+def _stop_sampling_workers() -> None:
+    import concurrent.futures
+    import multiprocessing
+
+    try:
+        import httpstan.services_stub as stub
+    except ImportError:  # pragma: no cover - PyStan is what called us
+        return
+    pool = stub.executor
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=5)
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False, cancel_futures=True)
+    stub.executor = concurrent.futures.ProcessPoolExecutor(
+        mp_context=multiprocessing.get_context("fork"), initializer=stub.init_worker
+    )
 
 
 def _reshape(values: np.ndarray, shape: tuple[int, ...], n_draws: int, n_chains: int) -> np.ndarray:

@@ -1,0 +1,349 @@
+"""Writing output files and folders safely: whole or not at all, one writer per target.
+
+Every output of the command line goes through here (docs: the README's "Guarantees"):
+
+* :func:`target_lock` makes one run the only yieldwise writer of a target (a report
+  folder or a transducer file) for as long as it runs. The lock is an advisory ``flock``
+  on the hidden file ``.NAME.lock`` beside the target; the kernel releases it when the
+  process ends, however it ends, so a crashed run never blocks the next one. A second
+  run finds the lock taken and stops at once, naming the run that holds it.
+* Work happens under a unique hidden name (``.NAME.partial-XXXXXXXX``) in the target's
+  folder, removed on any failure or interrupt, and becomes the target by one ``rename``
+  at the end (:func:`place_file`, :func:`place_folder`). A name like ``.NAME.partial``
+  that someone else made is never touched.
+* A report folder carries a manifest (:data:`MANIFEST`) listing every file yieldwise
+  wrote into it, with sizes and SHA-256 digests. ``--overwrite`` replaces a folder only
+  when the manifest is there and the folder holds nothing else, and then deletes only
+  the files the manifest lists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import datetime
+import errno
+import hashlib
+import json
+import os
+import socket
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "MANIFEST",
+    "OutputTargetError",
+    "output_path",
+    "place_file",
+    "place_folder",
+    "read_manifest",
+    "target_lock",
+    "write_manifest",
+]
+
+#: The manifest file of a report folder.
+MANIFEST = "yieldwise-manifest.json"
+MANIFEST_FORMAT = "yieldwise report folder"
+MANIFEST_VERSION = 1
+
+
+class OutputTargetError(ValueError):
+    """An output target cannot be written: it exists, another run writes it, or it is unsafe."""
+
+
+# ------------------------------------------------------------------ the lock
+def _lock_path(target: Path) -> Path:
+    return target.parent / f".{target.name}.lock"
+
+
+def _describe_owner(text: str) -> str:
+    try:
+        owner = json.loads(text)
+        return (
+            f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: "
+            f"{owner['command']}"
+        )
+    except (ValueError, KeyError, TypeError):
+        return "a run that has not yet recorded itself"
+
+
+@contextlib.contextmanager
+def target_lock(target: Path) -> Iterator[None]:
+    """Be the only yieldwise run writing ``target`` while the body runs.
+
+    Raises :class:`OutputTargetError` naming the other run (pid, host, start time and
+    command line) when one holds the lock. The lock file is removed on exit.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: PyStan does not run there anyway
+        yield
+        return
+    path = _lock_path(target)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with os.fdopen(fd) as handle:
+                owner = _describe_owner(handle.read())
+            raise OutputTargetError(
+                f"{target}: another yieldwise run is writing it ({owner}); wait for it to "
+                f"finish or choose another output (its lock: {path})"
+            ) from None
+        # The holder before us may have removed the file between our open and our lock:
+        # then we hold a lock on a file nobody else can see, and must start over.
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        owner = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "command": " ".join(["yieldwise", *sys.argv[1:]])
+            if Path(sys.argv[0]).name == "yieldwise"
+            else " ".join(sys.argv),
+        }
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(owner).encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # while still holding the lock: see the inode check above
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- the target
+def output_path(out: str | os.PathLike[str], option: str = "--out") -> Path:
+    """``out`` as an absolute path that names a new file or folder, checked.
+
+    Refuses paths that name no entry of their own (``/``) and the current folder or a
+    folder holding it (``--out .``): the output is renamed into place at the end, and
+    the folder a run works in is never replaced.
+    """
+    text = os.fspath(out)
+    if not text.strip():
+        raise OutputTargetError(f"{option} is empty; give the file or folder to write")
+    path = Path(os.path.abspath(os.path.expanduser(text)))
+    if path.name in ("", ".", ".."):
+        raise OutputTargetError(
+            f"{option} {text!r} names no file or folder of its own; give a new name such as "
+            f"{os.path.join(text, 'report')!r}"
+        )
+    cwd = Path(os.path.abspath(os.getcwd()))
+    if path == cwd or path in cwd.parents:
+        raise OutputTargetError(
+            f"{option} {text!r} is the current folder{'' if path == cwd else ' or holds it'}"
+            f"; yieldwise writes a new folder and never replaces the one it runs in: give a "
+            f"new name such as {os.path.join(text, 'report')!r}"
+        )
+    return path
+
+
+# --------------------------------------------------------- placing outputs
+def _renameat2_noreplace() -> Any:
+    """libc's ``renameat2`` (Linux), or None where it does not exist."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint]  # fmt: skip
+    function.restype = ctypes.c_int
+    return function
+
+
+_RENAMEAT2 = _renameat2_noreplace()
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+
+
+def rename_no_replace(source: Path, target: Path) -> None:
+    """Rename ``source`` to ``target``, failing with FileExistsError if ``target`` exists.
+
+    Atomic where the system offers it (Linux ``renameat2(RENAME_NOREPLACE)``); elsewhere
+    an existence check just before the rename (the target lock keeps other yieldwise
+    runs away; only an outside program could slip in between).
+    """
+    if _RENAMEAT2 is not None:
+        status = _RENAMEAT2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target),
+                            _RENAME_NOREPLACE)  # fmt: skip
+        if status == 0:
+            return
+        code = ctypes.get_errno()
+        if code == errno.EEXIST:
+            raise FileExistsError(code, os.strerror(code), str(target))
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+            raise OSError(code, os.strerror(code), str(source), None, str(target))
+        # the file system does not support the flag: fall through
+    if os.path.lexists(target):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target))
+    os.rename(source, target)
+
+
+def partial_file(target: Path) -> Path:
+    """A new, empty, uniquely named hidden file beside ``target`` to write into."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.partial-", dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def partial_folder(target: Path) -> Path:
+    """A new, empty, uniquely named hidden folder beside ``target`` to write into."""
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+
+
+def place_file(partial: Path, target: Path, *, overwrite: bool) -> None:
+    """Make the complete file ``partial`` the ``target``, atomically.
+
+    Without ``overwrite`` a ``target`` that exists (it appeared while the file was
+    written: the caller checked before) is never replaced: :class:`OutputTargetError`,
+    and ``partial`` is removed.
+    """
+    try:
+        if overwrite:
+            os.replace(partial, target)
+        else:
+            rename_no_replace(partial, target)
+    except FileExistsError:
+        partial.unlink(missing_ok=True)
+        raise OutputTargetError(
+            f"{target}: appeared while this run was writing it; it was left as it is and "
+            "nothing was written (pass --overwrite to replace it)"
+        ) from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+# ------------------------------------------------------------ the manifest
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(folder: Path, version: str) -> None:
+    """List every file of ``folder`` (sizes, SHA-256) in its manifest, written last."""
+    files = sorted(p for p in folder.iterdir() if p.name != MANIFEST)
+    if any(not p.is_file() for p in files):
+        raise RuntimeError(f"{folder}: a report folder holds files only")  # pragma: no cover
+    record = {
+        "format": MANIFEST_FORMAT,
+        "format_version": MANIFEST_VERSION,
+        "yieldwise_version": version,
+        "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "files": {p.name: {"bytes": p.stat().st_size, "sha256": _sha256(p)} for p in files},
+    }
+    (folder / MANIFEST).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest of a yieldwise report folder, or None when ``folder`` has none.
+
+    Raises :class:`OutputTargetError` for a manifest that is there but cannot be
+    trusted (unreadable, another format, a newer version, or names that are not plain
+    file names), so that nothing is deleted on its word.
+    """
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        files = record["files"]
+        fmt, version = record["format"], record["format_version"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OutputTargetError(f"{path}: unreadable manifest ({exc})") from None
+    if fmt != MANIFEST_FORMAT or not isinstance(version, int) or version > MANIFEST_VERSION:
+        raise OutputTargetError(
+            f"{path}: format {fmt!r} version {version!r}, which this yieldwise (manifest "
+            f"version {MANIFEST_VERSION}) does not know; it leaves the folder alone"
+        )
+    plain = isinstance(files, dict) and all(
+        isinstance(n, str) and n not in ("", ".", "..") and "/" not in n and "\\" not in n
+        and n != MANIFEST
+        for n in files
+    )  # fmt: skip
+    if not plain:
+        raise OutputTargetError(f"{path}: the manifest lists names that are not plain file names")
+    return record
+
+
+def check_replaceable(folder: Path, option: str = "--overwrite") -> dict[str, Any]:
+    """The manifest of ``folder`` if yieldwise may replace it; else OutputTargetError.
+
+    Replaceable: a folder with a valid manifest and nothing but the files it lists
+    (a listed file may be missing). Anything else in it is someone's, and stays.
+    """
+    if not folder.is_dir():
+        raise OutputTargetError(
+            f"{folder}: exists and is not a folder; {option} replaces only an earlier "
+            "yieldwise report folder, so choose another output"
+        )
+    manifest = read_manifest(folder)
+    if manifest is None:
+        raise OutputTargetError(
+            f"{folder}: exists and is not a yieldwise report folder (it has no {MANIFEST}); "
+            f"{option} replaces only earlier reports, so choose another output"
+        )
+    others = sorted(p.name for p in folder.iterdir() if p.name not in manifest["files"]
+                    and p.name != MANIFEST)  # fmt: skip
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise OutputTargetError(
+            f"{folder}: holds an earlier yieldwise report and also {len(others)} entr"
+            f"{'y' if len(others) == 1 else 'ies'} yieldwise did not write ({shown}); "
+            f"{option} deletes only its own files, so move those elsewhere or choose "
+            "another output"
+        )
+    return manifest
+
+
+def _remove_listed(folder: Path, manifest: dict[str, Any]) -> None:
+    """Delete the manifest's files and the manifest, then the folder if it is empty."""
+    for name in manifest["files"]:
+        (folder / name).unlink(missing_ok=True)
+    (folder / MANIFEST).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty: something new appeared; it stays
+        folder.rmdir()
+
+
+def place_folder(partial: Path, target: Path, *, overwrite: bool) -> None:
+    """Make the complete folder ``partial`` the ``target`` by one rename.
+
+    An existing ``target`` is replaced only with ``overwrite`` and only when
+    :func:`check_replaceable` allows it; the earlier report is moved aside first and
+    deleted (its listed files only) once the new one is in place. Raises
+    :class:`OutputTargetError` (``partial`` kept for the caller to remove) otherwise.
+    """
+    with contextlib.suppress(FileExistsError):
+        rename_no_replace(partial, target)
+        return
+    if not overwrite:  # the caller checked that it did not exist when the run began
+        raise OutputTargetError(
+            f"{target}: appeared while this run was writing; it was left as it is and the "
+            "new report was not written (pass --overwrite to replace an earlier report)"
+        )
+    manifest = check_replaceable(target)
+    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
+    os.rename(target, retired)  # onto the empty folder just made: atomic on POSIX
+    try:
+        rename_no_replace(partial, target)
+    except BaseException:
+        os.rename(retired, target)  # put the earlier report back
+        raise
+    _remove_listed(retired, manifest)
