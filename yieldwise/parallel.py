@@ -614,6 +614,7 @@ def fit_many(
     seed: int | None = None,
     executor: Any = None,
     progress: bool = True,
+    on_start: Callable[[TaskName], None] | None = None,
     on_done: Callable[[TaskName, Mapping[str, Any]], None] | None = None,
 ) -> FitResults:
     """Fit one transducer per task, serially, on local processes or on a Dask cluster.
@@ -651,6 +652,8 @@ def fit_many(
     progress : bool
         A progress bar of tasks done, running and failed (tqdm; it stays quiet when
         false). Stan's own progress is never shown for batch fits.
+    on_start : callable, optional
+        Called with ``name`` as each task starts (serial) or is handed to the executor.
     on_done : callable, optional
         Called with ``(name, info)`` as each task finishes, in the order they finish.
 
@@ -728,9 +731,9 @@ def fit_many(
         task_list.append(_Task(name, task_outputs, task_classes, class_labels, settings))
     runner = _runner(executor, task_list)
     if runner is None:
-        done = _run_serially(task_list, progress, on_done)
+        done = _run_serially(task_list, progress, on_start, on_done)
     else:
-        done = _run_on(runner, task_list, progress, on_done)
+        done = _run_on(runner, task_list, progress, on_start, on_done)
     results = FitResults()
     rows = []
     for task in task_list:
@@ -758,7 +761,10 @@ class _Outcome:
 
 
 def _run_serially(
-    tasks: Sequence[_Task], progress: bool, on_done: Callable[..., None] | None
+    tasks: Sequence[_Task],
+    progress: bool,
+    on_start: Callable[..., None] | None,
+    on_done: Callable[..., None] | None,
 ) -> dict[TaskName, _Outcome]:
     from .transducer import Transducer
 
@@ -766,6 +772,8 @@ def _run_serially(
     with _progress_bar(len(tasks), progress, "serial") as bar:
         for task in tasks:
             bar.set_postfix_str(f"running {_label(task.name)}")
+            if on_start is not None:
+                on_start(task.name)
             tick = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -790,7 +798,11 @@ def _run_serially(
 
 
 def _run_on(
-    runner: _Runner, tasks: Sequence[_Task], progress: bool, on_done: Callable[..., None] | None
+    runner: _Runner,
+    tasks: Sequence[_Task],
+    progress: bool,
+    on_start: Callable[..., None] | None,
+    on_done: Callable[..., None] | None,
 ) -> dict[TaskName, _Outcome]:
     """Submit every task, wait, collect; on a failure or Ctrl-C cancel the rest."""
     done: dict[TaskName, _Outcome] = {}
@@ -800,6 +812,8 @@ def _run_on(
     try:
         for task in tasks:
             submitted[runner.submit(task)] = task
+            if on_start is not None:
+                on_start(task.name)
         pending = dict(submitted)
         with _progress_bar(len(tasks), progress, runner.kind) as bar:
             while pending:
