@@ -114,3 +114,15 @@ def r_session():
 
     rbridge.install()
     return ro.r
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A real Dask scheduler with two single-threaded worker processes on localhost;
+    yields a connected ``Client`` (tests/test_parallel.py, tests/test_report_scaleout.py)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None, silence_logs=40,
+    ) as local, distributed.Client(local) as client:  # fmt: skip
+        yield client

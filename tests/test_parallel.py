@@ -164,14 +164,8 @@ def serial():
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """A real Dask scheduler with two single-threaded worker processes on localhost."""
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, silence_logs=40,
-    ) as local, distributed.Client(local) as client:  # fmt: skip
-        yield client
+def cluster(dask_cluster):
+    return dask_cluster
 
 
 def test_serial_fits_carry_their_task_seeds(serial):
