@@ -24,7 +24,7 @@ __all__ = ["metric_table", "page", "people"]
 _STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}"
     "table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ccc;padding:3px 6px}"
-    "td{text-align:right}th{text-align:left}img{max-width:100%}"
+    "td{text-align:right}th{text-align:left}td:first-child{text-align:left}img{max-width:100%}"
     ".wide{overflow-x:auto;max-width:100%}.verdict td,.verdict th{padding:6px 10px}"
     ".verdict .deploy{font-weight:bold}nav ol{columns:2}"
 )
@@ -150,7 +150,7 @@ def _verdict(config, found) -> list[str]:
         "<div class='wide'><table class='verdict'><thead><tr>",
     ]
     heads = [*(["data set"] if config.several else []), "utility matrix", "deploy", "P(best)",
-             "gain per 1,000 items over the runner-up", "more calibration data: worth up to "
+             "gain per 1,000 items over the runner-up", "more calibration data: worth at most "
              "(per 1,000 items)"]  # fmt: skip
     parts.append("".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>")
     for v in found:
@@ -219,7 +219,8 @@ def _across(comparisons, utilities) -> list[str]:
                 low, high = np.quantile(u, [0.05, 0.95])
                 rows.setdefault(name, {})[dataset] = f"{people(u.mean())} ({_interval(low, high)})"
         parts.append(f"<h3>Utility matrix {html.escape(str(matrix))}</h3>")
-        parts.append(_table(pd.DataFrame(rows).T.rename_axis("classifier")))
+        table = pd.DataFrame(rows).T.rename_axis("classifier").reset_index()
+        parts.append(_table(table, index=False))
     return parts
 
 
