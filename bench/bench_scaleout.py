@@ -161,6 +161,7 @@ def run(executor_name: str, batch: dict) -> dict:
         "cpu_use": cpu / (wall * cores), "fit_s_sum": fit_seconds,
         "overhead_per_task_s": (wall * slots - fit_seconds) / len(batch),
         "peak_worker_mib": max(peaks) if peaks else float("nan"), "fits": fits,
+        "result_kib": float(fits.tasks["bytes"].mean()) / 1024,
     }  # fmt: skip
 
 
@@ -185,14 +186,15 @@ def main() -> None:
     table = pd.DataFrame([{k: v for k, v in r.items() if k != "fits"} for r in rows])
     lines = [
         "| executor | task slots | wall | CPU seconds | CPU use | sum of fit seconds | "
-        "overhead per task | peak memory per worker |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "overhead per task | peak memory per worker | NetCDF bytes back per fit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in table.itertuples():
         lines.append(
             f"| {r.executor} | {r.slots} | {r.wall_s:.0f} s | {r.cpu_s:.0f} s | "
             f"{100 * r.cpu_use:.0f} % | {r.fit_s_sum:.0f} s | {r.overhead_per_task_s:.1f} s | "
-            f"{r.peak_worker_mib:,.0f} MiB |"
+            f"{r.peak_worker_mib:,.0f} MiB | "
+            + (f"{r.result_kib:,.0f} KiB |" if r.result_kib > 0 else "none (in process) |")
         )
     cores = len(os.sched_getaffinity(0))
     text = "\n".join([
