@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import sys
+import tempfile
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -28,5 +30,21 @@ def write_section(section: str, text: str, path: Path = DOCS) -> None:
         updated = pattern.sub(lambda _: text + "\n", current, count=1)
     else:
         updated = current.rstrip("\n") + "\n\n" + text
+    write_whole(path, updated.rstrip("\n") + "\n")
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a temporary file in the same
+    folder, then an atomic rename, so that a stopped run never leaves half a file."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(updated.rstrip("\n") + "\n")
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        # mkstemp makes the file private (0600): keep the replaced file's mode, else 0644
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

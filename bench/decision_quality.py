@@ -2,12 +2,12 @@
 
 One seeded command measures, side by side:
 
-* **Panel** (bench/_problems.py): seven synthetic problems whose ``p(c | y)`` and output
+* **Panel** (bench/_problems.py's ``PANEL``): synthetic problems whose ``p(c | y)`` and output
   distribution are known exactly, calibration sets of 300, 1,000 and 3,600 items. Every
   method turns outputs into probabilities and decides by maximum expected utility; the
   exact long-run utility of its decisions is computed under the truth (no sampling noise
   in the evaluation) for 10,000 utility matrices drawn uniformly over the binary chart
-  (theory 1.1) plus four named ones, or 1,000 random 3x3 matrices. Reported: mean and
+  (theory 1.1) plus four named ones, or 1,000 random C x C matrices. Reported: mean and
   maximum rescaled regret against the oracle (the true probabilities), the fraction of
   matrices where yieldwise does at least as well as each peer, the median rescaled
   utility. Methods: the yieldwise transducer (posterior-mean probabilities); isotonic,
@@ -87,8 +87,12 @@ def binary_matrices(rng: np.random.Generator, n: int) -> tuple[np.ndarray, list[
     return np.concatenate([chart_matrices(n, rng), np.array(list(NAMED.values()), float)]), names
 
 
-def three_class_matrices(rng: np.random.Generator, n: int) -> tuple[np.ndarray, list[str]]:
-    return rng.uniform(0, 1, size=(n, 3, 3)), [f"random {i}" for i in range(n)]
+def multiclass_matrices(
+    rng: np.random.Generator, n: int, n_classes: int
+) -> tuple[np.ndarray, list[str]]:
+    """``n`` random ``C x C`` matrices, entries uniform on [0, 1] (decisions = classes)."""
+    u = rng.uniform(0, 1, size=(n, n_classes, n_classes))
+    return u, [f"random {i}" for i in range(n)]
 
 
 # ------------------------------------------------------------------ exact long-run utility
@@ -228,7 +232,7 @@ def run_panel(
         if problem.n_classes == 2:
             utilities, names = binary_matrices(rng, n_matrices)
         else:
-            utilities, names = three_class_matrices(rng, n_matrices // 10)
+            utilities, names = multiclass_matrices(rng, n_matrices // 10, problem.n_classes)
         for n in sizes:
             if f"{problem.name}|{n}" in results:  # every cell is seeded on its own
                 continue
@@ -307,6 +311,16 @@ def run_prior_shift(n: int, n_matrices: int, seed: int, deployed: float = 0.67) 
     return results
 
 
+def coverage_outputs(problem: Problem, n: int = 9) -> np.ndarray:
+    """Indices of the cells at ``n`` evenly spaced quantiles of the output law, 5 % to 95 %.
+
+    The fixed outputs at which the coverage of bands is checked (here and in
+    bench/coverage.py): the first cell whose cumulative mass reaches each quantile.
+    """
+    cdf = np.cumsum(problem.joint().sum(axis=1))
+    return np.searchsorted(cdf, np.linspace(0.05, 0.95, n))
+
+
 def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=None) -> dict:
     """Band and long-run-utility interval coverage over repeated simulations.
 
@@ -321,9 +335,7 @@ def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=No
     for i, make in enumerate(PANEL[:2]):
         problem = make()
         truth = problem.truth()[:, 1]
-        # nine fixed outputs: cells at the 5 %, ..., 95 % quantiles of the output law
-        cdf = np.cumsum(problem.joint().sum(axis=1))
-        picks = np.searchsorted(cdf, np.linspace(0.05, 0.95, 9))
+        picks = coverage_outputs(problem)
         for rep in range(reps):
             key = f"{problem.name}|{rep}"
             if key in cells:  # every repetition is seeded on its own
@@ -374,13 +386,16 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
 
     Each split's summary is kept under ``"case|split"`` (see run_coverage).
     """
-    from yieldwise.datasets import load_digits_binary, load_digits_three
+    from yieldwise.datasets import load_digits_binary, load_digits_ten, load_digits_three
 
     binary = load_digits_binary()
     truth2 = (binary["label"] == "eight").to_numpy().astype(int)
     three = load_digits_three()
     order3 = ["three", "five", "eight"]
     truth3 = pd.Categorical(three["label"], categories=order3).codes.astype(int)
+    ten = load_digits_ten()
+    truth10 = ten["label"].cat.codes.to_numpy().astype(int)  # categories zero, ..., nine
+    columns10 = [f"p_{name}" for name in ten["label"].cat.categories]
     cases = {
         "digits: forest votes": (binary, truth2, ["forest_votes"], _lattice_problem(200)),
         "digits: network logits": (
@@ -394,16 +409,19 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
             three,
             truth3,
             ["p_three", "p_five", "p_eight"],
-            _simplex_problem(),
+            _simplex_problem(3),
         ),
+        "digits 0-9: network": (ten, truth10, columns10, _simplex_problem(10)),
     }
     results = {}
     cells: dict[str, Any] = dict(done or {})
     rng = np.random.default_rng([seed, 300])
     bin_u, bin_names = binary_matrices(rng, n_matrices)
-    tri_u, tri_names = three_class_matrices(rng, n_matrices // 10)
+    # drawn in this order, so that adding a class count leaves the others' matrices as they were
+    matrices = {2: (bin_u, bin_names), 3: multiclass_matrices(rng, n_matrices // 10, 3)}
+    matrices[10] = multiclass_matrices(rng, n_matrices // 10, 10)
     for name, (frame, truth, columns, problem) in cases.items():
-        utilities, names = (tri_u, tri_names) if problem.n_classes == 3 else (bin_u, bin_names)
+        utilities, names = matrices[problem.n_classes]
         for s in range(splits):
             if f"{name}|{s}" in cells:  # every split is seeded on its own
                 continue
@@ -461,11 +479,11 @@ def _logits_problem() -> Problem:
     )
 
 
-def _simplex_problem() -> Problem:
+def _simplex_problem(n_classes: int) -> Problem:
     return Problem(
         "real",
         "",
-        np.array([1 / 3] * 3),
+        np.full(n_classes, 1 / n_classes),
         None,
         None,
         None,  # type: ignore[arg-type]
@@ -496,7 +514,7 @@ def render(results: dict) -> str:
         f"{results['seconds'] / 60:.0f} min of computing in all). "
         "Every number below is a rescaled regret against the oracle (the true "
         "probabilities), `(u_oracle - u) / (u_max - u_min)`, over 10,000 matrices "
-        "uniform on the binary chart (1,000 random 3x3 matrices for the 3-class "
+        "uniform on the binary chart (1,000 random C x C matrices for a C-class "
         "problem), unless said otherwise. Lower is better; 0 is the oracle.",
         "",
     ]

@@ -92,7 +92,38 @@ def test_fixed_decisions_and_oracle_bound(bench):
         assert (dq.long_run(p, w, utilities) <= oracle + 1e-12).all()
 
 
-@pytest.mark.parametrize("index", range(7))
+def _panel_size() -> int:
+    """How many problems the panel has (bench/_problems.py needs only numpy and scipy)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import _problems
+    finally:
+        sys.path.remove(str(BENCH))
+    return len(_problems.PANEL)
+
+
+def test_clipped_scores_evaluated_exactly_at_the_point_masses(bench):
+    """Outputs with point masses (clipped scores): the evaluator against the brute-force
+    loop over all 4,002 cells, and the 0.5 rule's accuracy by hand from the point masses."""
+    dq, problems = bench
+    problem = problems.clipped_problem()
+    w = problem.joint()
+    rng = np.random.default_rng(3)
+    utilities = np.concatenate([dq.chart_matrices(6, rng), [[[1, 0], [-10, 10]]]])
+    for p in (problem.truth(), problem.raw_probability(problem.cells)):
+        np.testing.assert_allclose(
+            dq.long_run(p, w, utilities), brute_force(p, w, utilities), rtol=1e-12, atol=1e-12
+        )
+    # the raw score read as P(1), decided at 0.5: the exact 0s decide 0, the exact 1s
+    # decide 1, inner cells by their midpoint; accuracy = mass of the right decisions
+    decided = (problem.cells[:, 0] > 0.5).astype(int)
+    by_hand = w[0, 0] + w[-1, 1] + w[1:-1][decided[1:-1] == 0, 0].sum()
+    by_hand += w[1:-1][decided[1:-1] == 1, 1].sum()
+    accuracy = dq.fixed_decisions(decided, w, np.array([np.eye(2)]))[0]
+    assert accuracy == pytest.approx(by_hand, abs=1e-15)
+
+
+@pytest.mark.parametrize("index", range(_panel_size()))
 def test_panel_masses_are_distributions(bench, index):
     _, problems = bench
     problem = problems.PANEL[index]()

@@ -113,8 +113,10 @@ def test_bad_arguments_are_refused_before_any_fit(call, error, message):
 
 
 def test_settings_are_checked_by_the_transducers_rules():
-    assert check_transducer_params({"chains": 2, "n_components": [3, 2]}) == {
-        "chains": 2, "n_components": [3, 2]}  # fmt: skip
+    assert check_transducer_params({"chains": 2, "n_components": 3}) == {
+        "chains": 2, "n_components": 3}  # fmt: skip
+    with pytest.raises(ValueError, match="n_components must be"):
+        check_transducer_params({"n_components": [3, 2]})
     with pytest.raises(ValueError, match="adapt_delta must lie in"):
         check_transducer_params({"adapt_delta": 1.5})
     with pytest.raises(ValueError, match="backend must be one of"):

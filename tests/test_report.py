@@ -428,3 +428,31 @@ def test_three_class_report_with_one_classifier(tmp_path, browser):
     assert open_in_browser(browser, out / "report.html", tmp_path / "three.png") == []
     for section in SECTIONS:
         assert browser.find_element(By.ID, section).text.strip()
+
+
+def test_config_names_each_shipped_dataset(tmp_path):
+    """[data].dataset: every shipped set loads by name (no fit); another name is refused."""
+    from yieldwise.datasets import load_digits_ten
+    from yieldwise.report import DATASETS, ConfigError, load_config
+
+    assert set(DATASETS) == {"digits_binary", "digits_three", "digits_ten"}
+    names = list(load_digits_ten()["label"].cat.categories)
+    ten = THREE.replace('"digits_three"', '"digits_ten"').replace(
+        '["p_three", "p_five", "p_eight"]', str([f"p_{n}" for n in names])
+    )
+    # the identity matrix: utility 1 for naming the right digit
+    values = np.eye(10, dtype=int).tolist()
+    ten = ten.replace('["three", "five", "eight", "ask"]', str(names))
+    ten = ten.replace('["three", "five", "eight"]', str(names))
+    ten = ten.replace("[[1, 0, -4], [0, 1, -4], [0, 0, 1], [0.5, 0.5, 0.5]]", str(values))
+    (tmp_path / "ten.toml").write_text(ten)
+    config = load_config(tmp_path / "ten.toml")
+    frame = config.table()  # checks the outputs' columns and the utility's classes
+    assert config.dataset == "digits_ten" and frame.shape == (1079, 13)
+    (tmp_path / "other.toml").write_text(THREE.replace('"digits_three"', '"digits_four"'))
+    with pytest.raises(
+        ConfigError,
+        match=r"\[data\]\.dataset: expected one of 'digits_binary', 'digits_three', "
+        r"'digits_ten', found 'digits_four'",
+    ):
+        load_config(tmp_path / "other.toml")

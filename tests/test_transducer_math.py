@@ -200,7 +200,7 @@ def test_not_fitted_and_bad_file(tmp_path):
         Transducer.load(tmp_path / "missing.nc")
     bad = tmp_path / "bad.nc"
     bad.write_text("not netcdf")
-    with pytest.raises(ValueError, match="not a yieldwise transducer file"):
+    with pytest.raises(ValueError, match="cannot be read as a NetCDF transducer file"):
         Transducer.load(bad)
 
 

@@ -202,8 +202,26 @@ def partial_file(target: Path) -> Path:
 
 
 def partial_folder(target: Path) -> Path:
-    """A new, empty, uniquely named hidden folder beside ``target`` to write into."""
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    """A new, empty, uniquely named hidden folder beside ``target`` to write into.
+
+    Made with the permissions of an ordinary new folder (mkdtemp's are 0700).
+    """
+    folder = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    folder.chmod(0o777 & ~_umask())
+    return folder
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system allows."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (briefly process-wide)
+    os.umask(mask)
+    return mask
 
 
 def place_file(partial: Path, target: Path, *, overwrite: bool) -> None:

@@ -1,8 +1,8 @@
 """Calibration data prepared for the transducer's Stan program (``stan/transducer.stan``).
 
-The program models the pair (class, output) with a finite mixture of product kernels
-(docs/theory.md section 3, docs/model.md). This module turns calibration items into the
-plain arrays the program reads:
+The program models the pair (class, output) with a finite mixture of fixed product kernels
+and a smooth prior over their class log-odds (docs/theory.md section 3, docs/model.md).
+This module turns calibration items into the plain arrays the program reads:
 
 * :func:`merge_rows` merges identical (class, output) rows into one row with a count.
   The likelihood of a row is the same for every item sharing it, so this is exact, and
@@ -12,18 +12,27 @@ plain arrays the program reads:
   resolution, and :func:`resolution_bins` gives the bin of each value on the original
   scale; mapped through the output transform, the bins become the interval-censored
   observations the program uses for such dimensions.
-* :func:`default_prior` scales the hyper-parameters to the data.
-* :func:`build_stan_data` validates everything and assembles the data dictionary.
+* :func:`build_stan_data` validates everything, places the kernels
+  (:mod:`yieldwise._design`), computes every row's kernel values and assembles the data
+  dictionary; :func:`default_prior` names the hyper-parameters a user may override.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
+from ._design import (
+    TAU_CLASS_SCALE,
+    TAU_DENSITY_SCALE,
+    KernelDesign,
+    design_kernels,
+    kernel_matrix,
+)
+
 __all__ = [
-    "INFINITY_SENTINEL",
     "build_stan_data",
     "default_prior",
     "detect_resolution",
@@ -31,19 +40,6 @@ __all__ = [
     "merge_rows",
     "resolution_bins",
 ]
-
-#: Smallest magnitude used in place of an infinite bin edge (both backends accept only
-#: finite reals in data). It is raised to 1e6 times the largest finite bound if the data
-#: are on a larger scale, so the Normal tail beyond it is below double precision.
-INFINITY_SENTINEL = 1e12
-
-#: Default prior constants (see :func:`default_prior` and docs/model.md).
-MU_SCALE_FRACTION = 0.5
-LOG_SIGMA_SCALE = 1.0
-SIGMA_FRACTION = 0.25
-ETA_SCALE = 2.0
-ALPHA_CONCENTRATION = 1.0
-
 
 def merge_rows(
     class_index: np.ndarray, outputs: np.ndarray
@@ -222,137 +218,94 @@ def _as_bounds(
     return lo, hi, cens
 
 
-def default_prior(
-    lower: np.ndarray,
-    upper: np.ndarray,
-    censored: np.ndarray | None,
-    n_components: int,
-    counts: np.ndarray | None = None,
-) -> dict[str, np.ndarray | float]:
-    """Hyper-parameters scaled to the data (on the model, i.e. transformed, scale).
+PRIOR_KEYS = ("tau_a_scale", "tau_f_scale", "intercept_scale", "slope_scale")
 
-    For each output dimension ``d`` a representative value of each row is taken (the
-    point value; for a bin, its midpoint, or its finite edge when the other edge is
-    infinite; rows whose bin is the whole line carry no information). With ``q1``,
-    ``q99`` the 1 % and 99 % quantiles of these values over items (rows weighted by
-    ``counts``), ``centre = (q1 + q99) / 2`` and ``half = (q99 - q1) / 2`` (1 if zero):
 
-    * ``mu_loc[d] = centre``, ``mu_scale[d] = half / 2``: component locations
-      ``mu_kd ~ Normal(centre, half / 2)`` lie a priori inside the data's range (a wider
-      scale let a component roam the flat inside of an open-ended bin; docs/model.md);
-    * ``log_sigma_loc[d] = log(0.25 * half)``, ``log_sigma_scale[d] = 1``: kernel widths
-      ``sigma_kd ~ LogNormal(log(half / 4), 1)`` (median an eighth of the data's range,
-      95 % between 1/56 and 1.8 of the half-range). The density vanishes at 0 faster
-      than any power of sigma, so no kernel can collapse onto a single repeated
-      value, and it has no heavy tail towards 0 or infinity in log sigma (HMC friendly);
-    * ``eta_scale = 2``: weights ``w = softmax(eta)``, ``eta_k ~ Normal(0, 2)``, a
-      logistic-normal prior. It lets unneeded components fade (a spread of
-      several units in eta is a weight ratio of e^4 or more) without the infinite density
-      at the simplex boundary of a sparse Dirichlet(a0/K);
-    * ``alpha_conc = 1``: each component's class probabilities ``alpha_k`` are uniform
-      on the simplex a priori.
+def default_prior(design: KernelDesign) -> dict[str, float]:
+    """The hyper-parameters of a design, as a mapping (docs/model.md, :mod:`._design`).
 
-    ``n_components`` is accepted so the rule can depend on K; the current rule does not.
+    * ``tau_a_scale``: half-Normal scale of the outputs' log-density's smoothing sd;
+    * ``tau_f_scale``: half-Normal scale of the class log-odds' smoothing sd (the size,
+      in log units, of their non-linear part over the outputs' range);
+    * ``intercept_scale``, ``slope_scale``: Normal sd's of the class log-odds' intercept
+      and of every other fixed-effect coefficient (slopes per unit of the outputs'
+      standardised range).
     """
-    lo, hi, _ = _as_bounds(lower, upper, censored)
-    if n_components < 1:
-        raise ValueError("n_components must be at least 1")
-    n, d = lo.shape
-    weights = np.ones(n) if counts is None else np.asarray(counts, dtype=float).ravel()
-    if weights.shape != (n,):
-        raise ValueError("counts must have one entry per row")
-    mu_loc = np.zeros(d)
-    half = np.ones(d)
-    reps = _representative(lo, hi)
-    for j in range(d):
-        rep = reps[:, j]
-        keep = np.isfinite(rep)
-        if not keep.any():
-            continue
-        q1, q99 = _weighted_quantiles(rep[keep], weights[keep], (0.01, 0.99))
-        mu_loc[j] = 0.5 * (q1 + q99)
-        half[j] = 0.5 * (q99 - q1) if q99 > q1 else 1.0
     return {
-        "mu_loc": mu_loc,
-        "mu_scale": MU_SCALE_FRACTION * half,
-        "log_sigma_loc": np.log(SIGMA_FRACTION * half),
-        "log_sigma_scale": np.full(d, LOG_SIGMA_SCALE),
-        "eta_scale": ETA_SCALE,
-        "alpha_conc": ALPHA_CONCENTRATION,
+        "tau_a_scale": float(design.tau_a_scale),
+        "tau_f_scale": float(design.tau_f_scale),
+        "intercept_scale": float(design.fixed_scale[0]),
+        "slope_scale": float(design.fixed_scale[1]) if design.fixed_scale.size > 1 else 15.0,
     }
 
 
-def _representative(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """A point per row and dimension: the value, a bin's midpoint, or its finite edge."""
-    with np.errstate(invalid="ignore"):
-        return np.where(
-            np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), np.where(np.isfinite(lo), lo, hi)
+def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float]:
+    if prior is None:
+        return {}
+    unknown = set(prior) - set(PRIOR_KEYS)
+    if unknown:
+        raise ValueError(
+            f"prior has unknown hyper-parameters {sorted(unknown)}; valid: {list(PRIOR_KEYS)}"
         )
+    checked = {}
+    for key, value in prior.items():
+        number = float(np.asarray(value))
+        if not np.isfinite(number) or number <= 0:
+            raise ValueError(f"prior[{key!r}] must be a positive number, found {value!r}")
+        checked[key] = number
+    return checked
 
 
 def initial_values(
     data: Mapping[str, object], chains: int, seed: int | None = None
 ) -> list[dict[str, object]]:
-    """Starting points for the sampler, one per chain, spread over the data.
+    """Starting points for the sampler, one per chain, near the prior's centre.
 
-    The distinct rows are sorted along output dimension 1 and cut into K slices with
-    equal numbers of rows; component ``k`` starts at the count-weighted mean of slice
-    ``k``, with the class frequencies of its items, equal
-    weights and prior-median widths, plus a small random jitter per chain. Every chain
-    thus starts with all components on the data, rather than at random points that
-    may leave components stranded far from it. Pass the result as ``init=``.
+    The log-density starts at the kernels' shares of the items (each row's items shared
+    in proportion to its kernel values), the class log-odds at their calibration
+    frequencies (intercepts) and flat otherwise: every smooth coefficient within 0.1 of
+    0, the smoothing sd's at a fifth of their prior scale, plus a small jitter per chain.
+    Pass the result as ``init=``.
     """
     rng = np.random.default_rng(seed)
-    k, c, d = int(data["K"]), int(data["C"]), int(data["D"])  # type: ignore[call-overload]
-    lo = np.asarray(data["y_lower"], dtype=float).reshape(-1, d)
-    hi = np.asarray(data["y_upper"], dtype=float).reshape(-1, d)
-    finite_edge = INFINITY_SENTINEL * 0.999
-    lo = np.where(lo <= -finite_edge, -np.inf, lo)
-    hi = np.where(hi >= finite_edge, np.inf, hi)
-    rep = _representative(lo, hi)
+    c, p, r = int(data["C"]), int(data["P"]), int(data["R"])  # type: ignore[call-overload]
     cls = np.asarray(data["cls"], dtype=np.int64) - 1
     cnt = np.asarray(data["count"], dtype=float)
-    loc = np.asarray(data["mu_loc"], dtype=float)
-    scale = np.asarray(data["mu_scale"], dtype=float)
-    raw = np.where(np.isfinite(rep), (rep - loc) / scale, 0.0)
-    order = np.argsort(raw[:, 0], kind="stable")
-    # slices of equal numbers of distinct rows (not items), so that components start
-    # spread over the whole range of outputs rather than piled on the most common value
-    cum = np.arange(1, order.size + 1) / order.size
-    slot = np.minimum((cum * k - 1e-9).astype(int), k - 1)  # quantile slice of each row
-    home = np.zeros((k, d))
-    alpha = np.full((k, c), 1.0 / c)
-    for j in range(k):
-        rows = order[slot == j]
-        if rows.size == 0:  # fewer distinct rows than components: borrow the nearest
-            rows = order[[min(np.searchsorted(cum, (j + 0.5) / k), order.size - 1)]]
-        weight = cnt[rows]
-        home[j] = weight @ raw[rows] / weight.sum()
-        alpha[j] = (np.bincount(cls[rows], weights=weight, minlength=c) + 1) / (weight.sum() + c)
+    kern = np.asarray(data["kern"], dtype=float)
+    freq = np.bincount(cls, weights=cnt, minlength=c) + 0.5
+    # each row's items shared among kernels in proportion to the kernel values
+    mass = (cnt / kern.sum(axis=1)) @ kern + 0.5
+    log_mass = np.log(mass / mass.sum())
     inits = []
     for _ in range(int(chains)):
+        f_fixed = np.zeros((p, c - 1))
+        f_fixed[0] = np.log(freq[1:] / freq[0]) + rng.normal(0.0, 0.1, c - 1)
+        tau_a = float(data["tau_a_scale"]) * 0.2 * np.exp(rng.normal(0.0, 0.1))
+        tau_f = float(data["tau_f_scale"]) * 0.2 * np.exp(rng.normal(0.0, 0.1, c - 1))
         inits.append(
             {
-                "eta": rng.normal(0.0, 0.1, k),
-                "alpha": alpha,
-                "mu_raw": home + rng.normal(0.0, 0.05, (k, d)),
-                "sigma_raw": rng.normal(-0.5, 0.1, (k, d)),
+                "a_fixed": np.zeros(p - 1),
+                "tau_a": tau_a,
+                "a_smooth": _density_coefficients(data, log_mass, tau_a)
+                + rng.normal(0.0, 0.1 * tau_a, r),
+                "f_fixed": f_fixed,
+                "tau_f": tau_f,
+                "f_raw": rng.normal(0.0, 0.1, (r, c - 1)),
             }
         )
     return inits
 
 
-def _weighted_quantiles(
-    values: np.ndarray, weights: np.ndarray, probs: tuple[float, ...]
-) -> list[float]:
-    order = np.argsort(values, kind="stable")
-    v, w = values[order], weights[order]
-    cum = np.cumsum(w)
-    total = cum[-1]
-    return [float(v[min(np.searchsorted(cum, p * total, side="left"), v.size - 1)]) for p in probs]
-
-
-PRIOR_KEYS = ("mu_loc", "mu_scale", "log_sigma_loc", "log_sigma_scale", "eta_scale", "alpha_conc")
+def _density_coefficients(
+    data: Mapping[str, object], log_mass: np.ndarray, tau: float
+) -> np.ndarray:
+    """Smooth coefficients of a log-density given at the kernels: ridge least squares
+    with the prior's sd ``tau`` (the fixed part, which the prior leaves free, removed)."""
+    basis = np.asarray(data["smooth_basis"], dtype=float)
+    fixed = np.asarray(data["fixed_basis"], dtype=float)
+    resid = log_mass - fixed @ np.linalg.lstsq(fixed, log_mass, rcond=None)[0]
+    gram = basis.T @ basis + np.eye(basis.shape[1]) / tau**2
+    return np.linalg.solve(gram, basis.T @ resid)
 
 
 def build_stan_data(
@@ -361,11 +314,13 @@ def build_stan_data(
     upper: np.ndarray,
     censored: np.ndarray | None,
     n_classes: int,
-    n_components: int,
+    n_components: int | None = None,
     prior: Mapping[str, object] | None = None,
     counts: np.ndarray | None = None,
-) -> dict[str, object]:
-    """Data dictionary for ``stan/transducer.stan``, accepted by both backends.
+    *,
+    seed: int = 0,
+) -> tuple[dict[str, object], KernelDesign]:
+    """Data dictionary for ``stan/transducer.stan`` (both backends), and the kernel design.
 
     Parameters
     ----------
@@ -374,15 +329,18 @@ def build_stan_data(
     lower, upper : (n, D) or (n,) float
         Bin edges on the model (transformed) scale; for a dimension that is not
         censored, ``lower == upper ==`` the point value. Infinite edges are allowed
-        on censored dimensions and are sent as finite sentinels (:data:`INFINITY_SENTINEL`).
+        on censored dimensions.
     censored : length-D 0/1 array, or None (no censoring)
-    n_classes, n_components : int
+    n_classes : int
+    n_components : int, optional
+        Kernels (None: :func:`yieldwise._design.auto_components`).
     prior : mapping, optional
-        Hyper-parameters (keys of :func:`default_prior`); missing keys take the
-        defaults computed from these data.
+        Overrides of the hyper-parameters (keys :data:`PRIOR_KEYS`).
     counts : (n,) int, optional
         Multiplicities of rows already merged. When None, identical rows are merged
         here (:func:`merge_rows`), so callers may pass one row per item.
+    seed : int
+        Seeds the placement of kernel centres for three or more dimensions.
     """
     cls = np.asarray(class_index)
     lo, hi, cens = _as_bounds(lower, upper, censored)
@@ -393,10 +351,9 @@ def build_stan_data(
         raise ValueError("no calibration rows")
     if int(n_classes) < 2:
         raise ValueError("n_classes must be at least 2")
-    if int(n_components) < 1:
-        raise ValueError("n_components must be at least 1")
     if not np.all(np.equal(np.mod(cls, 1), 0)) or cls.min() < 0 or cls.max() >= n_classes:
         raise ValueError(f"class_index must hold integers in [0, {n_classes})")
+    overrides = _check_prior(prior)
     if counts is None:
         cls_u, bounds_u, cnt = merge_rows(cls, np.hstack([lo, hi]))
         lo_u, hi_u = bounds_u[:, :d], bounds_u[:, d:]
@@ -404,36 +361,41 @@ def build_stan_data(
         cnt = np.asarray(counts)
         if cnt.shape != (n,) or (cnt < 1).any() or not np.all(np.equal(np.mod(cnt, 1), 0)):
             raise ValueError("counts must be positive integers, one per row")
-        cls_u, lo_u, hi_u = cls.astype(np.int64), lo, hi
-    full_prior = default_prior(lo_u, hi_u, cens, n_components, counts=cnt)
-    if prior is not None:
-        unknown = set(prior) - set(PRIOR_KEYS)
-        if unknown:
-            raise ValueError(f"unknown prior hyper-parameters: {sorted(unknown)}")
-        full_prior.update(prior)
-    finite = np.concatenate([lo_u[np.isfinite(lo_u)], hi_u[np.isfinite(hi_u)]])
-    big = max(INFINITY_SENTINEL, 1e6 * float(np.abs(finite).max(initial=0.0)))
+        order = np.argsort(cls, kind="stable")  # the program reads rows grouped by class
+        cls_u, lo_u, hi_u, cnt = cls[order].astype(np.int64), lo[order], hi[order], cnt[order]
+    design = design_kernels(
+        lo_u, hi_u, cnt, n_components, seed=seed,
+        tau_a_scale=overrides.get("tau_a_scale", TAU_DENSITY_SCALE),
+        tau_f_scale=overrides.get("tau_f_scale", TAU_CLASS_SCALE),
+    )  # fmt: skip
+    if "intercept_scale" in overrides or "slope_scale" in overrides:
+        scale = design.fixed_scale.copy()
+        scale[0] = overrides.get("intercept_scale", scale[0])
+        scale[1:] = overrides.get("slope_scale", scale[1] if scale.size > 1 else 0.0)
+        design = replace(design, fixed_scale=scale)
+    kern, log_scale = kernel_matrix(design.loc, design.width, lo_u, hi_u, cens)
+    k = design.n_components
     data: dict[str, object] = {
         "N": int(cls_u.size),
         "C": int(n_classes),
         "D": int(d),
-        "K": int(n_components),
+        "K": k,
         "cls": (cls_u + 1).astype(np.int64),
         "count": np.asarray(cnt, dtype=np.int64),
-        "y_lower": np.where(np.isneginf(lo_u), -big, lo_u),
-        "y_upper": np.where(np.isposinf(hi_u), big, hi_u),
+        "kern": kern,
+        "kern_log_scale": log_scale,
+        "loc": design.loc,
+        "width": np.broadcast_to(design.width, (k, d)).copy(),
+        "P": int(design.fixed_basis.shape[1]),
+        "fixed_basis": design.fixed_basis,
+        "fixed_scale": design.fixed_scale,
+        "R": int(design.smooth_basis.shape[1]),
+        "smooth_basis": design.smooth_basis,
+        "tau_a_scale": float(design.tau_a_scale),
+        "tau_f_scale": float(design.tau_f_scale),
+        # the merged rows themselves, kept with a fitted transducer (not read by Stan)
+        "y_lower": lo_u,
+        "y_upper": hi_u,
         "censored": cens.astype(np.int64),
     }
-    for key in ("mu_loc", "mu_scale", "log_sigma_loc", "log_sigma_scale"):
-        value = np.asarray(full_prior[key], dtype=float).ravel()
-        if value.shape != (d,) or not np.isfinite(value).all():
-            raise ValueError(f"prior[{key!r}] must be {d} finite numbers")
-        data[key] = value
-    for key in ("eta_scale", "alpha_conc"):
-        value = float(np.asarray(full_prior[key]))
-        if not np.isfinite(value) or value <= 0:
-            raise ValueError(f"prior[{key!r}] must be a positive number")
-        data[key] = value
-    if (data["mu_scale"] <= 0).any() or (data["log_sigma_scale"] <= 0).any():  # type: ignore[operator]
-        raise ValueError("prior scales must be positive")
-    return data
+    return data, design

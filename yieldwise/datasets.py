@@ -13,7 +13,7 @@ import pandas as pd
 
 from ._shipped import shipped_file
 
-__all__ = ["data_file", "load_digits_binary", "load_digits_three"]
+__all__ = ["data_file", "load_digits_binary", "load_digits_ten", "load_digits_three"]
 
 
 def data_file(name: str) -> Path:
@@ -61,4 +61,31 @@ def load_digits_three() -> pd.DataFrame:
     """
     frame = pd.read_csv(data_file("digits_three.csv"))
     frame["label"] = pd.Categorical(frame["label"], categories=["three", "five", "eight"])
+    return frame
+
+
+# The ten digits' names, in the order of the classes and of the ``p_*`` columns.
+_TEN = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+
+
+def load_digits_ten() -> pd.DataFrame:
+    """'Which digit?': 1,079 held-out digits, all ten classes, a network's softmax vectors.
+
+    Columns: ``item``, ``digit`` (0-9), ``label`` (categorical: ``"zero"``, ``"one"``,
+    ..., ``"nine"``, so that its codes are the digits), ``p_zero``, ..., ``p_nine`` (a
+    small neural network's softmax probabilities; each row sums to 1, none is 0).
+
+    Examples
+    --------
+    >>> from yieldwise.datasets import load_digits_ten
+    >>> frame = load_digits_ten()
+    >>> frame.shape
+    (1079, 13)
+    >>> list(frame["label"].cat.categories)
+    ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine']
+    >>> bool((frame["label"].cat.codes == frame["digit"]).all())
+    True
+    """
+    frame = pd.read_csv(data_file("digits_ten.csv"))
+    frame["label"] = pd.Categorical(frame["label"], categories=_TEN)
     return frame

@@ -167,7 +167,7 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
     """
     from .backends import BACKENDS
     from .backends._base import check_sampler_arguments
-    from .transducer import Transducer, component_ladder
+    from .transducer import Transducer, _check_components
 
     if not isinstance(params, Mapping):
         raise TypeError(f"{where} must be a mapping of Transducer settings, found {params!r}")
@@ -179,7 +179,7 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
     p = template.get_params()
     try:
         if "n_components" in p:
-            component_ladder(p["n_components"])
+            _check_components(p["n_components"])
         sampler = {k: p[k] for k in ("chains", "warmup", "draws", "seed", "max_treedepth",
                                      "adapt_delta") if k in p}  # fmt: skip
         if len(sampler) == 6:

@@ -15,7 +15,6 @@ import logging
 import secrets
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from . import _mixture
+from ._design import KernelDesign
 from ._validation import (
     Label,
     as_float_array,
@@ -51,14 +51,6 @@ MIN_ITEMS = 10
 #: Thresholds on the invariant quantities (R-hat and bulk ESS), as in the Stan guidance.
 RHAT_MAX = 1.01
 ESS_MIN = 400
-#: Components tried in order by ``n_components="auto"`` until a fit samples cleanly
-#: (docs/model.md section 10): each of 5 and 4 leaves one of eight simulated vote
-#: sets unclean, and never the same one.
-AUTO_COMPONENTS = (5, 4)
-#: The ladder moves on when chains disagree beyond this R-hat (modes: 1.17-1.74 were
-#: measured); between RHAT_MAX and this, short runs land by chance, and the cure is more
-#: draws, not another K.
-LADDER_RHAT_MAX = 1.05
 # Above this many distinct 1-D continuous outputs, predict_proba interpolates the exact
 # formula from a grid (theory 3.2 costs draws x components per output).
 _INTERPOLATE_ABOVE = 4096
@@ -96,17 +88,11 @@ class Transducer:
 
     Parameters
     ----------
-    n_components : "auto", int or sequence of int
-        Mixture components ``K``. A sequence is a ladder: each ``K`` is fitted in
-        turn until one samples without the problems another ``K`` can fix: no
-        divergences, no tree-depth saturation, no low E-BFMI, and chains that agree
-        (R-hat of every invariant quantity <= 1.05; between 1.01 and 1.05, and for a
-        bulk ESS below 400, the cure is more draws, and the warning says so). When
-        no ``K`` passes, the fit with the fewest problems is kept and the warnings
-        say so. ``"auto"`` is the ladder ``(5, 4)``, which suits one-
-        and two-dimensional scores of a few thousand items (docs/model.md, sections
-        9-10). An int fits that ``K`` only. Every attempt is recorded in
-        ``fit_attempts_``.
+    n_components : "auto" or int
+        Number of fixed kernels ``K`` of the mixture (docs/model.md). ``"auto"``: an
+        even grid of 30 kernels for one output dimension, a 14 x 14 tensor grid for
+        two, and 10 centres per dimension (at most 120) placed on the data for more.
+        An int sets ``K`` (a 2-D grid takes the nearest square).
     output_transform : str or sequence of str
         ``"auto"`` (logit for outputs in [0, 1], log for positive ones, identity
         otherwise; additive log-ratios for probability vectors), or one of
@@ -116,7 +102,8 @@ class Transducer:
         as interval-censored bins; ``"auto"`` detects it, None treats outputs
         as continuous.
     prior : mapping, optional
-        Overrides of the data-scaled hyper-parameters (see ``docs/model.md``).
+        Overrides of the hyper-parameters ``a_scale``, ``tau_f_scale``,
+        ``intercept_scale``, ``slope_scale`` (see ``docs/model.md``).
     chains, warmup, draws : int
         NUTS settings: chains, warm-up iterations and kept draws per chain.
     seed : int, optional
@@ -132,7 +119,8 @@ class Transducer:
     classes_ : tuple of labels
     transform_ : OutputTransform
     posterior_ : arviz.InferenceData
-        Groups ``posterior`` (``w``, ``alpha``, ``mu``, ``sigma``, ``log_lik``),
+        Groups ``posterior`` (the mixture ``w``, ``alpha``, ``mu``, ``sigma`` in the
+        form of theory 3.1, ``log_lik``, and the class log-odds' smoothing sd ``tau_f``),
         ``sample_stats``, ``observed_data`` and ``constant_data`` (the merged rows).
     backend_ : str
         The backend that ran.
@@ -140,15 +128,10 @@ class Transducer:
         The seed that ran (drawn at random when ``seed`` is None).
     n_calibration_ : int
     n_components_ : int
-        The number of components of the kept fit.
+        The number of kernels of the fit.
     members_ : dict
         For a joint transducer (``fit`` with a mapping), each classifier's columns;
         empty otherwise.
-    fit_attempts_ : pandas.DataFrame
-        One row per ``K`` fitted: sampling seconds, divergences, tree-depth hits,
-        lowest E-BFMI, invariant quantities off R-hat <= 1.01 or bulk ESS >= 400,
-        worst R-hat, lowest bulk ESS, ``clean`` (all of these within thresholds),
-        ``sampler_ok`` (what the ladder checks) and ``kept`` (the fit in use).
 
     Examples
     --------
@@ -240,7 +223,7 @@ class Transducer:
         from ._stan_data import build_stan_data, initial_values
         from .backends import get_backend, stan_file
 
-        ladder = component_ladder(self.n_components)
+        n_components = _check_components(self.n_components)
         spec, resolution, members = self.output_transform, self.resolution, {}
         if isinstance(outputs, Mapping):
             outputs, members, spec, resolution = _joint_outputs(outputs, spec, resolution)
@@ -275,79 +258,27 @@ class Transducer:
         # Draw the seed here when none is given: it seeds the initial values as well as
         # the sampler, and is recorded (seed_) so that the fit can be repeated exactly.
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
+        data, design = build_stan_data(
+            class_index, lower, upper, censored, len(labels), n_components, self.prior,
+            seed=seed,
+        )  # fmt: skip
         program = get_backend(self.backend).compile(stan_file("transducer"))
-        attempts: list[_Attempt] = []
-        for k in ladder:
-            data = build_stan_data(class_index, lower, upper, censored, len(labels), k, self.prior)
-            # The backend's warnings are held back until the kept fit is known: a K that
-            # the ladder replaces is reported in fit_attempts_ and the log, not warned.
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                result = program.sample(
-                    data,
-                    chains=chains,
-                    warmup=self.warmup,
-                    draws=self.draws,
-                    seed=seed,
-                    init=initial_values(data, chains, seed),
-                    max_treedepth=self.max_treedepth,
-                    adapt_delta=self.adapt_delta,
-                    progress=self.progress,
-                )
-            self._set_fitted(result, data, y, class_index, labels, transform)
-            attempt = _Attempt(k, result, data, list(caught), self._attempt_record(result))
-            attempts.append(attempt)
-            if attempt.record["sampler_ok"]:
-                break
-            if k != ladder[-1]:
-                logger.info(
-                    "n_components=%d did not sample cleanly (%s); fitting the next K of %s",
-                    k, attempt.problems(), list(ladder),
-                )  # fmt: skip
-        kept = min(attempts, key=_Attempt.badness)  # the first sampler_ok one, if any
-        if kept is not attempts[-1]:
-            self._set_fitted(kept.result, kept.data, y, class_index, labels, transform)
-        self._record_attempts(attempts, kept)
+        result = program.sample(
+            data,
+            chains=chains,
+            warmup=self.warmup,
+            draws=self.draws,
+            seed=seed,
+            init=initial_values(data, chains, seed),
+            max_treedepth=self.max_treedepth,
+            adapt_delta=self.adapt_delta,
+            progress=self.progress,
+        )
+        self._set_fitted(result, data, y, class_index, labels, transform, design)
         self.members_ = members
         self.posterior_.posterior.attrs["yieldwise_members"] = json.dumps(members)
-        for caught_warning in kept.warnings:
-            warnings.warn_explicit(
-                caught_warning.message, caught_warning.category, caught_warning.filename,
-                caught_warning.lineno,
-            )  # fmt: skip
         self._warn_on_invariants()
         return self
-
-    def _attempt_record(self, result: Any) -> dict[str, Any]:
-        """Diagnostics of the fit just stored, as one row of ``fit_attempts_``."""
-        from .backends._base import EBFMI_THRESHOLD
-
-        sampler = result.diagnostics()
-        table = self.diagnostics()
-        ebfmi = np.asarray(sampler["ebfmi"], float)
-        low_ebfmi = bool((np.isfinite(ebfmi) & (ebfmi < EBFMI_THRESHOLD)).any())
-        record = {
-            "n_components": self.n_components_,
-            "sampling_seconds": round(float(result.sampling_seconds), 3),
-            "divergences": sampler["divergences"],
-            "max_treedepth_hits": sampler["max_treedepth_hits"],
-            "ebfmi_min": round(float(np.nanmin(ebfmi)), 4) if np.isfinite(ebfmi).any() else None,
-            "invariants_off": int((~table["ok"]).sum()),
-            "r_hat_max": round(float(table["r_hat"].max()), 4),
-            "ess_bulk_min": round(float(table["ess_bulk"].min()), 1),
-        }
-        geometry_ok = (
-            record["divergences"] == 0 and record["max_treedepth_hits"] == 0 and not low_ebfmi
-        )
-        record["clean"] = bool(geometry_ok and record["invariants_off"] == 0)
-        # What another K can fix: the sampler's geometry, and chains stuck in different modes.
-        record["sampler_ok"] = bool(geometry_ok and record["r_hat_max"] <= LADDER_RHAT_MAX)
-        return record
-
-    def _record_attempts(self, attempts: list[_Attempt], kept: _Attempt) -> None:
-        records = [dict(a.record, kept=a is kept) for a in attempts]
-        self.posterior_.posterior.attrs["yieldwise_fit_attempts"] = json.dumps(records)
-        self.fit_attempts_ = pd.DataFrame(records)
 
     def _set_fitted(
         self,
@@ -357,6 +288,7 @@ class Transducer:
         class_index: np.ndarray,
         labels: tuple[Label, ...],
         transform: OutputTransform,
+        design: KernelDesign | None = None,
     ) -> None:
         """Store the fitted state from a backend's ``SampleResult`` and the Stan data."""
         self.classes_ = labels
@@ -365,8 +297,9 @@ class Transducer:
         self.backend_ = result.backend
         self.seed_ = int(result.settings["seed"])  # the seed that ran (drawn when seed=None)
         self.n_components_ = int(np.shape(result.draws["w"])[2])
-        self.posterior_ = _inference_data(self, result, data, y, class_index, transform.columns)
-        self.fit_attempts_ = pd.DataFrame()
+        self.posterior_ = _inference_data(
+            self, result, data, y, class_index, transform.columns, design
+        )
         self.members_: dict[str, list[str]] = {}
         self._cache_draws()
 
@@ -388,7 +321,6 @@ class Transducer:
         check the prediction formulas against closed forms and to benchmark them
         without running Stan.
         """
-        from ._stan_data import build_stan_data
         from .backends import SampleResult
 
         y, columns = _as_outputs(outputs, "outputs")
@@ -397,7 +329,7 @@ class Transducer:
         chains, n_draws, k = np.shape(draws["w"])
         transform = choose_transform(y, columns, output_transform, resolution)
         lower, upper, censored = transform.intervals(y)
-        data = build_stan_data(class_index, lower, upper, censored, len(class_labels), k)
+        data = _merged_rows(class_index, lower, upper, censored)
         zeros = np.zeros((chains, n_draws))
         stats = {
             "lp": zeros,
@@ -799,6 +731,73 @@ class Transducer:
         table["ok"] = (table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN)
         return table
 
+    def loo(self, *, conditional: bool = False) -> az.ELPDData:
+        """PSIS leave-one-out estimate of the expected log predictive density (ArviZ).
+
+        Every calibration item is one observation (items sharing a merged row count once
+        each); the pointwise log-likelihood is the model's own, ``log G_t(c_i, y_i)``,
+        on the scale of the original outputs (the transform's Jacobian included; for
+        outputs recorded at a resolution ``h``, the bin probability divided by ``h``),
+        so transducers fitted with different transforms compare. The importance ratios
+        always come from it: leaving item ``i`` out removes ``G_t(c_i, y_i)``.
+
+        Parameters
+        ----------
+        conditional : bool
+            False: the joint ``log p(c_i, y_i)``, for comparing transducers with
+            ``arviz.compare``. True: the class given the output,
+            ``log p(c_i | y_i, data without i)`` (the exchangeable predictive of theory
+            3.2 under the leave-one-out weights), comparable with the held-out log
+            score (minus the log loss) of a parametric calibrator such as Platt scaling.
+
+        Returns
+        -------
+        arviz.ELPDData
+            With ``elpd_loo``, ``se``, ``p_loo``, the pointwise ``loo_i`` and the Pareto
+            shapes ``pareto_k`` per item (above about 0.7, that item's estimate is
+            unreliable; ``warning`` is then True).
+
+        Examples
+        --------
+        ``t.loo()["elpd_loo"]``; ``arviz.compare({"a": t_a.loo(), "b": t_b.loo()})``.
+        """
+        import arviz as az
+        from scipy.special import logsumexp
+
+        self._check_fitted()
+        y = self.posterior_.observed_data["outputs"].values
+        cls = self.posterior_.observed_data["class_index"].values
+        unique, inverse = _unique_rows(y)
+        log_g = np.concatenate([g for _, g in self._log_joint_chunks(unique)], axis=1)
+        log_g = log_g + self.transform_.log_jacobian(unique)[None, :, None]  # (S, rows, C)
+        joint = log_g[:, inverse, cls]  # (S, items)
+        n_samples, n_items = joint.shape
+        log_weights, pareto_k = az.psislw(-joint.T)  # (items, S), normalised
+        lw = log_weights.T  # (S, items)
+        elpd_i = logsumexp(lw + joint, axis=0)
+        if conditional:
+            total = logsumexp(log_g, axis=2)[:, inverse]  # log sum_c G_t(c, y_i)
+            elpd_i = elpd_i - logsumexp(lw + total, axis=0)
+            lppd_draws = joint - total
+        else:
+            lppd_draws = joint
+        lppd = float((logsumexp(lppd_draws, axis=0) - np.log(n_samples)).sum())
+        elpd = float(elpd_i.sum())
+        good_k = min(1 - 1 / np.log10(n_samples), 0.7)
+        k = np.asarray(pareto_k, float)
+        return az.ELPDData(
+            data=[
+                elpd, float(np.sqrt(n_items * np.var(elpd_i))), lppd - elpd, n_samples,
+                n_items, bool((k > good_k).any()),
+                xr.DataArray(elpd_i, dims=["item"], name="loo_i"),
+                xr.DataArray(k, dims=["item"], name="pareto_shape"), "log", good_k,
+            ],
+            index=[
+                "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
+                "pareto_k", "scale", "good_k",
+            ],
+        )  # fmt: skip
+
     def sampler_summary(self) -> dict[str, Any]:
         """Divergences, tree-depth saturation, step sizes and timing of the fit."""
         self._check_fitted()
@@ -826,9 +825,8 @@ class Transducer:
                 f"{len(bad)} of {len(table)} invariant quantities miss R-hat <= {RHAT_MAX} or "
                 f"bulk ESS >= {ESS_MIN}; worst: {worst['quantity']} {worst['output']} "
                 f"(R-hat {worst['r_hat']:.3f}, bulk ESS {worst['ess_bulk']:.0f}). Run more "
-                "draws or chains; if chains disagree, try one component fewer or more "
-                f"(n_components={self.n_components_} now; docs/model.md sections 9-10); "
-                "see .diagnostics() and .fit_attempts_",
+                "draws (draws=) or chains; with divergent transitions, raise adapt_delta "
+                "(0.95); see .diagnostics() and docs/model.md",
                 DiagnosticsWarning,
                 stacklevel=3,
             )
@@ -983,42 +981,51 @@ class Transducer:
 
         The file holds the draws, sampler statistics, calibration data, labels,
         transform, prior, sampler settings, backend and versions;
-        :meth:`load` reproduces every prediction exactly.
+        :meth:`load` reproduces every prediction exactly. It is written whole or not
+        at all: into a temporary file beside ``path``, then renamed over it.
         """
+        import os
+
+        from ._transducer_file import FORMAT_ATTRIBUTE, FORMAT_VERSION
+
         self._check_fitted()
         path = Path(path)
-        self.posterior_.to_netcdf(str(path))
+        self.posterior_.posterior.attrs[FORMAT_ATTRIBUTE] = FORMAT_VERSION
+        # a new name the writer creates (with the user's umask, unlike mkstemp's 0600)
+        partial = path.with_name(f".{path.name}.partial-{secrets.token_hex(6)}")
+        try:
+            self.posterior_.to_netcdf(partial)
+            os.replace(partial, path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> Transducer:
-        """Load a transducer written by :meth:`save`."""
-        import arviz as az
+        """Load a transducer written by :meth:`save`.
+
+        The file is read whole and closed (it may be written over afterwards), and
+        checked against the layout declared in ``yieldwise._transducer_file``: a missing
+        or malformed field raises ``TransducerFileError`` (a ValueError) naming the
+        file and the field.
+        """
+        from ._transducer_file import read
 
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"no transducer file at {path}")
-        try:
-            data = az.from_netcdf(str(path))
-            attrs = data.posterior.attrs
-            settings = json.loads(attrs["yieldwise_settings"])
-            labels = tuple(json.loads(attrs["yieldwise_classes"]))
-            transform = OutputTransform.from_json(attrs["yieldwise_transform"])
-        except (KeyError, OSError, ValueError, AttributeError) as exc:
-            raise ValueError(
-                f"{path} is not a yieldwise transducer file (missing or unreadable metadata: {exc})"
-            ) from None
+        data, meta = read(path)
+        settings = meta["yieldwise_settings"]
         transducer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
-        transducer.classes_ = labels
-        transducer.transform_ = transform
-        transducer.n_calibration_ = int(attrs["yieldwise_n_calibration"])
-        transducer.backend_ = attrs["yieldwise_backend"]
-        transducer.seed_ = int(attrs["yieldwise_seed_used"])
+        transducer.classes_ = meta["yieldwise_classes"]
+        transducer.transform_ = meta["yieldwise_transform"]
+        transducer.n_calibration_ = meta["yieldwise_n_calibration"]
+        transducer.backend_ = meta["yieldwise_backend"]
+        transducer.seed_ = meta["yieldwise_seed_used"]
         transducer.posterior_ = data
         transducer.n_components_ = int(data.posterior.sizes["component"])
-        attempts = attrs.get("yieldwise_fit_attempts", "[]")
-        transducer.fit_attempts_ = pd.DataFrame(json.loads(attempts))
-        transducer.members_ = json.loads(attrs.get("yieldwise_members", "{}"))
+        transducer.members_ = meta["yieldwise_members"]
         transducer._cache_draws()
         return transducer
 
@@ -1032,18 +1039,20 @@ class Transducer:
             f"outputs: {list(self.transform_.columns)} -> {list(self.transform_.model_dim_names)}"
             f" (resolution {list(self.transform_.resolution)})",
             f"calibration items: {self.n_calibration_}",
-            f"components: {self.n_components_}{self._ladder_note()}",
+            f"kernels: {self.n_components_} ({self._design_note()})",
             f"draws: {info['chains']} chains x {info['draws']} ({info['backend']}, "
             f"{info['sampling_seconds']:.1f} s)",
             f"divergent transitions: {info['divergent']}, max tree depth hits: "
             f"{info['max_treedepth_hits']}",
         ]
 
-    def _ladder_note(self) -> str:
-        if len(self.fit_attempts_) < 2:
-            return ""
-        tried = ", ".join(str(k) for k in self.fit_attempts_["n_components"])
-        return f" (tried {tried}; see fit_attempts_)"
+    def _design_note(self) -> str:
+        design = json.loads(self.posterior_.posterior.attrs.get("yieldwise_design", "{}"))
+        if not design:
+            return "given draws"
+        if design["kind"] == "grid":
+            return "grid " + " x ".join(str(g) for g in design["shape"])
+        return "centres placed on the data"
 
     def __repr__(self) -> str:
         return "Transducer(\n  " + "\n  ".join(self._summary_lines()) + "\n)"
@@ -1280,11 +1289,12 @@ def _inference_data(
     y: np.ndarray,
     class_index: np.ndarray,
     columns: tuple[str, ...],
+    design: KernelDesign | None = None,
 ) -> az.InferenceData:
     import arviz as az
 
     from . import __version__
-    from ._stan_data import PRIOR_KEYS
+    from ._stan_data import default_prior
 
     transform = transducer.transform_
     labels = transducer.classes_
@@ -1295,6 +1305,7 @@ def _inference_data(
         "item": np.arange(y.shape[0]),
         "output_column": list(columns),
         "row": np.arange(int(data["N"])),
+        "class_log_odds": _coord_labels(labels)[1:],
     }
     dims = {
         "w": ["component"],
@@ -1307,8 +1318,12 @@ def _inference_data(
         "y_upper": ["row", "output_dim"],
         "cls": ["row"],
         "count": ["row"],
+        "tau_f": ["class_log_odds"],
     }
     posterior = {name: result.draws[name] for name in ("w", "alpha", "mu", "sigma", "log_lik")}
+    # the smoothing sd's: identified parameters, diagnosed with the invariant quantities
+    posterior.update({name: result.draws[name] for name in ("tau_f",)
+                      if name in result.draws})  # fmt: skip
     constant = {name: np.asarray(data[name]) for name in ("y_lower", "y_upper", "cls", "count")}
     settings = transducer.get_params()
     settings["output_transform"] = (
@@ -1316,7 +1331,7 @@ def _inference_data(
         if isinstance(settings["output_transform"], str)
         else list(settings["output_transform"])
     )
-    prior = {k: np.asarray(v).tolist() for k, v in data.items() if k in PRIOR_KEYS}
+    prior = default_prior(design) if design is not None else {}
     attrs = {
         "yieldwise_version": __version__,
         "yieldwise_backend": result.backend,
@@ -1330,6 +1345,7 @@ def _inference_data(
         "yieldwise_transform": transform.to_json(),
         "yieldwise_n_calibration": int(y.shape[0]),
         "yieldwise_seed_used": int(result.settings["seed"]),
+        "yieldwise_design": json.dumps(design.record() if design is not None else {}),
     }
     idata = az.from_dict(
         posterior=posterior,
@@ -1350,51 +1366,34 @@ def _at_even_ranks(rows: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
     return rows[order[np.linspace(0, len(key) - 1, n).round().astype(int)]]
 
 
-def component_ladder(n_components: Any) -> tuple[int, ...]:
-    """The numbers of components ``fit`` tries, in order, for an ``n_components`` value."""
+def _check_components(n_components: Any) -> int | None:
+    """The number of kernels asked for: None for "auto", else a positive int."""
     if isinstance(n_components, str):
         if n_components != "auto":
             raise ValueError(
-                f'n_components must be "auto", a positive int or a sequence of them, '
-                f"found {n_components!r}"
+                f'n_components must be "auto" or a positive int, found {n_components!r}'
             )
-        return AUTO_COMPONENTS
+        return None
     if isinstance(n_components, Iterable):
-        ladder = tuple(check_positive_int(k, "n_components") for k in n_components)
-        if not ladder or len(set(ladder)) != len(ladder):
-            raise ValueError(
-                f"n_components must be a non-empty sequence of distinct positive ints, "
-                f"found {list(ladder)}"
-            )
-        return ladder
-    return (check_positive_int(n_components, "n_components"),)
-
-
-@dataclass
-class _Attempt:
-    """One fit of the component ladder: what ran, what it warned, how it went."""
-
-    k: int
-    result: Any
-    data: dict[str, Any]
-    warnings: list[warnings.WarningMessage]
-    record: dict[str, Any]
-
-    def badness(self) -> tuple[int, int]:
-        """Sort key: sampler_ok fits first, then the fewest problems (ties: ladder order)."""
-        r = self.record
-        return (
-            0 if r["sampler_ok"] else 1,
-            r["divergences"] + r["max_treedepth_hits"] + r["invariants_off"],
+        raise ValueError(
+            f"n_components must be \"auto\" or a positive int, found {n_components!r}: the "
+            "ladder of component counts is gone with the fixed-kernel model (docs/model.md)"
         )
+    return check_positive_int(n_components, "n_components")
 
-    def problems(self) -> str:
-        r = self.record
-        return (
-            f"{r['divergences']} divergences, {r['max_treedepth_hits']} tree-depth hits, "
-            f"{r['invariants_off']} invariant quantities off R-hat/ESS, "
-            f"E-BFMI min {r['ebfmi_min']}"
-        )
+
+def _merged_rows(
+    class_index: np.ndarray, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray
+) -> dict[str, Any]:
+    """The calibration rows merged as the Stan data has them (kept with a transducer)."""
+    from ._stan_data import merge_rows
+
+    d = lower.shape[1]
+    cls, bounds, count = merge_rows(class_index, np.hstack([lower, upper]))
+    return {
+        "N": int(cls.size), "cls": cls + 1, "count": count, "y_lower": bounds[:, :d],
+        "y_upper": bounds[:, d:], "censored": np.asarray(censored),
+    }  # fmt: skip
 
 
 def _jsonable(value: Any) -> Any:

@@ -195,12 +195,44 @@ class OutputTransform:
 
     @classmethod
     def from_json(cls, text: str) -> OutputTransform:
+        """The transform recorded by :meth:`to_json`, checked (ValueError names the field)."""
         record = json.loads(text)
+        if not isinstance(record, dict):
+            raise ValueError(f"expected a JSON object, found {type(record).__name__}")
+        missing = [k for k in ("kind", "columns", "resolution", "squeeze_n") if k not in record]
+        if missing:
+            raise ValueError(f"the transform record lacks {missing}")
+        kind, columns = record["kind"], record["columns"]
+        resolution, squeeze_n = record["resolution"], record["squeeze_n"]
+        if not isinstance(kind, list) or not isinstance(columns, list) or not columns:
+            raise ValueError(
+                f"kind and columns must be non-empty lists, found {kind!r}, {columns!r}"
+            )
+        if kind != ["simplex"] and (
+            len(kind) != len(columns) or any(k not in _KINDS[:3] for k in kind)
+        ):
+            raise ValueError(
+                f"kind must be ['simplex'] or one of {list(_KINDS[:3])} per column "
+                f"({len(columns)}), found {kind!r}"
+            )
+        if kind == ["simplex"] and len(columns) < 2:
+            raise ValueError(f"a simplex transform needs at least 2 columns, found {columns!r}")
+        if not isinstance(resolution, list) or len(resolution) != len(columns) or any(
+            h is not None and (isinstance(h, bool) or not isinstance(h, int | float)
+                               or not np.isfinite(h) or h <= 0)
+            for h in resolution
+        ):  # fmt: skip
+            raise ValueError(
+                f"resolution must give null or a positive spacing per column ({len(columns)}), "
+                f"found {resolution!r}"
+            )
+        if isinstance(squeeze_n, bool) or not isinstance(squeeze_n, int) or squeeze_n < 2:
+            raise ValueError(f"squeeze_n must be an integer >= 2, found {squeeze_n!r}")
         return cls(
-            kind=tuple(record["kind"]),
-            columns=tuple(record["columns"]),
-            resolution=tuple(record["resolution"]),
-            squeeze_n=int(record["squeeze_n"]),
+            kind=tuple(kind),
+            columns=tuple(str(c) for c in columns),
+            resolution=tuple(None if h is None else float(h) for h in resolution),
+            squeeze_n=squeeze_n,
         )
 
 
@@ -210,6 +242,8 @@ def _forward_column(kind: str, y: np.ndarray, squeeze: Any) -> np.ndarray:
     if kind == "log":
         with np.errstate(divide="ignore"):
             return np.log(y)
+    if kind != "logit":
+        raise ValueError(f"unknown output transform kind {kind!r}; known: {list(_KINDS)}")
     return logit(squeeze(y, 2))
 
 

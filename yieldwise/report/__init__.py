@@ -78,6 +78,7 @@ Several data sets replace ``[data]`` by one ``[[data]]`` table each, with a ``na
 from __future__ import annotations
 
 from .config import (
+    DATASETS,
     ConfigError,
     DataSource,
     ReportConfig,
@@ -89,6 +90,7 @@ from .config import _check_sampler as _check_sampler  # `yieldwise fit` checks w
 from .job import Verdict, run_report, verdicts
 
 __all__ = [
+    "DATASETS",
     "ConfigError",
     "DataSource",
     "ReportConfig",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,11 @@ import numpy as np
 import pandas as pd
 
 from .._files import read_table
+from ..datasets import load_digits_binary, load_digits_ten, load_digits_three
 from ..utility import UtilityMatrix
 
 __all__ = [
+    "DATASETS",
     "ConfigError",
     "DataSource",
     "ReportConfig",
@@ -35,7 +38,12 @@ __all__ = [
 
 #: Settings of a Transducer that a report sets per classifier or itself, not in [sampler].
 _NOT_SAMPLER = {"output_transform", "resolution", "progress"}
-_SHIPPED = ("digits_binary", "digits_three")
+#: The shipped calibration sets a configuration can name as ``dataset``.
+DATASETS: dict[str, Callable[[], pd.DataFrame]] = {
+    "digits_binary": load_digits_binary,
+    "digits_three": load_digits_three,
+    "digits_ten": load_digits_ten,
+}
 
 
 def _sampler_keys() -> set[str]:
@@ -66,11 +74,8 @@ class DataSource:
         return str(self.calibration) if self.calibration is not None else str(self.dataset)
 
     def read(self, config_path: Path) -> pd.DataFrame:
-        from ..datasets import load_digits_binary, load_digits_three
-
         if self.dataset is not None:
-            loaders = {"digits_binary": load_digits_binary, "digits_three": load_digits_three}
-            return loaders[self.dataset]()
+            return DATASETS[self.dataset]()
         assert self.calibration is not None  # one of the two, checked by load_config
         try:
             return read_table(self.calibration)
@@ -258,7 +263,7 @@ def _check_sampler(
     line and are named as its options (``--chains``).
     """
     from ..backends import get_backend
-    from ..transducer import component_ladder
+    from ..transducer import _check_components
 
     def key(name: str) -> str:
         return f"--{name}" if overrides and name in overrides else f"{where}.{name}"
@@ -276,7 +281,7 @@ def _check_sampler(
             raise ConfigError(f"{key('adapt_delta')}: expected a number in (0, 1), found {value!r}")
     if "n_components" in sampler:
         try:
-            component_ladder(sampler["n_components"])
+            _check_components(sampler["n_components"])
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"{key('n_components')}: {exc}") from None
     if "backend" in sampler:
@@ -463,16 +468,16 @@ def _data_sources(raw: dict[str, Any], path: Path) -> tuple[list[DataSource], bo
         if ("calibration" in table) == ("dataset" in table):
             raise ConfigError(
                 f"{where} needs exactly one of 'calibration' (a CSV file) "
-                "or 'dataset' (digits_binary or digits_three)"
+                f"or 'dataset' ({', '.join(DATASETS)})"
             )
         calibration = dataset = None
         if "calibration" in table:
             calibration = path.parent / _need(table, "calibration", str, where)
         else:
             dataset = _need(table, "dataset", str, where)
-            if dataset not in _SHIPPED:
+            if dataset not in DATASETS:
                 raise ConfigError(
-                    f"{where}.dataset: expected 'digits_binary' or 'digits_three', "
+                    f"{where}.dataset: expected one of {', '.join(map(repr, DATASETS))}, "
                     f"found {dataset!r}"
                 )
         class_col = _need(table, "class_col", str, where)

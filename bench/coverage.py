@@ -1,0 +1,693 @@
+"""Coverage of the transducer's bands and long-run-utility intervals, with its sampler's health.
+
+For every panel problem (bench/_problems.py's ``PANEL``), calibration size and repetition:
+a fresh calibration set drawn with a seed derived from (seed, problem, size, repetition), a
+``yieldwise.Transducer`` fitted with its default settings, and three records:
+
+* **bands**: ``Transducer.predict_interval`` at 50, 75 and 95 % for ``p(c | y)`` at nine
+  fixed outputs (the cells at the 5 %, ..., 95 % quantiles of the output law, as
+  bench/decision_quality.py's coverage stage picks them), class 1 of a binary problem and
+  every class of a multi-class one, against the exact truth ``problem.truth()``. Hits are
+  counted at the outputs whose true probability lies in [0.001, 0.999] (the goal's count:
+  a band cannot be asked to straddle 1e-5 to the fifth decimal) and at all outputs;
+* **long-run intervals**: central 50, 75 and 95 % intervals of ``yieldwise.long_run_utility``
+  draws against the true long-run utility of the rule the transducer sets (its
+  maximum-expected-utility decisions at every cell of the problem's partition, scored under
+  the exact joint masses: ``decision_quality.long_run``), for the four named binary
+  matrices, or four seeded random C x C matrices of a C-class problem;
+* **the sampler**: seconds, divergent transitions and tree-depth hits
+  (``Transducer.sampler_summary()``), the worst R-hat and the lowest bulk ESS
+  (``Transducer.diagnostics()``), and every warning raised.
+
+Goals (issue 16): bands within 5 points of nominal at 50 / 75 / 95 % on every problem and
+size, counted at truths in [0.001, 0.999]; long-run-utility intervals within 7 points; every
+fit clean (0 divergences, 0 tree-depth hits, R-hat <= 1.01, bulk ESS >= 400).
+
+The fits are saved one by one to ``--results``; ``--resume`` skips those already there.
+The loop runs repetition by repetition over all problems and sizes, so a run stopped early
+has every cell measured with fewer repetitions rather than some cells not at all.
+
+Usage (from the repository root)::
+
+    python bench/coverage.py --write                                # the full study
+    python bench/coverage.py --problems votes logistic --sizes 300 --reps 2  # a part
+    python bench/coverage.py --merge A.json B.json --write          # parts run side by side
+    python bench/coverage.py --render --write                       # re-report saved fits
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from collections import Counter
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from _common import write_section, write_whole
+from _problems import PANEL, Problem
+from decision_quality import NAMED, coverage_outputs, long_run, multiclass_matrices
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "coverage.json"
+SECTION = "## Coverage of bands and long-run intervals"
+
+#: Identifies a results file and the layout of its records; checked on load.
+FORMAT = "yieldwise coverage study"
+FORMAT_VERSION = 1
+PROBS = (0.5, 0.75, 0.95)
+#: The goal's bands are counted at outputs whose true probability lies in this range.
+INSIDE = (0.001, 0.999)
+#: Largest allowed gap between coverage and nominal (issue 16, goal 7).
+TOLERANCE = {"bands": 0.05, "long_run": 0.07}
+N_OUTPUTS = 9
+N_MULTICLASS_MATRICES = 4
+#: Seed streams of this study, apart from decision_quality.py's (which use 0-7, 100-101,
+#: 200-201 and 300-301 after the seed).
+SAMPLE_STREAM, MATRIX_STREAM = 700, 701
+#: Float comparisons of a coverage with its goal: 0.75 - 0.70 is 0.05000000000000004.
+_EPS = 1e-9
+
+
+class ResultsError(ValueError):
+    """A results file that is not this study's, of another format version or seed."""
+
+
+# ------------------------------------------------------------------ one fit
+def sample_seed(seed: int, index: int, n: int, rep: int) -> list[int]:
+    """Entropy of the calibration set of problem ``index`` (its place in ``PANEL``)."""
+    return [seed, SAMPLE_STREAM, index, n, rep]
+
+
+def fit_seed(seed: int, index: int, n: int, rep: int) -> int:
+    """The transducer's seed, derived from the same four numbers (below 2**31 - 1)."""
+    state = np.random.SeedSequence([*sample_seed(seed, index, n, rep), 1]).generate_state(1)
+    return int(state[0]) % (2**31 - 1)
+
+
+def utility_matrices(problem: Problem, index: int, seed: int) -> tuple[np.ndarray, list[str]]:
+    """The four named binary matrices, or four seeded random C x C ones (entries on [0, 1])."""
+    if problem.n_classes == 2:
+        return np.array(list(NAMED.values()), float), list(NAMED)
+    rng = np.random.default_rng([seed, MATRIX_STREAM, index])
+    return multiclass_matrices(rng, N_MULTICLASS_MATRICES, problem.n_classes)
+
+
+def shown_classes(n_classes: int) -> list[int]:
+    """Classes whose bands are checked: class 1 of a binary problem, else every class."""
+    return [1] if n_classes == 2 else list(range(n_classes))
+
+
+def measure(problem: Problem, transducer: Any, picks: np.ndarray, matrices: np.ndarray) -> dict:
+    """Bands at the outputs ``picks`` (cell indices) and long-run intervals, with the truth.
+
+    ``transducer`` is fitted to labels ``0 .. C - 1`` of ``problem``. Returns the bounds
+    themselves, so that hits can be recounted under any rule (:func:`band_counts`).
+    """
+    from yieldwise import long_run_utility
+
+    n_classes = problem.n_classes
+    if tuple(transducer.classes_) != tuple(range(n_classes)):
+        raise ValueError(
+            f"transducer must be fitted to the classes 0 .. {n_classes - 1} of problem "
+            f"{problem.name!r}, found classes {list(transducer.classes_)}"
+        )
+    shown = shown_classes(n_classes)
+    at = pd.DataFrame(problem.cells[picks], columns=problem.columns)
+    bands: dict[str, Any] = {
+        "outputs": problem.cells[picks].tolist(),
+        "classes": shown,
+        "truth": problem.truth()[picks][:, shown].tolist(),
+        "lower": {},
+        "upper": {},
+    }
+    for p in PROBS:
+        band = transducer.predict_interval(at, prob=p)
+        bands["lower"][str(p)] = band["lower"].values[:, shown].tolist()
+        bands["upper"][str(p)] = band["upper"].values[:, shown].tolist()
+    bands["mean"] = band["mean"].values[:, shown].tolist()
+    # the rule the transducer sets, scored exactly under the truth
+    p_hat = transducer.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
+    truth = long_run(p_hat, problem.joint(), matrices)
+    draws = long_run_utility(transducer, matrices).transpose("chain", "draw", "matrix")
+    values = draws.values.reshape(-1, len(matrices))
+    intervals: dict[str, Any] = {
+        "truth": truth.tolist(),
+        "mean": values.mean(axis=0).tolist(),
+        "lower": {},
+        "upper": {},
+        "integration_error_draws": np.asarray(draws["integration_error_draws"]).tolist(),
+    }
+    for p in PROBS:
+        low, high = np.quantile(values, [(1 - p) / 2, (1 + p) / 2], axis=0)
+        intervals["lower"][str(p)], intervals["upper"][str(p)] = low.tolist(), high.tolist()
+    return {"bands": bands, "long_run": intervals}
+
+
+def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
+    """Seconds, divergences, tree-depth hits, worst R-hat, lowest bulk ESS, warnings."""
+    info = transducer.sampler_summary()
+    table = transducer.diagnostics()
+    attrs = transducer.posterior_.posterior.attrs
+    return {
+        "seconds": float(seconds),
+        "sampling_seconds": float(info["sampling_seconds"]),
+        "divergent": int(info["divergent"]),
+        "treedepth": int(info["max_treedepth_hits"]),
+        "transitions": int(info["chains"] * info["draws"]),
+        # None when any value is not finite: reported as n/a and as not clean, never hidden
+        "max_rhat": _finite(table["r_hat"].to_numpy(float), np.max),
+        "min_ess_bulk": _finite(table["ess_bulk"].to_numpy(float), np.min),
+        "components": int(transducer.n_components_),
+        "backend": str(attrs.get("yieldwise_backend", "")),
+        "backend_version": str(attrs.get("yieldwise_backend_version", "")),
+        "stan_version": str(attrs.get("yieldwise_stan_version", "")),
+        "settings": {
+            k: transducer.get_params()[k]
+            for k in ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")
+        },
+        "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+    }
+
+
+def _finite(values: np.ndarray, reduce) -> float | None:
+    """``reduce`` of the values, or None when any is not finite (JSON has no NaN)."""
+    return float(reduce(values)) if values.size and np.isfinite(values).all() else None
+
+
+def run_fit(problem: Problem, index: int, n: int, rep: int, seed: int) -> dict:
+    """Sample a calibration set, fit a default transducer, and measure it."""
+    from yieldwise import Transducer
+
+    outputs, labels = problem.sample(n, np.random.default_rng(sample_seed(seed, index, n, rep)))
+    seed_used = fit_seed(seed, index, n, rep)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        transducer = Transducer(seed=seed_used, progress=False).fit(
+            pd.DataFrame(outputs, columns=problem.columns), labels
+        )
+    seconds = time.perf_counter() - started
+    matrices, names = utility_matrices(problem, index, seed)
+    with warnings.catch_warnings(record=True) as later:
+        warnings.simplefilter("always")
+        record = measure(problem, transducer, coverage_outputs(problem, N_OUTPUTS), matrices)
+    record["long_run"]["matrices"] = names
+    return {
+        "problem": problem.name,
+        "n": n,
+        "rep": rep,
+        "fit_seed": seed_used,
+        **record,
+        "sampler": sampler_record(transducer, seconds, caught),
+        "measure_warnings": [f"{w.category.__name__}: {w.message}" for w in later],
+    }
+
+
+# ------------------------------------------------------------------ counting
+def band_counts(record: dict, prob: float, inside_only: bool) -> tuple[int, int]:
+    """(hits, checks) of one fit's bands at level ``prob``: ``lower <= truth <= upper``.
+
+    ``inside_only``: count only the (output, class) checks whose truth lies in ``INSIDE``.
+    """
+    bands = record["bands"]
+    truth = np.asarray(bands["truth"], float)
+    lower = np.asarray(bands["lower"][str(prob)], float)
+    upper = np.asarray(bands["upper"][str(prob)], float)
+    hit = (lower <= truth) & (truth <= upper)
+    keep = (truth >= INSIDE[0]) & (truth <= INSIDE[1]) if inside_only else np.ones_like(hit)
+    return int(hit[keep].sum()), int(keep.sum())
+
+
+def interval_counts(record: dict, prob: float) -> tuple[int, int]:
+    """(hits, checks) of one fit's long-run intervals at level ``prob``."""
+    r = record["long_run"]
+    truth = np.asarray(r["truth"], float)
+    lower, upper = np.asarray(r["lower"][str(prob)]), np.asarray(r["upper"][str(prob)])
+    hit = (lower <= truth) & (truth <= upper)
+    return int(hit.sum()), int(truth.size)
+
+
+def goal_met(counts: dict[float, tuple[int, int]], tolerance: float) -> bool | None:
+    """Coverage within ``tolerance`` of nominal at every level; None without checks."""
+    if any(checks == 0 for _, checks in counts.values()):
+        return None
+    return all(abs(h / c - p) <= tolerance + _EPS for p, (h, c) in counts.items())
+
+
+def standard_error(prob: float, checks: int) -> float:
+    """Binomial standard error of a coverage measured on ``checks`` independent checks
+    of intervals whose true coverage is the nominal ``prob``."""
+    return float(np.sqrt(prob * (1 - prob) / checks)) if checks else float("nan")
+
+
+def is_clean(sampler: dict) -> bool:
+    """Goal 3's fit: no divergence, no tree-depth hit, R-hat <= 1.01, bulk ESS >= 400."""
+    from yieldwise.transducer import ESS_MIN, RHAT_MAX
+
+    return (
+        sampler["divergent"] == 0
+        and sampler["treedepth"] == 0
+        and sampler["max_rhat"] is not None
+        and sampler["max_rhat"] <= RHAT_MAX
+        and sampler["min_ess_bulk"] is not None
+        and sampler["min_ess_bulk"] >= ESS_MIN
+    )
+
+
+def summarise(fits: dict) -> dict[tuple[str, int], dict]:
+    """Per (problem, size), in panel order then size: pooled counts and the sampler's totals."""
+    order = {make().name: i for i, make in enumerate(PANEL)}
+    cells: dict[tuple[str, int], list[dict]] = {}
+    for record in fits.values():
+        cells.setdefault((record["problem"], int(record["n"])), []).append(record)
+    out = {}
+    for key in sorted(cells, key=lambda k: (order.get(k[0], len(order)), k[0], k[1])):
+        records = cells[key]
+
+        def pooled(count, records=records) -> dict[float, tuple[int, int]]:
+            return {
+                p: tuple(int(x) for x in np.sum([count(r, p) for r in records], axis=0))
+                for p in PROBS
+            }
+
+        samplers = [r["sampler"] for r in records]
+        rhats = [s["max_rhat"] for s in samplers]
+        esses = [s["min_ess_bulk"] for s in samplers]
+        seconds = [s["seconds"] for s in samplers]
+        out[key] = {
+            "fits": len(records),
+            "bands_inside": pooled(lambda r, p: band_counts(r, p, inside_only=True)),
+            "bands_all": pooled(lambda r, p: band_counts(r, p, inside_only=False)),
+            "long_run": pooled(interval_counts),
+            "divergent": sum(s["divergent"] for s in samplers),
+            "treedepth": sum(s["treedepth"] for s in samplers),
+            "max_rhat": None if None in rhats else max(rhats),
+            "min_ess_bulk": None if None in esses else min(esses),
+            "clean": sum(is_clean(s) for s in samplers),
+            "median_seconds": float(np.median(seconds)),
+            "max_seconds": float(np.max(seconds)),
+            "median_sampling_seconds": float(np.median([s["sampling_seconds"] for s in samplers])),
+            "warned": sum(bool(s["warnings"]) for s in samplers),
+        }
+    return out
+
+
+# ------------------------------------------------------------------ results files
+def new_results(seed: int) -> dict:
+    return {"format": FORMAT, "version": FORMAT_VERSION, "seed": seed, "fits": {}, "runs": []}
+
+
+def load_results(path: Path) -> dict:
+    """A results file, its format and version checked."""
+    try:
+        results = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as error:
+        raise ResultsError(f"results file {path} is not valid JSON ({error})") from None
+    found = (results.get("format"), results.get("version")) if isinstance(results, dict) else None
+    if found != (FORMAT, FORMAT_VERSION):
+        raise ResultsError(
+            f"results file {path} must be a {FORMAT!r} file of version {FORMAT_VERSION}, "
+            f"found format/version {found}; rerun the study or use the script of that version"
+        )
+    return results
+
+
+def save_results(results: dict, path: Path) -> None:
+    write_whole(Path(path), json.dumps(results, allow_nan=False))
+
+
+def merge(parts: list[tuple[str, dict]]) -> dict:
+    """Fits of several results files (``(name, results)``) as one; the runs are listed.
+
+    Every part must share the seed; a fit present in two parts must be the same record.
+    """
+    seeds = {name: part["seed"] for name, part in parts}
+    if len(set(seeds.values())) > 1:
+        raise ResultsError(f"merged results files must share one seed, found {seeds}")
+    merged = new_results(next(iter(seeds.values())))
+    origin: dict[str, str] = {}
+    for name, part in parts:
+        for key, record in part["fits"].items():
+            if key in merged["fits"] and merged["fits"][key] != record:
+                raise ResultsError(
+                    f"fit {key!r} differs between {origin[key]} and {name}; merge files whose "
+                    "fits were run once each (they were split with --problems or --sizes)"
+                )
+            merged["fits"][key], origin[key] = record, name
+        merged["runs"] += [run for run in part["runs"] if run not in merged["runs"]]
+    return merged
+
+
+def _run_record(command: str, seconds: float, fitted: int) -> dict:
+    import arviz
+
+    import yieldwise
+
+    return {
+        "command": command,
+        "date": str(date.today()),
+        "cores": os.cpu_count(),
+        "machine": f"{platform.system()} {platform.machine()}",
+        "versions": {
+            "yieldwise": yieldwise.__version__,
+            "Python": platform.python_version(),
+            "numpy": np.__version__,
+            "ArviZ": arviz.__version__,
+        },
+        "seconds": seconds,
+        "fits": fitted,
+    }
+
+
+def compile_model() -> None:
+    """Compile the Stan program (or load it from the cache) before any fit is timed, so
+    that the first fit's seconds do not include the compilation."""
+    from yieldwise.backends import get_backend, stan_file
+
+    get_backend("auto").compile(stan_file("transducer"))
+
+
+def run(
+    results: dict,
+    problems: list[tuple[int, Problem]],
+    sizes: list[int],
+    reps: int,
+    save,
+    fit=None,
+) -> int:
+    """Fit every (repetition, problem, size) not in ``results["fits"]``; ``save()`` after each.
+
+    Returns the number of fits made. ``problems`` pairs each problem with its index in
+    ``PANEL`` (the seeds use it, so a subset reproduces the full study's fits); ``fit``
+    defaults to :func:`run_fit`.
+    """
+    fit = run_fit if fit is None else fit
+    fitted = 0
+    for rep in range(reps):
+        for index, problem in problems:
+            for n in sizes:
+                key = f"{problem.name}|{n}|{rep}"
+                if key in results["fits"]:
+                    continue
+                record = fit(problem, index, n, rep, results["seed"])
+                results["fits"][key] = record
+                fitted += 1
+                save()
+                s = record["sampler"]
+                print(
+                    f"{problem.name:>12} n={n:>5} rep {rep + 1}/{reps}: {s['seconds']:.0f} s, "
+                    f"{s['divergent']} divergent, {s['treedepth']} tree-depth hits, "
+                    f"R-hat {s['max_rhat']}, ESS {s['min_ess_bulk']}",
+                    flush=True,
+                )
+    return fitted
+
+
+# ------------------------------------------------------------------ report
+def _percent(counts: tuple[int, int], prob: float) -> str:
+    hits, checks = counts
+    if not checks:
+        return "n/a"
+    return f"{100 * hits / checks:.0f} ({100 * standard_error(prob, checks):.1f})"
+
+
+def _verdict(met: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "n/a (no checks)"}[met]
+
+
+def _worst_gap(summary: dict, kind: str) -> tuple[float, str]:
+    """Largest |coverage - nominal| in points over the cells, and where."""
+    worst, where = -1.0, ""
+    for (name, n), cell in summary.items():
+        for p, (h, c) in cell[kind].items():
+            if c and abs(h / c - p) > worst:
+                worst, where = abs(h / c - p), f"{name}, n = {n}, {100 * p:.0f} %"
+    return 100 * worst, where
+
+
+def goal_result(summary: dict, kind: str, tolerance: float) -> str:
+    """Whether every problem-size cell meets the goal, how many do, and the largest gap."""
+    verdicts = [goal_met(cell[kind], tolerance) for cell in summary.values()]
+    met = sum(v is True for v in verdicts)
+    assessed = sum(v is not None for v in verdicts)
+    gap, where = _worst_gap(summary, kind)
+    return (
+        f"{'met' if met == len(verdicts) else 'not met'}: {met} of {len(verdicts)} "
+        f"problem-size cells ({len(verdicts) - assessed} without checks); largest gap "
+        f"{gap:.1f} points ({where})"
+    )
+
+
+def _commands(runs: list[dict]) -> str:
+    commands = list(dict.fromkeys(r["command"] for r in runs))
+    dates = sorted({r["date"] for r in runs})
+    cores = sorted({r["cores"] for r in runs})
+    machines = sorted({r["machine"] for r in runs})
+    versions: dict[str, list[str]] = {}
+    for r in runs:
+        for k, v in r["versions"].items():
+            versions.setdefault(k, [])
+            if v not in versions[k]:
+                versions[k].append(v)
+    said = "Command" if len(commands) == 1 else "Commands, run as separate processes"
+    text = f"{said}: " + "; ".join(f"`{c}`" for c in commands)
+    if len(commands) > 1:
+        text += ", combined with `python bench/coverage.py --merge FILE ... --write`"
+    minutes = sum(r["seconds"] for r in runs) / 60
+    return (
+        f"{text} ({' to '.join(dict.fromkeys([dates[0], dates[-1]]))}, "
+        f"{'/'.join(map(str, cores))} cores, {', '.join(machines)}; "
+        + ", ".join(f"{k} {'/'.join(v)}" for k, v in versions.items())
+        + f"; {minutes:.0f} min of computing in all)."
+    )
+
+
+def render(results: dict) -> str:
+    fits = results["fits"]
+    summary = summarise(fits)
+    samplers = [r["sampler"] for r in fits.values()]
+    backends = sorted({_backend_text(s) for s in samplers})
+    settings = sorted({json.dumps(s["settings"], sort_keys=True) for s in samplers})
+    reps = sorted({cell["fits"] for cell in summary.values()})
+    lines = [
+        SECTION,
+        "",
+        _commands(results["runs"]) + f" Backend: {', '.join(backends)}; seed {results['seed']}.",
+        "",
+        f"Each fit: a fresh calibration set, a `Transducer` with the default settings "
+        f"({'; '.join(_settings_text(s) for s in settings)}); repetitions per problem and size: "
+        f"{'/'.join(map(str, reps))}. Bands: `predict_interval` for p(c | y) at the nine "
+        "cells at the 5 %, ..., 95 % quantiles of the output law (class 1 of a binary "
+        "problem, every class of a multi-class one) against the exact truth. Long-run "
+        "intervals: central intervals of `long_run_utility` draws against the exact long-run "
+        "utility of the rule the transducer sets, for the four named binary matrices (four "
+        "seeded random C x C matrices for a C-class problem). Each entry: coverage in %, "
+        "then in brackets the binomial standard error in points at nominal coverage, taking "
+        "the checks as independent (they are not: the checks of one fit share its "
+        "posterior, so the real spread is larger).",
+        "",
+        "### Bands for p(c | y)",
+        "",
+        f"Counted at outputs whose true probability lies in [{INSIDE[0]}, {INSIDE[1]}] (the "
+        "goal), then at all nine outputs.",
+        "",
+        "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 5 points "
+        "| checks, all outputs | 50 % | 75 % | 95 % |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for (name, n), cell in summary.items():
+        inside, every = cell["bands_inside"], cell["bands_all"]
+        lines.append(
+            f"| {name} | {n} | {cell['fits']} | {inside[0.5][1]} | "
+            + " | ".join(_percent(inside[p], p) for p in PROBS)
+            + f" | {_verdict(goal_met(inside, TOLERANCE['bands']))} | {every[0.5][1]} | "
+            + " | ".join(_percent(every[p], p) for p in PROBS)
+            + " |"
+        )
+    lines += [
+        "",
+        "### Long-run-utility intervals",
+        "",
+        "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 7 points |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for (name, n), cell in summary.items():
+        lr = cell["long_run"]
+        lines.append(
+            f"| {name} | {n} | {cell['fits']} | {lr[0.5][1]} | "
+            + " | ".join(_percent(lr[p], p) for p in PROBS)
+            + f" | {_verdict(goal_met(lr, TOLERANCE['long_run']))} |"
+        )
+    clean = sum(cell["clean"] for cell in summary.values())
+    lines += [
+        "",
+        "### Sampler",
+        "",
+        "Per problem and size, over its fits: divergent transitions and transitions at the "
+        "maximum tree depth (totals), the worst R-hat and the lowest bulk ESS of "
+        "`Transducer.diagnostics()`'s quantities, fits clean on all four, seconds per fit "
+        "(wall clock, fit and diagnostics; processes running side by side slow each other), "
+        "and fits that raised warnings.",
+        "",
+        "| problem | n | fits | divergences | tree-depth hits | worst R-hat | lowest bulk ESS "
+        "| clean fits | median s | max s | median sampling s | fits with warnings |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (name, n), cell in summary.items():
+        rhat, ess = cell["max_rhat"], cell["min_ess_bulk"]
+        lines.append(
+            f"| {name} | {n} | {cell['fits']} | {cell['divergent']} | {cell['treedepth']} | "
+            f"{'n/a' if rhat is None else f'{rhat:.3f}'} | "
+            f"{'n/a' if ess is None else f'{ess:.0f}'} | {cell['clean']} | "
+            f"{cell['median_seconds']:.0f} | {cell['max_seconds']:.0f} | "
+            f"{cell['median_sampling_seconds']:.0f} | {cell['warned']} |"
+        )
+    kinds = Counter(w.split(":")[0] for s in samplers for w in s["warnings"])
+    later = Counter(w.split(":")[0] for r in fits.values() for w in r.get("measure_warnings", []))
+    lines += [
+        "",
+        "Warnings raised by the fits: "
+        + (", ".join(f"{k} x {v}" for k, v in kinds.most_common()) or "none")
+        + "; while measuring (bands, long-run draws): "
+        + (", ".join(f"{k} x {v}" for k, v in later.most_common()) or "none")
+        + ".",
+        "",
+        "### Goals (measured against, not tests)",
+        "",
+        "| goal | result |",
+        "|---|---|",
+        f"| bands within 5 points of nominal (truth in [{INSIDE[0]}, {INSIDE[1]}]) | "
+        f"{goal_result(summary, 'bands_inside', TOLERANCE['bands'])} |",
+        "| long-run-utility intervals within 7 points of nominal | "
+        f"{goal_result(summary, 'long_run', TOLERANCE['long_run'])} |",
+        f"| every fit clean (0 divergences, 0 tree-depth hits, R-hat <= 1.01, bulk ESS "
+        f">= 400) | {'met' if clean == len(samplers) else 'not met'}: {clean} of "
+        f"{len(samplers)} fits |",
+        "",
+        "For information, the bands counted at all outputs, within 5 points of nominal: "
+        f"{goal_result(summary, 'bands_all', TOLERANCE['bands'])}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _backend_text(sampler: dict) -> str:
+    version = sampler["backend_version"]  # e.g. "pystan 3.10.0 (httpstan 4.13.0)"
+    named = version if version.startswith(sampler["backend"]) else f"{sampler['backend']} {version}"
+    return f"{named}, Stan {sampler['stan_version']}"
+
+
+def _settings_text(settings_json: str) -> str:
+    s = json.loads(settings_json)
+    return (
+        f"{s['chains']} chains x {s['draws']} draws after {s['warmup']} warm-up, adapt_delta "
+        f"{s['adapt_delta']}, max_treedepth {s['max_treedepth']}"
+    )
+
+
+# ------------------------------------------------------------------ command line
+def _shown_path(path: Path) -> str:
+    """The results path as the command shows it: relative to the repository when inside."""
+    path = Path(path)
+    if not path.is_absolute():
+        return str(path)
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return path.name
+
+
+def select_problems(names: list[str] | None) -> list[tuple[int, Problem]]:
+    """(index in PANEL, problem) of the named problems, in panel order (all when None)."""
+    panel = [(i, make()) for i, make in enumerate(PANEL)]
+    if names is None:
+        return panel
+    known = [p.name for _, p in panel]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SystemExit(f"--problems: unknown problem(s) {unknown}; the panel has {known}")
+    return [(i, p) for i, p in panel if p.name in names]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problems", nargs="+", default=None, help="panel problems to run")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[300, 1000, 3600])
+    parser.add_argument("--reps", type=int, default=20, help="repetitions per problem and size")
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the results file")
+    parser.add_argument("--resume", action="store_true", help="keep the fits in --results")
+    parser.add_argument("--render", action="store_true", help="report --results only")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", default=None,
+        help="combine these results files into --results, then report",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.reps < 1 or min(args.sizes) < 1:
+        parser.error(f"--reps and --sizes must be positive, found {args.reps} and {args.sizes}")
+    if args.merge:
+        results = merge([(str(path), load_results(path)) for path in args.merge])
+        save_results(results, args.results)
+    elif args.render:
+        results = load_results(args.results)
+    else:
+        problems = select_problems(args.problems)
+        results = new_results(args.seed)
+        if not args.resume and args.results.exists():
+            raise SystemExit(
+                f"--results {args.results} exists; pass --resume to continue it, or choose "
+                "another file (a new run would overwrite its fits)"
+            )
+        if args.resume and args.results.exists():
+            results = load_results(args.results)
+            if results["seed"] != args.seed:
+                raise SystemExit(
+                    f"--seed {args.seed} differs from the seed {results['seed']} of the fits "
+                    f"in {args.results}; resume with --seed {results['seed']}"
+                )
+        command = (
+            "python bench/coverage.py"
+            + (f" --problems {' '.join(args.problems)}" if args.problems else "")
+            + f" --sizes {' '.join(map(str, args.sizes))} --reps {args.reps} --seed {args.seed}"
+            + (f" --results {_shown_path(args.results)}" if args.results != RESULTS else "")
+        )
+        started = time.perf_counter()
+        runs = list(results["runs"])
+
+        def save() -> None:
+            # every save records this run so far, so a stopped run still says what ran
+            record = _run_record(command, time.perf_counter() - started, fitted_so_far())
+            results["runs"] = [*runs, record]
+            save_results(results, args.results)
+
+        before = len(results["fits"])
+
+        def fitted_so_far() -> int:
+            return len(results["fits"]) - before
+
+        wanted = [f"{p.name}|{n}|{rep}" for rep in range(args.reps) for _, p in problems
+                  for n in args.sizes]  # fmt: skip
+        if any(key not in results["fits"] for key in wanted):
+            compile_model()
+        run(results, problems, args.sizes, args.reps, save)
+        if fitted_so_far() == 0:
+            print(f"every fit asked for is already in {args.results}", file=sys.stderr)
+    if not results["fits"]:
+        raise SystemExit(f"no fits in {args.results}: nothing to report")
+    text = render(results)
+    print(text)
+    if args.write:
+        write_section(SECTION, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""The coverage study (bench/coverage.py) without Stan: hits, goals and its results files.
+
+The transducers here are built from given draws whose class probabilities do not depend on
+the output (every component of draw t has the class probabilities ``a_t``), so that each
+draw's ``F_t(c | y)`` is ``a_tc`` everywhere, the bands are quantiles of four known numbers,
+and each draw's long-run utility is ``sum_c a_tc U[d, c]`` for the one decision ``d`` the
+predictive probabilities ``mean_t a_t`` choose: every count below is worked out by hand.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from yieldwise import Transducer
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.fixture(scope="module")
+def cov():
+    pytest.importorskip("sklearn")  # decision_quality.py imports the calibration peers
+    pytest.importorskip("betacal")
+    # loaded from its file: "import coverage" could find the coverage.py package instead
+    spec = importlib.util.spec_from_file_location("bench_coverage", BENCH / "coverage.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(BENCH))  # for its imports of _common, _problems, decision_quality
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+#: p(1 | y) of the four draws, the same at every output; their mean 0.25 is the predictive.
+P1 = np.array([0.1, 0.2, 0.3, 0.4])
+#: Equal-tailed bands of these four numbers (numpy's linear quantiles: position q * 3):
+#: 50 %: q = 0.25, 0.75 -> 0.1 + 0.075, 0.3 + 0.025; 75 %: q = 0.125, 0.875 -> positions
+#: 0.375, 2.625; 95 %: q = 0.025, 0.975 -> positions 0.075, 2.925.
+BANDS = {0.5: (0.175, 0.325), 0.75: (0.1375, 0.3625), 0.95: (0.1075, 0.3925)}
+#: True p(1 | y) at nine equally likely cells (so the nine fixed outputs are cells 0..8).
+TRUTH = np.array([0.0005, 0.12, 0.15, 0.2, 0.25, 0.35, 0.39, 0.5, 0.9995])
+
+
+def given_transducer(p1=P1, classes=2):
+    """Four draws (one chain) of a two-kernel 1-D mixture with p(c | y) = a_t everywhere."""
+    s = len(p1)
+    if classes == 2:
+        a = np.column_stack([1 - p1, p1])
+    else:  # the remaining mass split evenly over the other classes
+        a = np.column_stack([np.repeat((1 - p1)[:, None] / (classes - 1), classes - 1, 1), p1])
+    draws = {
+        "w": np.tile([0.4, 0.6], (1, s, 1)),
+        "alpha": np.repeat(a[None, :, None, :], 2, axis=2),
+        "mu": np.tile(np.array([[-1.0], [1.0]]), (1, s, 1, 1)),
+        "sigma": np.ones((1, s, 2, 1)),
+    }
+    calibration = np.linspace(-3, 3, 30)
+    return Transducer._from_draws(
+        draws, pd.DataFrame({"score": calibration}), np.arange(30) % classes,
+        tuple(range(classes)), output_transform="identity", resolution=None,
+    )  # fmt: skip
+
+
+def nine_cell_problem(cov, truth=TRUTH, name="logistic"):
+    """Nine equally likely outputs -4..4 with the given p(1 | y)."""
+    from _problems import Problem
+
+    joint = np.column_stack([1 - truth, truth]) / truth.size
+    prevalences = joint.sum(axis=0)
+    return Problem(
+        name, "nine cells", prevalences, None, np.linspace(-4, 4, 9)[:, None],
+        joint / prevalences, score=lambda y: y[:, 0],
+        raw_probability=lambda y: np.column_stack([1 - y[:, 0], y[:, 0]]), columns=["score"],
+    )  # fmt: skip
+
+
+def test_nine_outputs_are_the_cells_at_the_quantiles(cov):
+    # cumulative masses 1/9, 2/9, ...: 5 % falls in cell 0, 16.25 % in cell 1, ..., 95 % in 8
+    np.testing.assert_array_equal(cov.coverage_outputs(nine_cell_problem(cov), 9), np.arange(9))
+
+
+def test_measure_records_bands_and_intervals_worked_by_hand(cov):
+    problem = nine_cell_problem(cov)
+    matrices, _ = cov.utility_matrices(problem, 1, 2026)  # the four named binary matrices
+    record = cov.measure(problem, given_transducer(), np.arange(9), matrices)
+    bands = record["bands"]
+    assert bands["classes"] == [1]
+    np.testing.assert_allclose(np.ravel(bands["truth"]), TRUTH, rtol=1e-12)
+    for p, (low, high) in BANDS.items():
+        np.testing.assert_allclose(bands["lower"][str(p)], np.full((9, 1), low), rtol=1e-9)
+        np.testing.assert_allclose(bands["upper"][str(p)], np.full((9, 1), high), rtol=1e-9)
+    # Hits (lower <= truth <= upper); 0.0005 and 0.9995 lie outside [0.001, 0.999]:
+    #   50 % [0.175, 0.325]: 0.2, 0.25                       -> 2 of 7 inside, 2 of 9
+    #   75 % [0.1375, 0.3625]: 0.15, 0.2, 0.25, 0.35          -> 4 of 7, 4 of 9
+    #   95 % [0.1075, 0.3925]: 0.12, ..., 0.39 (not 0.5)      -> 6 of 7, 6 of 9
+    for p, hits in ((0.5, 2), (0.75, 4), (0.95, 6)):
+        assert cov.band_counts(record, p, inside_only=True) == (hits, 7)
+        assert cov.band_counts(record, p, inside_only=False) == (hits, 9)
+    # Long run. r_1 = sum(TRUTH) / 9 = 2.96 / 9; the predictive p(1 | y) = 0.25 everywhere
+    # picks one decision per matrix (rows: decisions; columns: classes):
+    #   [[1,0],[0,1]]:     0.75 vs 0.25  -> 0: truth r_0,     draws a_t0 = 0.9 .. 0.6
+    #   [[1,-10],[0,10]]: -1.75 vs 2.5   -> 1: truth 10 r_1,  draws 10 a_t1 = 1 .. 4
+    #   [[1,0],[-10,10]]:  0.75 vs -5    -> 0: truth r_0,     draws a_t0
+    #   [[10,0],[-10,1]]:  7.5 vs -7.25  -> 0: truth 10 r_0,  draws 10 a_t0 = 9 .. 6
+    r1 = 2.96 / 9
+    long_run = record["long_run"]
+    np.testing.assert_allclose(long_run["truth"], [1 - r1, 10 * r1, 1 - r1, 10 * (1 - r1)])
+    scale = np.array([1, 10, 1, 10])
+    for p, (low, high) in BANDS.items():
+        # a_t0 = 1 - a_t1: its band is (1 - high, 1 - low)
+        expected_low = np.where([1, 0, 1, 1], 1 - high, low) * scale
+        expected_high = np.where([1, 0, 1, 1], 1 - low, high) * scale
+        np.testing.assert_allclose(long_run["lower"][str(p)], expected_low, rtol=1e-6)
+        np.testing.assert_allclose(long_run["upper"][str(p)], expected_high, rtol=1e-6)
+    # truths 0.671, 3.289, 0.671, 6.711 against 50 % [0.675, 0.825], [1.75, 3.25],
+    # [0.675, 0.825], [6.75, 8.25]: all just outside; the 75 and 95 % intervals hold all four
+    assert [cov.interval_counts(record, p) for p in cov.PROBS] == [(0, 4), (4, 4), (4, 4)]
+
+
+def test_multiclass_checks_every_class(cov):
+    from _problems import Problem
+
+    # three classes, nine equally likely cells; p(2 | y) = TRUTH, the rest split evenly
+    probs = np.column_stack([(1 - TRUTH) / 2, (1 - TRUTH) / 2, TRUTH])
+    joint = probs / 9
+    problem = Problem(
+        "three", "", joint.sum(axis=0), None, np.linspace(-4, 4, 9)[:, None],
+        joint / joint.sum(axis=0), score=lambda y: y, raw_probability=lambda y: y,
+        columns=["score"],
+    )  # fmt: skip
+    matrices, names = cov.utility_matrices(problem, 6, 2026)
+    assert matrices.shape == (4, 3, 3) and names == [f"random {i}" for i in range(4)]
+    record = cov.measure(problem, given_transducer(classes=3), np.arange(9), matrices)
+    assert record["bands"]["classes"] == [0, 1, 2]
+    # class 2: the binary case's bands; classes 0 and 1: p = (1 - a_t1) / 2 = 0.45 .. 0.3,
+    # bands (1 - high) / 2 .. (1 - low) / 2, e.g. 50 %: [0.3375, 0.4125]
+    np.testing.assert_allclose(np.array(record["bands"]["lower"]["0.5"])[:, 0], 0.3375)
+    # at the 50 % level the classes 0 and 1 truths (1 - TRUTH) / 2 =
+    # 0.49975, 0.44, 0.425, 0.4, 0.375, 0.325, 0.305, 0.25, 0.00025: 0.4 and 0.375 are inside
+    # [0.3375, 0.4125], for each of the two classes; class 2 adds 2 (as above). The checks
+    # inside [0.001, 0.999]: 9 + 9 - 1 (0.00025) for classes 0 and 1, 7 for class 2.
+    assert cov.band_counts(record, 0.5, inside_only=True) == (2 + 2 + 2, 8 + 8 + 7)
+    assert cov.band_counts(record, 0.5, inside_only=False) == (6, 27)
+
+
+def test_band_counts_leave_out_hits_outside_the_range(cov):
+    record = {
+        "bands": {
+            "truth": [[0.0004], [0.5], [0.9999], [0.001]],
+            "lower": {"0.5": [[0.0], [0.6], [0.99], [0.001]]},
+            "upper": {"0.5": [[0.001], [0.7], [1.0], [0.002]]},
+        }
+    }
+    # hits: 0.0004 (outside the range), 0.9999 (outside), 0.001 (on the lower bound, inside)
+    assert cov.band_counts(record, 0.5, inside_only=False) == (3, 4)
+    assert cov.band_counts(record, 0.5, inside_only=True) == (1, 2)
+
+
+def test_goal_logic(cov):
+    assert cov.goal_met({0.5: (45, 100), 0.75: (80, 100), 0.95: (90, 100)}, 0.05) is True
+    assert cov.goal_met({0.5: (44, 100), 0.75: (75, 100), 0.95: (95, 100)}, 0.05) is False
+    assert cov.goal_met({0.5: (50, 100), 0.75: (75, 100), 0.95: (89, 100)}, 0.05) is False
+    assert cov.goal_met({0.5: (57, 100), 0.75: (68, 100), 0.95: (88, 100)}, 0.07) is True
+    assert cov.goal_met({0.5: (58, 100), 0.75: (75, 100), 0.95: (95, 100)}, 0.07) is False
+    assert cov.goal_met({0.5: (0, 0), 0.75: (0, 0), 0.95: (0, 0)}, 0.05) is None
+    assert cov.standard_error(0.5, 100) == pytest.approx(0.05)
+    assert cov.standard_error(0.95, 19) == pytest.approx(0.05)
+
+
+def test_is_clean(cov):
+    good = {"divergent": 0, "treedepth": 0, "max_rhat": 1.01, "min_ess_bulk": 400.0}
+    assert cov.is_clean(good)
+    for change in ({"divergent": 1}, {"treedepth": 3}, {"max_rhat": 1.011},
+                   {"min_ess_bulk": 399.0}, {"max_rhat": None}):  # fmt: skip
+        assert not cov.is_clean({**good, **change})
+
+
+SAMPLER_META = {
+    "settings": {"chains": 1, "warmup": 0, "draws": 4, "adapt_delta": 0.8, "max_treedepth": 10},
+    "backend": "given-draws", "backend_version": "-", "stan_version": "-",
+}  # fmt: skip
+
+
+def fake_record(cov, problem_name, n, rep, hits50):
+    """A fit record whose 50 % band holds the truth at ``hits50`` of 10 outputs; 75 and
+    95 % hold it everywhere, the long-run intervals always."""
+    truth = np.full((10, 1), 0.3)
+    lower = {
+        "0.5": np.where(np.arange(10)[:, None] < hits50, 0.2, 0.4).tolist(),
+        "0.75": np.full((10, 1), 0.1).tolist(),
+        "0.95": np.full((10, 1), 0.0).tolist(),
+    }
+    upper = {p: np.full((10, 1), 0.5).tolist() for p in ("0.5", "0.75", "0.95")}
+    sampler = {
+        "seconds": 10.0 + rep,
+        "sampling_seconds": 8.0,
+        "divergent": rep,
+        "treedepth": 0,
+        "max_rhat": 1.001 + rep / 100,
+        "min_ess_bulk": 900.0 - rep,
+        "warnings": ["SamplerWarning: 1 divergent transition"] if rep else [],
+        **SAMPLER_META,
+    }
+    return {
+        "problem": problem_name, "n": n, "rep": rep,
+        "bands": {"truth": truth.tolist(), "lower": lower, "upper": upper},
+        "long_run": {"truth": [1.0, 2.0],
+                     "lower": {p: [0.0, 1.0] for p in ("0.5", "0.75", "0.95")},
+                     "upper": {p: [2.0, 3.0] for p in ("0.5", "0.75", "0.95")}},
+        "sampler": sampler,
+    }  # fmt: skip
+
+
+def test_summary_and_report_goals_by_hand(cov):
+    fits = {
+        # logistic, n = 300: 50 % bands hold 5 + 4 of 20 -> 45 %: within 5 points
+        "logistic|300|0": fake_record(cov, "logistic", 300, 0, 5),
+        "logistic|300|1": fake_record(cov, "logistic", 300, 1, 4),
+        # votes, n = 300: 3 of 10 -> 30 %; and 75 % holds all -> 100 %: not met
+        "votes|300|0": fake_record(cov, "votes", 300, 0, 3),
+    }
+    summary = cov.summarise(fits)
+    assert list(summary) == [("votes", 300), ("logistic", 300)]  # panel order
+    cell = summary[("logistic", 300)]
+    assert cell["bands_inside"] == {0.5: (9, 20), 0.75: (20, 20), 0.95: (20, 20)}
+    assert cell["long_run"] == {0.5: (4, 4), 0.75: (4, 4), 0.95: (4, 4)}
+    assert (cell["divergent"], cell["clean"], cell["warned"]) == (1, 1, 1)
+    assert cell["max_rhat"] == pytest.approx(1.011) and cell["min_ess_bulk"] == 899.0
+    assert (cell["median_seconds"], cell["max_seconds"]) == (10.5, 11.0)
+    # 75 % bands cover 100 %: 25 points off in both cells, so neither meets the goal
+    assert cov.goal_met(cell["bands_inside"], 0.05) is False
+    results = {"seed": 2026, "fits": fits, "runs": [run_record("python bench/coverage.py")]}
+    text = cov.render(results)
+    assert text.startswith(cov.SECTION + "\n")
+    assert "| logistic | 300 | 2 | 20 | 45 (11.2) | 100 (9.7) | 100 (4.9) | **no** |" in text
+    assert "not met: 0 of 2 problem-size cells (0 without checks); largest gap 25.0" in text
+    assert "| long-run-utility intervals within 7 points of nominal | not met: 0 of 2" in text
+    assert "| every fit clean" in text and "not met: 2 of 3 fits" in text
+    assert "fits: SamplerWarning x 1; while measuring (bands, long-run draws): none." in text
+
+
+def run_record(command):
+    return {"command": command, "date": "2026-01-02", "cores": 2, "machine": "Linux x86_64",
+            "versions": {"yieldwise": "0.2"}, "seconds": 60.0, "fits": 1}  # fmt: skip
+
+
+def test_run_resume_merge_round_trip(cov, tmp_path, monkeypatch):
+    calls = []
+
+    def fake_fit(problem, index, n, rep, seed):
+        calls.append((problem.name, n, rep))
+        # the record a real fit would make, from a transducer with given draws
+        at = np.arange(9)
+        matrices, _ = cov.utility_matrices(problem, index, seed)
+        record = cov.measure(problem, given_transducer(P1 + rep / 100), at, matrices)
+        sampler = {"seconds": 1.0, "sampling_seconds": 1.0, "divergent": 0, "treedepth": 0,
+                   "max_rhat": None, "min_ess_bulk": None, "warnings": [],
+                   **SAMPLER_META}  # fmt: skip
+        return {"problem": problem.name, "n": n, "rep": rep, **record, "sampler": sampler}
+
+    problems = {"logistic": nine_cell_problem(cov), "beta": nine_cell_problem(cov, name="beta")}
+    monkeypatch.setattr(cov, "run_fit", fake_fit)
+    monkeypatch.setattr(cov, "compile_model", lambda: None)  # no Stan here
+    monkeypatch.setattr(
+        cov, "select_problems", lambda names: [(i, problems[n]) for i, n in enumerate(names)]
+    )
+    a, b, merged = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "merged.json"
+    cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "2", "--results", str(a)])
+    assert calls == [("logistic", 300, 0), ("logistic", 300, 1)]
+    with pytest.raises(SystemExit, match="pass --resume"):  # never overwrites saved fits
+        cov.main(["--problems", "logistic", "--sizes", "300", "--results", str(a)])
+    cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "3", "--resume",
+              "--results", str(a)])  # fmt: skip
+    assert calls[2:] == [("logistic", 300, 2)]  # only the missing repetition
+    with pytest.raises(SystemExit, match="resume with --seed 2026"):
+        cov.main(["--problems", "logistic", "--seed", "1", "--resume", "--results", str(a)])
+    cov.main(["--problems", "beta", "--sizes", "300", "1000", "--reps", "1",
+              "--results", str(b)])  # fmt: skip
+    assert calls[3:] == [("beta", 300, 0), ("beta", 1000, 0)]
+    first, second = cov.load_results(a), cov.load_results(b)
+    assert [r["fits"] for r in first["runs"]] == [2, 1]  # the resumed run is recorded
+    cov.main(["--merge", str(a), str(b), "--results", str(merged)])
+    both = cov.load_results(merged)
+    assert both["fits"] == {**first["fits"], **second["fits"]}  # exact round trip
+    assert len(both["fits"]) == 5 and both["runs"] == first["runs"] + second["runs"]
+    assert len(calls) == 5  # merging fits nothing
+    text = cov.render(both)
+    assert "| logistic | 300 | 3 | 21 |" in text and "| beta | 1000 | 1 | 7 |" in text
+    # a fit that differs between two files is refused, as are files of another version
+    second["fits"]["logistic|300|0"] = second["fits"]["beta|300|0"]
+    with pytest.raises(cov.ResultsError, match="differs between"):
+        cov.merge([("a", first), ("b", second)])
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps({**first, "version": 0}))
+    with pytest.raises(cov.ResultsError, match="found format/version"):
+        cov.load_results(stale)
+    with pytest.raises(cov.ResultsError, match="share one seed"):
+        cov.merge([("a", first), ("c", {**second, "seed": 1})])
+
+
+def test_write_replaces_only_its_own_section(cov, tmp_path):
+    from _common import write_section
+
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text(
+        "# Benchmarks\n\n## Before\n\nkept\n\n"
+        f"{cov.SECTION}\n\nold figures\n\n### Sampler\n\nold table\n\n## After\n\nkept too\n"
+    )
+    docs.chmod(0o640)
+    text = f"{cov.SECTION}\n\nnew figures\n\n### Sampler\n\nnew table\n"
+    write_section(cov.SECTION, text, path=docs)
+    expected = (
+        "# Benchmarks\n\n## Before\n\nkept\n\n"
+        f"{cov.SECTION}\n\nnew figures\n\n### Sampler\n\nnew table\n\n## After\n\nkept too\n"
+    )
+    assert docs.read_text() == expected
+    write_section(cov.SECTION, text, path=docs)  # a second write changes nothing
+    assert docs.read_text() == expected
+    assert docs.stat().st_mode & 0o777 == 0o640  # the file's mode is kept
+    assert [p.name for p in tmp_path.iterdir()] == ["benchmarks.md"]  # no temporary left

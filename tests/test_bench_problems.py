@@ -1,0 +1,103 @@
+"""The benchmark panel's clipped-scores problem (bench/_problems.py) against simulation
+and its closed form."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+# The problem as its docstring states it: class c scores N(m_c, sd_c), clipped to [0, 1].
+LAWS = [(0.25, 0.30), (0.70, 0.25)]
+PREVALENCES = [0.85, 0.15]
+
+
+@pytest.fixture(scope="module")
+def problem():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import _problems as module
+    finally:
+        sys.path.remove(str(BENCH))
+    assert module.PANEL[-1] is module.clipped_problem  # appended: the others keep their seeds
+    return module.clipped_problem()
+
+
+def closed_form(y: float) -> float:
+    """p(1 | y) by hand: point masses Phi(-m/sd) at 0 and Phi((m - 1)/sd) at 1; densities
+    in between."""
+    if y == 0:
+        like = [stats.norm.cdf(0, m, sd) for m, sd in LAWS]
+    elif y == 1:
+        like = [stats.norm.sf(1, m, sd) for m, sd in LAWS]
+    else:
+        like = [stats.norm.pdf(y, m, sd) for m, sd in LAWS]
+    joint = np.multiply(PREVALENCES, like)
+    return float(joint[1] / joint.sum())
+
+
+def test_partition_is_the_point_masses_and_fine_cells(problem):
+    np.testing.assert_array_equal(problem.prevalences, PREVALENCES)
+    y = problem.cells[:, 0]
+    assert y[0] == 0.0 and y[-1] == 1.0 and y.size == 4002
+    assert (np.diff(y) > 0).all() and np.allclose(np.diff(y[1:-1]), 1 / 4000)
+    np.testing.assert_allclose(problem.class_mass.sum(axis=0), 1.0, rtol=0, atol=1e-12)
+    w = problem.joint()
+    # the point masses by hand: P(y = 0) and P(y = 1), class by class
+    np.testing.assert_allclose(
+        w[0], np.multiply(PREVALENCES, [stats.norm.cdf(-m / sd) for m, sd in LAWS]), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        w[-1], np.multiply(PREVALENCES, [stats.norm.cdf((m - 1) / sd) for m, sd in LAWS]),
+        rtol=1e-12,
+    )  # fmt: skip
+    assert 0.17 < w[0].sum() < 0.18 and 0.02 < w[-1].sum() < 0.025  # as the docstring says
+
+
+@pytest.mark.parametrize("y", [0.0, 1e-3, 0.1, 0.37, 0.5, 0.9, 0.999, 1.0])
+def test_truth_is_the_closed_form(problem, y):
+    cells = problem.cells[:, 0]
+    # the cell holding y: the point mass itself, or the inner cell of width 1/4000
+    g = 0 if y == 0 else cells.size - 1 if y == 1 else 1 + int(y * 4000)
+    truth = problem.truth()[g, 1]
+    if y in (0.0, 1.0):
+        assert truth == pytest.approx(closed_form(y), rel=1e-12)
+    else:
+        # a cell's mass ratio against the densities' ratio at its midpoint: O(h^2)
+        assert truth == pytest.approx(closed_form(cells[g]), rel=1e-6)
+    # the truth jumps at the ends: the point masses are not the limits of the density
+    assert problem.truth()[0, 1] < 0.5 * closed_form(1e-9)
+    assert problem.truth()[-1, 1] > closed_form(1 - 1e-9) + 0.05
+
+
+def test_table_agrees_with_simulation(problem):
+    """200,000 draws: exact 0s and 1s, and 20 bins of the inner values, class by class,
+    against W within Monte Carlo error (each count binomial)."""
+    n = 200_000
+    outputs, classes = problem.sample(n, np.random.default_rng(20261123))
+    y = outputs[:, 0]
+    assert outputs.shape == (n, 1) and ((y >= 0) & (y <= 1)).all()
+    # group: 0 = exact zero, 1..20 = inner bins of width 0.05, 21 = exact one
+    group = np.where(y == 0, 0, np.where(y == 1, 21, 1 + np.minimum(y // 0.05, 19).astype(int)))
+    observed = np.zeros((22, 2))
+    np.add.at(observed, (group, classes), 1)
+    w = problem.joint()
+    expected = np.vstack([w[:1], w[1:-1].reshape(20, 200, 2).sum(axis=1), w[-1:]]) * n
+    assert expected.min() > 5  # every (group, class) expected in the hundreds or more
+    z = (observed - expected) / np.sqrt(expected * (1 - expected / n))
+    assert np.abs(z).max() < 4.5, np.abs(z).max()  # 44 counts: 4.5 sd is p < 3e-4 overall
+    # and as one test: Pearson's chi-square over the 44 cells, 43 degrees of freedom
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    assert stats.chi2.sf(chi2, df=43) > 1e-3, chi2
+    # the point masses themselves: counts of exact 0s and 1s per class within 4 sd
+    for g in (0, 21):
+        for c in (0, 1):
+            assert abs(z[g, c]) < 4
+    # an output strictly inside (0, 1) never lands on 0 or 1: only clipping makes them
+    inner = (y > 0) & (y < 1)
+    assert inner.mean() == pytest.approx(1 - w[0].sum() - w[-1].sum(), abs=4 * np.sqrt(0.2 / n))

@@ -1,0 +1,314 @@
+"""Where the transducer's kernels sit, how wide they are, and the smoothing prior over them.
+
+The transducer's mixture (docs/theory.md 3.1, ``stan/transducer.stan``) has fixed kernels
+and a smooth prior on ``theta[k, c] = a[k] + f_c[k]`` over the kernel locations
+(docs/model.md). This module builds that design from the calibration outputs on the model
+(transformed) scale:
+
+* one or two output dimensions: an even grid over the outputs' range (a tensor grid in
+  2-D), kernel width equal to the grid spacing; the smoothing prior is an intrinsic
+  second-order random walk along each axis (its penalty is the Kronecker sum of the
+  axes' second-difference penalties), whose null space (constant, linear and, in 2-D,
+  the bilinear term) gets weak Normal priors;
+* three or more dimensions (probability vectors of four or more classes, several joint
+  classifiers): a grid would need ``G^D`` kernels, so the kernels sit at centres placed on
+  the data (a seeded, count-weighted k-means on standardised outputs), one width per
+  dimension; the smoothing prior is a squared-exponential Gaussian process over the
+  centres with the linear functions taken out (they are the fixed effects), truncated to
+  the eigenvectors that carry all but 1e-6 of its variance.
+
+Everything here is deterministic given the data (and, for centres, the seed recorded in
+the design), and the design is stored with a fitted transducer: predictions use the same
+kernels, and the saved file reproduces them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["KernelDesign", "auto_components", "design_kernels", "kernel_matrix"]
+
+#: Kernels along the single axis of a 1-D grid ("auto"). Measured in docs/model.md:
+#: 30 kernels resolve every panel truth (the sharpest, the vote sets' ends) while a
+#: likelihood evaluation stays one 3,600 x 30 product.
+GRID_1D = 30
+#: Kernels per axis of a 2-D tensor grid ("auto"): 14 x 14 = 196 kernels.
+GRID_2D = 14
+#: Centres per output dimension for three or more dimensions ("auto"), at most MAX_CENTRES.
+CENTRES_PER_DIM = 10
+MAX_CENTRES = 120
+#: Kernel width as a multiple of the grid spacing (the issue's measured sketch: 1).
+WIDTH_FACTOR = 1.0
+#: Range of the grid: count-weighted quantiles of the outputs, so that a few far outliers
+#: do not spread the kernels thin over the bulk; outputs beyond are still modelled by the
+#: outer kernels' Normal tails.
+RANGE_QUANTILES = (0.002, 0.998)
+#: Prior sd of the fixed-effect coefficients: the intercept of the class log-odds, then
+#: the slopes (per unit of the standardised coordinate u in [-1/2, 1/2], so a slope of 15
+#: moves the log-odds by 15 over the outputs' range).
+INTERCEPT_SCALE = 5.0
+SLOPE_SCALE = 15.0
+#: Half-Normal scale of the outputs' log-density's smoothing sd.
+TAU_DENSITY_SCALE = 20.0
+#: Half-Normal scale of the class log-odds' smoothing sd (the random walk's tau: the size
+#: of the non-linear part of the log-odds over the outputs' range, in log units).
+TAU_CLASS_SCALE = 5.0
+#: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
+#: of the largest eigenvalue.
+GP_EIGEN_CUTOFF = 1e-6
+
+
+@dataclass(frozen=True)
+class KernelDesign:
+    """The fixed kernels of a transducer and the smoothing prior over them.
+
+    Attributes
+    ----------
+    kind : "grid" or "centres"
+    loc : (K, D) kernel centres on the model scale
+    width : (D,) kernel sd per dimension
+    shape : nodes per axis for a grid, () for centres
+    fixed_basis : (K, P) functions the smoothing leaves free; column 0 is the constant
+    fixed_scale : (P,) prior sd of their coefficients
+    smooth_basis : (K, R) penalised functions, scaled so that coefficients are N(0, 1)
+    tau_a_scale : half-Normal scale of the log-density's smoothing sd
+    tau_f_scale : half-Normal scale of the class log-odds' smoothing sd
+    """
+
+    kind: str
+    loc: np.ndarray
+    width: np.ndarray
+    shape: tuple[int, ...]
+    fixed_basis: np.ndarray
+    fixed_scale: np.ndarray
+    smooth_basis: np.ndarray
+    tau_a_scale: float = TAU_DENSITY_SCALE
+    tau_f_scale: float = TAU_CLASS_SCALE
+
+    @property
+    def n_components(self) -> int:
+        return int(self.loc.shape[0])
+
+    def record(self) -> dict[str, object]:
+        """What a saved transducer keeps to describe the design (JSON-able)."""
+        return {
+            "kind": self.kind,
+            "shape": list(self.shape),
+            "width": self.width.tolist(),
+            "n_components": self.n_components,
+            "tau_a_scale": self.tau_a_scale,
+            "tau_f_scale": self.tau_f_scale,
+        }
+
+
+def auto_components(n_dims: int) -> int:
+    """Number of kernels ``"auto"`` gives for ``n_dims`` model dimensions."""
+    if n_dims == 1:
+        return GRID_1D
+    if n_dims == 2:
+        return GRID_2D**2
+    return min(MAX_CENTRES, CENTRES_PER_DIM * n_dims)
+
+
+def representative(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """A point per row and dimension: the value, a bin's midpoint, or its finite edge."""
+    with np.errstate(invalid="ignore"):
+        return np.where(
+            np.isfinite(lower) & np.isfinite(upper),
+            0.5 * (lower + upper),
+            np.where(np.isfinite(lower), lower, upper),
+        )
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order])
+    i = min(int(np.searchsorted(cum, q * cum[-1], side="left")), values.size - 1)
+    return float(values[order][i])
+
+
+def _axis_range(rep: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    keep = np.isfinite(rep)
+    if not keep.any():
+        return -1.0, 1.0
+    low = _weighted_quantile(rep[keep], weights[keep], RANGE_QUANTILES[0])
+    high = _weighted_quantile(rep[keep], weights[keep], RANGE_QUANTILES[1])
+    if high <= low:  # a single value: a unit-wide range around it
+        low, high = low - 0.5, high + 0.5
+    return low, high
+
+
+def _rw2_axis(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eigen-decomposition of one axis's second-order random-walk penalty, u in [-1/2, 1/2].
+
+    The penalty ``D2' D2 / delta^3`` (delta the node spacing in u) is the discretised
+    integrated Wiener process: with coefficients N(0, tau^2 Q^+), ``tau`` is the size of
+    the function's non-linear part over the whole range, whatever the number of nodes.
+    Returns eigenvalues (ascending; the first two are the null space, set to exactly 0)
+    and eigenvectors (columns).
+    """
+    delta = 1.0 / (nodes - 1)
+    d2 = np.diff(np.eye(nodes), n=2, axis=0)
+    values, vectors = np.linalg.eigh(d2.T @ d2 / delta**3)
+    values[:2] = 0.0
+    return values, vectors
+
+
+def _grid_design(
+    ranges: list[tuple[float, float]], nodes: int, tau_a_scale: float, tau_f_scale: float
+) -> KernelDesign:
+    axes = [np.linspace(lo, hi, nodes) for lo, hi in ranges]
+    u_axis = np.linspace(-0.5, 0.5, nodes)
+    width = np.array([(hi - lo) / (nodes - 1) * WIDTH_FACTOR for lo, hi in ranges])
+    eig = _rw2_axis(nodes)
+    if len(ranges) == 1:
+        loc = axes[0][:, None]
+        values, vectors = eig
+        null = np.column_stack([np.ones(nodes), u_axis])
+    else:
+        loc = np.stack(np.meshgrid(axes[0], axes[1], indexing="ij"), axis=-1).reshape(-1, 2)
+        u1, u2 = (g.ravel() for g in np.meshgrid(u_axis, u_axis, indexing="ij"))
+        values = np.add.outer(eig[0], eig[0]).ravel()  # Kronecker sum, index i * G + j
+        vectors = np.kron(eig[1], eig[1])
+        null = np.column_stack([np.ones(nodes * nodes), u1, u2, 4.0 * u1 * u2])
+    penalised = values > 0
+    smooth = vectors[:, penalised] / np.sqrt(values[penalised])
+    scale = np.full(null.shape[1], SLOPE_SCALE)
+    scale[0] = INTERCEPT_SCALE
+    return KernelDesign(
+        kind="grid", loc=loc, width=width, shape=(nodes,) * len(ranges), fixed_basis=null,
+        fixed_scale=scale, smooth_basis=smooth, tau_a_scale=tau_a_scale, tau_f_scale=tau_f_scale,
+    )  # fmt: skip
+
+
+def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Count-weighted k-means (k-means++ start, Lloyd iterations), vectorised."""
+    rng = np.random.default_rng(seed)
+    p = weights / weights.sum()
+    centres = [points[rng.choice(points.shape[0], p=p)]]
+    d2 = ((points - centres[0]) ** 2).sum(axis=1)
+    for _ in range(1, k):
+        prob = weights * d2
+        if prob.sum() <= 0:
+            break
+        centres.append(points[rng.choice(points.shape[0], p=prob / prob.sum())])
+        d2 = np.minimum(d2, ((points - centres[-1]) ** 2).sum(axis=1))
+    c = np.array(centres)
+    for _ in range(100):
+        dist = ((points[:, None, :] - c[None]) ** 2).sum(axis=2)
+        nearest = dist.argmin(axis=1)
+        mass = np.bincount(nearest, weights=weights, minlength=c.shape[0])
+        moved = np.stack(
+            [np.bincount(nearest, weights=weights * points[:, j], minlength=c.shape[0])
+             for j in range(points.shape[1])], axis=1,
+        )  # fmt: skip
+        new = np.where(mass[:, None] > 0, moved / np.maximum(mass, 1e-300)[:, None], c)
+        if np.allclose(new, c, rtol=0, atol=1e-9):
+            break
+        c = new
+    return np.unique(c, axis=0)
+
+
+def _centres_design(
+    rep: np.ndarray, weights: np.ndarray, k: int, seed: int, tau_a_scale: float,
+    tau_f_scale: float,
+) -> KernelDesign:  # fmt: skip
+    finite = np.isfinite(rep).all(axis=1)
+    pts, wts = rep[finite], weights[finite]
+    ranges = [_axis_range(pts[:, j], wts) for j in range(pts.shape[1])]
+    low = np.array([r[0] for r in ranges])
+    span = np.array([r[1] - r[0] for r in ranges])
+    u = np.clip((pts - low) / span - 0.5, -0.5, 0.5)  # standardised, outliers clipped
+    centres_u = _kmeans(u, wts, min(k, np.unique(u, axis=0).shape[0]), seed)
+    loc = low + (centres_u + 0.5) * span
+    # width: the typical distance to the nearest other centre, per dimension
+    gaps = np.abs(centres_u[:, None, :] - centres_u[None, :, :])
+    dist = np.sqrt((gaps**2).sum(axis=2))
+    np.fill_diagonal(dist, np.inf)
+    nearest = dist.argmin(axis=1)
+    spacing_u = np.median(np.abs(centres_u - centres_u[nearest]), axis=0)
+    spacing_u = np.maximum(spacing_u, 1e-3)
+    width = spacing_u * span * WIDTH_FACTOR * np.sqrt(centres_u.shape[1])
+    # Gaussian-process smoothing prior over the centres, lengthscale twice the spacing
+    ell = 2.0 * float(np.median(dist.min(axis=1)))
+    sq = (((centres_u[:, None, :] - centres_u[None, :, :]) / ell) ** 2).sum(axis=2)
+    cov = np.exp(-0.5 * sq)
+    fixed = np.column_stack([np.ones(centres_u.shape[0]), centres_u])
+    q, _ = np.linalg.qr(fixed)
+    resid = np.eye(fixed.shape[0]) - q @ q.T
+    values, vectors = np.linalg.eigh(resid @ cov @ resid)
+    keep = values > GP_EIGEN_CUTOFF * values.max()
+    smooth = vectors[:, keep] * np.sqrt(values[keep])
+    scale = np.full(fixed.shape[1], SLOPE_SCALE)
+    scale[0] = INTERCEPT_SCALE
+    return KernelDesign(
+        kind="centres", loc=loc, width=width, shape=(), fixed_basis=fixed, fixed_scale=scale,
+        smooth_basis=smooth, tau_a_scale=tau_a_scale, tau_f_scale=tau_f_scale,
+    )  # fmt: skip
+
+
+def design_kernels(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    counts: np.ndarray,
+    n_components: int | None = None,
+    *,
+    seed: int = 0,
+    tau_a_scale: float = TAU_DENSITY_SCALE,
+    tau_f_scale: float = TAU_CLASS_SCALE,
+) -> KernelDesign:
+    """The kernel design for calibration rows (model-scale bins or points, (n, D)).
+
+    ``n_components`` None takes :func:`auto_components`; for a 2-D grid it is rounded to
+    the nearest square (nodes per axis ``round(sqrt(K))``).
+    """
+    lo = np.asarray(lower, float)
+    hi = np.asarray(upper, float)
+    d = lo.shape[1]
+    k = auto_components(d) if n_components is None else int(n_components)
+    weights = np.asarray(counts, float)
+    rep = representative(lo, hi)
+    if d <= 2:
+        nodes = k if d == 1 else max(3, round(np.sqrt(k)))
+        if nodes < 3:
+            raise ValueError(
+                f"n_components must give at least 3 kernels per output dimension, found {k}"
+            )
+        ranges = [_axis_range(rep[:, j], weights) for j in range(d)]
+        return _grid_design(ranges, nodes, tau_a_scale, tau_f_scale)
+    if k < d + 2:
+        raise ValueError(f"n_components must be at least {d + 2} for {d} output dimensions")
+    return _centres_design(rep, weights, k, seed, tau_a_scale, tau_f_scale)
+
+
+def kernel_matrix(
+    design_loc: np.ndarray, design_width: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+    censored: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Kernel values of every row under every kernel, each row scaled to a largest of 1.
+
+    Returns ``(kern, log_scale)`` with ``kern[n, k] * exp(log_scale[n])`` the kernel's
+    density at a point row (or probability of a censored row's bin), computed by the same
+    numpy code that makes predictions (:mod:`yieldwise._mixture`).
+    """
+    from ._mixture import _log_kernels
+
+    loc = np.asarray(design_loc, float)
+    sigma = np.broadcast_to(np.asarray(design_width, float), loc.shape)
+    cens = np.asarray(censored).astype(bool)
+    with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
+        log_k = _log_kernels(loc[None], sigma[None], lower, upper, cens)[0]  # (n, K)
+    top = log_k.max(axis=1)
+    if not np.isfinite(top).all():
+        bad = int((~np.isfinite(top)).sum())
+        raise ValueError(
+            f"{bad} calibration row(s) have zero kernel mass under every kernel; the outputs "
+            "are too far outside the kernels' range"
+        )
+    kern = np.exp(log_k - top[:, None])
+    # Subnormal values (below 1e-300 of the row's largest: nothing to the likelihood) are
+    # flushed to 0: the JSON readers of both Stan interfaces reject numbers like 5e-324.
+    kern[kern < 1e-300] = 0.0
+    return kern, top
