@@ -119,6 +119,29 @@ def test_overwrite_replaces_a_report_and_deletes_only_the_files_it_lists(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [".earlier.partial", "earlier"]
 
 
+def test_overwrite_replaces_a_report_written_before_manifests_existed(tmp_path):
+    """A folder holding exactly the files an earlier yieldwise report wrote (no manifest)."""
+    earlier = tmp_path / "demo-output"
+    earlier.mkdir()
+    old = ["config.lock.toml", "draws.nc", "report.html", "summary.csv", "superiority.csv",
+           "transducer_forest.nc"]  # fmt: skip
+    for name in old:
+        (earlier / name).write_text("old")
+    new = partial_folder(earlier)
+    (new / "summary.csv").write_text("new")
+    write_manifest(new, "test")
+    place_folder(new, earlier, overwrite=True)
+    assert sorted(_files(earlier)) == sorted([MANIFEST, "summary.csv"])
+    # with anything else beside those files it is not recognised, and nothing is deleted
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    for name in [*old, "thesis.tex"]:
+        (legacy / name).write_text("old")
+    with pytest.raises(OutputTargetError, match=f"it has no {MANIFEST}"):
+        place_folder(partial_folder(legacy), legacy, overwrite=True)
+    assert len(_files(legacy)) == 7
+
+
 CONFIG = """
 [data]
 calibration = "calibration.csv"

@@ -16,7 +16,9 @@ from yieldwise import Transducer
 from yieldwise.cli import main
 from yieldwise.datasets import load_digits_binary
 
-EVIL = "<b>net & co</b>"  # a user-given name that must be escaped in the HTML
+# a user-given name that must be escaped in the HTML, and shown verbatim in the figures
+# (matplotlib would read "$...$" as mathematics and fail on \foo)
+EVIL = "<b>net & co $\\foo$</b>"
 
 CONFIG = f"""
 title = "Digits: is it an eight?"
@@ -32,7 +34,7 @@ transform = "logit"
 resolution = 0.005
 
 [[classifier]]
-name = "{EVIL}"
+name = '{EVIL}'
 outputs = ["net_logit_eight"]
 
 [[utility]]
@@ -76,7 +78,7 @@ def test_every_output_exists_and_parses(report):
             "draws.nc",
             "config.lock.toml",
             "transducer_forest.nc",
-            "transducer__b_net___co__b_.nc",
+            "transducer__b_net___co___foo___b_.nc",
             "yieldwise-manifest.json",
         ]
     )
@@ -133,7 +135,7 @@ def test_html_is_self_contained_and_escapes_names(report):
     # screening [[0, -10], [-1, 5]]: check when P(eight) > (0 - (-1)) / (1 + 15) = 1/16
     assert "choose &ldquo;treat&rdquo; when P(eight) exceeds 0.0625" in page
     assert "matthews" in page and "utility yield: screening" in page
-    assert EVIL not in page and "&lt;b&gt;net &amp; co&lt;/b&gt;" in page
+    assert EVIL not in page and "&lt;b&gt;net &amp; co $\\foo$&lt;/b&gt;" in page
     assert "http://" not in page and "https://" not in page  # nothing fetched
     # 2 transducers + 2 comparisons + 1 win map
     assert page.count("data:image/png;base64,") == 5
@@ -247,6 +249,7 @@ def test_bad_configs_exit_2_and_leave_nothing(tmp_path, capsys, edit, message):
     assert "config.toml" in err or "calibration.csv" in err
     assert re.search(message, err), err
     assert not (tmp_path / "out").exists()
+    assert not list(tmp_path.glob(".*"))  # no work folder, no lock
 
 
 def test_shipped_config_is_valid():
@@ -306,7 +309,7 @@ def test_report_opens_in_a_browser_without_errors(report, browser):
     # The user-given name is shown as text, never parsed as markup.
     body = browser.find_element(By.TAG_NAME, "body").text
     assert EVIL in body
-    assert not [b for b in browser.find_elements(By.TAG_NAME, "b") if b.text == "net & co"]
+    assert not [b for b in browser.find_elements(By.TAG_NAME, "b") if "net & co" in b.text]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
 
 
@@ -358,7 +361,7 @@ def test_prevalences_reach_the_long_run_utilities(tmp_path):
     """[prevalences] (listed in another order than the classes) give generative mode."""
     from yieldwise import UtilityMatrix, long_run_utility
 
-    second = CONFIG.index(f'[[classifier]]\nname = "{EVIL}"')
+    second = CONFIG.index(f"[[classifier]]\nname = '{EVIL}'")
     one = CONFIG[:second] + CONFIG[CONFIG.index("[[utility]]") :]  # the forest alone
     config = one + "\n[prevalences]\neight = 0.3\nother = 0.7\n"
     load_digits_binary().iloc[::3].to_csv(tmp_path / "calibration.csv", index=False)

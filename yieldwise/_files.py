@@ -302,11 +302,38 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     return record
 
 
+#: The files a report wrote before reports carried a manifest (yieldwise 0.1.0 before
+#: issue 17), besides ``transducer_<name>.nc``; see :func:`_legacy_manifest`.
+_LEGACY_REPORT_FILES = frozenset(
+    {"report.html", "summary.csv", "superiority.csv", "draws.nc", "config.lock.toml"}
+)
+
+
+def _legacy_manifest(folder: Path) -> dict[str, Any] | None:
+    """A manifest for a report written before manifests existed, or None.
+
+    Recognised only when the folder holds plain files and nothing but the names such a
+    report wrote, ``config.lock.toml`` among them: then exactly those files are listed.
+    """
+    entries = list(folder.iterdir())
+    names = {p.name for p in entries}
+    ours = all(
+        p.is_file() and not p.is_symlink()
+        and (p.name in _LEGACY_REPORT_FILES
+             or (p.name.startswith("transducer_") and p.name.endswith(".nc")))
+        for p in entries
+    )  # fmt: skip
+    if not ours or "config.lock.toml" not in names:
+        return None
+    return {"files": dict.fromkeys(sorted(names))}
+
+
 def check_replaceable(folder: Path, option: str = "--overwrite") -> dict[str, Any]:
     """The manifest of ``folder`` if yieldwise may replace it; else OutputTargetError.
 
     Replaceable: a folder with a valid manifest and nothing but the files it lists
-    (a listed file may be missing). Anything else in it is someone's, and stays.
+    (a listed file may be missing), or a report written before manifests existed
+    (:func:`_legacy_manifest`). Anything else in it is someone's, and stays.
     """
     if not folder.is_dir():
         raise OutputTargetError(
@@ -314,6 +341,8 @@ def check_replaceable(folder: Path, option: str = "--overwrite") -> dict[str, An
             "yieldwise report folder, so choose another output"
         )
     manifest = read_manifest(folder)
+    if manifest is None:
+        manifest = _legacy_manifest(folder)
     if manifest is None:
         raise OutputTargetError(
             f"{folder}: exists and is not a yieldwise report folder (it has no {MANIFEST}); "

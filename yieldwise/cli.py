@@ -19,10 +19,14 @@ Subcommands
     ``commandArgs(trailingOnly = TRUE)``. Exit status 1 when the script stops.
 ``yieldwise fit CALIB.csv --class-col COL --output-cols C1[,C2..] --out FILE.nc``
     Fits a transducer to a calibration table and saves it (NetCDF, reloadable with
-    ``Transducer.load``); prints the sampler's diagnostics.
+    ``Transducer.load``); prints the sampler's diagnostics. An existing ``--out`` is
+    replaced only with ``--overwrite``, and the input never.
 
-Every error (unreadable files, missing columns, bad values) is one message naming the
-file, key or column, and exit status 2; output files appear only when complete.
+Every error (unreadable files, missing columns, bad values, an unavailable backend) is
+one message naming the file, key or column, and exit status 2, before any fit; a failed
+sampler or compiler exits with status 1. Output files appear only when complete, one run
+at a time per output; Ctrl-C or SIGTERM stops a run, removes its work files and exits
+with status 130 (the README's "Guarantees").
 """
 
 from __future__ import annotations
@@ -74,10 +78,18 @@ def _example(args: argparse.Namespace) -> int:
         "utility per patient.\n'admissible' means: ranks as *some* utility matrix does; only the "
         "yield of this problem's own matrix ranks as this problem does."
     )
+    from ._files import partial_file
+
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "worked_example.csv"
-    table.to_csv(path)  # full precision: the CSV re-reads to the same floats
+    partial = partial_file(path)
+    try:
+        table.to_csv(partial)  # full precision: the CSV re-reads to the same floats
+        partial.replace(path)  # whole or not at all
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     print(f"\nWritten: {path}")
     return 0
 
@@ -341,9 +353,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"yieldwise {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
+        writes = args.command in ("report", "demo", "fit")
         print(
-            f"yieldwise {args.command}: interrupted; nothing was written (an earlier output "
-            "is as it was)",
+            f"yieldwise {args.command}: interrupted"
+            + ("; nothing was written (an earlier output is as it was)" if writes else ""),
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED

@@ -499,6 +499,13 @@ class Transducer:
         interpolated; the grid is refined until the interpolation error,
         checked at every grid midpoint against the exact formula, is below
         1e-6. The error reached is stored in ``interpolation_error_``.
+
+        A column fitted as a lattice (``resolution`` h) is modelled by bins
+        ``[v - h/2, v + h/2]``; each output is read as the lattice value whose bin
+        holds it, so there is one evaluation per lattice value; outputs that were
+        off the lattice are counted in a :class:`LatticeWarning`. Outputs outside
+        the calibration outputs' range give an :class:`ExtrapolationWarning`.
+        DataFrame columns are matched to the fitted ones by name.
         """
         y = self._prepare_outputs(outputs)
         r = self._check_prevalences(prevalences)

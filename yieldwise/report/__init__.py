@@ -21,10 +21,14 @@ one folder:
   ``transducer_<dataset>__<name>.nc``);
 * ``config.lock.toml``: the resolved settings, the package, backend and Stan versions,
   and the seeds, so that the report can be reproduced;
-* ``yieldwise-manifest.json``: the files yieldwise wrote (for ``--overwrite``).
+* ``yieldwise-manifest.json``: every file above with its size and SHA-256, written last;
+  ``--overwrite`` replaces only a folder that holds a manifest and nothing else, and
+  deletes only the files it lists.
 
-The folder is written under a temporary name and renamed at the end, so a failed or
-interrupted run never leaves a folder that looks complete.
+The folder is written under a unique hidden name (``.NAME.partial-XXXXXXXX``) and renamed
+at the end, so a failed or interrupted run never leaves a folder that looks complete; the
+run holds a lock on ``out`` throughout, so a second run on the same folder stops at once
+(``yieldwise._files``; the README's "Guarantees").
 
 Example configuration::
 
