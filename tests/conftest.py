@@ -126,3 +126,34 @@ def dask_cluster():
         dashboard_address=None, silence_logs=40,
     ) as local, distributed.Client(local) as client:  # fmt: skip
         yield client
+        import os
+
+        import psutil
+
+        pids = client.run(os.getpid).values()
+        chains = [c for pid in pids for c in psutil.Process(pid).children(recursive=True)]
+    # Closing the cluster ends its workers, and with them every process they started.
+    assert _all_gone(chains), [p.pid for p in chains if p.is_running()]
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _all_gone(processes, within: float = 15.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not [p for p in processes if _alive(p)]:
+            return True
+        time.sleep(0.2)
+    for process in processes:  # no strays for the next tests, whatever the assertion says
+        if process.is_running():
+            process.kill()
+    return False

@@ -7,7 +7,6 @@ and a client interrupted by SIGINT. Fits are tiny (2 chains x 150 + 150, 155 ite
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -235,6 +234,40 @@ def _our_keys(client) -> list[str]:
     ]  # fmt: skip
 
 
+def _sampling(pid: int, within: float = 120.0) -> list:
+    """The chain processes under worker ``pid`` once it has started sampling."""
+    import psutil
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        children = psutil.Process(pid).children(recursive=True)
+        if children:
+            time.sleep(0.5)  # well inside sampling
+            return psutil.Process(pid).children(recursive=True)
+        time.sleep(0.1)
+    return []
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _all_gone(processes: list, within: float = 15.0) -> bool:
+    """Every process ended (or a zombie awaiting its parent) within ``within`` seconds."""
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not [p for p in processes if _alive(p)]:
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def _descendants(pid: int) -> list:
     import psutil
 
@@ -248,7 +281,6 @@ def test_a_worker_killed_while_it_fits_is_replaced_and_the_result_is_unchanged(
     serial, cluster
 ):
     """SIGKILL to the worker process running a fit: Dask runs the task again elsewhere."""
-    import psutil
 
     box: dict[str, object] = {}
 
@@ -271,14 +303,11 @@ def test_a_worker_killed_while_it_fits_is_replaced_and_the_result_is_unchanged(
                 victim = address
         time.sleep(0.2)
     assert victim is not None, "the forest task never started"
-    time.sleep(1.5)  # inside the fit: importing, loading the model or sampling
     pid = cluster.run(os.getpid, workers=[victim])[victim]
-    left_behind = _descendants(pid)  # PyStan's chain processes die with no one to reap them
+    chains = _sampling(pid)  # the worker's chain processes, once it samples
     os.kill(pid, signal.SIGKILL)
     thread.join(300)
-    for process in left_behind:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
+    assert chains and _all_gone(chains)  # they died with their worker: no orphans
     assert not thread.is_alive() and "error" not in box, box.get("error")
     result = box["result"]
     forest = result.tasks.set_index("task").loc["forest"]

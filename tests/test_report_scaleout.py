@@ -9,7 +9,6 @@ folder; SIGINT to the command leaves no folder and no process behind. Fits are t
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -77,6 +76,40 @@ def write_inputs(folder: Path, config: str = CONFIG) -> Path:
     frame.iloc[3::6].rename(columns={"label": "truth"}).to_csv(folder / "south.csv", index=False)
     (folder / "config.toml").write_text(config)
     return folder / "config.toml"
+
+
+def _sampling(pid: int, within: float = 120.0) -> list:
+    """The chain processes under worker ``pid`` once it has started sampling."""
+    import psutil
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        children = psutil.Process(pid).children(recursive=True)
+        if children:
+            time.sleep(0.5)  # well inside sampling
+            return psutil.Process(pid).children(recursive=True)
+        time.sleep(0.1)
+    return []
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _all_gone(processes: list, within: float = 15.0) -> bool:
+    """Every process ended (or a zombie awaiting its parent) within ``within`` seconds."""
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not [p for p in processes if _alive(p)]:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def quiet_report(config: Path, out: Path, **options) -> Path:
@@ -217,7 +250,6 @@ def test_the_cluster_report_equals_the_serial_one(serial_report, dask_cluster, t
 
 def test_a_worker_killed_mid_report_changes_nothing(serial_report, dask_cluster, tmp_path):
     """SIGKILL to a worker while it fits: Dask runs the task again; the report completes."""
-    import psutil
 
     config = write_inputs(tmp_path)
     box: dict[str, object] = {}
@@ -239,14 +271,11 @@ def test_a_worker_killed_mid_report_changes_nothing(serial_report, dask_cluster,
                 victim = address
         time.sleep(0.2)
     assert victim is not None, "the fit never started"
-    time.sleep(1.5)
     pid = dask_cluster.run(os.getpid, workers=[victim])[victim]
-    left_behind = psutil.Process(pid).children(recursive=True)
+    chains = _sampling(pid)  # the worker's chain processes, once it samples
     os.kill(pid, signal.SIGKILL)
     thread.join(300)
-    for process in left_behind:  # PyStan's chain processes of the killed worker
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
+    assert chains and _all_gone(chains)  # they died with their worker: no orphans
     assert not thread.is_alive() and "error" not in box, box.get("error")
     assert_same_report(serial_report, box["out"])
     dask_cluster.wait_for_workers(2, timeout=120)

@@ -34,10 +34,12 @@ import json
 import os
 import signal
 import socket
+import sys
 import tempfile
+import threading
 import time
 import warnings
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,13 +243,12 @@ def _fit_task(task: _Task) -> _Done:
     _allow_chain_processes()
     started = time.time()
     tick = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _sampling_pool_of_this_fit():
         warnings.simplefilter("always")
         fitted = Transducer(**task.params).fit(
             task.outputs, task.classes, class_labels=task.class_labels
         )
     fit_seconds = time.perf_counter() - tick
-    _end_pystan_pool_at_exit()
     data = transducer_to_bytes(fitted)
     info = {
         "host": socket.gethostname(),
@@ -262,44 +263,72 @@ def _fit_task(task: _Task) -> _Done:
     return _Done(data, found, info)
 
 
-_reaper_installed = False
+_pool_lock = threading.Lock()
+_pool_users = 0
 
 
-def _end_pystan_pool_at_exit() -> None:
-    """Make this worker process end httpstan's sampling processes when it exits.
+@contextlib.contextmanager
+def _sampling_pool_of_this_fit() -> Iterator[None]:
+    """In a worker, PyStan's chain processes live only as long as the fits that use them.
 
-    httpstan samples in a process pool of its own (forked, module-global). At exit, a
-    process that sampled waits for those processes, and they can hang there (seen with
-    pool workers and Dask workers: the worker then never exits, and once killed, leaves
-    them behind as orphans). Once per process, a finaliser that kills them is registered
-    where it runs before that wait: multiprocessing's exit function (a pool or Dask
-    worker) and the interpreter's thread shutdown (any other process).
+    httpstan samples in a process pool of its own (forked, module-global), which outlives
+    the fit: a worker that ends leaves its processes behind (at a normal exit, Python
+    waits for them, and they can hang there; a killed worker orphans them). Here each
+    batch of fits in this process gets a fresh pool whose processes are killed by the
+    kernel when the thread that started them ends (``PR_SET_PDEATHSIG``, Linux), and
+    when the last fit of this process returns it is ended and replaced by an idle one.
     """
-    global _reaper_installed
-    if _reaper_installed:
+    global _pool_users
+    try:
+        import httpstan.services_stub as stub
+    except ImportError:  # PyStan absent: the fit runs on another backend
+        yield
         return
-    import sys
+    import multiprocessing
 
-    stub = sys.modules.get("httpstan.services_stub")
-    if stub is None:  # the fit did not use PyStan
-        return
+    with _pool_lock:
+        if _pool_users == 0:
+            _retire_pool(stub.executor)
+            stub.executor = cf.ProcessPoolExecutor(
+                mp_context=multiprocessing.get_context("fork"), initializer=_chain_process_init
+            )
+        _pool_users += 1
+    try:
+        yield
+    finally:
+        with _pool_lock:
+            _pool_users -= 1
+            if _pool_users == 0:
+                _retire_pool(stub.executor)
+                stub.executor = cf.ProcessPoolExecutor(  # as httpstan makes it; idle
+                    mp_context=multiprocessing.get_context("fork"), initializer=stub.init_worker
+                )
 
-    def reap() -> None:
-        executor = getattr(stub, "executor", None)
-        for process in list((getattr(executor, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                process.kill()
-                process.join(5)
 
-    import threading
-    from multiprocessing import util
+def _retire_pool(pool: Any) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(5)
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False, cancel_futures=True)
 
-    util.Finalize(None, reap, exitpriority=100)
-    register = getattr(threading, "_register_atexit", None)
-    if register is not None:
-        with contextlib.suppress(RuntimeError):  # already shutting down
-            register(reap)
-    _reaper_installed = True
+
+def _chain_process_init() -> None:
+    """A chain process: Ctrl-C is its owner's (as httpstan's own initializer), and it dies
+    with the thread that started it, so a killed worker leaves no chain process behind."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the worker died before the line above took effect
+            os._exit(1)
 
 
 def _allow_chain_processes() -> None:
