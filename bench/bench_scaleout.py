@@ -207,6 +207,19 @@ def main() -> None:
         f"warmup={SETTINGS['warmup']}, draws={SETTINGS['draws']}; every executor gave the "
         "serial draws exactly (checked).", "",
         *lines, "",
+        "How to read it. *Task slots*: fits running at once (`\"processes\"` sizes its "
+        "pool to `cores // chains`, here one worker; the cluster has two single-threaded "
+        "workers, so four chain processes share the two cores). *CPU use*: CPU seconds of "
+        "this process and every process under it over wall time x cores. *Overhead per "
+        "task*: `(wall x slots - sum of the fits' own seconds) / tasks`, the time a slot "
+        "spends on anything but fitting (starting workers and importing yieldwise, loading "
+        "the compiled model, shipping data and NetCDF bytes, scheduling); on a machine with "
+        "as many cores as slots x chains it is what the cluster adds to each fit. With two "
+        "cores the fits cannot run faster than serially: the chains of one fit already "
+        "use both cores, which is what this section shows; scaling out pays once there "
+        "are more cores than one fit's chains (docs/scaling.md). The benchmark was run "
+        "once, at the end of the work, on a machine shared with three other engineers' "
+        "jobs: the wall times include their load.", "",
     ])  # fmt: skip
     print(text)
     if args.write:

@@ -243,9 +243,7 @@ def test_a_dask_scheduler_without_dask_names_the_extra(tmp_path, capsys, monkeyp
 def test_the_cluster_report_equals_the_serial_one(serial_report, dask_cluster, tmp_path):
     address = dask_cluster.scheduler.address
     out = quiet_report(write_inputs(tmp_path), tmp_path / "out", scheduler=address)
-    assert_same_report(serial_report, out)
-    processes = quiet_report(tmp_path / "config.toml", tmp_path / "pool", scheduler="processes")
-    assert_same_report(serial_report, processes)
+    assert_same_report(serial_report, out)  # "processes": tests/test_parallel.py
 
 
 def test_a_worker_killed_mid_report_changes_nothing(serial_report, dask_cluster, tmp_path):
