@@ -48,7 +48,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _calibrators import CALIBRATORS
 from _common import write_section
 from _problems import PANEL, Problem, vote_score
 
@@ -66,6 +65,30 @@ NAMED = {
     "[[10,0],[-10,1]]": [[10, 0], [-10, 1]],
 }
 PEERS = ["isotonic", "sigmoid (Platt)", "temperature", "beta", "raw score", "standard rule"]
+
+
+def calibrators() -> dict:
+    """The post-hoc calibration peers (yieldwise.calibrators), unfitted, by report name.
+
+    Binary problems give a 1-D score on the logit scale (beta calibration maps it to
+    (0, 1) first); three-class problems give logits, calibrated one against the rest
+    and renormalised, except temperature scaling, which is multi-class by nature.
+    """
+    from yieldwise.calibrators import (
+        BetaCalibrator,
+        IsotonicCalibrator,
+        PlattCalibrator,
+        TemperatureCalibrator,
+    )
+
+    return {
+        "isotonic": IsotonicCalibrator(),
+        "sigmoid (Platt)": PlattCalibrator(),
+        "temperature": TemperatureCalibrator(),
+        "beta": BetaCalibrator(scale="logit"),
+    }
+
+
 METHODS = ["yieldwise", *PEERS, "oracle"]
 
 
@@ -167,9 +190,9 @@ def fit_methods(problem: Problem, outputs: np.ndarray, labels: np.ndarray, seed:
     predictors = {
         "yieldwise": lambda y: transducer.predict_proba(pd.DataFrame(y, columns=problem.columns))
     }
-    for name, fit in CALIBRATORS.items():
-        peer = fit(score, labels, k)
-        predictors[name] = lambda y, peer=peer: peer(problem.score(y))
+    for name, peer in calibrators().items():
+        peer.fit(score, labels, classes=range(k))
+        predictors[name] = lambda y, peer=peer: peer.predict_proba(problem.score(y))
     predictors["raw score"] = problem.raw_probability
     return predictors, transducer, fit_record
 

@@ -13,8 +13,6 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 @pytest.fixture(scope="module")
 def bench():
-    pytest.importorskip("sklearn")
-    pytest.importorskip("betacal")
     sys.path.insert(0, str(BENCH))
     try:
         import _problems

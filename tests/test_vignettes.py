@@ -12,8 +12,8 @@ VIGNETTES = sorted((Path(__file__).resolve().parent.parent / "vignettes").glob("
 REDUCED = "chains=2,warmup=150,draws=150"
 
 
-def test_there_are_six_vignettes():
-    assert [p.name[:2] for p in VIGNETTES] == ["01", "02", "03", "04", "05", "06"]
+def test_there_are_seven_vignettes():
+    assert [p.name[:2] for p in VIGNETTES] == ["01", "02", "03", "04", "05", "06", "07"]
 
 
 @pytest.mark.parametrize("path", VIGNETTES, ids=lambda p: p.stem)

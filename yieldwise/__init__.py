@@ -11,7 +11,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from . import audit, metrics, roc
+from . import audit, calibrators, curves, metrics, report_toolkit, roc, rules, utility
 from .compare import Comparison, compare
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
@@ -36,7 +36,9 @@ __all__ = [
     "UndefinedMetricError",
     "UtilityMatrix",
     "audit",
+    "calibrators",
     "compare",
+    "curves",
     "decide",
     "expected_utilities",
     "fit_many",
@@ -45,9 +47,12 @@ __all__ = [
     "oracle_utility",
     "parallel",
     "plots",
+    "report_toolkit",
     "rescaled_yield",
     "roc",
+    "rules",
     "total_utility",
+    "utility",
     "utility_yield",
     "utility_yield_per_item",
     "value_of_more_data",

@@ -20,23 +20,28 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from . import metrics as _m
 from ._validation import check_positive_int
 from .confusion import ConfusionMatrix
-from .metrics import CONFUSION_METRICS, UndefinedMetricError
-from .utility import UtilityMatrix, chart_matrices, in_chart_domain
+from .metrics import CONFUSION_METRICS, MetricInfo, UndefinedMetricError
+from .utility import UtilityMatrix, _admitted_entries, _sample_chart_points, chart_matrices
 
 __all__ = [
     "DEFAULT_ERROR_SD",
     "DEFAULT_METRICS",
+    "DEFAULT_MULTICLASS_METRICS",
+    "MULTICLASS_METRICS",
+    "RATE_DISTRIBUTIONS",
     "UTILITY_PRIORS",
     "Admissibility",
+    "auc_disagreement",
     "is_admissible",
     "rank_disagreement",
 ]
@@ -53,6 +58,67 @@ DEFAULT_METRICS: tuple[str, ...] = (
 )
 """Metrics audited by default by :func:`rank_disagreement` (names in ``CONFUSION_METRICS``)."""
 
+
+def _averaged(function: Callable[..., Any], label: str, why: str | None = None, **options: Any):
+    """A named variant of a library metric with fixed options (``average=`` ...)."""
+
+    def metric(confusion: ConfusionMatrix) -> float:
+        return function(confusion, **options)
+
+    def batch(counts: np.ndarray) -> np.ndarray:
+        return function.batch(counts, **options)
+
+    admissible = why is not None
+    metric.__name__ = label
+    metric.batch = batch  # type: ignore[attr-defined]
+    metric.info = MetricInfo(  # type: ignore[attr-defined]
+        label, admissible, why or function.admissibility, "confusion"
+    )
+    metric.admissible = admissible  # type: ignore[attr-defined]
+    metric.admissibility = metric.info.admissibility  # type: ignore[attr-defined]
+    return metric
+
+
+MULTICLASS_METRICS: dict[str, Callable[..., Any]] = {
+    "accuracy": _m.accuracy,
+    "balanced_accuracy": _m.balanced_accuracy,
+    "f1_macro": _averaged(_m.f1, "f1_macro", average="macro"),
+    "f1_macro_harmonic": _averaged(_m.f1, "f1_macro_harmonic", average="macro", macro_f="harmonic"),
+    "f1_micro": _averaged(
+        _m.f1,
+        "f1_micro",
+        "With one decision per item among the classes, micro-F1 equals accuracy.",
+        average="micro",
+    ),
+    "f1_weighted": _averaged(_m.f1, "f1_weighted", average="weighted"),
+    "precision_macro": _averaged(_m.precision, "precision_macro", average="macro"),
+    "recall_macro": _averaged(_m.recall, "recall_macro", average="macro"),
+    "matthews": _m.matthews,
+    "cohen_kappa": _m.cohen_kappa,
+    "preference_driven": _m.preference_driven,
+}
+"""Metrics of any number of classes by name: the averaged variants of the one-vs-rest
+metrics (``"f1_macro"``, ``"f1_macro_harmonic"``, ``"f1_micro"`` ...) and the metrics
+that are multi-class already. Each is a function of a ConfusionMatrix with a ``.batch``
+form; any of these names works in :func:`rank_disagreement` and :func:`is_admissible`."""
+
+DEFAULT_MULTICLASS_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "balanced_accuracy",
+    "f1_macro",
+    "f1_macro_harmonic",
+    "f1_micro",
+    "matthews",
+    "cohen_kappa",
+    "preference_driven",
+)
+"""Metrics audited by default on three or more classes (names in ``MULTICLASS_METRICS``)."""
+
+RATE_DISTRIBUTIONS: tuple[str, ...] = ("linear", "uniform")
+"""Named distributions of a simulated classifier's correct-decision rates (theory 1.5
+step 3, generalised): on ``[1/C, 1]``, density rising linearly from 0 at chance
+(``1/C + (1 - 1/C) sqrt(u)``, the theory's) or flat (``1/C + (1 - 1/C) u``)."""
+
 DEFAULT_ERROR_SD: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 """Default standard deviations of the errors on the utility entries (theory 1.5 step 2)."""
 
@@ -63,12 +129,6 @@ UtilityPrior = Literal["uniform", "gaussian"] | UtilityMatrix
 MetricSpec = str | Callable[..., Any]
 """A metric name in ``CONFUSION_METRICS`` or a callable."""
 
-# Standard deviation of each chart coordinate under the "gaussian" prior (theory 1.5).
-_GAUSSIAN_SD = 1.0 / 3.0
-# Fraction of the square [-1, 1]^2 covered by the admitted domain: area 3 out of 4.
-_UNIFORM_ACCEPTANCE = 0.75
-# Lower bound on the acceptance of the truncated Gaussian prior (it is about 0.99).
-_GAUSSIAN_ACCEPTANCE = 0.9
 # Pairs of classifiers simulated at once: 2**17 pairs keep every temporary array at
 # 1-8 MB and the memory allocated by the audit near 70 MB, at no cost in speed
 # (larger chunks are slower, smaller ones pay the Python overhead per chunk).
@@ -77,36 +137,6 @@ _YIELD_LABEL = "utility_yield"
 
 
 # ============================================================== 1.5: the audit
-def _sample_chart_points(
-    n: int, prior: str, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` chart points ``(x, y)`` from the named prior, by rejection in rounds.
-
-    ``"uniform"`` is uniform over the admitted domain of theory 1.1;
-    ``"gaussian"`` is ``N(0, 1/3)`` in each coordinate truncated to that domain.
-    """
-    x = np.empty(n)
-    y = np.empty(n)
-    filled = 0
-    acceptance = _UNIFORM_ACCEPTANCE if prior == "uniform" else _GAUSSIAN_ACCEPTANCE
-    while filled < n:
-        need = n - filled
-        # Oversample so that one round is almost always enough; surplus accepted
-        # draws are dropped by position, which leaves the accepted ones i.i.d.
-        size = int(need / acceptance * 1.05) + 32
-        if prior == "uniform":
-            candidates = rng.uniform(-1.0, 1.0, size=(2, size))
-        else:
-            candidates = rng.normal(0.0, _GAUSSIAN_SD, size=(2, size))
-        keep = in_chart_domain(candidates[0], candidates[1])
-        cx = candidates[0][keep][:need]
-        cy = candidates[1][keep][:need]
-        x[filled : filled + cx.size] = cx
-        y[filled : filled + cy.size] = cy
-        filled += cx.size
-    return x, y
-
-
 def _truncated_unit_normal(
     low_cdf: np.ndarray,
     high_cdf: np.ndarray,
@@ -181,33 +211,115 @@ def _perturb(utilities: np.ndarray, sd: float, rng: np.random.Generator) -> np.n
     return out
 
 
-def _validate_prior(utility_prior: Any) -> str | np.ndarray:
-    """A prior name, or the standard-form values of a fixed admitted binary matrix."""
+def _validate_prior(utility_prior: Any, n_classes: int = 2) -> str | np.ndarray:
+    """A prior name, or the standard-form values of a fixed admitted square matrix."""
+    k = n_classes
     if isinstance(utility_prior, UtilityMatrix):
-        if utility_prior.shape != (2, 2):
+        if utility_prior.shape != (k, k):
+            kind = "a binary (2x2)" if k == 2 else f"a {k}x{k}"
             raise ValueError(
-                "utility_prior must be a binary (2x2) UtilityMatrix, found shape "
-                f"{utility_prior.shape}"
+                f"utility_prior must be {kind} UtilityMatrix, found shape {utility_prior.shape}"
             )
         u = utility_prior
         if set(u.decisions) == set(u.classes):
             u = u.reindex(decisions=list(u.classes))  # row k = "choose class k"
         values = u.standard().values
-        for c in (0, 1):
-            if values[c, c] < values[1 - c, c]:
-                raise ValueError(
-                    "utility_prior must be an admitted utility matrix (theory 1.1): in each "
-                    "column the correct decision must be worth at least as much as the wrong "
-                    f"one, found for class {u.classes[c]!r} U[{c},{c}] = {u.values[c, c]} < "
-                    f"U[{1 - c},{c}] = {u.values[1 - c, c]}"
-                )
+        for c in range(k):
+            for i in range(k):
+                if values[c, c] < values[i, c]:
+                    raise ValueError(
+                        "utility_prior must be an admitted utility matrix (theory 1.1): in "
+                        "each column the correct decision must be worth at least as much as "
+                        f"the wrong one, found for class {u.classes[c]!r} U[{c},{c}] = "
+                        f"{u.values[c, c]} < U[{i},{c}] = {u.values[i, c]}"
+                    )
         return np.array(values)
     if isinstance(utility_prior, str) and utility_prior in UTILITY_PRIORS:
+        if k > 2 and utility_prior != "uniform":
+            raise ValueError(
+                f"utility_prior {utility_prior!r} is a distribution over the binary chart; on "
+                f"{k} classes use 'uniform' (i.i.d. uniform entries, each column's correct "
+                "decision the largest) or a UtilityMatrix"
+            )
         return utility_prior
     raise ValueError(
         f"utility_prior must be one of {list(UTILITY_PRIORS)} or a binary UtilityMatrix, "
         f"found {utility_prior!r}"
     )
+
+
+def _validate_balance(class_balance: Any, n_classes: int) -> np.ndarray | None:
+    """``None`` (Dirichlet(1, ..., 1), i.e. ``f0 ~ U(0, 1)`` for two classes) or fixed."""
+    if class_balance is None:
+        return None
+    try:
+        f = np.asarray(class_balance, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"class_balance must be None or {n_classes} class frequencies, found {class_balance!r}"
+        ) from None
+    if f.shape != (n_classes,) or not np.isfinite(f).all() or (f <= 0).any():
+        raise ValueError(
+            f"class_balance must hold {n_classes} positive class frequencies (class 0 first), "
+            f"found {f.tolist()}"
+        )
+    if abs(f.sum() - 1) > 1e-9:
+        raise ValueError(
+            f"class_balance must sum to 1, found {f.tolist()} (sum {f.sum()}); divide by the "
+            "sum if they are counts"
+        )
+    return f
+
+
+def _validate_rates(rates: Any) -> Callable[[np.random.Generator, tuple, int], np.ndarray]:
+    """A sampler ``(rng, shape, n_classes) -> correct-decision rates in [0, 1]``."""
+    if isinstance(rates, str):
+        if rates == "linear":
+            return lambda rng, shape, k: 1 / k + (1 - 1 / k) * np.sqrt(rng.random(shape))
+        if rates == "uniform":
+            return lambda rng, shape, k: 1 / k + (1 - 1 / k) * rng.random(shape)
+        raise ValueError(
+            f"rates must be one of {list(RATE_DISTRIBUTIONS)} or a callable, found {rates!r}"
+        )
+    if not callable(rates):
+        raise TypeError(
+            f"rates must be one of {list(RATE_DISTRIBUTIONS)} or a callable (rng, shape) -> "
+            f"rates, found {type(rates).__name__}"
+        )
+
+    def call(rng: np.random.Generator, shape: tuple, k: int) -> np.ndarray:
+        out = np.asarray(rates(rng, shape), dtype=float)
+        if out.shape != shape or not np.isfinite(out).all() or (out < 0).any() or (out > 1).any():
+            raise ValueError(
+                f"rates(rng, {shape}) must return an array of shape {shape} in [0, 1], found "
+                f"shape {out.shape}"
+            )
+        return out
+
+    return call
+
+
+def _perturb_square(utilities: np.ndarray, sd: float, rng: np.random.Generator) -> np.ndarray:
+    """Erroneous copies of admitted ``C x C`` matrices (theory 1.5 step 2, any ``C``).
+
+    Each entry gets an independent ``N(0, sd)`` error truncated to keep it in [0, 1]
+    (drawn exactly, by the inverse CDF); each column is redrawn, as a whole, until its
+    correct decision is again worth at least as much as every wrong one.
+    """
+    out = np.array(utilities, dtype=float, copy=True)
+    if sd == 0:
+        return out
+    k = out.shape[1]
+    for c in range(k):
+        mean = out[:, :, c].copy()  # (n, k): column c of every matrix
+        low, high = ndtr(-mean / sd), ndtr((1.0 - mean) / sd)
+        pending = np.arange(len(out))
+        while pending.size:
+            draw = _truncated_unit_normal(low[pending], high[pending], mean[pending], sd, rng)
+            ok = draw[:, c] >= draw.max(axis=1)
+            out[pending[ok], :, c] = draw[ok]
+            pending = pending[~ok]
+    return out
 
 
 def _validate_error_sd(error_sd: Any) -> np.ndarray:
@@ -240,17 +352,17 @@ def _metric_name(function: Callable[..., Any]) -> str:
 
 def _resolve_metric(spec: Any, where: str) -> Callable[..., Any]:
     """A metric function from a name in ``CONFUSION_METRICS`` or a callable."""
+    names = sorted({*CONFUSION_METRICS, *MULTICLASS_METRICS})
     if isinstance(spec, str):
-        try:
-            return CONFUSION_METRICS[spec]
-        except KeyError:
+        function = CONFUSION_METRICS.get(spec) or MULTICLASS_METRICS.get(spec)
+        if function is None:
             raise ValueError(
-                f"{where}: unknown metric name {spec!r}; available names are "
-                f"{', '.join(sorted(CONFUSION_METRICS))}"
-            ) from None
+                f"{where}: unknown metric name {spec!r}; available names are {', '.join(names)}"
+            )
+        return function
     if not callable(spec):
         raise TypeError(
-            f"{where} must be a metric name (one of {', '.join(sorted(CONFUSION_METRICS))}) "
+            f"{where} must be a metric name (one of {', '.join(names)}) "
             f"or a callable, found {type(spec).__name__} {spec!r}"
         )
     return spec
@@ -318,14 +430,18 @@ def _count_wrong(truth_sign: np.ndarray, difference: np.ndarray) -> tuple[int, i
 
 
 def rank_disagreement(
-    metrics: MetricSpec | Iterable[MetricSpec] | Mapping[str, MetricSpec] = DEFAULT_METRICS,
+    metrics: MetricSpec | Iterable[MetricSpec] | Mapping[str, MetricSpec] | None = None,
     utility_prior: UtilityPrior = "uniform",
     error_sd: float | Iterable[float] = DEFAULT_ERROR_SD,
     n_pairs: int = 1_000_000,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     chunk_size: int = _DEFAULT_CHUNK,
+    *,
+    n_classes: int = 2,
+    class_balance: Any = None,
+    rates: str | Callable[..., Any] = "linear",
 ) -> pd.DataFrame:
-    """How often metrics rank pairs of binary classifiers wrongly (theory 1.5).
+    """How often metrics rank pairs of classifiers wrongly (theory 1.5).
 
     For each of ``n_pairs`` simulated pairs of classifiers:
 
@@ -342,17 +458,28 @@ def rank_disagreement(
     5. a metric, or the erroneous matrix's yield, ranks the pair wrongly when
        the sign of its score difference disagrees with the truth.
 
+    With ``n_classes = C >= 3`` the same steps run on ``C x C`` matrices: the true
+    matrix has i.i.d. uniform entries with each column's correct decision the
+    largest (:func:`yieldwise.utility.sample_matrices`, prior ``"entries"``); the
+    errors are truncated as in step 2, column by column; the class frequencies are
+    Dirichlet(1, ..., 1) (for two classes that is ``f0 ~ U(0, 1)``); each classifier
+    has, per class ``c``, a correct-decision rate ``r_c`` on ``[1/C, 1]`` (step 3's
+    density, rising linearly from chance) and its errors ``1 - r_c`` split over the
+    other decisions by a flat Dirichlet; ``C[i, c] = f_c P(decision i | class c)``.
+
     Parameters
     ----------
-    metrics : name, callable, or sequence or mapping of them, default DEFAULT_METRICS
-        What to audit. A name is a key of
+    metrics : name, callable, or sequence or mapping of them, optional
+        What to audit; default :data:`DEFAULT_METRICS` for two classes and
+        :data:`DEFAULT_MULTICLASS_METRICS` for more. A name is a key of
         :data:`yieldwise.metrics.CONFUSION_METRICS` (``"accuracy"``, ``"f1"``,
-        ``"recall"``, ...). A metric function of this library that has a
-        ``.batch`` form is called as ``.batch(confusion)``. Any other callable
-        receives a read-only float array of shape ``(n, 2, 2)`` of normalised
-        confusion matrices (rows decisions, columns classes, class 0 positive)
-        and must return ``n`` scores, higher meaning better. A mapping
-        ``{name: metric}`` sets the names used in the result.
+        ``"recall"``, ...) or of :data:`MULTICLASS_METRICS` (``"f1_macro"``,
+        ``"f1_macro_harmonic"``, ``"f1_micro"``, ...). A metric function of this
+        library that has a ``.batch`` form is called as ``.batch(confusion)``. Any
+        other callable receives a read-only float array of shape ``(n, C, C)`` of
+        normalised confusion matrices (rows decisions, columns classes, class 0
+        positive when binary) and must return ``n`` scores, higher meaning better. A
+        mapping ``{name: metric}`` sets the names used in the result.
     utility_prior : {"uniform", "gaussian"} or UtilityMatrix, default "uniform"
         Distribution of the true utility matrix: uniform over the admitted
         domain of the chart of theory 1.1, or a Gaussian in the chart
@@ -374,6 +501,15 @@ def rank_disagreement(
         Pairs simulated at once; bounds the memory (about 70 MB allocated at the
         default, whatever ``n_pairs``) without changing the distribution of the
         result, though a different ``chunk_size`` draws different numbers.
+    n_classes : int, default 2
+        Number of classes ``C`` (and decisions, decision ``k`` choosing class ``k``).
+    class_balance : sequence of C frequencies, optional
+        Fix the class frequencies of every simulated test set (say ``[0.5, 0.5]`` or
+        ``[0.9, 0.1]``, class 0 first) instead of drawing them (step 3).
+    rates : {"linear", "uniform"} or callable, default "linear"
+        Distribution of each classifier's correct-decision rates (TPR and TNR when
+        binary) on ``[1/C, 1]``: density rising linearly from chance (theory 1.5) or
+        flat; or a callable ``rates(rng, shape)`` returning rates in [0, 1].
 
     Returns
     -------
@@ -388,8 +524,8 @@ def rank_disagreement(
         * ``fraction_wrong`` -- fraction of pairs ranked wrongly;
         * ``mc_se`` -- its Monte Carlo standard error ``sqrt(p (1 - p) / n_pairs)``.
 
-        ``DataFrame.attrs`` records ``n_pairs``, ``utility_prior``, ``seed`` and
-        ``chunk_size``.
+        ``DataFrame.attrs`` records ``n_pairs``, ``utility_prior``, ``seed``,
+        ``chunk_size``, ``n_classes``, ``class_balance`` and ``rates``.
 
     Raises
     ------
@@ -430,50 +566,41 @@ def rank_disagreement(
     >>> result = rank_disagreement(["f1"], error_sd=[], n_pairs=20_000, seed=1)
     >>> bool(result.fraction_wrong.iloc[0] > 0.05)
     True
+
+    On three classes micro-F1 is accuracy (one decision per item), macro-F1 is not:
+
+    >>> result = rank_disagreement(["accuracy", "f1_micro", "f1_macro"], error_sd=[],
+    ...                            n_pairs=20_000, seed=1, n_classes=3)
+    >>> result.set_index("metric").fraction_wrong.round(3).tolist()
+    [0.136, 0.136, 0.155]
     """
+    k = _check_n_classes(n_classes)
+    if metrics is None:
+        metrics = DEFAULT_METRICS if k == 2 else DEFAULT_MULTICLASS_METRICS
     scorers = _validate_metrics(metrics)
-    prior = _validate_prior(utility_prior)
+    prior = _validate_prior(utility_prior, k)
+    balance = _validate_balance(class_balance, k)
+    sample_rates = _validate_rates(rates)
     sds = _validate_error_sd(error_sd)
     n_pairs = check_positive_int(n_pairs, "n_pairs")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     if not scorers and sds.size == 0:
         raise ValueError("nothing to audit: metrics and error_sd are both empty")
     rng = np.random.default_rng(seed)
+    chunk = _binary_chunk if k == 2 else _square_chunk
+    perturb = _perturb if k == 2 else _perturb_square
 
     wrong_metric = np.zeros(len(scorers), dtype=np.int64)
     nan_metric = np.zeros(len(scorers), dtype=np.int64)
     wrong_yield = np.zeros(sds.size, dtype=np.int64)
     for start in range(0, n_pairs, chunk_size):
         m = min(chunk_size, n_pairs - start)
-        # Step 1: the true utility matrices.
-        if isinstance(prior, str):
-            true_u = chart_matrices(*_sample_chart_points(m, prior, rng))
-        else:
-            true_u = np.broadcast_to(prior, (m, 2, 2))
-        # Step 3: test sets and pairs of classifiers; rates[k] is (TPR1, TNR1, TPR2, TNR2)[k].
-        f0 = rng.random(m)
-        f1 = 1.0 - f0
-        rates = rng.random((4, m))
-        np.sqrt(rates, out=rates)
-        rates *= 0.5
-        rates += 0.5
-        # Step 4: the truth, from the exact yield difference
-        # (U00 - U10) dC00 + (U11 - U01) dC11, with dC10 = -dC00 and dC01 = -dC11.
-        d00 = f0 * (rates[2] - rates[0])
-        d11 = f1 * (rates[3] - rates[1])
-        truth = np.sign(
-            (true_u[:, 0, 0] - true_u[:, 1, 0]) * d00 + (true_u[:, 1, 1] - true_u[:, 0, 1]) * d11
+        # Steps 1, 3 and 4: true matrices, test sets, pairs of classifiers, the truth.
+        true_u, truth, confusion, yield_difference = chunk(
+            m, k, prior, balance, sample_rates, rng, bool(scorers)
         )
-        # Steps 5-6 for the metrics: both classifiers' matrices in one (2m, 2, 2) array.
+        # Steps 5-6 for the metrics: both classifiers' matrices in one (2m, k, k) array.
         if scorers:
-            confusion = np.empty((2, m, 2, 2))
-            for k in (0, 1):
-                tpr, tnr = rates[2 * k], rates[2 * k + 1]
-                np.multiply(f0, tpr, out=confusion[k, :, 0, 0])
-                np.subtract(f0, confusion[k, :, 0, 0], out=confusion[k, :, 1, 0])
-                np.multiply(f1, tnr, out=confusion[k, :, 1, 1])
-                np.subtract(f1, confusion[k, :, 1, 1], out=confusion[k, :, 0, 1])
-            confusion = confusion.reshape(2 * m, 2, 2)
             confusion.setflags(write=False)
             for j, (label, scorer) in enumerate(scorers):
                 scores = _scores(label, scorer, confusion)
@@ -484,9 +611,8 @@ def rank_disagreement(
             del confusion
         # Steps 2, 5-6 for the erroneous utility matrices.
         for j, sd in enumerate(sds):
-            u = true_u if sd == 0 else _perturb(true_u, float(sd), rng)
-            difference = (u[:, 0, 0] - u[:, 1, 0]) * d00 + (u[:, 1, 1] - u[:, 0, 1]) * d11
-            wrong_yield[j] += _count_wrong(truth, difference)[0]
+            u = true_u if sd == 0 else perturb(true_u, float(sd), rng)
+            wrong_yield[j] += _count_wrong(truth, yield_difference(u))[0]
 
     for (label, _), nans in zip(scorers, nan_metric, strict=True):
         if nans:
@@ -511,8 +637,104 @@ def rank_disagreement(
         "utility_prior": prior if isinstance(prior, str) else prior.tolist(),
         "seed": seed if seed is None or isinstance(seed, int) else repr(seed),
         "chunk_size": chunk_size,
+        "n_classes": k,
+        "class_balance": None if balance is None else balance.tolist(),
+        "rates": rates if isinstance(rates, str) else repr(rates),
     }
     return result
+
+
+# A chunk of the audit: true matrices, the truth, the confusion matrices (or None) and
+# the yield difference of the pair under any matrix.
+_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray | None, Callable[[np.ndarray], np.ndarray]]
+
+
+def _check_n_classes(n_classes: Any) -> int:
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int | np.integer) or n_classes < 2:
+        raise ValueError(f"n_classes must be an integer of at least 2, found {n_classes!r}")
+    return int(n_classes)
+
+
+def _binary_chunk(
+    m: int,
+    k: int,
+    prior: Any,
+    balance: np.ndarray | None,
+    sample_rates: Callable,
+    rng: np.random.Generator,
+    with_confusion: bool,
+) -> _Chunk:
+    """Steps 1, 3, 4 of theory 1.5 for two classes (class 0 positive)."""
+    if isinstance(prior, str):
+        true_u = chart_matrices(*_sample_chart_points(m, prior, rng))
+    else:
+        true_u = np.broadcast_to(prior, (m, 2, 2))
+    f0 = rng.random(m) if balance is None else np.full(m, balance[0])
+    f1 = 1.0 - f0
+    # rates[j] is (TPR1, TNR1, TPR2, TNR2)[j]
+    rates = sample_rates(rng, (4, m), 2)
+    # The exact yield difference (U00 - U10) dC00 + (U11 - U01) dC11, with dC10 = -dC00
+    # and dC01 = -dC11: only the column differences of a matrix matter.
+    d00 = f0 * (rates[2] - rates[0])
+    d11 = f1 * (rates[3] - rates[1])
+
+    def yield_difference(u: np.ndarray) -> np.ndarray:
+        return (u[:, 0, 0] - u[:, 1, 0]) * d00 + (u[:, 1, 1] - u[:, 0, 1]) * d11
+
+    truth = np.sign(yield_difference(true_u))
+    confusion = None
+    if with_confusion:
+        confusion = np.empty((2, m, 2, 2))
+        for j in (0, 1):
+            tpr, tnr = rates[2 * j], rates[2 * j + 1]
+            np.multiply(f0, tpr, out=confusion[j, :, 0, 0])
+            np.subtract(f0, confusion[j, :, 0, 0], out=confusion[j, :, 1, 0])
+            np.multiply(f1, tnr, out=confusion[j, :, 1, 1])
+            np.subtract(f1, confusion[j, :, 1, 1], out=confusion[j, :, 0, 1])
+        confusion = confusion.reshape(2 * m, 2, 2)
+    return true_u, truth, confusion, yield_difference
+
+
+def _square_chunk(
+    m: int,
+    k: int,
+    prior: Any,
+    balance: np.ndarray | None,
+    sample_rates: Callable,
+    rng: np.random.Generator,
+    with_confusion: bool,
+) -> _Chunk:
+    """Steps 1, 3, 4 of theory 1.5 generalised to ``k`` classes.
+
+    True matrices: i.i.d. uniform entries, each column's correct decision the largest
+    (or the fixed matrix). Class frequencies: Dirichlet(1, ..., 1) (or fixed). Each
+    classifier: per class ``c`` a correct-decision rate ``r_c`` from ``sample_rates``
+    and the errors ``1 - r_c`` split over the other decisions by a flat Dirichlet; the
+    joint confusion matrix is ``C[i, c] = f_c P(decision i | class c)``.
+    """
+    if isinstance(prior, str):
+        true_u = _admitted_entries(m, k, rng)
+    else:
+        true_u = np.broadcast_to(prior, (m, k, k))
+    f = rng.dirichlet(np.ones(k), size=m) if balance is None else np.broadcast_to(balance, (m, k))
+    rows = np.arange(k)
+    joint = np.empty((2, m, k, k))
+    for j in (0, 1):
+        correct = sample_rates(rng, (m, k), k)  # (m, class)
+        split = rng.dirichlet(np.ones(k - 1), size=(m, k))  # (m, class, other decisions)
+        for c in range(k):  # k is small; the work is vectorised over pairs
+            others = rows[rows != c]
+            joint[j, :, c, c] = correct[:, c]
+            joint[j, :, others, c] = ((1 - correct[:, c])[:, None] * split[:, c, :]).T
+        joint[j] *= f[:, None, :]
+    d = joint[1] - joint[0]
+
+    def yield_difference(u: np.ndarray) -> np.ndarray:
+        return np.einsum("mij,mij->m", u, d)
+
+    truth = np.sign(yield_difference(true_u))
+    confusion = joint.reshape(2 * m, k, k) if with_confusion else None
+    return true_u, truth, confusion, yield_difference
 
 
 # ========================================================= 1.2: admissibility
@@ -536,6 +758,11 @@ class Admissibility:
         A human-readable explanation.
     n_points : int
         Grid points at which the metric was defined and its gradient measured.
+    regrets : numpy.ndarray or None
+        When admissible, a ``C x C`` array proportional to the regrets
+        ``U[c, c] - U[i, c]`` of every utility matrix that ranks as the metric does
+        (rows decisions, columns classes, zero diagonal, unit norm): for two classes
+        ``[[0, y], [x, 0]]``. ``None`` when not admissible.
     """
 
     admissible: bool
@@ -544,6 +771,8 @@ class Admissibility:
     max_angle_deviation: float
     reason: str
     n_points: int = 0
+    # derived from x, y (or the C x C gradient); left out of == so results compare
+    regrets: np.ndarray | None = field(default=None, compare=False)
 
     def __bool__(self) -> bool:
         return self.admissible
@@ -579,8 +808,11 @@ def is_admissible(
     n_grid: int = 5,
     tol: float = 1e-6,
     step: float = 1e-4,
+    n_classes: int = 2,
+    n_points: int = 10,
+    seed: int = 0,
 ) -> Admissibility:
-    """Test numerically whether a binary metric is admissible (theory 1.2).
+    """Test numerically whether a metric is admissible (theory 1.2), for any number of classes.
 
     On a fixed test set (total ``N`` and class frequencies ``f0, f1`` fixed) a
     confusion matrix is determined by ``C00`` and ``C11`` (``C10 = f0 - C00``,
@@ -612,6 +844,19 @@ def is_admissible(
         Finite-difference step in ``C00`` and ``C11`` (the same for both, so that
         increasing transforms of a linear score keep their exact direction),
         relative to the smaller class frequency.
+    n_classes : int, default 2
+        ``C``. For ``C >= 3`` the same criterion is tested in the ``C (C - 1)``
+        coordinates of a fixed test set, the off-diagonal entries ``C[i, c]`` (each
+        column sums to its class frequency, so ``C[c, c] = f_c - sum_{i != c} C[i, c]``):
+        a utility yield's gradient there is ``U[i, c] - U[c, c]`` everywhere. The
+        metric is probed at ``n_points`` random interior confusion matrices
+        (columns ``P(decision | class)`` from a Dirichlet(2, ..., 2)) for each of nine
+        class balances (the uniform one and eight Dirichlet(2, ..., 2) draws) and
+        ``N = 100`` and ``10000``; ``n_grid`` is not used. Names may be keys of
+        :data:`MULTICLASS_METRICS` (``"f1_macro"`` ...); a library metric with a
+        ``.batch`` form is evaluated in one vectorised call.
+    n_points, seed : int
+        Points per class balance and ``N`` (``C >= 3``), and the seed that draws them.
 
     Returns
     -------
@@ -637,6 +882,15 @@ def is_admissible(
     (True, 0.707107, 0.707107)
     >>> is_admissible("balanced_accuracy").admissible  # X/Y = f1/f0 varies
     False
+
+    On three classes accuracy (and micro-F1, the same thing) is admissible, with equal
+    regrets for every error; macro-F1 is not:
+
+    >>> result = is_admissible("f1_micro", n_classes=3)
+    >>> bool(result), result.regrets.round(4)[0].tolist()
+    (True, [0.0, 0.4082, 0.4082])
+    >>> is_admissible("f1_macro", n_classes=3).admissible
+    False
     """
     if isinstance(metric, str):
         function = _resolve_metric(metric, "metric")
@@ -649,6 +903,13 @@ def is_admissible(
             "metric must be a callable metric(confusion) -> float or a metric name (one of "
             f"{', '.join(sorted(CONFUSION_METRICS))}), found {type(metric).__name__} {metric!r}"
         )
+    k = _check_n_classes(n_classes)
+    if k > 2:
+        for name, value, upper in (("tol", tol, math.pi), ("step", step, 0.1)):
+            if not isinstance(value, int | float | np.floating) or not 0 < value < upper:
+                raise ValueError(f"{name} must be a number in (0, {upper:.6g}), found {value!r}")
+        n_points = check_positive_int(n_points, "n_points")
+        return _is_admissible_square(function, label, k, float(tol), float(step), n_points, seed)
     if isinstance(n_grid, bool) or not isinstance(n_grid, int | np.integer) or n_grid < 2:
         raise ValueError(f"n_grid must be an integer of at least 2, found {n_grid!r}")
     for name, value, upper in (("tol", tol, math.pi), ("step", step, 0.5 / int(n_grid))):
@@ -769,4 +1030,269 @@ def is_admissible(
         f"{len(gradients)} grid points within {deviation:.2g} rad, for every f0 and N: it ranks "
         f"as any utility matrix with (U00 - U10) : (U11 - U01) = X : Y" + note + skipped,
         len(gradients),
+        np.array([[0.0, y], [x, 0.0]]),
     )
+
+
+def _square_points(
+    k: int, n_points: int, seed: int
+) -> tuple[np.ndarray, list[tuple[float, np.ndarray]]]:
+    """Interior normalised confusion matrices ``(P, k, k)`` and, per point, ``(N, f)``."""
+    rng = np.random.default_rng(seed)
+    balances = np.vstack([np.full(k, 1 / k), rng.dirichlet(np.full(k, 2.0), size=8)])
+    points, where = [], []
+    for total in _TOTALS:
+        for f in balances:
+            conditional = rng.dirichlet(np.full(k, 2.0), size=(n_points, k))  # (P, class, dec)
+            points.append(np.swapaxes(conditional, 1, 2) * f[None, None, :])
+            where.extend((total, f) for _ in range(n_points))
+    return np.concatenate(points), where
+
+
+def _is_admissible_square(
+    function: Callable[..., Any], label: str, k: int, tol: float, step: float, n_points: int,
+    seed: int,
+) -> Admissibility:  # fmt: skip
+    """The criterion of theory 1.2 in the off-diagonal coordinates of ``k`` classes."""
+    base, where = _square_points(k, n_points, seed)
+    totals = np.array([w[0] for w in where])
+    off = [(i, c) for c in range(k) for i in range(k) if i != c]
+    # moves: +h on C[i, c] and -h on C[c, c] (an item of class c decided i instead)
+    h = step * base.min(axis=(1, 2))  # (P,): the entries stay positive
+    moves = np.zeros((len(off), k, k))
+    for m, (i, c) in enumerate(off):
+        moves[m, i, c], moves[m, c, c] = 1.0, -1.0
+    plus = base[:, None] + h[:, None, None, None] * moves[None]
+    minus = base[:, None] - h[:, None, None, None] * moves[None]
+    both = np.concatenate([plus, minus], axis=1) * totals[:, None, None, None]  # counts
+    flat_counts = both.reshape(-1, k, k)
+    batch = getattr(function, "batch", None)
+    if callable(batch):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.asarray(batch(flat_counts), dtype=float)
+        values = np.where(np.isfinite(values), values, np.nan)
+    else:
+        values = np.array([_evaluate(function, label, c) for c in flat_counts])
+    values = values.reshape(len(base), 2, len(off))
+    defined = ~np.isnan(values).any(axis=(1, 2))
+    n_total = len(base)
+    skipped = (
+        f"; the metric was undefined at {int((~defined).sum())} of {n_total} points"
+        if not defined.all()
+        else ""
+    )
+    if not defined.any():
+        return Admissibility(
+            False, math.nan, math.nan, math.nan,
+            f"the metric is undefined (error or NaN) at every one of the {n_total} points", 0,
+        )  # fmt: skip
+    values, h_ok = values[defined], h[defined]
+    gradients = (values[:, 0] - values[:, 1]) / (2 * h_ok[:, None])  # (P, moves)
+    resolution = _FLAT_RTOL * np.abs(values).max(axis=(1, 2))
+    flat = (np.abs(values[:, 0] - values[:, 1]) <= resolution[:, None]).all(axis=1)
+    if flat.all():
+        return Admissibility(
+            False, math.nan, math.nan, math.nan,
+            "the metric is constant: it ranks every confusion matrix as equally good" + skipped,
+            int(defined.sum()),
+        )  # fmt: skip
+    # regret directions: minus the gradient (an error lowers a good metric)
+    units = -gradients[~flat] / np.linalg.norm(gradients[~flat], axis=1, keepdims=True)
+    mean = units.sum(axis=0)
+    norm = np.linalg.norm(mean)
+    if norm == 0:
+        angles = np.full(len(units), math.pi)
+    else:
+        mean = mean / norm
+        angles = np.arccos(np.clip(units @ mean, -1.0, 1.0))
+        # arccos loses precision near 0: use the norm of the rejection there
+        small = angles < 1e-4
+        angles[small] = np.linalg.norm(units[small] - np.outer(units[small] @ mean, mean), axis=1)
+    deviation = float(angles.max())
+    points = where if defined.all() else [w for w, d in zip(where, defined, strict=True) if d]
+    if flat.any():
+        total, f = points[int(np.flatnonzero(flat)[0])]
+        return Admissibility(
+            False, math.nan, math.nan, deviation,
+            f"the metric's gradient vanishes at {int(flat.sum())} point(s) (first at N = "
+            f"{total:g}, class frequencies {np.round(f, 4).tolist()}): it ties confusion "
+            "matrices that utility yields separate" + skipped,
+            int(defined.sum()),
+        )  # fmt: skip
+    if deviation > tol:
+        worst = int(np.argmax(angles))
+        total, f = [p for p, fl in zip(points, flat, strict=True) if not fl][worst]
+        return Admissibility(
+            False, math.nan, math.nan, deviation,
+            f"the direction of the metric's gradient in the {len(off)} off-diagonal "
+            f"coordinates changes by up to {deviation:.3g} rad (tolerance {tol:g}; worst at N "
+            f"= {total:g}, class frequencies {np.round(f, 4).tolist()}): no {k}x{k} utility "
+            "matrix ranks confusion matrices as it does" + skipped,
+            int(defined.sum()),
+        )  # fmt: skip
+    regrets = np.zeros((k, k))
+    for m, (i, c) in enumerate(off):
+        regrets[i, c] = mean[m]
+    note = (
+        "; a negative regret means the matching utility matrix rewards a wrong decision "
+        "more than the correct one (is the metric lower-is-better?)"
+        if mean.min() < -tol
+        else ""
+    )
+    return Admissibility(
+        True, math.nan, math.nan, deviation,
+        f"the metric's gradient points in one direction at all {int(defined.sum())} points "
+        f"within {deviation:.2g} rad, for every class balance and N: it ranks as any "
+        f"{k}x{k} utility matrix whose regrets U[c,c] - U[i,c] are proportional to "
+        f"{np.round(regrets, 4).tolist()}" + note + skipped,
+        int(defined.sum()),
+        regrets,
+    )  # fmt: skip
+
+
+# ========================================================= AUC, audited
+def _binormal_best(u: np.ndarray, b: np.ndarray, mu: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """Best ``g = A TPR - A' FPR`` over thresholds of binormal classifiers, vectorised.
+
+    Negatives score ``N(0, 1)`` and positives ``N(mu, spread^2)``; deciding positive
+    above ``t`` gives ``FPR = Phi(-t)`` and ``TPR = Phi((mu - t) / spread)``. With
+    ``A = (U00 - U10) B`` and ``A' = (U11 - U01) (1 - B)`` (class 0 positive) the yield
+    is ``g`` plus a constant shared by every classifier (theory 1.4). The stationary
+    points solve ``(mu - t)^2 / (2 s^2) - t^2 / 2 = log(A / (s A'))``, a quadratic;
+    the maximum is at one of them or at ``t = +-inf`` (``g = 0`` or ``A - A'``).
+    """
+    a_pos = (u[:, 0, 0] - u[:, 1, 0]) * b
+    a_neg = (u[:, 1, 1] - u[:, 0, 1]) * (1 - b)
+    s2 = spread * spread
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhs = np.log(a_pos / (spread * a_neg))
+        qa = 1 / (2 * s2) - 0.5
+        qb = -mu / s2
+        qc = mu * mu / (2 * s2) - rhs
+        disc = np.sqrt(qb * qb - 4 * qa * qc)
+        linear = np.abs(qa) < 1e-12
+        roots = np.stack([
+            np.where(linear, -qc / qb, (-qb + disc) / (2 * qa)),
+            np.where(linear, np.nan, (-qb - disc) / (2 * qa)),
+        ])  # fmt: skip
+    best = np.maximum(0.0, a_pos - a_neg)  # the endpoints: nothing or everything positive
+    for t in roots:
+        g = a_pos * ndtr((mu - t) / spread) - a_neg * ndtr(-t)
+        best = np.where(np.isfinite(g), np.maximum(best, g), best)
+    return best
+
+
+def auc_disagreement(
+    error_sd: float | Iterable[float] = DEFAULT_ERROR_SD,
+    n_pairs: int = 200_000,
+    utility_prior: UtilityPrior = "uniform",
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    *,
+    class_balance: Any = None,
+    rates: str | Callable[..., Any] = "linear",
+    spread: tuple[float, float] = (0.5, 2.0),
+    chunk_size: int = _DEFAULT_CHUNK,
+) -> pd.DataFrame:
+    """How often the area under the ROC curve ranks scoring classifiers wrongly (theory 1.5).
+
+    AUC scores a *scoring* classifier, so the audit of :func:`rank_disagreement`
+    is run on pairs of binormal scoring classifiers, each deployed at its own best
+    threshold for the true utility matrix (theory 1.4):
+
+    1. a true binary utility matrix from ``utility_prior`` and, per ``sigma``, an
+       erroneous copy (as in :func:`rank_disagreement`);
+    2. the class-0 (positive) share ``B ~ U(0, 1)`` or ``class_balance[0]``;
+    3. each classifier: negatives score ``N(0, 1)``, positives ``N(mu, s^2)``, with
+       ``s`` log-uniform on ``spread`` and ``mu`` set so that the ROC curve passes
+       through a point ``(1 - TNR, TPR)`` drawn as in step 3 of theory 1.5
+       (``mu = Phi^-1(TNR) + s Phi^-1(TPR)``); its ROC curve is
+       ``TPR(f) = Phi((mu + Phi^-1(f)) / s)`` and ``AUC = Phi(mu / sqrt(1 + s^2))``;
+    4. the truth is the sign of the difference of the two best yields
+       (:func:`_binormal_best`, the exact optimum over thresholds);
+    5. AUC ranks a pair wrongly when the sign of its difference disagrees; the
+       erroneous matrix ranks wrongly when the difference of the best yields *it*
+       sees does.
+
+    With equal spreads (``spread=(1, 1)``) the curves never cross and AUC ranks wrongly
+    only pairs whose best yields tie in floating point (a utility matrix under which
+    both classifiers should decide "positive" for nearly everything, say); crossing
+    curves are where it fails. A tie of the true best yields counts as ranked wrongly
+    by any score that separates the pair, as in :func:`rank_disagreement`.
+
+    Parameters
+    ----------
+    error_sd, n_pairs, utility_prior, seed, class_balance, rates, chunk_size
+        As in :func:`rank_disagreement` (two classes).
+    spread : (low, high), default (0.5, 2)
+        Range of the positives' standard deviation ``s`` (log-uniform).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The layout of :func:`rank_disagreement`: a ``"roc_auc"`` row, then one
+        ``"utility_yield"`` row per ``sigma``.
+
+    Examples
+    --------
+    >>> result = auc_disagreement(error_sd=[0.0], n_pairs=20_000, seed=3)
+    >>> result[["metric", "error_sd", "fraction_wrong"]].round(3)
+              metric  error_sd  fraction_wrong
+    0        roc_auc       NaN            0.13
+    1  utility_yield       0.0            0.00
+    >>> nested = auc_disagreement(error_sd=[], n_pairs=20_000, seed=3, spread=(1, 1))
+    >>> int(nested.fraction_wrong.iloc[0] * 20_000)  # one pair, whose best yields tie
+    1
+    """
+    prior = _validate_prior(utility_prior, 2)
+    balance = _validate_balance(class_balance, 2)
+    sample_rates = _validate_rates(rates)
+    sds = _validate_error_sd(error_sd)
+    n_pairs = check_positive_int(n_pairs, "n_pairs")
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    try:
+        low, high = (float(v) for v in spread)
+    except (TypeError, ValueError):
+        raise TypeError(f"spread must be a pair (low, high), found {spread!r}") from None
+    if not 0 < low <= high or not np.isfinite(high):
+        raise ValueError(f"spread must satisfy 0 < low <= high < inf, found {spread!r}")
+    rng = np.random.default_rng(seed)
+    wrong_auc = 0
+    wrong_yield = np.zeros(sds.size, dtype=np.int64)
+    for start in range(0, n_pairs, chunk_size):
+        m = min(chunk_size, n_pairs - start)
+        if isinstance(prior, str):
+            true_u = chart_matrices(*_sample_chart_points(m, prior, rng))
+        else:
+            true_u = np.broadcast_to(prior, (m, 2, 2))
+        b = rng.random(m) if balance is None else np.full(m, balance[0])
+        rates_ = sample_rates(rng, (4, m), 2)  # (TPR1, TNR1, TPR2, TNR2)
+        s = np.exp(rng.uniform(np.log(low), np.log(high), size=(2, m)))
+        mu = ndtri(rates_[1::2]) + s * ndtri(rates_[0::2])  # (2, m)
+        auc = ndtr(mu / np.sqrt(1 + s * s))
+
+        def gap(u: np.ndarray, mu: np.ndarray = mu, s: np.ndarray = s, b: np.ndarray = b):
+            return _binormal_best(u, b, mu[1], s[1]) - _binormal_best(u, b, mu[0], s[0])
+
+        truth = np.sign(gap(true_u))
+        wrong_auc += _count_wrong(truth, auc[1] - auc[0])[0]
+        for j, sd in enumerate(sds):
+            u = true_u if sd == 0 else _perturb(true_u, float(sd), rng)
+            wrong_yield[j] += _count_wrong(truth, gap(u))[0]
+    fraction = np.r_[wrong_auc, wrong_yield] / n_pairs
+    result = pd.DataFrame(
+        {
+            "metric": ["roc_auc"] + [_YIELD_LABEL] * sds.size,
+            "error_sd": np.r_[np.nan, sds],
+            "fraction_wrong": fraction,
+            "mc_se": np.sqrt(fraction * (1.0 - fraction) / n_pairs),
+        }
+    )
+    result.attrs = {
+        "n_pairs": n_pairs,
+        "utility_prior": prior if isinstance(prior, str) else prior.tolist(),
+        "seed": seed if seed is None or isinstance(seed, int) else repr(seed),
+        "class_balance": None if balance is None else balance.tolist(),
+        "rates": rates if isinstance(rates, str) else repr(rates),
+        "spread": (low, high),
+    }
+    return result

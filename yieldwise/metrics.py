@@ -17,6 +17,33 @@ Conventions
   decisions) raises :class:`UndefinedMetricError` saying which term vanished.
 * Each confusion-matrix metric has a vectorised ``.batch(counts, ...)`` form on
   arrays ``(..., K, K)`` that returns NaN where the metric is undefined.
+* ``zero_division=`` (precision, recall, specificity, F-scores, Fowlkes-Mallows)
+  says what a ratio with a zero denominator is worth, as in scikit-learn: the
+  default ``"raise"`` raises :class:`UndefinedMetricError`; a number in [0, 1]
+  replaces each undefined per-class value; ``nan`` leaves undefined classes out of
+  macro and weighted averages. ``macro_f=`` (F-scores) chooses between the mean of
+  per-class F (``"mean"``, scikit-learn's macro-F) and the F of the macro-averaged
+  precision and recall (``"harmonic"``). See :func:`f1`.
+
+Folds
+-----
+Results from several test folds are combined by *adding* their confusion matrices
+(theory 1, "Folds"): the sum is the confusion matrix of all the test items, and
+its utility yield is the count-weighted mean of the fold yields. Averaging fold
+F-scores (or precisions, or MCCs) gives the score of no set of decisions at all:
+
+>>> from yieldwise import ConfusionMatrix, UtilityMatrix, utility_yield
+>>> fold_1 = ConfusionMatrix([[9, 1], [1, 9]])   # 20 items, class 0 positive
+>>> fold_2 = ConfusionMatrix([[1, 4], [0, 75]])  # 80 items, few positives
+>>> f1(fold_1), round(f1(fold_2), 4)             # 18/20 and 2/6
+(0.9, 0.3333)
+>>> round((f1(fold_1) + f1(fold_2)) / 2, 4)      # the mean of the fold F1s ...
+0.6167
+>>> round(f1(fold_1 + fold_2), 4)                # ... is not the F1 of the 100 items: 20/26
+0.7692
+>>> u = UtilityMatrix([[1, 0], [0, 1]])          # accuracy
+>>> utility_yield(fold_1 + fold_2, u)            # (20 * 0.9 + 80 * 0.95) / 100
+0.94
 """
 
 from __future__ import annotations
@@ -26,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from ._validation import (
     Label,
@@ -60,6 +88,15 @@ __all__ = [
     "brier",
     "log_loss",
     "ROCCurve",
+    "pr_curve",
+    "average_precision",
+    "pr_gain_curve",
+    "pr_gain_auc",
+    "PRCurve",
+    "PRGainCurve",
+    "BrierDecomposition",
+    "brier_decomposition",
+    "reliability_table",
     "CONFUSION_METRICS",
     "SCORE_METRICS",
 ]
@@ -145,26 +182,74 @@ def _fowlkes_ovr(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray)
     return _ratio(tp, np.sqrt((tp + fp) * (tp + fn)))
 
 
+def _fill(values: np.ndarray, zero_division: float | None) -> np.ndarray:
+    """Undefined (NaN) values replaced by ``zero_division``; ``None`` or NaN keeps them."""
+    if zero_division is None or np.isnan(zero_division):
+        return values
+    return np.where(np.isnan(values), zero_division, values)
+
+
+def _average(
+    per_class: np.ndarray, support: np.ndarray, average: str, zero_division: float | None
+) -> np.ndarray:
+    """Macro or weighted average over the last axis.
+
+    With ``zero_division=nan`` (scikit-learn's convention) undefined classes are left
+    out of the average; otherwise an undefined class makes the average undefined.
+    """
+    skip = zero_division is not None and np.isnan(zero_division)
+    if average == "macro":
+        if skip:
+            defined = ~np.isnan(per_class)
+            return _ratio(np.where(defined, per_class, 0.0).sum(-1), defined.sum(-1))
+        return per_class.mean(axis=-1)
+    # A class with no items carries zero weight, whatever its (possibly undefined) score.
+    weights = np.where(support > 0, support, 0.0)
+    if skip:
+        defined = ~np.isnan(per_class)
+        weights = np.where(defined, weights, 0.0)
+        # as scikit-learn: if every defined class has zero weight, their plain mean
+        plain = _ratio(np.where(defined, per_class, 0.0).sum(-1), defined.sum(-1))
+        weighted = np.where(weights > 0, per_class, 0.0) * weights
+        total = weights.sum(-1)
+        return np.where(total > 0, _ratio(weighted.sum(-1), total), plain)
+    weighted = np.where(weights > 0, per_class, 0.0) * weights
+    return _ratio(weighted.sum(-1), weights.sum(-1))
+
+
 def _apply_ovr(
     kernel: Callable[..., np.ndarray],
     counts: np.ndarray,
     positive: int | None,
     average: Average | None,
+    zero_division: float | None = None,
+    macro_f: str = "mean",
     **kw: float,
 ) -> np.ndarray:
+    """A one-vs-rest metric on counts ``(..., K, K)``: one class, or an average.
+
+    ``zero_division`` replaces every ratio whose denominator is zero (``None``: NaN).
+    ``macro_f="harmonic"`` (F-scores with ``average="macro"``) takes the F-beta of the
+    macro-averaged precision and recall instead of the mean of per-class F-betas.
+    """
     tp, fp, fn, tn = _one_vs_rest(counts)
     if average is None:
         k = 0 if positive is None else positive
-        return kernel(tp[..., k], fp[..., k], fn[..., k], tn[..., k], **kw)
+        return _fill(kernel(tp[..., k], fp[..., k], fn[..., k], tn[..., k], **kw), zero_division)
     if average == "micro":
-        return kernel(tp.sum(-1), fp.sum(-1), fn.sum(-1), tn.sum(-1), **kw)
-    per_class = kernel(tp, fp, fn, tn, **kw)
-    if average == "macro":
-        return per_class.mean(axis=-1)
+        return _fill(kernel(tp.sum(-1), fp.sum(-1), fn.sum(-1), tn.sum(-1), **kw), zero_division)
     support = tp + fn
-    # A class with no items carries zero weight, whatever its (possibly undefined) score.
-    weighted = np.where(support > 0, per_class, 0.0) * support
-    return _ratio(weighted.sum(-1), support.sum(-1))
+    if macro_f == "harmonic":
+        # F-beta of the macro precision P and macro recall R (Opitz and Burst, 2019):
+        # (1 + b^2) P R / (b^2 P + R)
+        p = _average(_fill(_precision_ovr(tp, fp, fn, tn), zero_division), support, "macro",
+                     zero_division)  # fmt: skip
+        r = _average(_fill(_recall_ovr(tp, fp, fn, tn), zero_division), support, "macro",
+                     zero_division)  # fmt: skip
+        b2 = kw.get("beta", 1.0) ** 2
+        return _fill(_ratio((1 + b2) * p * r, b2 * p + r), zero_division)
+    per_class = _fill(kernel(tp, fp, fn, tn, **kw), zero_division)
+    return _average(per_class, support, average, zero_division)
 
 
 def _accuracy_batch(counts: np.ndarray) -> np.ndarray:
@@ -211,13 +296,18 @@ def _preference_batch(counts: np.ndarray, kappa: np.ndarray | None = None) -> np
 
 def _ovr_batch(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     def batch(
-        counts: np.ndarray, positive: int = 0, average: Average | None = None, **kw: float
+        counts: np.ndarray,
+        positive: int = 0,
+        average: Average | None = None,
+        zero_division: float | None = None,
+        **kw: Any,
     ) -> np.ndarray:
-        return _apply_ovr(kernel, np.asarray(counts, float), positive, average, **kw)
+        return _apply_ovr(kernel, np.asarray(counts, float), positive, average, zero_division, **kw)
 
     batch.__doc__ = (
         "Vectorised form on counts ``(..., K, K)`` (rows decisions, columns classes); "
-        "``positive`` is a class index. NaN where undefined."
+        "``positive`` is a class index. NaN where undefined, unless ``zero_division`` "
+        "gives a value."
     )
     return batch
 
@@ -279,18 +369,48 @@ def _undefined_ovr(
     return f"{metric} is undefined for this confusion matrix: {detail}"
 
 
+def _check_zero_division(zero_division: Any, metric: str) -> float | None:
+    """``None`` for "raise", else the replacement value (a number in [0, 1], or NaN)."""
+    if isinstance(zero_division, str) and zero_division == "raise":
+        return None
+    if (
+        isinstance(zero_division, bool)
+        or not isinstance(zero_division, int | float | np.floating | np.integer)
+        or not (np.isnan(zero_division) or 0 <= zero_division <= 1)
+    ):
+        raise ValueError(
+            f"{metric}: zero_division must be 'raise', a number in [0, 1] or nan, found "
+            f"{zero_division!r}"
+        )
+    return float(zero_division)
+
+
+def _check_macro_f(macro_f: Any, average: str | None, metric: str) -> str:
+    if macro_f not in ("mean", "harmonic"):
+        raise ValueError(f"{metric}: macro_f must be 'mean' or 'harmonic', found {macro_f!r}")
+    if macro_f == "harmonic" and average != "macro":
+        raise ValueError(
+            f"{metric}: macro_f='harmonic' (the F of macro precision and macro recall) needs "
+            f"average='macro', found average={average!r}"
+        )
+    return macro_f
+
+
 def _ovr_metric(
     metric: str,
     kernel: Callable[..., np.ndarray],
     confusion: ConfusionMatrix,
     positive: Label | None,
     average: str | None,
+    zero_division: Any = "raise",
+    macro_f: str = "mean",
     **kw: float,
 ) -> float:
     counts, classes = _square_counts(confusion, metric)
     k, avg = _resolve(classes, positive, average, metric)
-    value = float(_apply_ovr(kernel, counts, k, avg, **kw))
-    if np.isnan(value):
+    fill = _check_zero_division(zero_division, metric)
+    value = float(_apply_ovr(kernel, counts, k, avg, fill, macro_f, **kw))
+    if np.isnan(value) and fill is None:
         which = [k] if k is not None else list(range(len(classes)))
         raise UndefinedMetricError(_undefined_ovr(metric, counts, classes, which))
     return value
@@ -336,10 +456,17 @@ def accuracy(confusion: ConfusionMatrix) -> float:
     _ovr_batch(_precision_ovr),
 )
 def precision(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """Fraction of items decided as the positive class that are positive (PPV)."""
-    return _ovr_metric("precision", _precision_ovr, confusion, positive, average)
+    """Fraction of items decided as the positive class that are positive (PPV).
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("precision", _precision_ovr, confusion, positive, average, zero_division)
 
 
 @_metric(
@@ -351,10 +478,17 @@ def precision(
     _ovr_batch(_recall_ovr),
 )
 def recall(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """True-positive rate: fraction of positive items decided as positive."""
-    return _ovr_metric("recall", _recall_ovr, confusion, positive, average)
+    """True-positive rate: fraction of positive items decided as positive.
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("recall", _recall_ovr, confusion, positive, average, zero_division)
 
 
 true_positive_rate = recall
@@ -368,10 +502,17 @@ true_positive_rate = recall
     _ovr_batch(_specificity_ovr),
 )
 def specificity(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """True-negative rate: fraction of non-positive items not decided as positive."""
-    return _ovr_metric("specificity", _specificity_ovr, confusion, positive, average)
+    """True-negative rate: fraction of non-positive items not decided as positive.
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("specificity", _specificity_ovr, confusion, positive, average, zero_division)
 
 
 true_negative_rate = specificity
@@ -389,15 +530,34 @@ def fbeta(
     beta: float = 1.0,
     positive: Label | None = None,
     average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
+    macro_f: str = "mean",
 ) -> float:
-    """F-beta score ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)``."""
+    """F-beta score ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)``.
+
+    ``zero_division`` and ``macro_f`` as in :func:`f1`.
+    """
     if not np.isscalar(beta) or not np.isfinite(beta) or beta <= 0:
         raise ValueError(f"fbeta: beta must be a positive finite number, found {beta!r}")
-    return _ovr_metric("fbeta", _fbeta_ovr, confusion, positive, average, beta=float(beta))
+    macro_f = _check_macro_f(macro_f, average, "fbeta")
+    return _ovr_metric(
+        "fbeta", _fbeta_ovr, confusion, positive, average, zero_division, macro_f,
+        beta=float(beta),
+    )  # fmt: skip
 
 
-def _f1_batch(counts: np.ndarray, positive: int = 0, average: Average | None = None) -> np.ndarray:
-    return _apply_ovr(_fbeta_ovr, np.asarray(counts, float), positive, average, beta=1.0)
+def _f1_batch(
+    counts: np.ndarray,
+    positive: int = 0,
+    average: Average | None = None,
+    zero_division: float | None = None,
+    macro_f: str = "mean",
+) -> np.ndarray:
+    return _apply_ovr(
+        _fbeta_ovr, np.asarray(counts, float), positive, average, zero_division, macro_f,
+        beta=1.0,
+    )  # fmt: skip
 
 
 @_metric(
@@ -408,10 +568,57 @@ def _f1_batch(counts: np.ndarray, positive: int = 0, average: Average | None = N
     _f1_batch,
 )
 def f1(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
+    macro_f: str = "mean",
 ) -> float:
-    """F1 score, the harmonic mean of precision and recall."""
-    return _ovr_metric("f1", _fbeta_ovr, confusion, positive, average, beta=1.0)
+    """F1 score, the harmonic mean of precision and recall.
+
+    Parameters
+    ----------
+    confusion : ConfusionMatrix
+    positive : label, optional
+        The class scored against the rest (default the first of two classes).
+    average : {"macro", "weighted", "micro"}, optional
+        Average over the classes instead (several classes).
+    zero_division : "raise", number in [0, 1], or nan, default "raise"
+        What a ratio with a zero denominator is worth, as scikit-learn's
+        ``zero_division``: ``"raise"`` raises :class:`UndefinedMetricError`
+        naming the empty term; a number replaces each undefined per-class value
+        (precision with no item decided as the class, recall with no item of it,
+        F with neither: ``TP + FP + FN = 0``); ``nan`` leaves undefined classes out
+        of macro and weighted averages (and returns NaN when nothing is defined).
+    macro_f : {"mean", "harmonic"}, default "mean"
+        With ``average="macro"``: ``"mean"`` averages the per-class F1 scores
+        (scikit-learn's macro-F1); ``"harmonic"`` is the harmonic mean of the
+        macro-averaged precision and recall, the convention of the
+        preference-driven measure's paper. The two differ (Opitz and Burst, 2019).
+
+    Examples
+    --------
+    Three classes; class ``c`` is never decided, so its precision is 0/0 (its F1 is
+    still defined: ``2 TP / (2 TP + FP + FN) = 0 / 3``):
+
+    >>> from yieldwise import ConfusionMatrix
+    >>> cm = ConfusionMatrix([[4, 1, 1], [0, 3, 2], [0, 0, 0]], classes=list("abc"),
+    ...                      decisions=list("abc"))
+    >>> round(f1(cm, average="macro"), 6)  # (8/10 + 6/9 + 0) / 3
+    0.488889
+    >>> [round(precision(cm, average="macro", zero_division=z), 6) for z in (0, 1)]
+    [0.422222, 0.755556]
+    >>> round(precision(cm, average="macro", zero_division=float("nan")), 6)  # c left out
+    0.633333
+    >>> # harmonic: macro P = (2/3 + 3/5 + 0) / 3, macro R = (1 + 3/4 + 0) / 3, 2PR / (P + R)
+    >>> round(f1(cm, average="macro", macro_f="harmonic", zero_division=0), 6)
+    0.489871
+    """
+    macro_f = _check_macro_f(macro_f, average, "f1")
+    return _ovr_metric(
+        "f1", _fbeta_ovr, confusion, positive, average, zero_division, macro_f, beta=1.0
+    )
 
 
 @_metric(
@@ -439,10 +646,17 @@ def matthews(confusion: ConfusionMatrix) -> float:
     _ovr_batch(_fowlkes_ovr),
 )
 def fowlkes_mallows(
-    confusion: ConfusionMatrix, positive: Label | None = None, average: Average | None = None
+    confusion: ConfusionMatrix,
+    positive: Label | None = None,
+    average: Average | None = None,
+    *,
+    zero_division: Any = "raise",
 ) -> float:
-    """Fowlkes-Mallows index ``sqrt(precision * recall)``."""
-    return _ovr_metric("fowlkes_mallows", _fowlkes_ovr, confusion, positive, average)
+    """Fowlkes-Mallows index ``sqrt(precision * recall)``.
+
+    ``zero_division`` as in :func:`f1` (module notes).
+    """
+    return _ovr_metric("fowlkes_mallows", _fowlkes_ovr, confusion, positive, average, zero_division)
 
 
 @_metric(
@@ -603,10 +817,218 @@ def roc_auc(
     return float(np.trapezoid(curve.tpr, curve.fpr))
 
 
+# ----------------------------------------------------- precision-recall curves
+def _binary_counts(
+    scores: Any, true_classes: Any, positive: Label | None, classes: Any, metric: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, Label]:
+    """``(tp, fp, thresholds, P, N, positive)`` at every distinct threshold, highest first."""
+    s = _scores_1d(scores)
+    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, s.size)
+    n_pos = int(is_positive.sum())
+    n_neg = s.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        missing = "positive" if n_pos == 0 else "negative"
+        raise UndefinedMetricError(
+            f"{metric} is undefined: true_classes has no {missing} items (positive = {positive!r})"
+        )
+    tp, fp, thresholds = roc_curve_core(s, is_positive)
+    return tp, fp, thresholds, n_pos, n_neg, positive
+
+
+@dataclass(frozen=True)
+class PRCurve:
+    """Empirical precision-recall curve; decide "positive" when ``score >= thresholds[j]``.
+
+    One point per distinct score, highest first (the "nothing positive" point, whose
+    precision is 0/0, is left out).
+    """
+
+    precision: np.ndarray
+    recall: np.ndarray
+    thresholds: np.ndarray
+    positive: Label
+    prevalence: float
+    n_items: int
+
+
+_PR_REASON = (
+    "Precision is nonlinear in the confusion matrix and ignores true negatives; a curve or "
+    "an average over its operating points ranks classifiers by points nobody deploys "
+    "together, not by the one a utility matrix selects (theory 1.2, 1.4)."
+)
+
+
+@_metric("pr_curve", False, "A curve, not a score. " + _PR_REASON, "scores")
+def pr_curve(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> PRCurve:
+    """Empirical precision-recall curve of a scoring classifier (higher: more positive).
+
+    Examples
+    --------
+    >>> curve = pr_curve([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)
+    >>> curve.precision.tolist(), curve.recall.tolist()
+    ([1.0, 0.5, 0.6666666666666666, 0.5], [0.5, 0.5, 1.0, 1.0])
+    """
+    tp, fp, thresholds, n_pos, n_neg, positive = _binary_counts(
+        scores, true_classes, positive, classes, "pr_curve"
+    )
+    tp, fp, thresholds = tp[1:], fp[1:], thresholds[1:]
+    return PRCurve(tp / (tp + fp), tp / n_pos, thresholds, positive, n_pos / (n_pos + n_neg),
+                   n_pos + n_neg)  # fmt: skip
+
+
+@_metric(
+    "average_precision",
+    False,
+    "Averages precision over the recall levels of all thresholds. " + _PR_REASON,
+    "scores",
+)
+def average_precision(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> float:
+    """Average precision ``sum_j (R_j - R_j-1) P_j`` over the thresholds (no interpolation).
+
+    The area under the precision-recall step curve, as scikit-learn's
+    ``average_precision_score`` computes it (``R_0 = 0``).
+
+    Examples
+    --------
+    >>> average_precision([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)  # 0.5 * 1 + 0.5 * 2/3
+    0.8333333333333333
+    """
+    curve = pr_curve(scores, true_classes, positive, classes)
+    return float(np.sum(np.diff(np.r_[0.0, curve.recall]) * curve.precision))
+
+
+@dataclass(frozen=True, eq=False)
+class PRGainCurve:
+    """Precision-recall-gain curve (Flach and Kull, 2015); see :func:`pr_gain_curve`.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        One row per threshold with at least one true positive (highest first), plus,
+        flagged ``is_crossing``, the interpolated point where recall gain is 0:
+        ``threshold``, ``true_positives``, ``false_positives``, ``precision``,
+        ``recall``, ``precision_gain``, ``recall_gain``, ``is_crossing``.
+    area : float
+        Area under the curve over recall gains in [0, 1] (AUPRG), linear between
+        points; precision gains below 0 count negatively.
+    positive : label
+    prevalence : float
+        ``pi``, the share of positives, the gains' baseline.
+    """
+
+    frame: pd.DataFrame
+    area: float
+    positive: Label
+    prevalence: float
+
+
+@_metric(
+    "pr_gain_curve",
+    False,
+    "A curve, not a score; precision gain is a nonlinear function of the confusion matrix "
+    "(an F-score rescaled to the always-positive baseline). " + _PR_REASON,
+    "scores",
+)
+def pr_gain_curve(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> PRGainCurve:
+    """Precision-recall-gain curve of a scoring classifier (Flach and Kull, 2015).
+
+    With ``pi`` the share of positives and ``P``, ``N`` the counts of positives and
+    negatives, each threshold's gains are
+
+    ``precision_gain = 1 - (P / N) FP / TP``,   ``recall_gain = 1 - (P / N) FN / TP``,
+
+    i.e. precision and recall rescaled harmonically so that the always-positive
+    classifier (precision ``pi``) sits at 0 and a perfect one at 1. Between
+    thresholds, randomised classifiers trace straight lines in gain space (both
+    gains are affine in ``1 / TP`` along a segment), so the curve is piecewise
+    linear; the point where recall gain crosses 0 (recall ``pi``) is interpolated on
+    its segment, as the reference implementation (``prg``) does.
+
+    Examples
+    --------
+    >>> curve = pr_gain_curve([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)
+    >>> curve.frame[["true_positives", "false_positives", "precision_gain", "recall_gain"]]
+       true_positives  false_positives  precision_gain  recall_gain
+    0             1.0              0.0             1.0          0.0
+    1             1.0              1.0             0.0          0.0
+    2             2.0              1.0             0.5          1.0
+    3             2.0              2.0             0.0          1.0
+    >>> curve.area  # from (0, 0) to (1, 0.5), then along recall gain 1
+    0.25
+    """
+    tp, fp, thresholds, n_pos, n_neg, positive = _binary_counts(
+        scores, true_classes, positive, classes, "pr_gain_curve"
+    )
+    ratio = n_pos / n_neg
+    defined = tp > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision_gain = np.where(defined, 1 - ratio * fp / np.where(defined, tp, 1), -np.inf)
+        recall_gain = np.where(defined, 1 - ratio * (n_pos - tp) / np.where(defined, tp, 1),
+                               -np.inf)  # fmt: skip
+    is_crossing = np.zeros(tp.size, dtype=bool)
+    first = int(np.flatnonzero(recall_gain >= 0)[0])  # exists: everything positive has 1
+    keep = np.arange(first, tp.size)
+    columns = {"threshold": thresholds, "true_positives": tp, "false_positives": fp}
+    if recall_gain[first] > 0:
+        # interpolate in counts on the segment (first - 1, first) to TP = P pi = P^2 / n
+        alpha = (n_pos * n_pos / (n_pos + n_neg) - tp[first - 1]) / (tp[first] - tp[first - 1])
+        tp_c = tp[first - 1] + alpha * (tp[first] - tp[first - 1])
+        fp_c = fp[first - 1] + alpha * (fp[first] - fp[first - 1])
+        columns = {
+            "threshold": np.r_[thresholds[first], thresholds[keep]],
+            "true_positives": np.r_[tp_c, tp[keep]],
+            "false_positives": np.r_[fp_c, fp[keep]],
+        }
+        precision_gain = np.r_[1 - ratio * fp_c / tp_c, precision_gain[keep]]
+        recall_gain = np.r_[0.0, recall_gain[keep]]
+        is_crossing = np.r_[True, is_crossing[keep]]
+    else:
+        columns = {k: v[keep] for k, v in columns.items()}
+        precision_gain, recall_gain, is_crossing = (
+            precision_gain[keep], recall_gain[keep], is_crossing[keep]
+        )  # fmt: skip
+    t, f = columns["true_positives"], columns["false_positives"]
+    frame = pd.DataFrame(
+        {
+            **columns,
+            "precision": t / (t + f),
+            "recall": t / n_pos,
+            "precision_gain": precision_gain,
+            "recall_gain": recall_gain,
+            "is_crossing": is_crossing,
+        }
+    )
+    area = float(np.sum(np.diff(recall_gain) * (precision_gain[1:] + precision_gain[:-1]) / 2))
+    return PRGainCurve(frame, area, positive, n_pos / (n_pos + n_neg))
+
+
+@_metric(
+    "pr_gain_auc",
+    False,
+    "Averages precision gain over recall gains: the expected F-gain over operating points "
+    "(Flach and Kull, 2015), not the yield of the one a utility matrix selects. " + _PR_REASON,
+    "scores",
+)
+def pr_gain_auc(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> float:
+    """Area under the precision-recall-gain curve (AUPRG); see :func:`pr_gain_curve`."""
+    return pr_gain_curve(scores, true_classes, positive, classes).area
+
+
 def _probability_matrix(
     probabilities: Any, true_classes: Any, classes: Any, positive: Label | None, metric: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(p, onehot)`` arrays; a 1-D input is the probability of ``positive``."""
+) -> tuple[np.ndarray, np.ndarray, tuple[Label, ...]]:
+    """``(p, onehot, labels)``; a 1-D input is the probability of ``positive``.
+
+    ``labels`` names the columns: ``(positive,)`` for a 1-D input, else the classes.
+    """
     p = as_float_array(probabilities, "probabilities", ndim=(1, 2))
     truth = label_values(true_classes, "true_classes")
     if truth.size != p.shape[0]:
@@ -619,8 +1041,8 @@ def _probability_matrix(
             f"{metric}: probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]"
         )
     if p.ndim == 1:
-        is_positive, _, _ = _binary_truth(true_classes, positive, classes, p.size)
-        return p[:, None], is_positive.astype(float)[:, None]
+        is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
+        return p[:, None], is_positive.astype(float)[:, None], (positive,)
     if positive is not None:
         raise ValueError(f"{metric}: positive= applies to 1-D probabilities only")
     sums = p.sum(axis=1)
@@ -639,7 +1061,7 @@ def _probability_matrix(
     classes = check_labels(classes, p.shape[1], "classes")
     onehot = np.zeros_like(p)
     onehot[np.arange(p.shape[0]), indices_of(truth, classes, "true_classes", "classes")] = 1.0
-    return p, onehot
+    return p, onehot, classes
 
 
 @_metric(
@@ -658,7 +1080,7 @@ def brier(
     ``(items, classes)`` probabilities: ``mean_n sum_c (p_nc - y_nc)^2``
     (Brier's original form, twice the 1-D value on binary problems).
     """
-    p, onehot = _probability_matrix(probabilities, true_classes, classes, positive, "brier")
+    p, onehot, _ = _probability_matrix(probabilities, true_classes, classes, positive, "brier")
     return float(((p - onehot) ** 2).sum(axis=1).mean())
 
 
@@ -675,13 +1097,372 @@ def log_loss(
 
     A zero probability on a true class gives ``inf``: nothing is clipped.
     """
-    p, onehot = _probability_matrix(probabilities, true_classes, classes, positive, "log_loss")
+    p, onehot, _ = _probability_matrix(probabilities, true_classes, classes, positive, "log_loss")
     if p.shape[1] == 1:
         p_true = np.where(onehot[:, 0] == 1, p[:, 0], 1 - p[:, 0])
     else:
         p_true = (p * onehot).sum(axis=1)
     with np.errstate(divide="ignore"):
         return float(-np.log(p_true).mean())
+
+
+# ------------------------------------------------------- calibration diagnostics
+def _isotonic_values(f: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """Isotonic (PAV) regression of ``o`` on ``f``, per item; tied ``f`` share a value."""
+    from scipy.optimize import isotonic_regression
+
+    x, inverse = np.unique(f, return_inverse=True)
+    inverse = inverse.ravel()
+    weights = np.bincount(inverse, minlength=x.size).astype(float)
+    means = np.bincount(inverse, weights=o, minlength=x.size) / weights
+    return isotonic_regression(means, weights=weights, increasing=True).x[inverse]
+
+
+def _bin_index(f: np.ndarray, bins: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per item, its bin; and the bin edges (``None`` for one bin per distinct value)."""
+    if isinstance(bins, str):
+        if bins != "unique":
+            raise ValueError(
+                f"bins must be 'unique', a number of equal-width bins or an array of edges, "
+                f"found {bins!r}"
+            )
+        return np.unique(f, return_inverse=True)[1].ravel(), None
+    if np.isscalar(bins):
+        if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 1:
+            raise ValueError(f"bins must be a positive integer, found {bins!r}")
+        edges = np.arange(int(bins) + 1) / int(bins)  # k/K exactly, not linspace's 0.7000...1
+    else:
+        edges = as_float_array(bins, "bins", ndim=1)
+        if edges.size < 2 or (np.diff(edges) <= 0).any():
+            raise ValueError(f"bins as edges must increase strictly, found {edges.tolist()}")
+        if edges[0] > f.min() or edges[-1] < f.max():
+            raise ValueError(
+                f"bins edges [{edges[0]}, {edges[-1]}] must cover the probabilities "
+                f"[{f.min()}, {f.max()}]"
+            )
+    # bins [e_k, e_k+1), the last one closed
+    index = np.clip(np.searchsorted(edges, f, side="right") - 1, 0, edges.size - 2)
+    return index, edges
+
+
+@dataclass(frozen=True, eq=False)
+class BrierDecomposition:
+    """The Brier score's two decompositions (see :func:`brier_decomposition`).
+
+    Attributes
+    ----------
+    brier : float
+        The Brier score, as :func:`brier` computes it.
+    reliability, resolution, uncertainty : float
+        Murphy's terms over the bins: ``sum_k n_k (fbar_k - obar_k)^2 / N``,
+        ``sum_k n_k (obar_k - obar)^2 / N`` and ``obar (1 - obar)``.
+    within_bin_variance, within_bin_covariance : float
+        Stephenson et al.'s (2008) terms for bins holding different probabilities,
+        ``sum_n (f_n - fbar_k)^2 / N`` and ``2 sum_n (f_n - fbar_k)(o_n - obar_k) / N``;
+        both 0 with ``bins="unique"``. Always
+        ``brier = reliability - resolution + uncertainty + within_bin_variance -
+        within_bin_covariance``.
+    calibration_loss, refinement_loss : float
+        ``refinement_loss`` is the Brier score of the isotonic recalibration of the
+        probabilities on these items (the ROC convex hull's calibration, which
+        depends on the probabilities only through their ranking) and
+        ``calibration_loss = brier - refinement_loss >= 0`` what that recalibration
+        removes.
+    bins : pandas.DataFrame
+        Per bin (and class, for several classes): ``class``, ``lower``, ``upper``
+        (edges; the bin's value for ``bins="unique"``), ``n_items``,
+        ``mean_probability`` and ``frequency``. Empty bins are left out.
+    per_class : pandas.DataFrame or None
+        For ``(items, classes)`` probabilities, every term per class (they add up
+        to the totals); ``None`` for 1-D probabilities.
+    """
+
+    brier: float
+    reliability: float
+    resolution: float
+    uncertainty: float
+    within_bin_variance: float
+    within_bin_covariance: float
+    calibration_loss: float
+    refinement_loss: float
+    bins: pd.DataFrame
+    per_class: pd.DataFrame | None
+
+
+_TERMS = (
+    "brier",
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "within_bin_variance",
+    "within_bin_covariance",
+    "calibration_loss",
+    "refinement_loss",
+)
+
+
+def _decompose(f: np.ndarray, o: np.ndarray, bins: Any) -> tuple[dict[str, float], pd.DataFrame]:
+    n = f.size
+    index, edges = _bin_index(f, bins)
+    k = int(index.max()) + 1 if edges is None else edges.size - 1
+    counts = np.bincount(index, minlength=k).astype(float)
+    used = counts > 0
+    f_sum = np.bincount(index, weights=f, minlength=k)
+    o_sum = np.bincount(index, weights=o, minlength=k)
+    if edges is None:  # one bin per distinct value: its mean is the value, exactly
+        f_bar = np.unique(f)
+    else:
+        f_bar = np.divide(f_sum, counts, out=np.zeros(k), where=used)
+    o_bar = np.divide(o_sum, counts, out=np.zeros(k), where=used)
+    base = o.mean()
+    df = f - f_bar[index]
+    iso = _isotonic_values(f, o)
+    brier = float(np.mean((f - o) ** 2))
+    refinement = float(np.mean((iso - o) ** 2))
+    terms = {
+        "brier": brier,
+        "reliability": float(np.sum(counts * (f_bar - o_bar) ** 2) / n),
+        "resolution": float(np.sum(counts * (o_bar - base) ** 2) / n),
+        "uncertainty": float(base * (1 - base)),
+        "within_bin_variance": float(np.sum(df**2) / n),
+        "within_bin_covariance": float(2 * np.sum(df * (o - o_bar[index])) / n),
+        "calibration_loss": brier - refinement,
+        "refinement_loss": refinement,
+    }
+    if edges is None:
+        values = np.unique(f)
+        lower, upper = values, values
+    else:
+        lower, upper = edges[:-1], edges[1:]
+    table = pd.DataFrame(
+        {
+            "lower": np.asarray(lower)[used],
+            "upper": np.asarray(upper)[used],
+            "n_items": counts[used].astype(int),
+            "mean_probability": f_bar[used],
+            "frequency": o_bar[used],
+        }
+    )
+    return terms, table
+
+
+def brier_decomposition(
+    probabilities: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    bins: Any = "unique",
+) -> BrierDecomposition:
+    """The Brier score split into reliability, resolution and uncertainty, and into
+    calibration and refinement loss.
+
+    For probabilities ``f_n`` of a class and indicators ``o_n`` of it, grouped into
+    bins ``k`` with ``n_k`` items, mean probability ``fbar_k`` and frequency
+    ``obar_k`` (``obar`` over all items):
+
+    * Murphy (1973), with Stephenson, Coelho, Doblas-Reyes and Balmaseda's (2008)
+      within-bin terms, exact for any binning:
+      ``brier = REL - RES + UNC + WBV - WBC`` (see :class:`BrierDecomposition`).
+      ``bins="unique"`` (each distinct probability its own bin) makes ``WBV = WBC
+      = 0``: reliability is then the loss that replacing each probability by its
+      group's frequency would remove.
+    * Calibration + refinement: ``brier = CL + RL`` with ``RL`` the Brier score
+      after isotonic recalibration on the same items (PAV; the ROC convex hull's
+      slopes, :func:`yieldwise.roc.convex_hull`). ``RL`` depends only on how the
+      probabilities rank the items; ``CL`` is what monotone recalibration can
+      remove (``CL <= REL`` with unique bins, since PAV must keep the order).
+
+    With ``(items, classes)`` probabilities each term is summed over the classes
+    (one class against the rest), as the multi-class Brier score of :func:`brier`
+    sums its squared errors; ``per_class`` has the parts.
+
+    Like the Brier score itself, the decomposition diagnoses probabilities; it does
+    not rank classifiers by what their decisions are worth (not admissible, theory
+    1.2). Use it to see *why* probabilities lose: miscalibration (fixable by
+    recalibration, or by a transducer) or poor ranking (not fixable afterwards).
+
+    Parameters
+    ----------
+    probabilities : 1-D array-like (of ``positive``) or (items, classes)
+    true_classes : 1-D label sequence
+    positive : label, optional
+        For 1-D probabilities: the class they are about (default the first class).
+    classes : sequence of labels, optional
+        Class order (the columns of 2-D probabilities).
+    bins : "unique", int, or array of edges, default "unique"
+        One bin per distinct probability, ``k`` equal-width bins on [0, 1] (the
+        last one closed), or explicit increasing edges covering the probabilities.
+
+    Returns
+    -------
+    BrierDecomposition
+
+    Examples
+    --------
+    Six items; the probabilities 0.2 (twice), 0.6 (twice) and 0.9 (twice):
+
+    >>> p = [0.2, 0.2, 0.6, 0.6, 0.9, 0.9]
+    >>> y = [0, 1, 1, 1, 1, 0]
+    >>> d = brier_decomposition(p, y, positive=1)
+    >>> round(d.brier, 6)  # (0.04 + 0.64 + 0.16 + 0.16 + 0.01 + 0.81) / 6
+    0.303333
+    >>> # frequencies 1/2, 1, 1/2 in the three groups, 2/3 overall:
+    >>> # REL = 2 (0.3^2 + 0.4^2 + 0.4^2) / 6, RES = 2 ((1/6)^2 + (1/3)^2 + (1/6)^2) / 6
+    >>> round(d.reliability, 6), round(d.resolution, 6), round(d.uncertainty, 6)
+    (0.136667, 0.055556, 0.222222)
+    >>> round(d.reliability - d.resolution + d.uncertainty, 12) == round(d.brier, 12)
+    True
+    >>> # PAV pools 0.6 and 0.9 (frequencies 1 and 1/2 are out of order): 3/4 for four items
+    >>> round(d.refinement_loss, 6), round(d.calibration_loss, 6)
+    (0.208333, 0.095)
+    """
+    p, onehot, labels = _probability_matrix(
+        probabilities, true_classes, classes, positive, "brier_decomposition"
+    )
+    totals = dict.fromkeys(_TERMS, 0.0)
+    rows = []
+    tables = []
+    for c, label in enumerate(labels):
+        terms, table = _decompose(p[:, c], onehot[:, c], bins)
+        for name in _TERMS:
+            totals[name] += terms[name]
+        rows.append({"class": label, **terms})
+        table.insert(0, "class", [label] * len(table))
+        tables.append(table)
+    per_class = None
+    if p.shape[1] > 1:
+        per_class = pd.DataFrame(rows).set_index("class")
+    return BrierDecomposition(
+        **totals, bins=pd.concat(tables, ignore_index=True), per_class=per_class
+    )
+
+
+def _wilson(k: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for ``k`` successes in ``n`` trials (Wilson, 1927)."""
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + level / 2))
+    z2 = z * z
+    centre = (k + z2 / 2) / (n + z2)
+    half = z / (n + z2) * np.sqrt(k * (n - k) / n + z2 / 4)
+    # exactly 0 (1) at k = 0 (n) in real arithmetic; keep rounding from crossing k / n
+    p = k / n
+    return np.minimum(np.clip(centre - half, 0.0, 1.0), p), np.maximum(
+        np.clip(centre + half, 0.0, 1.0), p
+    )
+
+
+def _draws_matrix(draws: Any, positive: Label, n_items: int) -> np.ndarray:
+    """Per-draw probabilities of ``positive`` as a ``(draws, items)`` array."""
+    if hasattr(draws, "dims"):  # an xarray DataArray, e.g. Transducer.draws_proba
+        array = draws
+        if "class" in array.dims:
+            coords = list(array["class"].values.tolist())
+            for key in (positive, str(positive)):
+                if key in coords:
+                    array = array.isel({"class": coords.index(key)})
+                    break
+            else:
+                raise ValueError(
+                    f"draws has classes {coords}, without the positive class {positive!r}"
+                )
+        if "item" not in array.dims:
+            raise ValueError(f"draws must have an 'item' dimension, found dims {array.dims}")
+        others = [d for d in array.dims if d != "item"]
+        values = array.transpose(*others, "item").values.reshape(-1, array.sizes["item"])
+    else:
+        values = as_float_array(draws, "draws", ndim=2)
+    if values.shape[1] != n_items:
+        raise ValueError(
+            f"draws must have one column per item ({n_items}), found shape {values.shape}"
+        )
+    if (values < 0).any() or (values > 1).any():
+        raise ValueError("draws must hold probabilities in [0, 1]")
+    return values
+
+
+def reliability_table(
+    probabilities: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    bins: Any = 10,
+    level: float = 0.95,
+    draws: Any = None,
+    band: float = 0.9,
+) -> pd.DataFrame:
+    """A reliability diagram as a table: binned probabilities against frequencies.
+
+    Items are binned by their probability of ``positive``; each bin shows the mean
+    probability, the observed frequency of ``positive`` and the Wilson score
+    interval for that frequency (the binomial sampling error of a bin of ``n_k``
+    items). With ``draws`` -- per-draw probabilities, e.g. a transducer's
+    ``draws_proba`` on the same items -- each bin also gets the transducer's band:
+    the equal-tailed ``band`` quantiles over draws of the bin's mean probability,
+    where the posterior says the bin's frequency could lie. A frequency whose
+    Wilson interval misses the band is evidence against the transducer's fit.
+
+    Parameters
+    ----------
+    probabilities : 1-D array-like
+        Probability of ``positive`` per item (for several classes, one column and
+        ``positive`` naming its class; the others count as "not positive").
+    true_classes : 1-D label sequence
+    positive : label, optional
+        Default the first class.
+    classes : sequence of labels, optional
+    bins : int or array of edges, default 10
+        Equal-width bins on [0, 1] or explicit edges (``"unique"`` also works).
+    level : float, default 0.95
+        Coverage of the Wilson intervals.
+    draws : array (draws, items) or xarray DataArray, optional
+        Per-draw probabilities of ``positive`` (a DataArray with dims ``item`` and
+        possibly ``class``, ``chain``, ``draw``, as from
+        :meth:`yieldwise.Transducer.draws_proba`).
+    band : float, default 0.9
+        Mass of the transducer's band.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty bin: ``lower``, ``upper``, ``n_items``,
+        ``mean_probability``, ``frequency``, ``wilson_lower``, ``wilson_upper``, and
+        with ``draws`` also ``band_lower``, ``band_upper``.
+
+    Examples
+    --------
+    Ten items at 0.8, eight of them positive, and ten at 0.1, none positive:
+
+    >>> table = reliability_table([0.8] * 10 + [0.1] * 10, [1] * 8 + [0] * 12, positive=1)
+    >>> table[["lower", "n_items", "frequency", "wilson_lower", "wilson_upper"]].round(4)
+       lower  n_items  frequency  wilson_lower  wilson_upper
+    0    0.1       10        0.0        0.0000        0.2775
+    1    0.8       10        0.8        0.4902        0.9433
+    """
+    for name, value in (("level", level), ("band", band)):
+        if not (np.isscalar(value) and 0 < value < 1):
+            raise ValueError(f"{name} must be a number in (0, 1), found {value!r}")
+    p = as_float_array(probabilities, "probabilities", ndim=1)
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError(f"probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]")
+    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
+    _, table = _decompose(p, is_positive.astype(float), bins)
+    index, _ = _bin_index(p, bins)
+    k = table["n_items"].to_numpy()
+    successes = np.rint(table["frequency"].to_numpy() * k)
+    table["wilson_lower"], table["wilson_upper"] = _wilson(successes, k, level)
+    if draws is not None:
+        values = _draws_matrix(draws, positive, p.size)
+        # compact the bin numbers to the non-empty bins, then per-draw bin means as one
+        # matrix product (draws, items) @ (items, bins)
+        _, compact = np.unique(index, return_inverse=True)
+        members = np.zeros((p.size, len(table)))
+        members[np.arange(p.size), compact.ravel()] = 1.0
+        means = values @ members / k
+        table["band_lower"], table["band_upper"] = np.quantile(
+            means, [(1 - band) / 2, (1 + band) / 2], axis=0
+        )
+    return table
 
 
 CONFUSION_METRICS: dict[str, Callable[..., Any]] = {
@@ -700,6 +1481,8 @@ CONFUSION_METRICS: dict[str, Callable[..., Any]] = {
 
 SCORE_METRICS: dict[str, Callable[..., Any]] = {
     "roc_auc": roc_auc,
+    "average_precision": average_precision,
+    "pr_gain_auc": pr_gain_auc,
     "brier": brier,
     "log_loss": log_loss,
 }

@@ -17,6 +17,16 @@ audit
     :func:`yieldwise.audit.rank_disagreement`, theory 1.5).
 roc
     ROC curves with the best operating points and iso-utility lines (theory 1.4).
+roc_hull
+    ROC curves with their convex hulls and each utility matrix's best hull point.
+cost_curves
+    Cost curves and Brier curves, with each utility matrix's operating condition.
+reliability
+    Reliability diagrams with Wilson intervals and a transducer's bands.
+precision_recall
+    Precision-recall and precision-recall-gain curves.
+standard_vs_augmented
+    The standard rule's long-run utility against the augmented rule's, per matrix.
 """
 
 from __future__ import annotations
@@ -37,7 +47,17 @@ from .yields import utility_yield
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["audit", "metric_vs_yield", "roc", "utility_space"]
+__all__ = [
+    "audit",
+    "cost_curves",
+    "metric_vs_yield",
+    "precision_recall",
+    "reliability",
+    "roc",
+    "roc_hull",
+    "standard_vs_augmented",
+    "utility_space",
+]
 
 # Yields in the chart are those of standard-form matrices, in [0, 1]; differences
 # this small are rounding, not a preference.
@@ -578,4 +598,494 @@ def roc(
         f"ROC curves, best points; dashed: iso-utility slope {slope:.3g}",
         parse_math=False,
     )
+    return ax
+
+
+# ----------------------------------------------------------------------- roc hull
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
+
+
+def _utilities(utilities: Any) -> list[tuple[str, UtilityMatrix]]:
+    if utilities is None:
+        return []
+    if isinstance(utilities, UtilityMatrix):
+        return [("utility", utilities)]
+    if isinstance(utilities, Mapping):
+        items = [(str(k), v) for k, v in utilities.items()]
+        for name, u in items:
+            if not isinstance(u, UtilityMatrix):
+                raise TypeError(
+                    f"utilities[{name!r}] must be a UtilityMatrix, found {type(u).__name__}"
+                )
+        return items
+    raise TypeError(
+        "utilities must be a UtilityMatrix or a mapping of name to UtilityMatrix, found "
+        f"{type(utilities).__name__}"
+    )
+
+
+def _hulls(scores: Any, true_classes: Any, positive: Label | None, classes: Any) -> list:
+    from .roc import ROCHull, convex_hull
+
+    if isinstance(scores, ROCHull):
+        return [("classifier", scores)]
+    items = _score_items(scores)
+    out = []
+    for name, values in items:
+        if isinstance(values, ROCHull):
+            out.append((str(name), values))
+        else:
+            if true_classes is None:
+                raise ValueError(
+                    f"scores[{name!r}] are scores, so true_classes is needed to build the hull"
+                )
+            out.append((str(name), convex_hull(values, true_classes, positive, classes)))
+    return out
+
+
+def roc_hull(
+    scores: Any,
+    true_classes: Any = None,
+    utilities: Any = None,
+    positive: Label | None = None,
+    ax: Axes | None = None,
+    classes: Any = None,
+) -> Axes:
+    """Empirical ROC curves, their convex hulls and each utility matrix's best point.
+
+    For every classifier: its empirical curve (thin), its hull (thick, the vertices
+    marked) and the area under the hull (AUCH) in the legend. For every utility
+    matrix: the best point of each hull (:meth:`yieldwise.roc.ROCHull.best_point`,
+    one marker shape per matrix) and, dashed, the iso-utility line through it
+    (theory 1.4): every point of that line yields the same, and nothing on the hull
+    lies above it.
+
+    Parameters
+    ----------
+    scores : mapping of name to 1-D array-like or ROCHull, or one ROCHull
+        Each classifier's scores on the same items (hulls are built with
+        :func:`yieldwise.roc.convex_hull`), or hulls built already.
+    true_classes : label sequence, optional
+        Needed when scores are given.
+    utilities : UtilityMatrix or mapping of name to UtilityMatrix, optional
+    positive, classes
+        As in :func:`yieldwise.roc.convex_hull`.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Hulls have gid ``"hull"``, best points ``"best_point"``, iso-utility lines
+        ``"iso_utility"``.
+
+    Examples
+    --------
+    >>> from yieldwise import UtilityMatrix
+    >>> u = {"accuracy": UtilityMatrix([[1, 0], [0, 1]])}
+    >>> ax = roc_hull({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['m: AUCH 0.875', 'accuracy: best points']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    hulls = _hulls(scores, true_classes, positive, classes)
+    matrices = _utilities(utilities)
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for k, (name, hull) in enumerate(hulls):
+        color = _cycle_color(k)
+        ax.plot(hull.roc.fpr, hull.roc.tpr, color=color, linewidth=0.8, alpha=0.6, zorder=2)
+        (line,) = ax.plot(
+            hull.vertices["fpr"],
+            hull.vertices["tpr"],
+            color=color,
+            linewidth=2,
+            marker=".",
+            zorder=3,
+            gid="hull",
+        )
+        handles.append(line)
+        labels.append(f"{name}: AUCH {hull.auc:.3f}")
+        for m, (_, u) in enumerate(matrices):
+            point = hull.best_point(u)
+            ax.plot(
+                [point.fpr],
+                [point.tpr],
+                marker=_MARKERS[m % len(_MARKERS)],
+                markersize=9,
+                color=color,
+                markeredgecolor="black",
+                linestyle="none",
+                zorder=4,
+                gid="best_point",
+            )
+            second = (
+                (point.fpr + 1.0, point.tpr + point.slope)
+                if np.isfinite(point.slope)
+                else (point.fpr, point.tpr + 1.0)
+            )
+            if not np.isnan(point.slope):
+                ax.axline(
+                    (point.fpr, point.tpr),
+                    second,
+                    color=color,
+                    linestyle="--",
+                    linewidth=0.9,
+                    zorder=1,
+                    gid="iso_utility",
+                )
+    for m, (name, _) in enumerate(matrices):
+        (marker,) = ax.plot(
+            [], [], marker=_MARKERS[m % len(_MARKERS)], color="grey",
+            markeredgecolor="black", linestyle="none",
+        )  # fmt: skip
+        handles.append(marker)
+        labels.append(f"{name}: best points")
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=0)
+    _legend(ax, handles, labels, loc="lower right")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("equal")
+    first = hulls[0][1]
+    ax.set_xlabel(f"false-positive rate (negative = {first.negative!r})", parse_math=False)
+    ax.set_ylabel(f"true-positive rate (positive = {first.positive!r})", parse_math=False)
+    ax.set_title("ROC curves and convex hulls; dashed: iso-utility lines")
+    return ax
+
+
+# -------------------------------------------------------------- cost and Brier curves
+#: Draw every ROC point's line of a cost curve up to this many points (beyond: clutter).
+_MAX_COST_LINES = 300
+
+
+def cost_curves(curves: Any, utilities: Any = None, ax: Axes | None = None) -> Axes:
+    """Cost curves and Brier curves on one axis, with each utility matrix's condition.
+
+    Each :class:`~yieldwise.curves.CostCurve` is drawn as its lower envelope (thick)
+    over the lines of its ROC points (thin, when there are at most 300); each
+    :class:`~yieldwise.curves.BrierCurve` as itself. For each utility matrix, a
+    dotted vertical line marks its operating condition
+    (:func:`yieldwise.curves.operating_condition` at the first curve's class
+    balance): the height of a curve there, times the problem's scale, is that
+    classifier's regret under the matrix -- the one number the problem needs.
+
+    Parameters
+    ----------
+    curves : CostCurve, BrierCurve, or mapping of name to them
+        All on the same axis: Brier curves and ``axis="cost_proportion"`` cost
+        curves together, or ``axis="probability_cost"`` cost curves.
+    utilities : UtilityMatrix or mapping of name to UtilityMatrix, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Envelopes and Brier curves have gid ``"curve"``, the conditions
+        ``"condition"``.
+
+    Examples
+    --------
+    >>> from yieldwise.curves import brier_curve, cost_curve
+    >>> truth = [1, 1, 0, 1, 0, 0]
+    >>> curves = {"hull": cost_curve([6, 5, 4, 3, 2, 1], truth, positive=1,
+    ...                              axis="cost_proportion"),
+    ...           "probabilities": brier_curve([.9, .8, .7, .5, .3, .2], truth, positive=1)}
+    >>> ax = cost_curves(curves)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['hull: area 0.0833', 'probabilities: area 0.1533']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    from .curves import BrierCurve, _check_curves, operating_condition
+
+    items = _check_curves(curves)
+    axes_of = {"brier" if isinstance(c, BrierCurve) else c.axis for _, c in items}
+    if "probability_cost" in axes_of and len(axes_of) > 1:
+        raise ValueError(
+            "curves mixes probability-cost cost curves with Brier or cost-proportion curves; "
+            "draw cost curves with axis='cost_proportion' beside Brier curves"
+        )
+    x_name = "probability_cost" if "probability_cost" in axes_of else "cost_proportion"
+    matrices = _utilities(utilities)
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for k, (name, curve) in enumerate(items):
+        color = _cycle_color(k)
+        if isinstance(curve, BrierCurve):
+            x, y = curve.frame["cost_proportion"], curve.frame["loss"]
+        else:
+            lines = curve.lines
+            if len(lines) <= _MAX_COST_LINES:
+                for a, b in zip(lines["at_0"], lines["at_1"], strict=True):
+                    ax.plot([0, 1], [a, b], color=color, linewidth=0.4, alpha=0.35, zorder=1)
+            x, y = curve.frame["x"], curve.frame["cost"]
+        (line,) = ax.plot(x, y, color=color, linewidth=2, zorder=3, gid="curve")
+        handles.append(line)
+        labels.append(f"{name}: area {curve.area:.4f}")
+    first = items[0][1]
+    if isinstance(first, BrierCurve):
+        prevalence, positive = first.prevalence, first.positive
+    else:
+        prevalence, positive = first.hull.prevalence, first.hull.positive
+    for m, (name, u) in enumerate(matrices):
+        condition = operating_condition(u, prevalence, positive)
+        x0 = getattr(condition, x_name)
+        line = ax.axvline(
+            x0, color="black", linestyle=(0, (1, 1 + m)), linewidth=1, zorder=2, gid="condition"
+        )
+        handles.append(line)
+        labels.append(f"{name}: x = {x0:.3g}")
+    _legend(ax, handles, labels, loc="upper right")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(bottom=0)
+    if x_name == "probability_cost":
+        ax.set_xlabel("probability cost PC(+) = B C_FN / (B C_FN + (1 - B) C_FP)")
+        ax.set_ylabel("normalised expected cost")
+        ax.set_title("Cost curves (lower envelopes of the ROC points' lines)")
+    else:
+        ax.set_xlabel("cost proportion c = C_FP / (C_FP + C_FN)")
+        ax.set_ylabel("loss 2 [c (1 - B) FPR + (1 - c) B FNR]")
+        ax.set_title("Cost and Brier curves (area of a Brier curve = Brier score)")
+    return ax
+
+
+# ----------------------------------------------------------------- reliability
+def reliability(
+    probabilities: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    bins: Any = 10,
+    level: float = 0.95,
+    draws: Any = None,
+    band: float = 0.9,
+    ax: Axes | None = None,
+) -> Axes:
+    """Reliability diagram: binned probabilities against observed frequencies.
+
+    Each method's bins (:func:`yieldwise.metrics.reliability_table`) are drawn at
+    (mean probability, frequency) with Wilson ``level`` intervals; a method with
+    ``draws`` (a transducer's per-draw probabilities on the same items) also gets
+    its posterior band, shaded: where the bins' frequencies should lie if the
+    transducer is right. The diagonal is perfect calibration. The legend gives
+    each method's Brier score and its calibration loss
+    (:func:`yieldwise.metrics.brier_decomposition`).
+
+    Parameters
+    ----------
+    probabilities : 1-D array-like, or mapping of name to 1-D array-like
+        Probabilities of ``positive`` per item.
+    true_classes, positive, classes, bins, level, band
+        As in :func:`yieldwise.metrics.reliability_table`.
+    draws : array, DataArray, or mapping of name to them, optional
+        Per-draw probabilities for the methods that have them (a single one applies
+        to a single method).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Bands have gid ``"band"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.random(500)
+    >>> y = (rng.random(500) < p).astype(int)   # calibrated by construction
+    >>> ax = reliability({"calibrated": p, "squashed": p ** 3}, y, positive=1, bins=5)
+    >>> [t.get_text()[:10] for t in ax.get_legend().get_texts()]
+    ['calibrated', 'squashed: ']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    from .metrics import brier_decomposition, reliability_table
+
+    if isinstance(probabilities, Mapping):
+        items = [(str(k), v) for k, v in probabilities.items()]
+        if not items:
+            raise ValueError("probabilities is empty; pass at least one method")
+    else:
+        items = [("probabilities", probabilities)]
+    if draws is None:
+        draw_map: dict[str, Any] = {}
+    elif isinstance(draws, Mapping):
+        draw_map = {str(k): v for k, v in draws.items()}
+        unknown = sorted(set(draw_map) - {name for name, _ in items})
+        if unknown:
+            raise ValueError(f"draws names {unknown} that are not among the probabilities")
+    elif len(items) == 1:
+        draw_map = {items[0][0]: draws}
+    else:
+        raise ValueError(
+            "draws must be a mapping of method name to draws when there are several methods"
+        )
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for k, (name, p) in enumerate(items):
+        color = _cycle_color(k)
+        table = reliability_table(
+            p, true_classes, positive, classes, bins, level, draw_map.get(name), band
+        )
+        x = table["mean_probability"].to_numpy()
+        y = table["frequency"].to_numpy()
+        yerr = np.vstack([y - table["wilson_lower"], table["wilson_upper"] - y]).clip(0, None)
+        container = ax.errorbar(
+            x, y, yerr=yerr, color=color, marker="o", capsize=3, linestyle="-", zorder=3
+        )
+        if name in draw_map:
+            ax.fill_between(
+                x, table["band_lower"], table["band_upper"], color=color, alpha=0.25,
+                linewidth=0, zorder=2, gid="band",
+            )  # fmt: skip
+        d = brier_decomposition(p, true_classes, positive, classes)
+        handles.append(container)
+        labels.append(f"{name}: Brier {d.brier:.4f}, calibration loss {d.calibration_loss:.4f}")
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=1)
+    _legend(ax, handles, labels, loc="upper left")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("equal")
+    ax.set_xlabel("mean predicted probability in the bin")
+    ax.set_ylabel("observed frequency")
+    shaded = f"; shaded: transducer's {band:.0%} band" if draw_map else ""
+    ax.set_title(f"Reliability (Wilson {level:.0%} intervals{shaded})")
+    return ax
+
+
+# ------------------------------------------------------------ precision-recall
+def precision_recall(
+    scores: Any,
+    true_classes: Any,
+    positive: Label | None = None,
+    classes: Any = None,
+    gain: bool = False,
+    ax: Axes | None = None,
+) -> Axes:
+    """Precision-recall curves, or precision-recall-gain curves (``gain=True``).
+
+    PR curves are drawn as steps with the always-positive baseline (precision =
+    the share of positives) and each classifier's average precision in the legend;
+    PR-gain curves (Flach and Kull, 2015) as straight segments over recall gains in
+    [0, 1] with the AUPRG. Neither area is admissible (theory 1.2): both average
+    over operating points, and precision ignores the true negatives.
+
+    Parameters
+    ----------
+    scores : mapping of name to 1-D array-like, or DataFrame
+    true_classes, positive, classes
+        As in :func:`yieldwise.metrics.pr_curve`.
+    gain : bool, default False
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Curves have gid ``"curve"``.
+
+    Examples
+    --------
+    >>> ax = precision_recall({"m": [0.9, 0.8, 0.7, 0.6]}, [1, 0, 1, 0], positive=1, gain=True)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['m: AUPRG 0.250']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    from .metrics import average_precision, pr_curve, pr_gain_curve
+
+    items = _score_items(scores)
+    ax = _axes(ax)
+    handles: list[Any] = []
+    labels: list[str] = []
+    prevalence = float("nan")
+    for k, (name, values) in enumerate(items):
+        color = _cycle_color(k)
+        if gain:
+            curve = pr_gain_curve(values, true_classes, positive, classes)
+            frame = curve.frame
+            (line,) = ax.plot(
+                frame["recall_gain"], frame["precision_gain"], color=color, marker=".",
+                linewidth=1.8, gid="curve",
+            )  # fmt: skip
+            labels.append(f"{name}: AUPRG {curve.area:.3f}")
+        else:
+            pr = pr_curve(values, true_classes, positive, classes)
+            prevalence = pr.prevalence
+            (line,) = ax.step(
+                np.r_[0.0, pr.recall], np.r_[pr.precision[0], pr.precision], where="post",
+                color=color, linewidth=1.8, gid="curve",
+            )  # fmt: skip
+            ap = average_precision(values, true_classes, positive, classes)
+            labels.append(f"{name}: average precision {ap:.3f}")
+        handles.append(line)
+    if gain:
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(-0.05, 1.02)
+        ax.set_xlabel("recall gain")
+        ax.set_ylabel("precision gain")
+        ax.set_title("Precision-recall-gain curves")
+    else:
+        ax.axhline(prevalence, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        ax.set_title("Precision-recall curves (dotted: always positive)")
+    _legend(ax, handles, labels, loc="lower left")
+    return ax
+
+
+# ------------------------------------------------------- standard vs augmented
+def standard_vs_augmented(frame: pd.DataFrame, ax: Axes | None = None) -> Axes:
+    """Scatter of the standard rule's long-run utility against the augmented rule's.
+
+    One point per utility matrix (the output of
+    :func:`yieldwise.rules.standard_vs_augmented`); points above the diagonal are
+    matrices where deciding by expected utility with the transducer's probabilities
+    yields more than the classifier's own choice. The title gives the share of
+    matrices where it yields at least as much (within the integration error).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"standard": [0.5, 0.7], "augmented": [0.8, 0.7],
+    ...                       "gain": [0.3, 0.0], "integration_error": [0.0, 0.0]})
+    >>> frame.attrs = {"rescaled": True}
+    >>> ax = standard_vs_augmented(frame)
+    >>> ax.get_title()
+    'Augmented at least as good for 100% of 2 matrices (mean gain 0.15)'
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, found {type(frame).__name__}")
+    missing = [c for c in ("standard", "augmented", "gain") if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"frame must have the columns of rules.standard_vs_augmented, missing {missing}"
+        )
+    ax = _axes(ax)
+    x = frame["standard"].to_numpy(float)
+    y = frame["augmented"].to_numpy(float)
+    if "not_worse" in frame:
+        not_worse = frame["not_worse"].to_numpy(bool)
+    else:
+        error = frame["integration_error"].to_numpy(float) if "integration_error" in frame else 0
+        not_worse = frame["gain"].to_numpy(float) >= -error
+    ax.scatter(x[not_worse], y[not_worse], s=6, alpha=0.4, color=_COLOR_A, linewidths=0,
+               label="augmented at least as good")  # fmt: skip
+    if (~not_worse).any():
+        ax.scatter(x[~not_worse], y[~not_worse], s=8, color=_COLOR_WRONG, linewidths=0,
+                   label="standard better")  # fmt: skip
+    low = float(min(x.min(), y.min()))
+    high = float(max(x.max(), y.max()))
+    ax.plot([low, high], [low, high], color="grey", linestyle=":", linewidth=1)
+    rescaled = frame.attrs.get("rescaled", False)
+    unit = "rescaled long-run utility" if rescaled else "long-run utility per item"
+    ax.set_xlabel(f"standard rule: {unit}")
+    ax.set_ylabel(f"augmented rule: {unit}")
+    ax.set_title(
+        f"Augmented at least as good for {not_worse.mean():.0%} of {len(frame)} matrices "
+        f"(mean gain {frame['gain'].mean():.3g})"
+    )
+    ax.set_aspect("equal")
+    ax.legend(loc="lower right")
     return ax

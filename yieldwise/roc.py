@@ -39,10 +39,22 @@ import pandas as pd
 from ._validation import Label, _scalar, as_float_array, categories_of, check_labels, indices_of
 from ._validation import label_values as _label_values
 from .confusion import ConfusionMatrix
-from .metrics import UndefinedMetricError, roc_curve_core
+from .metrics import UndefinedMetricError, _binary_truth, roc_curve_core
 from .utility import UtilityMatrix
 
-__all__ = ["OperatingPoint", "best_operating_point", "compare", "iso_utility_slope", "yield_curve"]
+__all__ = [
+    "OperatingPoint",
+    "RandomisedOperatingPoint",
+    "ROCHull",
+    "best_operating_point",
+    "compare",
+    "convex_hull",
+    "dominance",
+    "dominates",
+    "iso_utility_slope",
+    "non_dominated",
+    "yield_curve",
+]
 
 # Yields closer than this to the maximum (relative to the largest utility magnitude)
 # count as ties: equal yields in real arithmetic differ by a few ulps in floats.
@@ -207,12 +219,19 @@ def _evaluate(scores: Any, binary: _Binary, name: str = "scores") -> _Curve:
             f"(class {label!r}), so the true- or false-positive rate is 0/0"
         )
     tp, fp, thresholds = roc_curve_core(s, binary.is_positive)
+    return _counts_curve(binary.u, thresholds, tp, fp, n_pos, n_neg)
+
+
+def _counts_curve(
+    u: np.ndarray, thresholds: np.ndarray, tp: np.ndarray, fp: np.ndarray, n_pos: int, n_neg: int
+) -> _Curve:
+    """Yields and rescaled yields at the given cumulative counts (``u`` as in ``_Binary``)."""
+    n = n_pos + n_neg
     fn = n_pos - tp
     tn = n_neg - fp
-    u = binary.u
     total = u[0, 0] * tp + u[1, 0] * fn + u[0, 1] * fp + u[1, 1] * tn
-    yields = total / s.size
-    f_pos, f_neg = n_pos / s.size, n_neg / s.size
+    yields = total / n
+    f_pos, f_neg = n_pos / n, n_neg / n
     low = f_pos * u[:, 0].min() + f_neg * u[:, 1].min()
     high = f_pos * u[:, 0].max() + f_neg * u[:, 1].max()
     rescaled = (yields - low) / (high - low)
@@ -476,3 +495,522 @@ def compare(
     table["rank_by_yield"] = table["utility_yield"].rank(method="min", ascending=False).astype(int)
     table["rank_by_auc"] = table["auc"].rank(method="min", ascending=False).astype(int)
     return table.sort_values("utility_yield", ascending=False, kind="mergesort")
+
+
+# ====================================================================== convex hull
+# The ROC convex hull (Provost and Fawcett, 2001) is the smallest concave curve above
+# every point of the empirical ROC curve. Its segments' slopes are likelihood ratios;
+# read as probabilities they are the isotonic regression of the labels on the scores
+# (pool-adjacent-violators, PAV), so the hull *is* isotonic calibration (Fawcett and
+# Niculescu-Mizil, 2007). See docs/toolkit.md, section 1.
+
+
+@dataclass(frozen=True)
+class RandomisedOperatingPoint:
+    """A point of the ROC hull, reached by randomising between two hull vertices.
+
+    Every point of a hull segment is achievable: decide "positive" for every item
+    scoring at least ``threshold_high``, and for each item scoring in
+    ``[threshold_low, threshold_high)`` (the segment's bin) toss a coin that says
+    "positive" with probability ``probability``. On the items the hull was built from,
+    the expected rates are exactly ``fpr`` and ``tpr``.
+
+    Attributes
+    ----------
+    fpr, tpr : float
+        Expected false- and true-positive rates.
+    threshold_high, threshold_low : float
+        The two vertices' thresholds (``inf``: nothing positive). Equal when the point
+        is a vertex itself (then ``probability`` is 0).
+    probability : float
+        Chance of deciding "positive" for an item of the bin between the vertices.
+    positive, negative : label
+    confusion : ConfusionMatrix
+        Expected counts on the hull's items; decisions labelled by the class they
+        choose (``positive``, ``negative``).
+    """
+
+    fpr: float
+    tpr: float
+    threshold_high: float
+    threshold_low: float
+    probability: float
+    positive: Label
+    negative: Label
+    confusion: ConfusionMatrix
+
+    def decide(self, scores: Any, seed: int | np.random.Generator | None = None) -> np.ndarray:
+        """Randomised decisions for ``scores``: ``True`` means "positive".
+
+        Items at or above ``threshold_high`` are positive, items below
+        ``threshold_low`` negative, and those in between positive with probability
+        ``probability`` (independently, from a generator seeded with ``seed``).
+
+        Examples
+        --------
+        >>> hull = convex_hull([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)
+        >>> point = hull.at_fpr(0.25)  # half-way along the segment holding 0.8 and 0.7
+        >>> point.threshold_high, point.threshold_low, point.probability, point.tpr
+        (0.9, 0.7, 0.5, 0.75)
+        >>> point.decide([0.95, 0.75, 0.5], seed=0).tolist()  # 0.75 is a coin toss
+        [True, True, False]
+        """
+        s = as_float_array(scores, "scores", ndim=1)
+        rng = np.random.default_rng(seed)
+        between = (s >= self.threshold_low) & (s < self.threshold_high)
+        return (s >= self.threshold_high) | (between & (rng.random(s.size) < self.probability))
+
+
+@dataclass(frozen=True, eq=False)
+class ROCHull:
+    """The ROC convex hull of a scoring classifier on a labelled set (see :func:`convex_hull`).
+
+    Attributes
+    ----------
+    vertices : pandas.DataFrame
+        One row per hull vertex from ``(0, 0)`` to ``(1, 1)``, with columns
+        ``threshold`` (decide positive when ``score >= threshold``; ``inf`` at the
+        first vertex), ``fpr``, ``tpr``, ``true_positives``, ``false_positives``.
+        Consecutive segments have strictly decreasing slopes (collinear points are
+        not vertices).
+    auc : float
+        Area under the hull (AUCH), at least the area under the empirical curve.
+    bins : pandas.DataFrame
+        One row per hull segment (the run of items between two consecutive
+        vertices), highest scores first: ``score_max``, ``score_min``, ``n_items``,
+        ``n_positive``, ``n_negative``, ``slope`` (of the segment in ROC space,
+        ``inf`` for a vertical one) and ``probability`` = ``n_positive / n_items``,
+        the calibrated probability of every item of the bin.
+    calibrated : numpy.ndarray
+        Per item, in the items' original order, the probability of the positive
+        class that the hull's slopes imply: the isotonic regression of the labels on
+        the scores (PAV), as ``sklearn.isotonic.IsotonicRegression`` gives it.
+    bin_index : numpy.ndarray
+        Per item, the row of ``bins`` holding it.
+    roc : yieldwise.metrics.ROCCurve
+        The empirical ROC curve the hull covers.
+    positive, negative : label
+    n_positive, n_negative : int
+    """
+
+    vertices: pd.DataFrame
+    auc: float
+    bins: pd.DataFrame
+    calibrated: np.ndarray
+    bin_index: np.ndarray
+    roc: Any
+    positive: Label
+    negative: Label
+    n_positive: int
+    n_negative: int
+
+    @property
+    def prevalence(self) -> float:
+        """Fraction ``B`` of positive items."""
+        return self.n_positive / (self.n_positive + self.n_negative)
+
+    def tpr_at(self, fpr: Any) -> np.ndarray:
+        """The hull's true-positive rate at the given false-positive rates (its upper edge)."""
+        x = as_float_array(fpr, "fpr", ndim=(0, 1))
+        if (x < 0).any() or (x > 1).any():
+            raise ValueError(f"fpr must lie in [0, 1], found [{x.min()}, {x.max()}]")
+        return _upper_interp(x, self.vertices["fpr"].to_numpy(), self.vertices["tpr"].to_numpy())
+
+    # ----------------------------------------------------------- decisions
+    def _binary(self, utility: UtilityMatrix) -> _Binary:
+        labels = np.array([self.positive, self.negative], dtype=object)
+        return _prepare(labels, utility, self.positive, None, None)
+
+    def _curve(self, binary: _Binary) -> _Curve:
+        v = self.vertices
+        return _counts_curve(
+            binary.u,
+            v["threshold"].to_numpy(),
+            v["true_positives"].to_numpy(float),
+            v["false_positives"].to_numpy(float),
+            self.n_positive,
+            self.n_negative,
+        )
+
+    def yields(self, utility: UtilityMatrix) -> np.ndarray:
+        """Utility yield at each vertex (theory 1.4); linear along each segment in between."""
+        return self._curve(self._binary(utility)).yields
+
+    def best_point(self, utility: UtilityMatrix) -> OperatingPoint:
+        """The utility-optimal point of the hull, a vertex (theory 1.4).
+
+        A yield is linear in ``(fpr, tpr)``, so its maximum over the hull is at a
+        vertex: the one the highest iso-utility line (slope
+        :attr:`OperatingPoint.slope`) touches. Every hull vertex is a point of the
+        empirical curve, so this is :func:`best_operating_point`, ties included
+        (the highest threshold wins).
+
+        Examples
+        --------
+        >>> from yieldwise import UtilityMatrix
+        >>> hull = convex_hull([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0], positive=1)
+        >>> u = UtilityMatrix([[1, -1], [0, 0]], decisions=["act", "wait"], classes=[1, 0])
+        >>> point = hull.best_point(u)
+        >>> point.threshold, point.utility_yield  # act on the top item only
+        (0.9, 0.25)
+        """
+        binary = self._binary(utility)
+        return _point(self._curve(binary), binary)
+
+    def _randomised(self, j: int, q: float) -> RandomisedOperatingPoint:
+        v = self.vertices
+        thresholds = v["threshold"].to_numpy()
+        tp = v["true_positives"].to_numpy(float)
+        fp = v["false_positives"].to_numpy(float)
+        if q == 0 or j == len(v) - 1:
+            high = low = float(thresholds[j])
+            tp_q, fp_q, q = tp[j], fp[j], 0.0
+        else:
+            high, low = float(thresholds[j]), float(thresholds[j + 1])
+            tp_q = tp[j] + q * (tp[j + 1] - tp[j])
+            fp_q = fp[j] + q * (fp[j + 1] - fp[j])
+        counts = np.array(
+            [[tp_q, fp_q], [self.n_positive - tp_q, self.n_negative - fp_q]], dtype=float
+        )
+        labels = (self.positive, self.negative)
+        return RandomisedOperatingPoint(
+            fpr=float(fp_q / self.n_negative),
+            tpr=float(tp_q / self.n_positive),
+            threshold_high=high,
+            threshold_low=low,
+            probability=float(q),
+            positive=self.positive,
+            negative=self.negative,
+            confusion=ConfusionMatrix(counts, decisions=labels, classes=labels),
+        )
+
+    def _locate(self, target: float, column: str, name: str) -> RandomisedOperatingPoint:
+        if not np.isscalar(target) or not np.isfinite(target) or not 0 <= target <= 1:
+            raise ValueError(f"{name} must be a number in [0, 1], found {target!r}")
+        rates = self.vertices[column].to_numpy()
+        # the first vertex at or beyond the target rate; the point lies on the segment
+        # that ends there (rates rise along the hull, ties only on vertical/flat segments)
+        k = int(np.searchsorted(rates, target, side="left"))
+        if rates[k] == target:
+            return self._randomised(k, 0.0)
+        q = (target - rates[k - 1]) / (rates[k] - rates[k - 1])
+        return self._randomised(k - 1, float(q))
+
+    def at_fpr(self, fpr: float) -> RandomisedOperatingPoint:
+        """The hull's point at false-positive rate ``fpr`` (the highest ``tpr`` there).
+
+        Between vertices it is reached by randomising (see
+        :class:`RandomisedOperatingPoint`); at ``fpr = 0`` it is the highest vertex
+        on the vertical axis.
+        """
+        point = self._locate(fpr, "fpr", "fpr")
+        if point.probability == 0:  # at a vertex: take the highest one with this fpr
+            rates = self.vertices["fpr"].to_numpy()
+            k = int(np.flatnonzero(rates == point.fpr)[-1])
+            return self._randomised(k, 0.0)
+        return point
+
+    def at_tpr(self, tpr: float) -> RandomisedOperatingPoint:
+        """The hull's point at true-positive rate ``tpr`` (the lowest ``fpr`` there)."""
+        return self._locate(tpr, "tpr", "tpr")
+
+
+def _upper_interp(x: np.ndarray, fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
+    """A concave polyline's upper edge at ``x``: where a vertical segment sits, its top."""
+    # keep, for each distinct fpr, the last (highest) vertex; np.interp needs increasing x
+    last = np.r_[np.flatnonzero(np.diff(fpr) != 0), fpr.size - 1]
+    return np.interp(x, fpr[last], tpr[last])
+
+
+def _strict_upper_hull(candidates: np.ndarray, tp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """Drop, in vectorised rounds, candidates on or below the chord of their neighbours.
+
+    ``tp``, ``fp`` are exact integer counts (int64), so the turn test is exact. A
+    point on or below the chord between two points of the set is not a vertex of the
+    set's upper hull, whatever else is removed in the same round, so removing all of
+    them at once is safe; what is left turns strictly clockwise everywhere.
+    """
+    idx = candidates
+    while idx.size > 2:
+        dtp = np.diff(tp[idx])
+        dfp = np.diff(fp[idx])
+        # slope(a, b) > slope(b, c)  <=>  dtp_ab dfp_bc > dtp_bc dfp_ab
+        keep = dtp[:-1] * dfp[1:] > dtp[1:] * dfp[:-1]
+        if keep.all():
+            break
+        idx = np.r_[idx[0], idx[1:-1][keep], idx[-1]]
+    return idx
+
+
+def _below_hull(vertices: np.ndarray, tp: np.ndarray, fp: np.ndarray) -> bool:
+    """Whether every point ``(fp, tp)`` lies on or below the polyline through ``vertices``."""
+    vfp, vtp = fp[vertices], tp[vertices]
+    j = np.clip(np.searchsorted(vfp, fp, side="right") - 1, 0, vertices.size - 2)
+    dfp = vfp[j + 1] - vfp[j]
+    dtp = vtp[j + 1] - vtp[j]
+    cross = dfp * (tp - vtp[j]) - dtp * (fp - vfp[j])
+    return bool((cross <= 0).all())
+
+
+def _hull_vertices(tp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """Indices of the ROC points (exact integer counts) that are the hull's vertices."""
+    from scipy.optimize import isotonic_regression
+
+    dtp = np.diff(tp)
+    weights = dtp + np.diff(fp)  # items per run of equal scores, at least one
+    # PAV on the runs' positive fractions (non-increasing as the score falls) proposes
+    # the blocks; the exact integer rounds below make the answer independent of its
+    # floating-point ties, and the check falls back to all points if it ever missed one.
+    blocks = isotonic_regression(
+        dtp / weights, weights=weights.astype(float), increasing=False
+    ).blocks
+    vertices = _strict_upper_hull(np.asarray(blocks, dtype=np.int64), tp, fp)
+    if not _below_hull(vertices, tp, fp):  # pragma: no cover - a safety net
+        vertices = _strict_upper_hull(np.arange(tp.size), tp, fp)
+    return vertices
+
+
+def convex_hull(
+    scores: Any, true_classes: Any, positive: Label | None = None, classes: Any = None
+) -> ROCHull:
+    """The ROC convex hull of a scoring classifier, and the calibration it implies.
+
+    The hull is the smallest concave curve above every point of the empirical ROC
+    curve (vertices at ``(0, 0)`` and ``(1, 1)``). Every point on it is an
+    achievable operating point: a vertex by a threshold, a point between two
+    vertices by randomising between their thresholds (:meth:`ROCHull.at_fpr`). The
+    slope of a segment, read as the positive fraction of the items between its
+    vertices, is the isotonic (PAV) calibration of the scores: ``calibrated``.
+    Under any binary utility matrix the best point of the hull is a vertex and is
+    the best threshold of the empirical curve (:meth:`ROCHull.best_point`, theory
+    1.4). Formulas: ``docs/toolkit.md``, section 1.
+
+    Parameters
+    ----------
+    scores : 1-D array-like of floats
+        Higher means "more positive"; finite. Tied scores form one run (one
+        diagonal step of the ROC curve) and always share a bin.
+    true_classes : 1-D label sequence, one per score
+    positive : label, optional
+        The positive class; default the first class (the first of ``classes``,
+        else the first category of a categorical, else the smallest label), as in
+        :func:`yieldwise.metrics.roc_curve`.
+    classes : sequence of two labels, optional
+
+    Returns
+    -------
+    ROCHull
+
+    Notes
+    -----
+    PAV (scipy's ``isotonic_regression``, compiled) proposes the vertices;
+    vectorised rounds with exact integer turn tests remove any that are not strict
+    vertices, and a final check confirms that no point of the curve lies above the
+    hull. The AUCH, like the AUC, averages over operating points nobody would use
+    together; it is not admissible (theory 1.2, 1.4).
+
+    Examples
+    --------
+    Four positives (``1``) and four negatives. The five items from 0.7 down to 0.3
+    hold two positives and three negatives in mixed order, so PAV pools them into one
+    bin of probability 2/5, one hull segment:
+
+    >>> scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]
+    >>> truth = [1, 1, 0, 0, 1, 0, 1, 0]
+    >>> hull = convex_hull(scores, truth, positive=1)
+    >>> hull.vertices[["threshold", "fpr", "tpr"]]
+       threshold   fpr   tpr
+    0        inf  0.00  0.00
+    1        0.8  0.00  0.50
+    2        0.3  0.75  1.00
+    3        0.2  1.00  1.00
+    >>> hull.auc  # 0.75 * (0.5 + 1) / 2 + 0.25 * 1
+    0.8125
+    >>> hull.calibrated.tolist()
+    [1.0, 1.0, 0.4, 0.4, 0.4, 0.4, 0.4, 0.0]
+    """
+    s = as_float_array(scores, "scores", ndim=1)
+    is_positive, positive, classes = _binary_truth(true_classes, positive, classes, s.size)
+    if len(classes) != 2:
+        raise ValueError(
+            f"convex_hull needs two classes, found {len(classes)}: {list(classes)}; relabel "
+            "the classes as the positive one and the rest"
+        )
+    negative = classes[1] if classes[0] == positive else classes[0]
+    n_pos = int(is_positive.sum())
+    n_neg = s.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        missing = "positive" if n_pos == 0 else "negative"
+        raise UndefinedMetricError(
+            f"the ROC hull is undefined: true_classes has no {missing} items "
+            f"(positive = {positive!r}), so a rate is 0/0"
+        )
+    tp_f, fp_f, thresholds = roc_curve_core(s, is_positive)
+    tp, fp = tp_f.astype(np.int64), fp_f.astype(np.int64)
+    vertices = _hull_vertices(tp, fp)
+
+    vtp, vfp = tp[vertices], fp[vertices]
+    dtp, dfp = np.diff(vtp), np.diff(vfp)
+    n_items = dtp + dfp
+    probability = dtp / n_items
+    slope = np.full(dtp.size, np.inf)
+    np.divide(dtp * n_neg, dfp * float(n_pos), out=slope, where=dfp > 0)
+    vthresholds = thresholds[vertices]
+    # bin j holds the items with vthresholds[j + 1] <= score < vthresholds[j]
+    bin_index = np.searchsorted(-vthresholds, -s, side="left") - 1
+    from .metrics import ROCCurve
+
+    fpr, tpr = fp_f / n_neg, tp_f / n_pos
+    return ROCHull(
+        vertices=pd.DataFrame(
+            {
+                "threshold": vthresholds,
+                "fpr": vfp / n_neg,
+                "tpr": vtp / n_pos,
+                "true_positives": vtp,
+                "false_positives": vfp,
+            }
+        ),
+        auc=float(np.trapezoid(vtp / n_pos, vfp / n_neg)),
+        bins=pd.DataFrame(
+            {
+                "score_max": thresholds[vertices[:-1] + 1],
+                "score_min": vthresholds[1:],
+                "n_items": n_items,
+                "n_positive": dtp,
+                "n_negative": dfp,
+                "slope": slope,
+                "probability": probability,
+            }
+        ),
+        calibrated=probability[bin_index],
+        bin_index=bin_index,
+        roc=ROCCurve(fpr, tpr, thresholds, positive, n_pos / s.size, s.size),
+        positive=positive,
+        negative=negative,
+        n_positive=n_pos,
+        n_negative=n_neg,
+    )
+
+
+# ======================================================================= dominance
+# Rates closer than this count as equal (rates are ratios of counts, exact to ~1e-16).
+_RATE_ATOL = 1e-12
+
+
+def _point_rates(item: Any, name: str) -> tuple[float, float]:
+    """``(fpr, tpr)`` of an operating point or a pair, validated."""
+    if isinstance(item, OperatingPoint | RandomisedOperatingPoint):
+        f, t = item.fpr, item.tpr
+    else:
+        try:
+            f, t = (float(v) for v in item)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"{name} must be an ROCHull, an OperatingPoint, a RandomisedOperatingPoint or "
+                f"an (fpr, tpr) pair, found {type(item).__name__} {item!r}"
+            ) from None
+    if not (0 <= f <= 1 and 0 <= t <= 1):
+        raise ValueError(f"{name} must have fpr and tpr in [0, 1], found ({f}, {t})")
+    return float(f), float(t)
+
+
+def _as_curve(item: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A hull's vertices, or a point's own hull ``(0,0)-p-(1,1)``, as ``(fpr, tpr)``."""
+    if isinstance(item, ROCHull):
+        v = item.vertices
+        return v["fpr"].to_numpy(float), v["tpr"].to_numpy(float)
+    f, t = _point_rates(item, name)
+    if t > f:  # a point above the diagonal; below it, its hull is the diagonal itself
+        return np.array([0.0, f, 1.0]), np.array([0.0, t, 1.0])
+    return np.array([0.0, 1.0]), np.array([0.0, 1.0])
+
+
+def dominates(a: Any, b: Any) -> bool:
+    """Whether ``a`` Pareto-dominates ``b`` in ROC space.
+
+    Two points (``(fpr, tpr)`` pairs, :class:`OperatingPoint` or
+    :class:`RandomisedOperatingPoint`): ``a`` has no higher false-positive rate
+    and no lower true-positive rate, and differs in one. Otherwise each side is
+    read as a curve: an :class:`ROCHull` as itself, a point as its own hull
+    ``(0, 0)``, the point, ``(1, 1)`` (the operating points randomising it with
+    "nothing positive" and "everything positive" reach); ``a`` dominates when its
+    curve is nowhere below ``b``'s and somewhere above it (rates within ``1e-12``
+    count as equal).
+
+    What dominance means (theory 1.4): on the same test set, the dominating
+    classifier yields at least as much under *every* binary utility matrix whose
+    correct decisions are worth at least the wrong ones; without dominance, some
+    utility matrices prefer each.
+
+    Examples
+    --------
+    >>> dominates((0.1, 0.8), (0.2, 0.7)), dominates((0.1, 0.8), (0.05, 0.7))
+    (True, False)
+    >>> steep = convex_hull([4, 3, 2, 1], [1, 1, 0, 0], positive=1)  # perfect ranking
+    >>> dominates(steep, (0.1, 0.8))
+    True
+    """
+    if not isinstance(a, ROCHull) and not isinstance(b, ROCHull):
+        (f1, t1), (f2, t2) = _point_rates(a, "a"), _point_rates(b, "b")
+        no_worse = f1 <= f2 + _RATE_ATOL and t1 >= t2 - _RATE_ATOL
+        return no_worse and (f1 < f2 - _RATE_ATOL or t1 > t2 + _RATE_ATOL)
+    fa, ta = _as_curve(a, "a")
+    fb, tb = _as_curve(b, "b")
+    # Both curves are piecewise linear: their difference changes slope only at the
+    # union of their breakpoints, so comparing there compares them everywhere.
+    x = np.union1d(fa, fb)
+    difference = _upper_interp(x, fa, ta) - _upper_interp(x, fb, tb)
+    return bool((difference >= -_RATE_ATOL).all() and (difference > _RATE_ATOL).any())
+
+
+def _named(items: Any) -> list[tuple[Any, Any]]:
+    if not isinstance(items, Mapping):
+        raise TypeError(
+            "items must be a mapping from classifier name to an ROCHull, an operating point or "
+            f"an (fpr, tpr) pair, found {type(items).__name__}"
+        )
+    if not items:
+        raise ValueError("items is empty; pass at least one classifier")
+    return list(items.items())
+
+
+def dominance(items: Mapping[Any, Any]) -> pd.DataFrame:
+    """Which classifier dominates which: ``table.loc[a, b]`` is ``dominates(a, b)``.
+
+    Parameters
+    ----------
+    items : mapping of name to ROCHull, operating point or ``(fpr, tpr)`` pair
+
+    Examples
+    --------
+    >>> dominance({"a": (0.1, 0.9), "b": (0.2, 0.8), "c": (0.05, 0.5)})
+    dominated      a      b      c
+    dominating
+    a          False   True  False
+    b          False  False  False
+    c          False  False  False
+    """
+    named = _named(items)
+    names = [name for name, _ in named]
+    table = np.array([[dominates(a, b) for _, b in named] for _, a in named], dtype=bool)
+    return pd.DataFrame(
+        table,
+        index=pd.Index(names, name="dominating", dtype=object),
+        columns=pd.Index(names, name="dominated", dtype=object),
+    )
+
+
+def non_dominated(items: Mapping[Any, Any]) -> list[Any]:
+    """Names of the classifiers no other one dominates (the Pareto front), in input order.
+
+    Only these can be the best under some utility matrix; which one is, the utility
+    matrix and the class balance decide (:meth:`ROCHull.best_point`).
+
+    Examples
+    --------
+    >>> non_dominated({"a": (0.1, 0.9), "b": (0.2, 0.8), "c": (0.05, 0.5)})
+    ['a', 'c']
+    """
+    table = dominance(items)
+    return [name for name in table.columns if not table[name].any()]

@@ -16,7 +16,14 @@ import pandas as pd
 
 from ._validation import Label, align, as_float_array, check_labels
 
-__all__ = ["UtilityMatrix", "chart_matrices", "in_chart_domain"]
+__all__ = [
+    "MATRIX_PRIORS",
+    "UtilityMatrix",
+    "chart_coordinates",
+    "chart_matrices",
+    "in_chart_domain",
+    "sample_matrices",
+]
 
 # Tolerance for deciding that two utilities are equal after rescaling; utilities are
 # user numbers of moderate size, so a relative 1e-9 is far above rounding error.
@@ -355,3 +362,195 @@ def chart_matrices(x: Any, y: Any) -> np.ndarray:
     out[..., 1, 0] = np.where(y < 0, -y, 0.0)
     out[..., 1, 1] = np.where(x < 0, 1 + x, 1.0)
     return out
+
+
+def chart_coordinates(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Chart coordinates ``(x, y)`` of binary matrices ``(..., 2, 2)`` (theory 1.1), vectorised.
+
+    The inverse of :func:`chart_matrices` (and :attr:`UtilityMatrix.xy` for many
+    matrices at once); row ``k`` chooses class ``k``. Matrices outside the admitted
+    domain (a wrong decision worth more than the correct one) or constant ones get NaN.
+
+    Examples
+    --------
+    >>> x, y = chart_coordinates(chart_matrices([0.5, -0.2], [-0.25, 0.7]))
+    >>> x.tolist(), y.tolist()
+    ([0.5, -0.2], [-0.25, 0.7])
+    """
+    v = np.asarray(values, dtype=float)
+    if v.shape[-2:] != (2, 2):
+        raise ValueError(f"values must have shape (..., 2, 2), found {v.shape}")
+    low = v.min(axis=(-2, -1))[..., None, None]
+    span = v.max(axis=(-2, -1))[..., None, None] - low
+    with np.errstate(divide="ignore", invalid="ignore"):
+        st = (v - low) / span
+    # as in UtilityMatrix.xy: exact comparisons are safe in standard form
+    x = np.where(st[..., 1, 1] == 1.0, 1.0 - st[..., 0, 0], st[..., 1, 1] - 1.0)
+    y = np.where(st[..., 1, 0] == 0.0, st[..., 0, 1], -st[..., 1, 0])
+    admitted = (v[..., 0, 0] >= v[..., 1, 0]) & (v[..., 1, 1] >= v[..., 0, 1])
+    admitted &= span[..., 0, 0] > 0
+    return np.where(admitted, x, np.nan), np.where(admitted, y, np.nan)
+
+
+# ------------------------------------------------------------- random matrices
+# Standard deviation of each chart coordinate under the "gaussian" prior (theory 1.5).
+_GAUSSIAN_SD = 1.0 / 3.0
+# Fraction of the square [-1, 1]^2 covered by the admitted domain: area 3 out of 4.
+_UNIFORM_ACCEPTANCE = 0.75
+# Lower bound on the acceptance of the truncated Gaussian prior (it is about 0.99).
+_GAUSSIAN_ACCEPTANCE = 0.9
+
+
+def _sample_chart_points(
+    n: int, prior: str, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` chart points ``(x, y)`` from the named prior, by rejection in rounds.
+
+    ``"uniform"`` is uniform over the admitted domain of theory 1.1;
+    ``"gaussian"`` is ``N(0, 1/3)`` in each coordinate truncated to that domain.
+    """
+    x = np.empty(n)
+    y = np.empty(n)
+    filled = 0
+    acceptance = _UNIFORM_ACCEPTANCE if prior == "uniform" else _GAUSSIAN_ACCEPTANCE
+    while filled < n:
+        need = n - filled
+        # Oversample so that one round is almost always enough; surplus accepted
+        # draws are dropped by position, which leaves the accepted ones i.i.d.
+        size = int(need / acceptance * 1.05) + 32
+        if prior == "uniform":
+            candidates = rng.uniform(-1.0, 1.0, size=(2, size))
+        else:
+            candidates = rng.normal(0.0, _GAUSSIAN_SD, size=(2, size))
+        keep = in_chart_domain(candidates[0], candidates[1])
+        cx = candidates[0][keep][:need]
+        cy = candidates[1][keep][:need]
+        x[filled : filled + cx.size] = cx
+        y[filled : filled + cy.size] = cy
+        filled += cx.size
+    return x, y
+
+
+def _admitted_entries(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` square ``k x k`` matrices of i.i.d. U(0, 1) entries conditioned on every
+    column's diagonal entry being its largest.
+
+    Exact and rejection-free: by exchangeability, conditioning ``k`` i.i.d. uniforms on
+    the diagonal one being the largest is drawing ``k`` of them, putting the largest on
+    the diagonal and the others, in random order, in the other rows.
+    """
+    draws = rng.random((n, k, k))  # (matrix, column, entry)
+    draws.sort(axis=2)
+    out = np.empty((n, k, k))
+    others = np.argsort(rng.random((n, k, k - 1)), axis=2)  # a random order per column
+    rows = np.arange(k)
+    for c in range(k):  # k is small (classes); the work is vectorised over matrices
+        off = rows[rows != c]
+        out[:, c, c] = draws[:, c, -1]
+        # the k - 1 smaller values go to the off-diagonal rows in a random order
+        out[:, off, c] = np.take_along_axis(draws[:, c, :-1], others[:, c], axis=1)
+    return out
+
+
+MATRIX_PRIORS: tuple[str, ...] = ("uniform", "entries", "gaussian", "unconstrained")
+"""Named distributions of :func:`sample_matrices`."""
+
+
+def sample_matrices(
+    n: int,
+    decisions: int | Sequence[Label],
+    classes: int | Sequence[Label],
+    prior: str = "uniform",
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+) -> list[UtilityMatrix]:
+    """``n`` random utility matrices from a stated prior.
+
+    Decisions "correspond" to classes when they are as many and, given as labels,
+    the same labels as a set (decision ``k`` = "choose class ``k``"); then only
+    *admitted* matrices are drawn, whose correct decision is worth at least as much
+    as every wrong one in each column (theory 1.1).
+
+    Priors
+    ------
+    ``"uniform"``
+        Two corresponding decisions and classes: uniform over the admitted domain of
+        the chart of theory 1.1 (its standard-form matrices, "uniform over utility
+        matrices" as theory 1.5 uses it). Otherwise the ``"entries"`` prior.
+    ``"entries"``
+        Entries i.i.d. Uniform(0, 1), conditioned, when decisions correspond to
+        classes, on each column's correct decision being the largest (drawn exactly:
+        the column's largest of ``C`` uniforms goes on the diagonal, the rest in
+        random order). Rectangular matrices are unconstrained.
+    ``"gaussian"``
+        Binary only: the truncated Gaussian in chart coordinates of theory 1.5
+        (standard deviation 1/3 in each, centred at the identity).
+    ``"unconstrained"``
+        Entries i.i.d. Uniform(0, 1), no constraint (some matrices then reward a
+        wrong decision more than the right one).
+
+    Parameters
+    ----------
+    n : int
+        How many matrices.
+    decisions, classes : int or sequence of labels
+        How many decisions and classes (labelled ``0 .. k-1``), or their labels.
+    prior : str, default "uniform"
+        One of :data:`MATRIX_PRIORS`.
+    seed : int, Generator or SeedSequence, optional
+
+    Returns
+    -------
+    list of UtilityMatrix
+
+    Examples
+    --------
+    >>> ms = sample_matrices(1000, 3, ["a", "b", "c"], seed=0)  # decisions default to 0..2
+    >>> ms[0].shape, ms[0].classes
+    ((3, 3), ('a', 'b', 'c'))
+    >>> ms = sample_matrices(1000, ["a", "b", "c"], ["a", "b", "c"], seed=0)
+    >>> all((m.values.argmax(axis=0) == [0, 1, 2]).all() for m in ms)  # admitted
+    True
+    >>> [m.xy for m in sample_matrices(2, 2, 2, seed=1)]  # the chart (theory 1.1)
+    [(0.0236, 0.2260), (0.9009, 0.8346)]
+    """
+    from ._validation import check_positive_int
+
+    n = check_positive_int(n, "n")
+    if prior not in MATRIX_PRIORS:
+        raise ValueError(f"prior must be one of {list(MATRIX_PRIORS)}, found {prior!r}")
+    decision_labels = _labels_or_count(decisions, "decisions")
+    class_labels = _labels_or_count(classes, "classes")
+    n_decisions, n_classes = len(decision_labels), len(class_labels)
+    corresponding = n_decisions == n_classes and (
+        isinstance(decisions, int | np.integer)
+        or isinstance(classes, int | np.integer)
+        or set(decision_labels) == set(class_labels)
+    )
+    rng = np.random.default_rng(seed)
+    binary_chart = corresponding and n_decisions == 2 and prior in ("uniform", "gaussian")
+    if prior == "gaussian" and not binary_chart:
+        raise ValueError(
+            "prior 'gaussian' is the chart's (theory 1.5) and needs 2 decisions that choose "
+            f"2 classes; found {n_decisions} decisions and {n_classes} classes"
+        )
+    if binary_chart:
+        values = chart_matrices(*_sample_chart_points(n, prior, rng))
+    elif prior != "unconstrained" and corresponding:
+        values = _admitted_entries(n, n_classes, rng)
+    else:
+        values = rng.random((n, n_decisions, n_classes))
+    if corresponding and not (
+        isinstance(decisions, int | np.integer) or isinstance(classes, int | np.integer)
+    ):
+        # row k chooses class k: order the rows as the decision labels say
+        order = [class_labels.index(d) for d in decision_labels]
+        values = values[:, order, :]
+    return [UtilityMatrix(v, decisions=decision_labels, classes=class_labels) for v in values]
+
+
+def _labels_or_count(value: Any, name: str) -> tuple[Label, ...]:
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        if value < 2:
+            raise ValueError(f"{name} must be at least 2, found {value}")
+        return tuple(range(int(value)))
+    return check_labels(value, len(list(value)), name)

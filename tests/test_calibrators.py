@@ -1,0 +1,168 @@
+"""yieldwise.calibrators against scikit-learn, betacal, closed forms and known truths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit, logit
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+
+from yieldwise.calibrators import (
+    BetaCalibrator,
+    IsotonicCalibrator,
+    PlattCalibrator,
+    TemperatureCalibrator,
+)
+from yieldwise.roc import convex_hull
+
+
+def _binary(seed, n=300, ties=True):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    scores = rng.normal(size=n) + 1.5 * labels
+    if ties:
+        scores = np.round(scores, 1)
+    return scores, labels
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_isotonic_is_sklearns_and_the_hulls(seed):
+    scores, labels = _binary(seed)
+    iso = IsotonicCalibrator().fit(scores, labels)
+    reference = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(scores, labels)
+    new = np.r_[scores, np.linspace(-5, 5, 101)]  # between, on and outside the scores
+    np.testing.assert_allclose(iso.predict_proba(new)[:, 1], reference.predict(new), atol=1e-12)
+    np.testing.assert_allclose(
+        iso.predict_proba(scores)[:, 1],
+        convex_hull(scores, labels, positive=1).calibrated,
+        rtol=0,
+        atol=1e-12,
+    )
+
+
+def _penalised_gradient(score, y, w, ridge):
+    p = expit(w[0] * score + w[1])
+    return np.array([np.sum((p - y) * score) + ridge * w[0], np.sum(p - y)])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_platt_solves_its_likelihood_equations_and_matches_sklearn(seed):
+    scores, labels = _binary(seed, ties=False)
+    platt = PlattCalibrator().fit(scores, labels)
+    # the maximum-likelihood equations hold (to rounding): gradient zero
+    gradient = _penalised_gradient(scores, labels, platt.coef_, 1e-6)
+    assert np.abs(gradient).max() < 1e-8
+    reference = LogisticRegression(C=1e6, tol=1e-10, max_iter=10_000)
+    reference.fit(scores[:, None], labels)
+    np.testing.assert_allclose(
+        platt.predict_proba(scores), reference.predict_proba(scores[:, None]), atol=1e-6
+    )
+
+
+def test_platt_recovers_a_known_logistic_truth():
+    rng = np.random.default_rng(5)
+    scores = rng.normal(size=100_000)
+    labels = (rng.random(scores.size) < expit(1.5 * scores - 0.5)).astype(int)
+    slope, intercept = PlattCalibrator().fit(scores, labels).coef_
+    # standard errors at n = 1e5 are about 0.01
+    assert slope == pytest.approx(1.5, abs=0.05)
+    assert intercept == pytest.approx(-0.5, abs=0.05)
+
+
+def test_platt_stays_finite_on_separable_data():
+    platt = PlattCalibrator().fit([-2, -1, 1, 2], [0, 0, 1, 1])
+    assert np.isfinite(platt.coef_).all() and platt.coef_[0] > 10
+    np.testing.assert_allclose(platt.predict_proba([-2, 2])[:, 1], [0, 1], atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["both", "a_negative", "b_negative"])
+def test_beta_matches_betacal(case):
+    betacal = pytest.importorskip("betacal")
+    rng = np.random.default_rng({"both": 1, "a_negative": 2, "b_negative": 3}[case])
+    s = rng.uniform(0.001, 0.999, 4000)
+    truth = {
+        "both": 2.0 * np.log(s) - 0.5 * np.log1p(-s) + 0.3,
+        # P falls as s grows near 0 (a < 0 fits) or near 1 (b < 0 fits)
+        "a_negative": -0.7 * np.log(s) - 1.0 * np.log1p(-s) - 2.0,
+        "b_negative": 1.0 * np.log(s) + 0.8 * np.log1p(-s) + 1.0,
+    }[case]
+    labels = (rng.random(s.size) < expit(truth)).astype(int)
+    ours = BetaCalibrator(eps=np.finfo(float).eps).fit(s, labels)
+    reference = betacal.BetaCalibration(parameters="abm").fit(s, labels)
+    a, b, _ = ours.coef_
+    assert (a == 0) == (reference.calibrator_.map_[0] == 0)
+    assert (b == 0) == (reference.calibrator_.map_[1] == 0)
+    grid = np.linspace(0.001, 0.999, 500)
+    np.testing.assert_allclose(
+        ours.predict_proba(grid)[:, 1], reference.predict(grid), rtol=0, atol=2e-4
+    )
+    if case != "both":
+        assert 0 in (a, b)
+
+
+def test_beta_of_calibrated_probabilities_is_the_identity():
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.01, 0.99, 50_000)
+    labels = (rng.random(s.size) < s).astype(int)
+    a, b, c = BetaCalibrator().fit(s, labels).coef_
+    # logit s = log s - log(1 - s): a = b = 1, c = 0 (standard errors ~0.02)
+    assert (a, b, c) == pytest.approx((1, 1, 0), abs=0.06)
+    # scale="logit" on logit(s) is the same model
+    same = BetaCalibrator(scale="logit").fit(logit(s), labels)
+    np.testing.assert_allclose(same.coef_, [a, b, c], atol=1e-6)
+
+
+def test_temperature_is_the_likelihood_maximum():
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 2, 5000)
+    logits = 4.0 * (2 * labels - 1 + rng.normal(size=5000))  # truth: T = 2
+    t = TemperatureCalibrator().fit(logits, labels).temperature_
+    grid = np.exp(np.linspace(-2, 2, 4001))
+    y = labels.astype(float)
+    nll = [-(y * np.log(expit(logits / g)) + (1 - y) * np.log(expit(-logits / g))).sum()
+           for g in grid]  # fmt: skip
+    assert t == pytest.approx(grid[int(np.argmin(nll))], rel=2e-3)
+    assert t == pytest.approx(2.0, abs=0.1)
+
+
+def test_three_classes():
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 3, 900)
+    logits = 2.0 * np.eye(3)[labels] + rng.normal(size=(900, 3))
+    names = np.array(["x", "y", "z"])[labels]
+    for calibrator in (IsotonicCalibrator(), PlattCalibrator(), BetaCalibrator(scale="logit"),
+                       TemperatureCalibrator()):  # fmt: skip
+        p = calibrator.fit(logits, names).predict_proba(logits)
+        assert calibrator.classes_ == ("x", "y", "z")
+        assert p.shape == (900, 3)
+        np.testing.assert_allclose(p.sum(axis=1), 1, atol=1e-12)
+        # better than chance: the true class gets the largest mean probability
+        assert all(p[labels == c, c].mean() > 0.5 for c in range(3))
+    # one-vs-rest is each column's binary fit, renormalised
+    ovr = PlattCalibrator().fit(logits, labels).predict_proba(logits)
+    columns = np.column_stack([
+        PlattCalibrator().fit(logits[:, c], (labels == c).astype(int)).predict_proba(logits[:, c])
+        [:, 1] for c in range(3)
+    ])  # fmt: skip
+    np.testing.assert_allclose(ovr, columns / columns.sum(axis=1, keepdims=True), atol=1e-12)
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(
+        ValueError, match="scores are 1-D, which means two classes, but there are 3"
+    ):
+        PlattCalibrator().fit([1, 2, 3], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="scores has 2 columns but there are 3 classes"):
+        PlattCalibrator().fit(np.zeros((3, 2)), ["a", "b", "c"])
+    with pytest.raises(RuntimeError, match="IsotonicCalibrator is not fitted yet"):
+        IsotonicCalibrator().predict_proba([0.1])
+    with pytest.raises(ValueError, match=r"scores must lie in \[0, 1\] with scale='probability'"):
+        BetaCalibrator().fit([0.5, 2.0], [0, 1])
+    fitted = TemperatureCalibrator().fit([0.5, -1, 2], [1, 0, 1])
+    with pytest.raises(
+        ValueError, match=r"scores must be 1-D as at fit time, found shape \(2, 2\)"
+    ):
+        fitted.predict_proba(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="ridge must be a positive number"):
+        PlattCalibrator(ridge=0).fit([1, 2], [0, 1])
