@@ -114,3 +114,46 @@ def r_session():
 
     rbridge.install()
     return ro.r
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A real Dask scheduler with two single-threaded worker processes on localhost;
+    yields a connected ``Client`` (tests/test_parallel.py, tests/test_report_scaleout.py)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None, silence_logs=40,
+    ) as local, distributed.Client(local) as client:  # fmt: skip
+        yield client
+        import os
+
+        import psutil
+
+        pids = client.run(os.getpid).values()
+        chains = [c for pid in pids for c in psutil.Process(pid).children(recursive=True)]
+    # Closing the cluster ends its workers, and with them every process they started.
+    assert _all_gone(chains), [p.pid for p in chains if p.is_running()]
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _all_gone(processes, within: float = 15.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not [p for p in processes if _alive(p)]:
+            return True
+        time.sleep(0.2)
+    for process in processes:  # no strays for the next tests, whatever the assertion says
+        if process.is_running():
+            process.kill()
+    return False

@@ -17,6 +17,7 @@ from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
 from .long_run import long_run_utility, oracle_utility, value_of_more_data
 from .metrics import UndefinedMetricError
+from .parallel import fit_many
 from .transducer import ExtrapolationWarning, LatticeWarning, Transducer
 from .utility import UtilityMatrix
 from .yields import rescaled_yield, total_utility, utility_yield, utility_yield_per_item
@@ -40,9 +41,11 @@ __all__ = [
     "curves",
     "decide",
     "expected_utilities",
+    "fit_many",
     "long_run_utility",
     "metrics",
     "oracle_utility",
+    "parallel",
     "plots",
     "report_toolkit",
     "rescaled_yield",

@@ -41,6 +41,7 @@ __all__ = [
     "place_file",
     "place_folder",
     "read_manifest",
+    "read_table",
     "target_lock",
     "write_manifest",
 ]
@@ -394,3 +395,20 @@ def place_folder(partial: Path, target: Path, *, overwrite: bool) -> None:
         os.rename(retired, target)  # put the earlier report back
         raise
     _remove_listed(retired, manifest)
+
+
+# ----------------------------------------------------------------- reading
+def read_table(path: str | os.PathLike[str]) -> Any:
+    """A CSV table (pandas), the one loader of ``yieldwise fit`` and ``yieldwise report``.
+
+    Raises FileNotFoundError for a missing file (the caller names the option or key that
+    gave it) and ValueError naming the file for anything unreadable as CSV.
+    """
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", str(path)) from None
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it as CSV ({exc})") from None

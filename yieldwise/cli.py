@@ -9,10 +9,10 @@ Subcommands
 ``yieldwise example [--out DIR]``
     Prints a worked example (two classifiers, a utility matrix, every metric,
     the yields and which classifier each favours) and writes it as CSV.
-``yieldwise report CONFIG.toml --out DIR``
-    The batch job: fits every classifier's transducer, compares their long-run
-    utilities under every utility matrix, and writes a report folder
-    (:mod:`yieldwise.report`).
+``yieldwise report CONFIG.toml --out DIR [--scheduler WHERE]``
+    The batch job: fits every classifier's transducer on every data set (serially, on
+    local processes or on a Dask cluster), compares their long-run utilities under
+    every utility matrix, and writes a report folder (:mod:`yieldwise.report`).
 ``yieldwise r SCRIPT.R [args]``
     Runs an R script in an embedded R with the ``yw_`` functions of the R bridge
     defined (:mod:`yieldwise.rbridge`); the script reads ``args`` with
@@ -95,12 +95,12 @@ def _example(args: argparse.Namespace) -> int:
 
 
 def _read_table(path: str) -> pd.DataFrame:
+    from ._files import read_table
+
     try:
-        return pd.read_csv(path)
+        return read_table(path)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read it as CSV ({exc})") from None
 
 
 def _columns(frame: pd.DataFrame, names: Sequence[str], path: str, option: str) -> None:
@@ -239,7 +239,7 @@ def _run_report(config: Any, args: argparse.Namespace) -> int:
 
     out = run_report(
         config, args.out, overrides, overwrite=args.overwrite, log=log,
-        sampler_progress=not args.quiet and sys.stderr.isatty(),
+        sampler_progress=not args.quiet and sys.stderr.isatty(), scheduler=args.scheduler,
     )  # fmt: skip
     summary = pd.read_csv(out / "summary.csv")
     columns = [c for c in ("matrix", "classifier", "mean", "sd", "prob_best") if c in summary]
@@ -266,6 +266,12 @@ def _add_report_options(command: argparse.ArgumentParser, default_out: str) -> N
     )
     for name in ("chains", "warmup", "draws"):
         command.add_argument(f"--{name}", type=int, default=None, help=f"override [sampler].{name}")
+    command.add_argument(
+        "--scheduler", default=None, metavar="WHERE",
+        help='where the fits run: "serial", "processes" (a local pool) or a Dask scheduler '
+        'address "tcp://host:8786" (pip install \'yieldwise[dask]\'); overrides '
+        "[compute].scheduler",
+    )  # fmt: skip
     command.add_argument("--quiet", action="store_true", help="no progress on the terminal")
 
 

@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -325,6 +326,7 @@ class PyStanBackend(StanBackend):
 
     def __init__(self) -> None:
         self._programs: dict[str, PyStanProgram] = {}
+        self._compile_lock = threading.Lock()
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -380,20 +382,24 @@ class PyStanBackend(StanBackend):
         path = Path(stan_file)
         code = path.read_text()
         model_name = httpstan.models.calculate_model_name(code)
-        cached = self._programs.get(model_name)
-        if cached is not None:
-            return cached
-        if model_name not in httpstan.cache.list_model_names():
-            logger.warning(
-                COMPILE_NOTE.format(
-                    name=path.name, backend="PyStan", cache=httpstan.cache.cache_directory()
+        # Threads of one process (a Dask worker's) take turns, so that the first one
+        # builds and says so, and the others find the program here: the message appears
+        # once per process. Processes take turns at the file lock (once per machine).
+        with self._compile_lock:
+            cached = self._programs.get(model_name)
+            if cached is not None:
+                return cached
+            if model_name not in httpstan.cache.list_model_names():
+                logger.warning(
+                    COMPILE_NOTE.format(
+                        name=path.name, backend="PyStan", cache=httpstan.cache.cache_directory()
+                    )
                 )
-            )
-        with _cache_lock():
-            _build_if_missing(code, model_name, path)
-        program = PyStanProgram(self, path, code, model_name)
-        self._programs[model_name] = program
-        return program
+            with _cache_lock():
+                _build_if_missing(code, model_name, path)
+            program = PyStanProgram(self, path, code, model_name)
+            self._programs[model_name] = program
+            return program
 
 
 # Run in a child process by _build_if_missing: PyStan's build (setuptools' build_ext)
