@@ -108,8 +108,12 @@ class Transducer:
         NUTS settings: chains, warm-up iterations and kept draws per chain.
     seed : int, optional
         Random seed; drawn and recorded when None, so every fit is reproducible.
-    backend : {"auto", "cmdstanpy", "pystan"}
+    backend : {"auto", "cmdstanpy", "pystan", "laplace"}
         Stan interface; ``"auto"`` prefers cmdstanpy when CmdStan is installed.
+        ``"laplace"`` is not Stan: a Normal approximation at the posterior mode, in
+        numpy, in seconds (:mod:`yieldwise.backends._laplace`), for dry runs and
+        plumbing, never chosen by ``"auto"`` and not for decisions resting on the
+        uncertainty (its bands are those of a Normal approximation).
     max_treedepth, adapt_delta : NUTS tuning.
     progress : bool
         Show the sampler's progress.
