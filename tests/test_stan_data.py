@@ -263,6 +263,24 @@ def test_default_prior_and_overrides():
     np.testing.assert_array_equal(data2["kern"], data["kern"])
 
 
+def test_transducer_docstring_names_exactly_the_prior_keys_and_their_defaults():
+    """The ``prior`` parameter of Transducer documents every key build_stan_data accepts,
+    no other ``*_scale`` key (model 1's ``a_scale`` was listed), and the defaults it
+    states are those of a 1-D design."""
+    import re
+
+    from yieldwise import Transducer
+
+    doc = Transducer.__doc__
+    assert set(re.findall(r"\b\w+_scale\b", doc)) == set(_stan_data.PRIOR_KEYS)
+    stated = dict(re.findall(r"``(\w+_scale)`` \(default ([0-9.]+)\)", doc))
+    y = np.linspace(-2.0, 2.0, 40)
+    _, design = _stan_data.build_stan_data(np.arange(40) % 2, y, y, None, 2)
+    defaults = _stan_data.default_prior(design)
+    assert {key: float(value) for key, value in stated.items()} == defaults
+    assert list(stated) == list(_stan_data.PRIOR_KEYS)
+
+
 @pytest.mark.parametrize(
     ("prior", "message"),
     [
