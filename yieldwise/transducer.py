@@ -102,8 +102,18 @@ class Transducer:
         as interval-censored bins; ``"auto"`` detects it, None treats outputs
         as continuous.
     prior : mapping, optional
-        Overrides of the hyper-parameters ``a_scale``, ``tau_f_scale``,
-        ``intercept_scale``, ``slope_scale`` (see ``docs/model.md``).
+        Overrides of the prior's hyper-parameters, each a positive number (the prior is
+        described in ``docs/model.md``):
+
+        * ``tau_a_scale`` (default 20): half-Normal scale of the smoothing sd of the
+          outputs' log-density over the kernels;
+        * ``tau_f_scale`` (default 5): half-Normal scale of the smoothing sd of the
+          class log-odds (the size, in log units, of their non-linear part over the
+          outputs' range);
+        * ``intercept_scale`` (default 5): Normal sd of the class log-odds' intercepts;
+        * ``slope_scale`` (default 15): Normal sd of every other fixed-effect coefficient
+          (the linear terms of the log-density and of the log-odds, per unit of the
+          outputs' standardised range).
     chains, warmup, draws : int
         NUTS settings: chains, warm-up iterations and kept draws per chain.
     seed : int, optional
