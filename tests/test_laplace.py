@@ -130,7 +130,9 @@ def test_draws_spread_as_the_inverse_hessian():
     assert result.draws["w"].shape == (4, 2000, int(data["K"]))
     assert np.allclose(result.draws["w"].sum(axis=2), 1.0)
     # every draw back in the unconstrained coordinates u
-    d = {name: v.reshape(8000, -1) for name, v in result.draws.items()}
+    # (matrices column by column, as the model stores them)
+    d = {name: v.swapaxes(-1, -2).reshape(8000, -1) if v.ndim == 4 else v.reshape(8000, -1)
+         for name, v in result.draws.items()}  # fmt: skip
     us = np.column_stack([
         d["a_fixed"], np.log(d["tau_a"]), d["a_smooth"] / d["tau_a"], d["f_fixed"],
         np.log(d["tau_f"]), d["f_raw"],

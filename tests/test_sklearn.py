@@ -20,7 +20,8 @@ from yieldwise.backends import SamplerWarning
 from yieldwise.sklearn import AugmentedClassifier
 from yieldwise.transducer import DiagnosticsWarning
 
-FAST = Transducer(chains=2, warmup=300, draws=300, seed=1, progress=False)
+# the Laplace approximation: these tests check the scikit-learn protocol, not sampling
+FAST = Transducer(chains=2, warmup=300, draws=300, seed=1, progress=False, backend="laplace")
 # P(ill) < 1/13: dismiss; 1/13 .. 2/5: re-test; above 2/5: treat.
 THREE = UtilityMatrix(
     [[0, -10], [-1, 2], [-3, 5]], decisions=["dismiss", "retest", "treat"], classes=[0, 1]

@@ -73,7 +73,7 @@ def test_thread_writing_relative_paths_during_a_fit_loses_nothing(tmp_path, monk
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # short run: diagnostics are not the point
             fitted = Transducer(
-                n_components=2, chains=2, warmup=150, draws=150, seed=3, progress=False
+                n_components=5, chains=2, warmup=150, draws=150, seed=3, progress=False
             ).fit(scores, classes)
     finally:
         writer.finish()

@@ -252,7 +252,7 @@ def _run_report(config: Any, args: argparse.Namespace) -> int:
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Sampler settings given on the command line; a 0 is a value given (then checked)."""
-    given = {k: getattr(args, k) for k in ("chains", "warmup", "draws")}
+    given = {k: getattr(args, k) for k in ("chains", "warmup", "draws", "backend")}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -265,6 +265,11 @@ def _add_report_options(command: argparse.ArgumentParser, default_out: str) -> N
     )
     for name in ("chains", "warmup", "draws"):
         command.add_argument(f"--{name}", type=int, default=None, help=f"override [sampler].{name}")
+    command.add_argument(
+        "--backend", default=None, choices=["auto", "cmdstanpy", "pystan", "laplace"],
+        help='override [sampler].backend; "laplace" (a Normal approximation in numpy, '
+        "seconds per fit) checks a report's configuration and layout, not for decisions",
+    )  # fmt: skip
     command.add_argument(
         "--scheduler", default=None, metavar="WHERE",
         help='where the fits run: "serial", "processes" (a local pool) or a Dask scheduler '

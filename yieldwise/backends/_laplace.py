@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from scipy.special import logsumexp
 
 from ._base import CompilationError, CompiledProgram, SampleResult, SamplingError, StanBackend
 
-__all__ = ["LaplaceBackend", "TransducerLaplace"]
+__all__ = ["LaplaceBackend", "LaplaceFit", "TransducerLaplace", "laplace"]
 
 #: Relative step of the central differences that give the Hessian from the exact gradient.
 _HESSIAN_STEP = 1e-5
@@ -75,15 +76,17 @@ class _Model:
         self.size = start
 
     def unpack(self, u: np.ndarray) -> dict[str, np.ndarray]:
+        """The blocks of ``u``; matrices are stored column by column, as Stan's to_matrix."""
         c1 = self.C - 1
         s = self.slices
+        lead = u.shape[:-1]
         return {
             "a_fixed": u[..., s["a_fixed"]],
             "log_tau_a": u[..., s["log_tau_a"]][..., 0],
             "a_raw": u[..., s["a_raw"]],
-            "f_fixed": u[..., s["f_fixed"]].reshape(*u.shape[:-1], self.P, c1),
+            "f_fixed": u[..., s["f_fixed"]].reshape(*lead, c1, self.P).swapaxes(-1, -2),
             "log_tau_f": u[..., s["log_tau_f"]],
-            "f_raw": u[..., s["f_raw"]].reshape(*u.shape[:-1], self.R, c1),
+            "f_raw": u[..., s["f_raw"]].reshape(*lead, c1, self.R).swapaxes(-1, -2),
         }
 
     def theta(self, u: np.ndarray) -> np.ndarray:
@@ -130,8 +133,8 @@ class _Model:
         grad[s["a_fixed"]] = self.fixed[:, 1:].T @ g_a - p["a_fixed"] / fs[1:] ** 2
         grad[s["a_raw"]] = tau_a * (self.smooth.T @ g_a) - p["a_raw"]
         grad[s["log_tau_a"]] = tau_a * float(smooth_a @ g_a) - (tau_a / self.tau_a_scale) ** 2 + 1
-        grad[s["f_fixed"]] = (self.fixed.T @ g_f - p["f_fixed"] / fs[:, None] ** 2).ravel()
-        grad[s["f_raw"]] = ((self.smooth.T @ g_f) * tau_f - p["f_raw"]).ravel()
+        grad[s["f_fixed"]] = (self.fixed.T @ g_f - p["f_fixed"] / fs[:, None] ** 2).ravel("F")
+        grad[s["f_raw"]] = ((self.smooth.T @ g_f) * tau_f - p["f_raw"]).ravel("F")
         grad[s["log_tau_f"]] = (
             tau_f * np.sum(smooth_f * g_f, axis=0) - (tau_f / self.tau_f_scale) ** 2 + 1
         )
@@ -150,9 +153,9 @@ class _Model:
         u[s["a_fixed"]] = np.asarray(init["a_fixed"], dtype=float).reshape(-1)
         u[s["log_tau_a"]] = np.log(tau_a)
         u[s["a_raw"]] = np.asarray(init["a_smooth"], dtype=float).reshape(-1) / tau_a
-        u[s["f_fixed"]] = np.asarray(init["f_fixed"], dtype=float).reshape(-1)
+        u[s["f_fixed"]] = np.asarray(init["f_fixed"], dtype=float).reshape(self.P, -1).ravel("F")
         u[s["log_tau_f"]] = np.log(tau_f)
-        u[s["f_raw"]] = np.asarray(init["f_raw"], dtype=float).reshape(-1)
+        u[s["f_raw"]] = np.asarray(init["f_raw"], dtype=float).reshape(self.R, -1).ravel("F")
         return u
 
     def log_prior(self, us: np.ndarray) -> np.ndarray:
@@ -208,6 +211,52 @@ class _Model:
         }
 
 
+@dataclass(frozen=True)
+class LaplaceFit:
+    """The Normal approximation ``u = mode + scale @ z``, ``z ~ N(0, I)``."""
+
+    mode: np.ndarray
+    scale: np.ndarray
+    lp_mode: float
+    flat: int
+    result: Any
+
+
+def laplace(
+    data: Mapping[str, Any], init: Mapping[str, Any] | None = None, model: _Model | None = None
+) -> LaplaceFit:
+    """The posterior mode of the transducer's model in ``u`` and the Normal around it.
+
+    Raises :class:`SamplingError` when no finite mode is found.
+    """
+    model = _Model(data) if model is None else model
+
+    def negative(u: np.ndarray) -> tuple[float, np.ndarray]:
+        lp, grad = model.log_density(u)
+        return -lp, -grad
+
+    def curvature(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        # Hessian-vector product by a central difference of the exact gradient
+        h = _HESSIAN_STEP * max(1.0, float(np.abs(u).max())) / max(float(np.abs(v).max()), 1e-300)
+        return (negative(u + h * v)[1] - negative(u - h * v)[1]) / (2 * h)
+
+    found = minimize(
+        negative, model.start(init), jac=True, hessp=curvature, method="trust-ncg",
+        options={"maxiter": 500, "gtol": 1e-6},
+    )  # fmt: skip
+    mode = found.x
+    lp_mode, grad = model.log_density(mode)
+    if not np.isfinite(lp_mode) or not np.all(np.isfinite(grad)):
+        raise SamplingError(
+            "the Laplace approximation found no finite posterior mode "
+            f"({found.message}); fit with backend='pystan' or 'cmdstanpy'"
+        )
+    values, vectors = np.linalg.eigh(-model.hessian(mode))
+    flat = values < _FLAT
+    values = np.where(flat, _MIN_CURVATURE, values)
+    return LaplaceFit(mode, vectors / np.sqrt(values), float(lp_mode), int(flat.sum()), found)
+
+
 class TransducerLaplace(CompiledProgram):
     """``stan/transducer.stan``'s model, approximated by a Normal at its mode."""
 
@@ -226,38 +275,11 @@ class TransducerLaplace(CompiledProgram):
         started = time.perf_counter()
         model = _Model(data)
         chains, n_draws = int(settings["chains"]), int(settings["draws"])
-        u0 = model.start(inits[0] if inits else None)
-
-        def negative(u: np.ndarray) -> tuple[float, np.ndarray]:
-            lp, grad = model.log_density(u)
-            return -lp, -grad
-
-        def curvature(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-            # Hessian-vector product by a central difference of the exact gradient
-            h = (
-                _HESSIAN_STEP
-                * max(1.0, float(np.abs(u).max()))
-                / max(float(np.abs(v).max()), 1e-300)
-            )
-            return (negative(u + h * v)[1] - negative(u - h * v)[1]) / (2 * h)
-
-        found = minimize(
-            negative, u0, jac=True, hessp=curvature, method="trust-ncg",
-            options={"maxiter": 500, "gtol": 1e-6},
-        )  # fmt: skip
-        mode = found.x
-        lp_mode, grad = model.log_density(mode)
-        if not np.isfinite(lp_mode) or not np.all(np.isfinite(grad)):
-            raise SamplingError(
-                "the Laplace approximation found no finite posterior mode "
-                f"(L-BFGS: {found.message}); fit with backend='pystan' or 'cmdstanpy'"
-            )
-        values, vectors = np.linalg.eigh(-model.hessian(mode))
-        flat = values < _FLAT
-        values = np.where(flat, _MIN_CURVATURE, values)
+        fit = laplace(data, inits[0] if inits else None, model)
+        mode, lp_mode, found, flat = fit.mode, fit.lp_mode, fit.result, fit.flat
         rng = np.random.default_rng(int(settings["seed"]))
         z = rng.standard_normal((chains * n_draws, model.size))
-        us = mode + (z / np.sqrt(values)) @ vectors.T
+        us = mode + z @ fit.scale.T
         out = model.quantities(us)
         draws = {name: v.reshape(chains, n_draws, *v.shape[1:]) for name, v in out.items()}
         draws["mu"] = np.broadcast_to(
@@ -275,7 +297,7 @@ class TransducerLaplace(CompiledProgram):
             "diverging": np.zeros(shape, dtype=bool),
             "tree_depth": np.zeros(shape, dtype=np.int64),
             "n_steps": np.zeros(shape, dtype=np.int64),
-            "step_size": np.full(shape, np.nan),
+            "step_size": np.zeros(shape),  # no leapfrog steps were taken
             "energy": -(lp_mode + log_q),
             "acceptance_rate": np.ones(shape),
         }
@@ -289,7 +311,7 @@ class TransducerLaplace(CompiledProgram):
                 **settings,
                 "approximation": "laplace",
                 "optimizer_iterations": int(found.nit),
-                "flat_directions": int(flat.sum()),
+                "flat_directions": flat,
             },
             sampling_seconds=time.perf_counter() - started,
         )
