@@ -206,7 +206,9 @@ def classifier_toolkit(
             "tools and are left out; the Brier terms are summed over the classes, one "
             "against the rest."
         )
-        return ClassifierToolkit(name, "", None, None, pd.DataFrame(rows).T, None, None, notes)
+        brier = pd.DataFrame(rows).T
+        brier.index.name = "probabilities of every class (one against the rest, summed)"
+        return ClassifierToolkit(name, "", None, None, brier, None, None, notes)
 
     positive = _positive(transducer, positive)
     k = classes.index(positive)
