@@ -438,3 +438,32 @@ def test_three_class_report_says_why_there_is_no_roc(tmp_path):
     assert "For 1,000 utility matrices drawn at random" in rules
     lock = tomllib.loads((out / "config.lock.toml").read_text())
     assert lock["toolkit"]["rules_matrices"] == 1000
+
+
+def test_several_data_sets_each_get_their_own_toolkit(tmp_path):
+    """[[data]] tables: one toolkit and one rules section per data set, each on its own
+    calibration items (h4 under the data set's heading)."""
+    from yieldwise.datasets import load_digits_binary
+
+    frame = load_digits_binary()
+    frame.iloc[0::6].to_csv(tmp_path / "north.csv", index=False)
+    frame.iloc[3::6].to_csv(tmp_path / "south.csv", index=False)
+    one = REPORT[: REPORT.index("[[classifier]]\nname = '")] + REPORT[REPORT.index("[[utility]]"):]
+    several = one.replace(
+        '[data]\ncalibration = "calibration.csv"\nclass_col = "label"',
+        '[[data]]\nname = "north"\ncalibration = "north.csv"\nclass_col = "label"\n'
+        '[[data]]\nname = "south"\ncalibration = "south.csv"\nclass_col = "label"',
+    )
+    out = _run_stored_report(tmp_path, several, csv=False)
+    page = (out / "report.html").read_text()
+    toolkit = page[page.index("id='toolkit'") : page.index("id='rules'")]
+    rules = page[page.index("id='rules'") : page.index("id='diagnostics'")]
+    for dataset, items in (("north", frame.iloc[0::6]), ("south", frame.iloc[3::6])):
+        heading = f"<h3 class='dataset'>Data set {dataset}</h3><h4>forest</h4>"
+        assert heading in toolkit and heading in rules
+        part = toolkit[toolkit.index(heading) :]
+        _, (_, brier) = _tables_after(part, "<h4>forest</h4>")
+        t = Transducer.load(out / f"transducer_{dataset}__forest.nc")
+        p = t.predict_proba(items[["forest_votes"]])[:, 1]
+        expected = _by_hand_brier(p, (items["label"].astype(str) == POSITIVE).to_numpy(float))
+        assert float(brier["transducer"]["Brier"]) == pytest.approx(expected["Brier"], rel=6e-4)
