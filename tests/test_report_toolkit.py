@@ -467,3 +467,22 @@ def test_several_data_sets_each_get_their_own_toolkit(tmp_path):
         p = t.predict_proba(items[["forest_votes"]])[:, 1]
         expected = _by_hand_brier(p, (items["label"].astype(str) == POSITIVE).to_numpy(float))
         assert float(brier["transducer"]["Brier"]) == pytest.approx(expected["Brier"], rel=6e-4)
+
+
+def test_stored_report_opens_in_a_browser(stored_report, browser):
+    """Every image of the page (the toolkit's included) decodes, no console error, no
+    script, and the hostile name is shown as text."""
+    from selenium.webdriver.common.by import By
+
+    browser.get((stored_report / "report.html").resolve().as_uri())
+    browser.get_log("browser")  # clear entries of earlier pages
+    browser.refresh()
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth])"
+    )
+    assert len(images) == 11 and all(done and width > 100 for done, width in images), images
+    for section in ("toolkit", "rules"):
+        assert browser.find_element(By.ID, section).is_displayed()
+    assert browser.execute_script("return document.scripts.length") == 0
+    assert EVIL in browser.find_element(By.TAG_NAME, "body").text
