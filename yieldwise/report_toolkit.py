@@ -14,8 +14,10 @@ would look at (``docs/toolkit.md``), each beside the utility yield:
 Each returns a small object holding the tables (pandas) and figures (matplotlib
 ``Figure`` objects made outside pyplot, so no GUI backend is touched), with a
 ``to_html()`` that renders a self-contained fragment (figures as PNG data URIs,
-every user-supplied name escaped). All numbers are in-sample: the calibration
-items serve both to fit the transducer and to draw these diagnostics.
+every user-supplied name escaped). The toolkit's numbers are in-sample: the
+calibration items serve both to fit the transducer and to draw these diagnostics.
+The rules comparison is not a count on items: it integrates the transducer's
+posterior (long-run utilities, theory 4).
 """
 
 from __future__ import annotations
