@@ -162,7 +162,7 @@ def compiled(calibration):
     frame = pd.read_csv(calibration)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        Transducer(n_components=2, chains=2, warmup=20, draws=20, seed=1, progress=False,
+        Transducer(n_components=5, chains=2, warmup=20, draws=20, seed=1, progress=False,
                    backend="pystan").fit(frame["score"], frame["label"])  # fmt: skip
 
 
@@ -194,7 +194,7 @@ values = [[1, 0], [0, 1]]
 
 [sampler]
 backend = "pystan"
-n_components = 2
+n_components = 5
 """
 
 
@@ -256,7 +256,7 @@ def test_interrupted_fit_in_this_process_stops_its_workers_and_the_next_fit_runs
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        Transducer(n_components=2, chains=2, warmup=5000, draws=5000, seed=2, progress=False,
+        Transducer(n_components=5, chains=2, warmup=5000, draws=5000, seed=2, progress=False,
                    backend="pystan").fit(frame["score"], frame["label"])  # fmt: skip
     watcher.join(timeout=5)
     assert time.monotonic() - started < 240
@@ -267,7 +267,7 @@ def test_interrupted_fit_in_this_process_stops_its_workers_and_the_next_fit_runs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quick = Transducer(
-            n_components=2, chains=2, warmup=100, draws=100, seed=2, progress=False,
+            n_components=5, chains=2, warmup=100, draws=100, seed=2, progress=False,
             backend="pystan",
         )  # fmt: skip
         again = quick.fit(frame["score"], frame["label"])

@@ -249,7 +249,12 @@ def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float]:
         )
     checked = {}
     for key, value in prior.items():
-        number = float(np.asarray(value))
+        # a real number (Python or numpy scalar, or a 0-d array); bool is not a scale
+        ok = np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_, str, bytes))
+        try:
+            number = float(value) if ok else np.nan  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            number = np.nan
         if not np.isfinite(number) or number <= 0:
             raise ValueError(f"prior[{key!r}] must be a positive number, found {value!r}")
         checked[key] = number
@@ -259,35 +264,56 @@ def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float]:
 def initial_values(
     data: Mapping[str, object], chains: int, seed: int | None = None
 ) -> list[dict[str, object]]:
-    """Starting points for the sampler, one per chain, near the prior's centre.
+    """Starting points for the sampler, one per chain.
 
-    The log-density starts at the kernels' shares of the items (each row's items shared
-    in proportion to its kernel values), the class log-odds at their calibration
-    frequencies (intercepts) and flat otherwise: every smooth coefficient within 0.1 of
-    0, the smoothing sd's at a fifth of their prior scale, plus a small jitter per chain.
-    Pass the result as ``init=``.
+    The log-density ``a`` starts at the log of the kernels' shares of the items (each
+    row's items shared in proportion to its kernel values, plus half an item per kernel
+    so that an empty kernel gets a finite log), fitted by least squares in the program's
+    basis: ``a_fixed`` (the linear part, columns 2..P of ``fixed_basis``) and ``a_smooth``
+    (the ``R`` columns of ``smooth_basis``) together; with the default design the fit is
+    exact. ``tau_a`` starts where those coefficients are typical draws of its prior
+    ``a_smooth ~ N(0, tau_a)`` (their root mean square, pooled with a fifth of
+    ``tau_a_scale``). The class log-odds start at their calibration frequencies
+    (intercepts) and flat otherwise: every ``f_raw`` within 0.1 of 0 and ``tau_f`` at a
+    fifth of its prior scale. Each chain gets a small jitter. Pass the result as ``init=``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> cls = rng.integers(0, 2, 200)
+    >>> y = rng.normal(cls, 1.0)
+    >>> data, _ = build_stan_data(cls, y, y, None, 2)
+    >>> init = initial_values(data, chains=2, seed=1)
+    >>> len(init), init[0]["a_smooth"].shape == (data["R"],)
+    (2, True)
     """
     rng = np.random.default_rng(seed)
-    c, p, r = int(data["C"]), int(data["P"]), int(data["R"])  # type: ignore[call-overload]
+    c, k, p, r = (int(data[key]) for key in ("C", "K", "P", "R"))  # type: ignore[call-overload]
     cls = np.asarray(data["cls"], dtype=np.int64) - 1
     cnt = np.asarray(data["count"], dtype=float)
     kern = np.asarray(data["kern"], dtype=float)
     freq = np.bincount(cls, weights=cnt, minlength=c) + 0.5
-    # each row's items shared among kernels in proportion to the kernel values
+    # each row's items shared among kernels in proportion to the kernel values, plus
+    # half an item per kernel (a finite log where no item falls)
     mass = (cnt / kern.sum(axis=1)) @ kern + 0.5
     log_mass = np.log(mass / mass.sum())
+    a_fixed, a_smooth = _density_coefficients(data, log_mass, k, p, r)
+    tau_a0 = float(data["tau_a_scale"]) * 0.2  # type: ignore[arg-type]
+    # the root mean square of the coefficients pooled with tau_a0 as one pseudo-coefficient:
+    # tau_a0 itself when R = 0, never 0
+    tau_a_fit = float(np.sqrt((a_smooth @ a_smooth + tau_a0**2) / (r + 1)))
     inits = []
     for _ in range(int(chains)):
         f_fixed = np.zeros((p, c - 1))
         f_fixed[0] = np.log(freq[1:] / freq[0]) + rng.normal(0.0, 0.1, c - 1)
-        tau_a = float(data["tau_a_scale"]) * 0.2 * np.exp(rng.normal(0.0, 0.1))
         tau_f = float(data["tau_f_scale"]) * 0.2 * np.exp(rng.normal(0.0, 0.1, c - 1))
         inits.append(
             {
-                "a_fixed": np.zeros(p - 1),
-                "tau_a": tau_a,
-                "a_smooth": _density_coefficients(data, log_mass, tau_a)
-                + rng.normal(0.0, 0.1 * tau_a, r),
+                "a_fixed": a_fixed.copy(),
+                "tau_a": tau_a_fit * float(np.exp(rng.normal(0.0, 0.1))),
+                # jitter sd 0.1 tau_a0 per coefficient, whatever the fitted coefficients'
+                # size: a few hundredths in log units per kernel on the default grids
+                "a_smooth": a_smooth + rng.normal(0.0, 0.1 * tau_a0, r),
                 "f_fixed": f_fixed,
                 "tau_f": tau_f,
                 "f_raw": rng.normal(0.0, 0.1, (r, c - 1)),
@@ -297,15 +323,27 @@ def initial_values(
 
 
 def _density_coefficients(
-    data: Mapping[str, object], log_mass: np.ndarray, tau: float
-) -> np.ndarray:
-    """Smooth coefficients of a log-density given at the kernels: ridge least squares
-    with the prior's sd ``tau`` (the fixed part, which the prior leaves free, removed)."""
-    basis = np.asarray(data["smooth_basis"], dtype=float)
+    data: Mapping[str, object], log_mass: np.ndarray, k: int, p: int, r: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficients ``(a_fixed, a_smooth)`` of the program's log-density
+    ``a = fixed_basis[:, 2:P] a_fixed + smooth_basis a_smooth`` closest to ``log_mass``
+    (up to a constant, which the softmax ignores), by plain least squares on all the
+    columns at once (the minimum-norm solution if they are collinear)."""
     fixed = np.asarray(data["fixed_basis"], dtype=float)
-    resid = log_mass - fixed @ np.linalg.lstsq(fixed, log_mass, rcond=None)[0]
-    gram = basis.T @ basis + np.eye(basis.shape[1]) / tau**2
-    return np.linalg.solve(gram, basis.T @ resid)
+    basis = np.asarray(data["smooth_basis"], dtype=float)
+    if basis.size == 0 and r == 0:  # an empty basis may come as any empty array
+        basis = np.zeros((k, 0))
+    if fixed.shape != (k, p):
+        raise ValueError(
+            f"data['fixed_basis'] must have shape (K, P) = {(k, p)}, found {fixed.shape}"
+        )
+    if basis.shape != (k, r):
+        raise ValueError(
+            f"data['smooth_basis'] must have shape (K, R) = {(k, r)}, found {basis.shape}; "
+            "set data['R'] to its number of columns"
+        )
+    coef = np.linalg.lstsq(np.hstack([fixed, basis]), log_mass, rcond=None)[0]
+    return coef[1:p], coef[p:]
 
 
 def build_stan_data(

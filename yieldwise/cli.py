@@ -170,8 +170,7 @@ def _check_fit_target(out: Path, calibration: Path, overwrite: bool) -> None:
         raise ValueError(f"--out {out} is a folder; give the transducer file to write (.nc)")
     if not overwrite:
         raise ValueError(
-            f"--out {out} exists already; choose another --out, or pass --overwrite to "
-            "replace it"
+            f"--out {out} exists already; choose another --out, or pass --overwrite to replace it"
         )
 
 
@@ -312,7 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--warmup", type=int, default=500)
     fit.add_argument("--draws", type=int, default=750)
     fit.add_argument("--seed", type=int, default=None)
-    fit.add_argument("--backend", default="auto", choices=["auto", "cmdstanpy", "pystan"])
+    fit.add_argument(
+        "--backend", default="auto", choices=["auto", "cmdstanpy", "pystan", "laplace"]
+    )
     fit.add_argument("--quiet", action="store_true", help="no sampler progress")
     fit.set_defaults(run=_fit)
     report = commands.add_parser("report", help="the batch job: a posterior report folder")

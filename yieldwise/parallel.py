@@ -167,7 +167,7 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
     are checked here with the same functions the fit uses, so that a batch fails at once
     rather than in its first task. Returns the settings as a plain dict.
     """
-    from .backends import BACKENDS
+    from .backends import backend_names
     from .backends._base import check_sampler_arguments
     from .transducer import Transducer, _check_components
 
@@ -186,10 +186,8 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
                                      "adapt_delta") if k in p}  # fmt: skip
         if len(sampler) == 6:
             check_sampler_arguments(**sampler)
-        if "backend" in p and p["backend"] not in ("auto", *BACKENDS):
-            raise ValueError(
-                f"backend must be one of {['auto', *BACKENDS]}, found {p['backend']!r}"
-            )
+        if "backend" in p and p["backend"] not in backend_names():
+            raise ValueError(f"backend must be one of {backend_names()}, found {p['backend']!r}")
     except (ValueError, TypeError) as exc:
         raise type(exc)(f"{where}: {exc}") from None
     return dict(params)

@@ -102,14 +102,28 @@ class Transducer:
         as interval-censored bins; ``"auto"`` detects it, None treats outputs
         as continuous.
     prior : mapping, optional
-        Overrides of the hyper-parameters ``a_scale``, ``tau_f_scale``,
-        ``intercept_scale``, ``slope_scale`` (see ``docs/model.md``).
+        Overrides of the prior's hyper-parameters, each a positive number (the prior is
+        described in ``docs/model.md``):
+
+        * ``tau_a_scale`` (default 20): half-Normal scale of the smoothing sd of the
+          outputs' log-density over the kernels;
+        * ``tau_f_scale`` (default 5): half-Normal scale of the smoothing sd of the
+          class log-odds (the size, in log units, of their non-linear part over the
+          outputs' range);
+        * ``intercept_scale`` (default 5): Normal sd of the class log-odds' intercepts;
+        * ``slope_scale`` (default 15): Normal sd of every other fixed-effect coefficient
+          (the linear terms of the log-density and of the log-odds, per unit of the
+          outputs' standardised range).
     chains, warmup, draws : int
         NUTS settings: chains, warm-up iterations and kept draws per chain.
     seed : int, optional
         Random seed; drawn and recorded when None, so every fit is reproducible.
-    backend : {"auto", "cmdstanpy", "pystan"}
+    backend : {"auto", "cmdstanpy", "pystan", "laplace"}
         Stan interface; ``"auto"`` prefers cmdstanpy when CmdStan is installed.
+        ``"laplace"`` is not Stan: a Normal approximation at the posterior mode, in
+        numpy, in seconds (:mod:`yieldwise.backends._laplace`), for dry runs and
+        plumbing, never chosen by ``"auto"`` and not for decisions resting on the
+        uncertainty (its bands are those of a Normal approximation).
     max_treedepth, adapt_delta : NUTS tuning.
     progress : bool
         Show the sampler's progress.

@@ -3,6 +3,12 @@
 * ``cmdstanpy`` — CmdStanPy driving a CmdStan installation; chosen when one is found.
 * ``pystan`` — PyStan 3 (httpstan); compiles with the system C++ compiler.
 
+and one approximation that is not Stan and never chosen by ``"auto"``:
+
+* ``laplace`` — the transducer's model as a Normal at its posterior mode, in numpy
+  (:mod:`yieldwise.backends._laplace`): seconds instead of minutes, for dry runs of a
+  report, plumbing tests and a first look; not for decisions that rest on the uncertainty.
+
 Usage::
 
     from yieldwise.backends import get_backend, stan_file
@@ -30,9 +36,11 @@ from ._base import (
     StanBackend,
 )
 from ._cmdstanpy import CmdStanPyBackend
+from ._laplace import LaplaceBackend
 from ._pystan import PyStanBackend
 
 __all__ = [
+    "APPROXIMATIONS",
     "BACKENDS",
     "CompilationError",
     "CompiledProgram",
@@ -41,6 +49,7 @@ __all__ = [
     "SamplingError",
     "StanBackend",
     "available_backends",
+    "backend_names",
     "get_backend",
     "stan_file",
 ]
@@ -51,13 +60,21 @@ BACKENDS: dict[str, type[StanBackend]] = {
     "pystan": PyStanBackend,
 }
 
+#: Approximations run through the same interface; chosen only by name, never by "auto".
+APPROXIMATIONS: dict[str, type[StanBackend]] = {"laplace": LaplaceBackend}
+
 _instances: dict[str, StanBackend] = {}
 
 
 def _instance(name: str) -> StanBackend:
     if name not in _instances:
-        _instances[name] = BACKENDS[name]()
+        _instances[name] = {**BACKENDS, **APPROXIMATIONS}[name]()
     return _instances[name]
+
+
+def backend_names() -> list[str]:
+    """Every name ``get_backend`` accepts: ``"auto"``, the Stan backends, the approximations."""
+    return ["auto", *BACKENDS, *APPROXIMATIONS]
 
 
 def available_backends() -> list[str]:
@@ -81,8 +98,8 @@ def get_backend(name: str = "auto") -> StanBackend:
             f"No Stan backend is available ({reasons}). Install PyStan (`pip install "
             "pystan`, Linux/macOS) or CmdStanPy with a CmdStan installation."
         )
-    if name not in BACKENDS:
-        raise ValueError(f"unknown Stan backend {name!r}; choose from {['auto', *BACKENDS]}")
+    if name not in BACKENDS and name not in APPROXIMATIONS:
+        raise ValueError(f"unknown Stan backend {name!r}; choose from {backend_names()}")
     backend = _instance(name)
     if not backend.is_available():
         raise RuntimeError(f"The {name} backend is unavailable: {backend.unavailable_reason()}")

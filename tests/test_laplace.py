@@ -1,0 +1,154 @@
+"""The Laplace approximation (backend="laplace"): its density, gradient and draws.
+
+Checked against independent computations: the log-likelihood against the mixture's
+definition with scipy's Normal densities (not the kernel matrix), the gradient against
+finite differences, the mode against the truth of a large simulated data set, and the
+draws' spread against the inverse Hessian; plus the backend's place in the registry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit, logsumexp
+from scipy.stats import norm
+
+from yieldwise import Transducer
+from yieldwise._stan_data import build_stan_data, initial_values
+from yieldwise.backends import (
+    APPROXIMATIONS,
+    BACKENDS,
+    CompilationError,
+    backend_names,
+    get_backend,
+    stan_file,
+)
+from yieldwise.backends._laplace import _Model
+
+
+def _data(n=300, dims=1, classes=2, seed=0):
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, classes, n)
+    y = rng.normal(c[:, None] * 1.5, 1.0, (n, dims))
+    data, design = build_stan_data(c, y, y, None, classes, n_components=9 if dims == 2 else 12)
+    return data, design, y, c
+
+
+def _random_u(model, rng):
+    u = rng.normal(0, 0.5, model.size)
+    u[model.slices["log_tau_a"]] = np.log(2.0)
+    u[model.slices["log_tau_f"]] = np.log(0.7)
+    return u
+
+
+@pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
+def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
+    data, design, y, c = _data(dims=dims, classes=classes)
+    model = _Model(data)
+    u = _random_u(model, np.random.default_rng(1))
+    q = model.quantities(u[None])
+    beta = np.exp(q["theta"][0] - logsumexp(q["theta"][0]))
+    # p(c_i, y_i) = sum_k beta[k, c_i] prod_d Normal(y_id; loc_kd, width_d), item by item
+    dens = norm.pdf(y[:, None, :], design.loc[None], design.width[None, None, :]).prod(axis=2)
+    brute = np.log((dens * beta[:, c].T).sum(axis=1)).sum()
+    assert q["log_lik"][0] == pytest.approx(brute, rel=1e-10)
+    # Stan's w and alpha: the row sums of beta and its rows normalised
+    assert np.allclose(q["w"][0], beta.sum(axis=1))
+    assert np.allclose(q["alpha"][0], beta / beta.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
+def test_gradient_equals_finite_differences(dims, classes):
+    data, *_ = _data(dims=dims, classes=classes)
+    model = _Model(data)
+    rng = np.random.default_rng(2)
+    u = _random_u(model, rng)
+    _, grad = model.log_density(u)
+    h = 1e-6
+    for j in rng.choice(model.size, size=min(25, model.size), replace=False):
+        step = np.zeros_like(u)
+        step[j] = h
+        numeric = (model.log_density(u + step)[0] - model.log_density(u - step)[0]) / (2 * h)
+        assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
+
+
+def test_prior_terms_match_the_stan_program():
+    """With no data the log density is the sum of the priors written out by hand."""
+    data, *_ = _data(n=50)
+    data = {**data, "count": np.zeros_like(np.asarray(data["count"]))}
+    model = _Model(data)
+    u = _random_u(model, np.random.default_rng(3))
+    p = model.unpack(u)
+    fs = np.asarray(data["fixed_scale"])
+    ta, tf = np.exp(p["log_tau_a"]), np.exp(p["log_tau_f"])
+    by_hand = (
+        norm.logpdf(p["a_fixed"], 0, fs[1:]).sum()
+        + norm.logpdf(p["a_raw"]).sum()
+        + norm.logpdf(p["f_fixed"], 0, fs[:, None]).sum()
+        + norm.logpdf(p["f_raw"]).sum()
+        + norm.logpdf(ta, 0, data["tau_a_scale"]) + np.log(ta)
+        + norm.logpdf(tf, 0, data["tau_f_scale"]).sum() + np.log(tf).sum()
+    )  # fmt: skip
+    # up to each Normal's normalising constant, which Stan's `~` drops (scales are data)
+    constants = (
+        norm.logpdf(0, 0, fs[1:]).sum()
+        + p["a_raw"].size * norm.logpdf(0)
+        + (norm.logpdf(0, 0, fs)[:, None] * np.ones_like(p["f_fixed"])).sum()
+        + p["f_raw"].size * norm.logpdf(0)
+        + norm.logpdf(0, 0, data["tau_a_scale"])
+        + len(tf) * norm.logpdf(0, 0, data["tau_f_scale"])
+    )
+    assert model.log_density(u)[0] == pytest.approx(by_hand - constants, rel=1e-12)
+
+
+def test_fit_recovers_a_logistic_truth_and_is_deterministic():
+    rng = np.random.default_rng(7)
+    n = 3000
+    c = (rng.random(n) < 0.3).astype(int)
+    y = rng.normal(np.where(c == 1, 1.0, -1.0), 1.0)
+    grid = np.linspace(-2, 2, 9)
+    # equal-variance Normals: p(1 | y) = expit(log(0.3/0.7) + 2 y)
+    truth = expit(np.log(0.3 / 0.7) + 2.0 * grid)
+    kw = {"backend": "laplace", "chains": 2, "draws": 400, "seed": 5, "progress": False}
+    t = Transducer(**kw).fit(y, c)
+    assert np.abs(t.predict_proba(grid)[:, 1] - truth).max() < 0.04
+    band = t.predict_interval(grid, prob=0.99)
+    inside = (band["lower"].values[:, 1] <= truth) & (truth <= band["upper"].values[:, 1])
+    assert inside.mean() >= 7 / 9
+    assert t.backend_ == "laplace" and t.sampler_summary()["divergent"] == 0
+    again = Transducer(**kw).fit(y, c)
+    assert np.array_equal(again._w, t._w)
+    other = Transducer(**{**kw, "seed": 6}).fit(y, c)
+    assert not np.array_equal(other._w, t._w)
+
+
+def test_draws_spread_as_the_inverse_hessian():
+    data, *_ = _data(n=400)
+    program = get_backend("laplace").compile(stan_file("transducer"))
+    result = program.sample(data, chains=4, draws=2000, seed=1, init=initial_values(data, 4, 1))
+    assert result.settings["approximation"] == "laplace"
+    assert result.draws["w"].shape == (4, 2000, int(data["K"]))
+    assert np.allclose(result.draws["w"].sum(axis=2), 1.0)
+    # every draw back in the unconstrained coordinates u
+    d = {name: v.reshape(8000, -1) for name, v in result.draws.items()}
+    us = np.column_stack([
+        d["a_fixed"], np.log(d["tau_a"]), d["a_smooth"] / d["tau_a"], d["f_fixed"],
+        np.log(d["tau_f"]), d["f_raw"],
+    ])  # fmt: skip
+    model = _Model(data)
+    assert us.shape[1] == model.size
+    centre = us.mean(axis=0)
+    assert np.abs(model.log_density(centre)[1]).max() < 0.5  # (nearly) the mode
+    expected = np.linalg.inv(-model.hessian(centre))
+    ratio = us.var(axis=0) / np.diag(expected)
+    assert np.all(np.abs(ratio - 1) < 0.12), ratio.round(3)
+
+
+def test_the_registry_keeps_approximations_out_of_auto():
+    assert "laplace" in APPROXIMATIONS and "laplace" not in BACKENDS
+    assert "laplace" in backend_names()
+    assert get_backend("auto").name != "laplace"
+    with pytest.raises(CompilationError, match="only the transducer's model, not long_run"):
+        get_backend("laplace").compile(stan_file("long_run_utility"))
+    with pytest.raises(ValueError, match=r"unknown Stan backend 'laplase'.*'laplace'"):
+        get_backend("laplase")

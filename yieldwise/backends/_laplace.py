@@ -1,0 +1,325 @@
+"""A Laplace approximation of the transducer's posterior: no MCMC, seconds instead of minutes.
+
+``backend="laplace"`` fits ``stan/transducer.stan``'s model without Stan: it finds the
+posterior mode in the sampler's unconstrained, non-centred coordinates
+
+    u = (a_fixed, log tau_a, a_raw, f_fixed, log tau_f, f_raw),
+    a = fixed_basis[:, 2:P] a_fixed + tau_a smooth_basis a_raw,
+    f_c = fixed_basis f_fixed[:, c] + tau_f[c] smooth_basis f_raw[:, c],
+    theta[k, 1] = a[k],  theta[k, c] = a[k] + f_c[k],  beta = softmax(theta),
+
+(every density, prior and Jacobian term as in the Stan program; docs/model.md) by L-BFGS
+with the exact gradient, and draws from the Normal with the inverse Hessian at the mode as
+covariance (the Hessian by central differences of the exact gradient). The generated
+quantities (w, alpha, mu, sigma, log_lik) are computed by the Stan program's formulas.
+
+This is an approximation, and a rough one where the posterior is far from Normal (a
+smoothing scale near 0, a sparse region): it is **not** a substitute for the Stan backends
+when decisions rest on the uncertainty. It is never chosen by ``"auto"``; it exists for
+dry runs of a report's layout, for plumbing tests and for a first look at large batches.
+Its "sampler statistics" say so: no divergences or tree depths exist, and the result's
+``settings["approximation"]`` is ``"laplace"``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+
+from ._base import CompilationError, CompiledProgram, SampleResult, SamplingError, StanBackend
+
+__all__ = ["LaplaceBackend", "TransducerLaplace"]
+
+#: Relative step of the central differences that give the Hessian from the exact gradient.
+_HESSIAN_STEP = 1e-5
+#: Smallest curvature kept when the Hessian at the mode is not positive definite (an
+#: unidentified direction): its draws then spread like a standard Normal, as the prior.
+_MIN_CURVATURE = 1.0
+#: Curvatures below this count as flat (the mode is a saddle or a ridge in that direction).
+_FLAT = 1e-6
+
+
+class _Model:
+    """The transducer's log posterior density and its gradient in ``u`` (vectorised)."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.C = int(data["C"])
+        self.K = int(data["K"])
+        self.P = int(data["P"])
+        self.R = int(data["R"])
+        self.cls = np.asarray(data["cls"], dtype=np.int64).reshape(-1) - 1
+        self.count = np.asarray(data["count"], dtype=float).reshape(-1)
+        self.kern = np.asarray(data["kern"], dtype=float).reshape(-1, self.K)
+        self.kern_log_scale = np.asarray(data["kern_log_scale"], dtype=float).reshape(-1)
+        self.fixed = np.asarray(data["fixed_basis"], dtype=float).reshape(self.K, self.P)
+        self.fixed_scale = np.asarray(data["fixed_scale"], dtype=float).reshape(self.P)
+        self.smooth = np.asarray(data["smooth_basis"], dtype=float).reshape(self.K, self.R)
+        self.tau_a_scale = float(data["tau_a_scale"])
+        self.tau_f_scale = float(data["tau_f_scale"])
+        self.total = float(self.count.sum())
+        c1, p1, r = self.C - 1, self.P - 1, self.R
+        sizes = [("a_fixed", p1), ("log_tau_a", 1), ("a_raw", r), ("f_fixed", self.P * c1),
+                 ("log_tau_f", c1), ("f_raw", r * c1)]  # fmt: skip
+        self.slices: dict[str, slice] = {}
+        start = 0
+        for name, size in sizes:
+            self.slices[name] = slice(start, start + size)
+            start += size
+        self.size = start
+
+    def unpack(self, u: np.ndarray) -> dict[str, np.ndarray]:
+        c1 = self.C - 1
+        s = self.slices
+        return {
+            "a_fixed": u[..., s["a_fixed"]],
+            "log_tau_a": u[..., s["log_tau_a"]][..., 0],
+            "a_raw": u[..., s["a_raw"]],
+            "f_fixed": u[..., s["f_fixed"]].reshape(*u.shape[:-1], self.P, c1),
+            "log_tau_f": u[..., s["log_tau_f"]],
+            "f_raw": u[..., s["f_raw"]].reshape(*u.shape[:-1], self.R, c1),
+        }
+
+    def theta(self, u: np.ndarray) -> np.ndarray:
+        """(..., K, C) log beta up to its normaliser, for one or many ``u``."""
+        p = self.unpack(u)
+        tau_a = np.exp(p["log_tau_a"])[..., None]
+        # matrix products (BLAS) over the leading draw axis: (..., r) @ (r, k)
+        a = (tau_a * p["a_raw"]) @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
+        tau_f = np.exp(p["log_tau_f"])[..., None, :]
+        f = self.fixed @ p["f_fixed"] + self.smooth @ (p["f_raw"] * tau_f)
+        return np.concatenate([a[..., None], a[..., None] + f], axis=-1)
+
+    def _lik(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        top = theta.max(axis=0)
+        e = np.exp(theta - top)
+        m = self.kern @ e  # (N, C)
+        rows = np.arange(self.cls.size)
+        lik = m[rows, self.cls]
+        log_norm = float(logsumexp(theta))
+        return e, lik, top, log_norm
+
+    def log_density(self, u: np.ndarray) -> tuple[float, np.ndarray]:
+        """Log posterior (Stan's target, Jacobians of the log scales included) and gradient."""
+        p = self.unpack(u)
+        theta = self.theta(u)
+        e, lik, top, log_norm = self._lik(theta)
+        with np.errstate(divide="ignore"):
+            ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
+        tau_a = float(np.exp(p["log_tau_a"]))
+        tau_f = np.exp(p["log_tau_f"])
+        fs = self.fixed_scale
+        lp = ll + float(self.log_prior(u))
+        # d ll / d theta[k, c] = sum_{n: c_n = c} count_n kern[n, k] beta_kc / lik_n
+        #                        - total softmax(theta)[k, c]
+        weight = np.zeros((self.cls.size, self.C))
+        weight[np.arange(self.cls.size), self.cls] = self.count / lik
+        g_theta = (self.kern.T @ weight) * e - self.total * np.exp(theta - log_norm)
+        g_a = g_theta.sum(axis=1)
+        g_f = g_theta[:, 1:]
+        smooth_a = self.smooth @ p["a_raw"]
+        smooth_f = self.smooth @ p["f_raw"]
+        grad = np.empty_like(u)
+        s = self.slices
+        grad[s["a_fixed"]] = self.fixed[:, 1:].T @ g_a - p["a_fixed"] / fs[1:] ** 2
+        grad[s["a_raw"]] = tau_a * (self.smooth.T @ g_a) - p["a_raw"]
+        grad[s["log_tau_a"]] = tau_a * float(smooth_a @ g_a) - (tau_a / self.tau_a_scale) ** 2 + 1
+        grad[s["f_fixed"]] = (self.fixed.T @ g_f - p["f_fixed"] / fs[:, None] ** 2).ravel()
+        grad[s["f_raw"]] = ((self.smooth.T @ g_f) * tau_f - p["f_raw"]).ravel()
+        grad[s["log_tau_f"]] = (
+            tau_f * np.sum(smooth_f * g_f, axis=0) - (tau_f / self.tau_f_scale) ** 2 + 1
+        )
+        return lp, grad
+
+    def start(self, init: Mapping[str, Any] | None) -> np.ndarray:
+        """``u`` from the sampler's initial values (yieldwise._stan_data.initial_values)."""
+        u = np.zeros(self.size)
+        s = self.slices
+        if init is None:
+            u[s["log_tau_a"]] = np.log(0.2 * self.tau_a_scale)
+            u[s["log_tau_f"]] = np.log(0.2 * self.tau_f_scale)
+            return u
+        tau_a = float(np.asarray(init["tau_a"]))
+        tau_f = np.asarray(init["tau_f"], dtype=float).reshape(self.C - 1)
+        u[s["a_fixed"]] = np.asarray(init["a_fixed"], dtype=float).reshape(-1)
+        u[s["log_tau_a"]] = np.log(tau_a)
+        u[s["a_raw"]] = np.asarray(init["a_smooth"], dtype=float).reshape(-1) / tau_a
+        u[s["f_fixed"]] = np.asarray(init["f_fixed"], dtype=float).reshape(-1)
+        u[s["log_tau_f"]] = np.log(tau_f)
+        u[s["f_raw"]] = np.asarray(init["f_raw"], dtype=float).reshape(-1)
+        return u
+
+    def log_prior(self, us: np.ndarray) -> np.ndarray:
+        """The prior and Jacobian terms of :meth:`log_density` for each row of ``us``."""
+        p = self.unpack(us)
+        fs = self.fixed_scale
+        tau_a = np.exp(p["log_tau_a"])
+        tau_f = np.exp(p["log_tau_f"])
+        return (
+            -0.5 * np.sum((p["a_fixed"] / fs[1:]) ** 2, axis=-1)
+            - 0.5 * np.sum(p["a_raw"] ** 2, axis=-1)
+            - 0.5 * np.sum((p["f_fixed"] / fs[:, None]) ** 2, axis=(-2, -1))
+            - 0.5 * np.sum(p["f_raw"] ** 2, axis=(-2, -1))
+            - 0.5 * (tau_a / self.tau_a_scale) ** 2
+            + p["log_tau_a"]
+            - 0.5 * np.sum((tau_f / self.tau_f_scale) ** 2, axis=-1)
+            + np.sum(p["log_tau_f"], axis=-1)
+        )
+
+    def hessian(self, u: np.ndarray) -> np.ndarray:
+        """Central differences of the exact gradient, symmetrised."""
+        h = _HESSIAN_STEP * np.maximum(1.0, np.abs(u))
+        out = np.empty((u.size, u.size))
+        for j in range(u.size):  # one pair of gradients per coordinate (not per draw or item)
+            step = np.zeros_like(u)
+            step[j] = h[j]
+            out[:, j] = (self.log_density(u + step)[1] - self.log_density(u - step)[1]) / (2 * h[j])
+        return 0.5 * (out + out.T)
+
+    def quantities(self, us: np.ndarray) -> dict[str, np.ndarray]:
+        """Parameters and generated quantities of each row of ``us`` (S, size), as Stan's."""
+        p = self.unpack(us)
+        theta = self.theta(us)  # (S, K, C)
+        log_norm = logsumexp(theta, axis=(1, 2), keepdims=True)
+        beta = np.exp(theta - log_norm)
+        w = beta.sum(axis=2)
+        alpha = np.exp(theta - logsumexp(theta, axis=2, keepdims=True))
+        lik = (self.kern @ beta)[:, np.arange(self.cls.size), self.cls]  # (S, N)
+        with np.errstate(divide="ignore"):
+            log_lik = np.log(lik) @ self.count + float(self.count @ self.kern_log_scale)
+        tau_a = np.exp(p["log_tau_a"])
+        return {
+            "a_fixed": p["a_fixed"],
+            "tau_a": tau_a,
+            "a_smooth": p["a_raw"] * tau_a[:, None],
+            "f_fixed": p["f_fixed"],
+            "tau_f": np.exp(p["log_tau_f"]),
+            "f_raw": p["f_raw"],
+            "theta": theta,
+            "w": w,
+            "alpha": alpha,
+            "log_lik": log_lik,
+        }
+
+
+class TransducerLaplace(CompiledProgram):
+    """``stan/transducer.stan``'s model, approximated by a Normal at its mode."""
+
+    backend_name = "laplace"
+
+    def __init__(self, stan_file: Path) -> None:
+        self.stan_file = stan_file
+
+    def _run(
+        self,
+        data: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        inits: list[dict[str, Any]] | None,
+        progress: bool,
+    ) -> SampleResult:
+        started = time.perf_counter()
+        model = _Model(data)
+        chains, n_draws = int(settings["chains"]), int(settings["draws"])
+        u0 = model.start(inits[0] if inits else None)
+
+        def negative(u: np.ndarray) -> tuple[float, np.ndarray]:
+            lp, grad = model.log_density(u)
+            return -lp, -grad
+
+        def curvature(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+            # Hessian-vector product by a central difference of the exact gradient
+            h = (
+                _HESSIAN_STEP
+                * max(1.0, float(np.abs(u).max()))
+                / max(float(np.abs(v).max()), 1e-300)
+            )
+            return (negative(u + h * v)[1] - negative(u - h * v)[1]) / (2 * h)
+
+        found = minimize(
+            negative, u0, jac=True, hessp=curvature, method="trust-ncg",
+            options={"maxiter": 500, "gtol": 1e-6},
+        )  # fmt: skip
+        mode = found.x
+        lp_mode, grad = model.log_density(mode)
+        if not np.isfinite(lp_mode) or not np.all(np.isfinite(grad)):
+            raise SamplingError(
+                "the Laplace approximation found no finite posterior mode "
+                f"(L-BFGS: {found.message}); fit with backend='pystan' or 'cmdstanpy'"
+            )
+        values, vectors = np.linalg.eigh(-model.hessian(mode))
+        flat = values < _FLAT
+        values = np.where(flat, _MIN_CURVATURE, values)
+        rng = np.random.default_rng(int(settings["seed"]))
+        z = rng.standard_normal((chains * n_draws, model.size))
+        us = mode + (z / np.sqrt(values)) @ vectors.T
+        out = model.quantities(us)
+        draws = {name: v.reshape(chains, n_draws, *v.shape[1:]) for name, v in out.items()}
+        draws["mu"] = np.broadcast_to(
+            np.asarray(data["loc"], float), (chains, n_draws, *np.shape(data["loc"]))
+        ).copy()
+        draws["sigma"] = np.broadcast_to(
+            np.asarray(data["width"], float), (chains, n_draws, *np.shape(data["width"]))
+        ).copy()
+        shape = (chains, n_draws)
+        lp = out["log_lik"] - float(model.count @ model.kern_log_scale) + model.log_prior(us)
+        # the approximation's log density at each draw (Stan's "energy" has no analogue)
+        log_q = -0.5 * np.sum(z**2, axis=1).reshape(shape)
+        stats = {
+            "lp": lp.reshape(shape),
+            "diverging": np.zeros(shape, dtype=bool),
+            "tree_depth": np.zeros(shape, dtype=np.int64),
+            "n_steps": np.zeros(shape, dtype=np.int64),
+            "step_size": np.full(shape, np.nan),
+            "energy": -(lp_mode + log_q),
+            "acceptance_rate": np.ones(shape),
+        }
+        return SampleResult(
+            draws=draws,
+            sample_stats=stats,
+            backend="laplace",
+            backend_version=LaplaceBackend().version(),
+            stan_version="-",
+            settings={
+                **settings,
+                "approximation": "laplace",
+                "optimizer_iterations": int(found.nit),
+                "flat_directions": int(flat.sum()),
+            },
+            sampling_seconds=time.perf_counter() - started,
+        )
+
+
+class LaplaceBackend(StanBackend):
+    """Runs ``stan/transducer.stan``'s model as a Laplace approximation, in numpy.
+
+    Not a Stan backend: never chosen by ``"auto"``; see the module docstring for when it
+    is appropriate (dry runs, plumbing, a first look) and when not (decisions).
+    """
+
+    name = "laplace"
+
+    def is_available(self) -> bool:
+        return True
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def version(self) -> str:
+        from .. import __version__
+
+        return f"yieldwise-laplace {__version__}"
+
+    def compile(self, stan_file: str | os.PathLike[str]) -> CompiledProgram:
+        path = Path(stan_file)
+        if path.name != "transducer.stan":
+            raise CompilationError(
+                f"the laplace backend approximates only the transducer's model, not {path.name}; "
+                "use backend='pystan' or 'cmdstanpy' for it"
+            )
+        return TransducerLaplace(path)
