@@ -19,6 +19,7 @@ from yieldwise.long_run import (
     _binary_augmented,
     _cells,
     _general_augmented,
+    _monte_carlo_error,
     long_run_utility,
     oracle_utility,
     value_of_more_data,
@@ -186,6 +187,52 @@ def test_binary_batch_shortcut_equals_matrix_by_matrix(continuous):
     np.testing.assert_allclose(fast_mixed, slow_mixed, rtol=1e-9, atol=1e-15)
     spread = np.ptp(batch.reshape(300, -1), axis=1)
     assert (tight <= fast_mixed * spread + 1e-15).all()  # never looser than mass x range
+
+
+def three_class_transducer(n_outputs):
+    """Three classes, two components; one output (quadrature cells with neighbours) or two
+    (Monte Carlo points)."""
+    rng = np.random.default_rng(11)
+    w = np.array([[[0.5, 0.5], [0.4, 0.6]]])
+    alpha = np.array([[[[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]], [[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]]])
+    mu = np.array([[[[-1.0, 0.5], [1.0, -0.5]], [[-0.5, 0.0], [1.5, -1.0]]]])[..., :n_outputs]
+    frame = pd.DataFrame(rng.normal(size=(30, n_outputs)), columns=list("ab")[:n_outputs])
+    return Transducer._from_draws(
+        {"w": w, "alpha": alpha, "mu": mu, "sigma": np.ones_like(mu)}, frame,
+        np.array(["x", "y", "z"])[rng.integers(0, 3, 30)], ("x", "y", "z"),
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_general_batch_equals_a_loop_over_matrices(n_outputs):
+    """The batched expected-utility decisions against one matrix at a time, by hand."""
+    t = three_class_transducer(n_outputs)
+    rng = np.random.default_rng(3)
+    batch = rng.uniform(-1, 1, (250, 4, 3))  # 4 decisions, 3 classes
+    batch[0] = [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]]  # ties: the first decision
+    cells = _cells(t, None, 512, 3000, 0)
+    assert cells.neighbours == (n_outputs == 1)
+    values, mixed = _general_augmented(cells, batch)
+    pooled = cells.mass.sum(axis=2).mean(axis=0)
+    n = cells.mass.shape[1]
+    for m, u in enumerate(batch):
+        chosen = np.argmax(cells.proba @ u.T, axis=1)
+        expected = np.einsum("sjc,jc->s", cells.mass, u[chosen])
+        np.testing.assert_allclose(values[:, m], expected, rtol=1e-12, atol=1e-14)
+        change = np.zeros(n, dtype=bool)
+        if cells.neighbours:
+            change[1:] |= chosen[1:] != chosen[:-1]
+            change[:-1] |= chosen[1:] != chosen[:-1]
+        assert mixed[m] == pytest.approx(pooled[change].sum(), rel=1e-12, abs=1e-15)
+    # decision 0 yields 1 whatever the class: the mass the cells cover
+    np.testing.assert_allclose(values[:, 0], cells.mass.sum(axis=(1, 2)), rtol=1e-12)
+    if not cells.neighbours:
+        errors = _monte_carlo_error(cells, values, batch)
+        for m, u in enumerate(batch[:20]):
+            chosen = np.argmax(cells.proba @ u.T, axis=1)
+            per_point = (u[chosen] * cells.mass.mean(axis=0) * n).sum(axis=1)
+            assert errors[m] == pytest.approx(per_point.std(ddof=1) / np.sqrt(n), rel=1e-10)
 
 
 def test_error_bounds_cover_the_actual_errors_of_a_batch(continuous):

@@ -130,15 +130,15 @@ def test_summary_numbers_are_those_of_the_draws(report):
 def test_html_is_self_contained_and_escapes_names(report):
     page = (report / "report.html").read_text()
     for section in ("summary", "transducers", "superiority", "thresholds", "metrics",
-                    "win-map", "diagnostics"):  # fmt: skip
+                    "win-map", "toolkit", "rules", "diagnostics"):  # fmt: skip
         assert f"id='{section}'" in page
     # screening [[0, -10], [-1, 5]]: check when P(eight) > (0 - (-1)) / (1 + 15) = 1/16
     assert "choose &ldquo;treat&rdquo; when P(eight) exceeds 0.0625" in page
     assert "matthews" in page and "utility yield: screening" in page
     assert EVIL not in page and "&lt;b&gt;net &amp; co $\\foo$&lt;/b&gt;" in page
     assert "http://" not in page and "https://" not in page  # nothing fetched
-    # 2 transducers + 2 comparisons + 1 win map
-    assert page.count("data:image/png;base64,") == 5
+    # 2 transducers + 2 comparisons + 1 win map + 2 x (ROC hull, reliability) + 2 rules
+    assert page.count("data:image/png;base64,") == 11
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_shipped_config_is_valid():
 
 # ------------------------------------------------------------- in a real browser
 SECTIONS = ("summary", "transducers", "superiority", "thresholds", "metrics", "win-map",
-            "diagnostics")  # fmt: skip
+            "toolkit", "rules", "diagnostics")  # fmt: skip
 
 
 def open_in_browser(browser, page, screenshot):
@@ -305,7 +305,7 @@ def test_report_opens_in_a_browser_without_errors(report, browser):
 
     shot = report.parent / "report.png"
     assert open_in_browser(browser, report / "report.html", shot) == []
-    assert check_page(browser) == 5
+    assert check_page(browser) == 11
     # The user-given name is shown as text, never parsed as markup.
     body = browser.find_element(By.TAG_NAME, "body").text
     assert EVIL in body
@@ -354,7 +354,7 @@ def test_readme_main_job_runs_on_the_shipped_config(tmp_path, browser):
     lock = tomllib.loads((out / "config.lock.toml").read_text())
     assert lock["sampler"]["chains"] == 2 and lock["sampler"]["draws"] == 200
     assert open_in_browser(browser, out / "report.html", tmp_path / "demo.png") == []
-    assert check_page(browser) == 5
+    assert check_page(browser) == 11
 
 
 def test_prevalences_reach_the_long_run_utilities(tmp_path):

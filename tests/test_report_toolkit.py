@@ -104,3 +104,385 @@ def test_rules_section(votes):
     page = section.to_html()
     assert "&lt;b&gt;forest&lt;/b&gt;" in page and "<b>forest" not in page
     assert "for 100% of them" in page
+
+
+def test_matrices_with_more_decisions_get_a_note_not_a_point(votes):
+    outputs, truth, t = votes
+    ask = UtilityMatrix([[1, 0], [0, 1], [0.7, 0.7]], decisions=["no", "yes", "ask"],
+                        classes=LABELS)  # fmt: skip
+    section = classifier_toolkit("f", outputs, truth, t, {**MATRICES, "<ask>": ask})
+    assert list(section.best_points.index) == list(MATRICES)
+    best = [line for line in section.roc_figure.axes[0].lines if line.get_gid() == "best_point"]
+    assert len(best) == len(MATRICES)
+    page = section.to_html(level=4)
+    assert page.startswith("<h4>f</h4>")
+    assert "&lt;ask&gt; have more than two decisions" in page and "<ask>" not in page
+
+
+# ----------------------------------------------------------------- in the report
+# The batch report (yieldwise.report) on stored draws: its fit step replaced by
+# transducers whose posterior draws are given, so that no Stan fit runs here.
+EVIL = "<script>alert(1)</script> & $\\foo$"
+POSITIVE = "eight"
+
+REPORT = f"""
+title = "Digits on stored draws"
+[data]
+calibration = "calibration.csv"
+class_col = "label"
+[[classifier]]
+name = "forest"
+outputs = ["forest_votes"]
+transform = "logit"
+resolution = 0.005
+[[classifier]]
+name = '{EVIL}'
+outputs = ["net_logit_eight"]
+transform = "identity"
+[[utility]]
+name = "screening"
+decisions = ["dismiss", "treat"]
+classes = ["other", "eight"]
+values = [[0, -10], [-1, 5]]
+[[utility]]
+name = "accuracy"
+decisions = ["dismiss", "treat"]
+classes = ["other", "eight"]
+values = [[1, 0], [0, 1]]
+[sampler]
+chains = 2
+draws = 10
+seed = 3
+"""
+
+THREE = """
+title = "Three digits on stored draws"
+[data]
+dataset = "digits_three"
+class_col = "label"
+[[classifier]]
+name = "network"
+outputs = ["p_three", "p_five", "p_eight"]
+[[utility]]
+name = "costly eights"
+decisions = ["three", "five", "eight", "ask"]
+classes = ["three", "five", "eight"]
+values = [[1, 0, -4], [0, 1, -4], [0, 0, 1], [0.5, 0.5, 0.5]]
+[sampler]
+chains = 2
+draws = 10
+seed = 5
+"""
+
+
+def _stored_transducer(outputs, truth, labels, transform, resolution, rng):
+    """One component per class at the class's moments on the model scale, 2 x 10 draws."""
+    y = outputs.to_numpy(float)
+    if transform == "logit":
+        y = np.log(np.clip(y, 0.0025, 0.9975) / (1 - np.clip(y, 0.0025, 0.9975)))
+    elif transform == "simplex":  # log-ratios to the last column
+        y = np.log(y[:, :-1]) - np.log(y[:, -1:])
+    k, s = len(labels), 20
+    index = np.array([labels.index(c) for c in truth])
+    mu = np.array([y[index == c].mean(axis=0) for c in range(k)])
+    sd = np.array([y[index == c].std(axis=0) for c in range(k)])
+    freq = np.bincount(index, minlength=k) / len(index)
+    draws = {
+        "w": rng.dirichlet(freq * 300 + 1, size=s),
+        "alpha": np.tile(0.9 * np.eye(k) + 0.1 / k, (s, 1, 1)),
+        "mu": mu + rng.normal(0, 0.1, (s, *mu.shape)),
+        "sigma": sd * np.exp(rng.normal(0, 0.05, (s, *sd.shape))),
+    }
+    draws = {name: v.reshape(2, s // 2, *v.shape[1:]) for name, v in draws.items()}
+    return Transducer._from_draws(draws, outputs, truth, tuple(labels),
+                                  output_transform=transform, resolution=resolution)  # fmt: skip
+
+
+def _stored_fit_all(config, tables, sampler, scheduler, say, progress):
+    """Stands in for yieldwise.report.job.fit_all: same result shape, given draws."""
+    rng = np.random.default_rng(sampler["seed"])
+    labels = [str(c) for c in next(iter(config.utilities.values())).classes]
+    fits = {}
+    for source in config.data:
+        frame = tables[source.name]
+        truth = frame[source.class_col].astype(str).to_numpy()
+        fits[source.name] = {}
+        for name, columns in config.classifiers.items():
+            options = config.options[name]
+            transform = options["output_transform"]
+            if transform == "auto":
+                transform = "simplex" if len(columns) > 1 else "identity"
+            fits[source.name][name] = _stored_transducer(
+                frame[columns], truth, labels, transform, options["resolution"], rng
+            )
+    return fits
+
+
+def _run_stored_report(folder, config_text, csv=True):
+    import warnings
+
+    from yieldwise.datasets import load_digits_binary
+    from yieldwise.report import job, load_config, run_report
+
+    if csv:
+        load_digits_binary().iloc[::3].to_csv(folder / "calibration.csv", index=False)
+    (folder / "config.toml").write_text(config_text)
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        patch.setattr(job, "fit_all", _stored_fit_all)
+        return run_report(load_config(folder / "config.toml"), folder / "out")
+
+
+def _tables_after(page, heading):
+    """The cells of every table between ``heading`` and the next heading of its level."""
+    from html.parser import HTMLParser
+
+    start = page.index(heading)
+    level = heading[:4]  # "<h3>"
+    end = page.find(level, start + len(heading))
+    fragment = page[start : end if end >= 0 else len(page)]
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.cell = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.tables.append([])
+            elif tag == "tr":
+                self.tables[-1].append([])
+            elif tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                self.tables[-1][-1].append(self.cell)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    parser = Tables()
+    parser.feed(fragment)
+    frames = []
+    for rows in parser.tables:
+        header = rows[0][1:]
+        body = {r[0]: dict(zip(header, r[1:], strict=True)) for r in rows[2:]}
+        frames.append(body)
+    return fragment, frames
+
+
+@pytest.fixture(scope="module")
+def stored_report(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("stored_report")
+    return _run_stored_report(folder, REPORT)
+
+
+def test_report_files_and_manifest_with_the_toolkit(stored_report):
+    import hashlib
+    import json
+    import tomllib
+
+    from yieldwise.report import transducer_file_name
+
+    out = stored_report
+    names = {p.name for p in out.iterdir()}
+    assert names == {"report.html", "summary.csv", "superiority.csv", "draws.nc",
+                     "config.lock.toml", "transducer_forest.nc", transducer_file_name(EVIL),
+                     "yieldwise-manifest.json"}  # fmt: skip
+    manifest = json.loads((out / "yieldwise-manifest.json").read_text())
+    assert set(manifest["files"]) == names - {"yieldwise-manifest.json"}
+    for name, entry in manifest["files"].items():  # written after the toolkit's page
+        data = (out / name).read_bytes()
+        assert entry == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    lock = tomllib.loads((out / "config.lock.toml").read_text())
+    assert lock["toolkit"] == {"bins": 10, "rules_matrices": 10_000, "rules_prior": "uniform",
+                               "rules_seed": 0}  # fmt: skip
+    assert not list(out.parent.glob(".*"))  # no partial folder, no lock left
+
+
+def test_report_escapes_names_and_states_the_data(stored_report):
+    page = (stored_report / "report.html").read_text()
+    assert "<script" not in page and "alert(1)</" not in page
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt; &amp; $\\foo$"
+    # its toolkit section, its ROC and reliability images, its rules section
+    assert f"<h3>{escaped}</h3><p>The ROC curve" in page
+    assert f"alt='ROC hull of {escaped}'" in page and f"alt='reliability of {escaped}'" in page
+    assert f"alt='standard vs augmented, {escaped}'" in page
+    for section in ("toolkit", "rules"):
+        assert f"id='{section}'" in page and f"href='#{section}'" in page
+    toolkit = page[page.index("id='toolkit'") : page.index("id='rules'")]
+    assert "Which data: in-sample." in toolkit and "no held-out items" in toolkit
+    assert "not counts on the calibration items" in page[page.index("id='rules'") :]
+    # 2 transducers + 2 comparisons + 1 win map + 2 x (ROC, reliability) + 2 rules
+    assert page.count("data:image/png;base64,") == 11
+
+
+def _brute_force_best(score, positive, utility):
+    """The best threshold by trying every one: decide positive when score >= t."""
+    u = utility.values  # rows: decisions (negative, positive); columns: classes
+    thresholds = np.r_[np.inf, np.unique(score)[::-1]]  # from the fewest positives
+    best = None
+    for t in thresholds:
+        decision = (score >= t).astype(int)
+        value = u[decision, positive.astype(int)].mean()
+        if best is None or value > best[0] + 1e-12:  # ties: the higher threshold
+            fpr = (decision[~positive] == 1).mean()
+            tpr = (decision[positive] == 1).mean()
+            best = (value, t, fpr, tpr)
+    return best
+
+
+def _by_hand_brier(p, o, bins=10):
+    """Murphy's terms with equal-width bins (the last closed), and refinement by PAV."""
+    from sklearn.isotonic import IsotonicRegression
+
+    index = np.minimum((p * bins).astype(int), bins - 1)
+    n = len(p)
+    rel = res = 0.0
+    for k in np.unique(index):
+        inside = index == k
+        rel += inside.sum() * (p[inside].mean() - o[inside].mean()) ** 2 / n
+        res += inside.sum() * (o[inside].mean() - o.mean()) ** 2 / n
+    brier = np.mean((p - o) ** 2)
+    iso = IsotonicRegression(out_of_bounds="clip").fit_transform(p, o)
+    refinement = np.mean((iso - o) ** 2)
+    return {"Brier": brier, "reliability": rel, "resolution": res,
+            "uncertainty": o.mean() * (1 - o.mean()), "calibration loss": brier - refinement,
+            "refinement loss": refinement}  # fmt: skip
+
+
+def test_report_toolkit_numbers_are_those_computed_by_hand(stored_report):
+    from yieldwise.datasets import load_digits_binary
+    from yieldwise.report import load_config
+
+    page = (stored_report / "report.html").read_text()
+    config = load_config(stored_report.parent / "config.toml")
+    frame = load_digits_binary().iloc[::3]
+    truth = frame["label"].astype(str).to_numpy()
+    positive = truth == POSITIVE
+    escaped = {"forest": "forest", EVIL: "&lt;script&gt;alert(1)&lt;/script&gt; &amp; $\\foo$"}
+    toolkit = page[page.index("id='toolkit'") : page.index("id='rules'")]
+    for name, columns in config.classifiers.items():
+        _, (best, brier) = _tables_after(toolkit, f"<h3>{escaped[name]}</h3>")
+        score = frame[columns[0]].to_numpy(float)  # one output: the ROC score itself
+        for matrix, u in config.utilities.items():
+            value, threshold, fpr, tpr = _brute_force_best(score, positive, u)
+            row = best[matrix]
+            assert row["utility_yield"] == f"{value:.4g}"
+            assert row["threshold"] == f"{threshold:.4g}"
+            assert (row["fpr"], row["tpr"]) == (f"{fpr:.4g}", f"{tpr:.4g}")
+            # iso-utility slope (theory 1.4), B the share of eights
+            b = positive.mean()
+            v = u.values
+            slope = (v[0, 0] - v[1, 0]) * (1 - b) / ((v[1, 1] - v[0, 1]) * b)
+            assert row["slope"] == f"{slope:.4g}"
+        # the transducer as saved by the report (an exact round trip), its probabilities
+        from yieldwise.report import transducer_file_name
+
+        t = Transducer.load(stored_report / transducer_file_name(name))
+        p = t.predict_proba(frame[columns])[:, list(t.classes_).index(POSITIVE)]
+        expected = _by_hand_brier(p, positive.astype(float))
+        for term, number in expected.items():
+            assert float(brier["transducer"][term]) == pytest.approx(number, rel=6e-4, abs=1e-9)
+        d = brier_decomposition(p, truth, positive=POSITIVE, bins=10)
+        for term, number in (("within-bin variance", d.within_bin_variance),
+                             ("within-bin covariance", d.within_bin_covariance)):  # fmt: skip
+            assert brier["transducer"][term] == f"{number:.4g}"
+        # votes lie in [0, 1] and are also scored as probabilities; logits are not
+        assert ("output read as a probability" in brier) == (name == "forest")
+
+
+def test_report_rules_section_is_the_stated_comparison(stored_report):
+    """The page's summary line is that of 10,000 uniform matrices with seed 0."""
+    from yieldwise.report import transducer_file_name
+    from yieldwise.rules import standard_vs_augmented
+
+    page = (stored_report / "report.html").read_text()
+    rules = page[page.index("id='rules'") : page.index("id='diagnostics'")]
+    assert "For 10,000 utility matrices drawn at random" in rules
+    t = Transducer.load(stored_report / transducer_file_name("forest"))
+    frame = standard_vs_augmented(t, n_matrices=10_000, seed=0, threshold=0.5)
+    assert frame.attrs["prior"] == "uniform" and len(frame) == 10_000
+    section = rules[rules.index("<h3>forest</h3>") :]
+    assert f"for {frame.attrs['share_not_worse']:.0%} of them" in section
+    assert f"the mean gain in rescaled long-run utility is {frame['gain'].mean():.3g}" in section
+    # the augmented rule maximises expected utility matrix by matrix (theory 2, 4)
+    assert (frame["gain"] >= -frame["integration_error"] - 1e-12).all()
+
+
+def test_three_class_report_says_why_there_is_no_roc(tmp_path):
+    import tomllib
+
+    from yieldwise.datasets import load_digits_three
+
+    out = _run_stored_report(tmp_path, THREE, csv=False)
+    page = (out / "report.html").read_text()
+    toolkit = page[page.index("id='toolkit'") : page.index("id='rules'")]
+    assert "3 classes: the ROC hull and the reliability diagram are binary tools" in toolkit
+    assert "ROC hull of" not in toolkit and "reliability of" not in toolkit
+    # the multi-class Brier terms: summed over the classes, one against the rest, by hand
+    frame = load_digits_three()
+    truth = frame["label"].astype(str).to_numpy()
+    t = Transducer.load(out / "transducer_network.nc")
+    proba = t.predict_proba(frame[["p_three", "p_five", "p_eight"]])
+    per_class = [_by_hand_brier(proba[:, k], (truth == c).astype(float))
+                 for k, c in enumerate(t.classes_)]  # fmt: skip
+    _, (brier,) = _tables_after(toolkit, "<h3>network</h3>")
+    for term in ("Brier", "reliability", "resolution", "uncertainty", "refinement loss"):
+        total = sum(part[term] for part in per_class)
+        assert float(brier["transducer"][term]) == pytest.approx(total, rel=6e-4)
+    rules = page[page.index("id='rules'") : page.index("id='diagnostics'")]
+    assert "For 1,000 utility matrices drawn at random" in rules
+    lock = tomllib.loads((out / "config.lock.toml").read_text())
+    assert lock["toolkit"]["rules_matrices"] == 1000
+
+
+def test_several_data_sets_each_get_their_own_toolkit(tmp_path):
+    """[[data]] tables: one toolkit and one rules section per data set, each on its own
+    calibration items (h4 under the data set's heading)."""
+    from yieldwise.datasets import load_digits_binary
+
+    frame = load_digits_binary()
+    frame.iloc[0::6].to_csv(tmp_path / "north.csv", index=False)
+    frame.iloc[3::6].to_csv(tmp_path / "south.csv", index=False)
+    one = REPORT[: REPORT.index("[[classifier]]\nname = '")] + REPORT[REPORT.index("[[utility]]"):]
+    several = one.replace(
+        '[data]\ncalibration = "calibration.csv"\nclass_col = "label"',
+        '[[data]]\nname = "north"\ncalibration = "north.csv"\nclass_col = "label"\n'
+        '[[data]]\nname = "south"\ncalibration = "south.csv"\nclass_col = "label"',
+    )
+    out = _run_stored_report(tmp_path, several, csv=False)
+    page = (out / "report.html").read_text()
+    toolkit = page[page.index("id='toolkit'") : page.index("id='rules'")]
+    rules = page[page.index("id='rules'") : page.index("id='diagnostics'")]
+    for dataset, items in (("north", frame.iloc[0::6]), ("south", frame.iloc[3::6])):
+        heading = f"<h3 class='dataset'>Data set {dataset}</h3><h4>forest</h4>"
+        assert heading in toolkit and heading in rules
+        part = toolkit[toolkit.index(heading) :]
+        _, (_, brier) = _tables_after(part, "<h4>forest</h4>")
+        t = Transducer.load(out / f"transducer_{dataset}__forest.nc")
+        p = t.predict_proba(items[["forest_votes"]])[:, 1]
+        expected = _by_hand_brier(p, (items["label"].astype(str) == POSITIVE).to_numpy(float))
+        assert float(brier["transducer"]["Brier"]) == pytest.approx(expected["Brier"], rel=6e-4)
+
+
+def test_stored_report_opens_in_a_browser(stored_report, browser):
+    """Every image of the page (the toolkit's included) decodes, no console error, no
+    script, and the hostile name is shown as text."""
+    from selenium.webdriver.common.by import By
+
+    browser.get((stored_report / "report.html").resolve().as_uri())
+    browser.get_log("browser")  # clear entries of earlier pages
+    browser.refresh()
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth])"
+    )
+    assert len(images) == 11 and all(done and width > 100 for done, width in images), images
+    for section in ("toolkit", "rules"):
+        assert browser.find_element(By.ID, section).is_displayed()
+    assert browser.execute_script("return document.scripts.length") == 0
+    assert EVIL in browser.find_element(By.TAG_NAME, "body").text

@@ -14,8 +14,10 @@ would look at (``docs/toolkit.md``), each beside the utility yield:
 Each returns a small object holding the tables (pandas) and figures (matplotlib
 ``Figure`` objects made outside pyplot, so no GUI backend is touched), with a
 ``to_html()`` that renders a self-contained fragment (figures as PNG data URIs,
-every user-supplied name escaped). All numbers are in-sample: the calibration
-items serve both to fit the transducer and to draw these diagnostics.
+every user-supplied name escaped). The toolkit's numbers are in-sample: the
+calibration items serve both to fit the transducer and to draw these diagnostics.
+The rules comparison is not a count on items: it integrates the transducer's
+posterior (long-run utilities, theory 4).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def _png(fig: Figure) -> str:
 
 
 def _table_html(frame: pd.DataFrame) -> str:
-    return frame.to_html(escape=True, float_format=lambda v: f"{v:.4g}", na_rep="—")
+    table = frame.to_html(escape=True, float_format=lambda v: f"{v:.4g}", na_rep="—")
+    return f"<div class='wide'>{table}</div>"  # the report scrolls it sideways if too wide
 
 
 @dataclass(eq=False)
@@ -89,10 +92,11 @@ class ClassifierToolkit:
     reliability_figure: Any
     notes: list[str] = field(default_factory=list)
 
-    def to_html(self) -> str:
-        """An HTML fragment: headings, tables and embedded figures; names escaped."""
+    def to_html(self, level: int = 3) -> str:
+        """An HTML fragment: headings (``<h{level}>``), tables and embedded figures;
+        names escaped."""
         e = html.escape
-        parts = [f"<h3>{e(self.name)}</h3>"]
+        parts = [f"<h{level}>{e(self.name)}</h{level}>"]
         if self.roc_figure is not None:
             parts.append(
                 "<p>The ROC curve (thin), its convex hull (thick) and, for each utility "
@@ -100,7 +104,8 @@ class ClassifierToolkit:
                 f"{e(self.score_note)}</p>"
             )
             parts.append(f"<img alt='ROC hull of {e(self.name)}' src='{_png(self.roc_figure)}'>")
-            parts.append(_table_html(self.best_points))
+            if self.best_points is not None and len(self.best_points):
+                parts.append(_table_html(self.best_points))
         parts.append(
             "<p>The Brier score of the probabilities on the calibration items, split into "
             "reliability &minus; resolution + uncertainty (Murphy, 10 bins, with the "
@@ -153,7 +158,8 @@ def classifier_toolkit(
     transducer : fitted Transducer
         The classifier's transducer (fitted on these items).
     utilities : mapping of name to UtilityMatrix
-        The report's matrices.
+        The report's matrices; those with two decisions get their best point on the
+        hull, the others a note (a ROC point chooses between two decisions).
     positive : label, optional
         Binary problems: the class treated as positive; default the transducer's
         last class (the one a scalar output points to).
@@ -202,7 +208,9 @@ def classifier_toolkit(
             "tools and are left out; the Brier terms are summed over the classes, one "
             "against the rest."
         )
-        return ClassifierToolkit(name, "", None, None, pd.DataFrame(rows).T, None, None, notes)
+        brier = pd.DataFrame(rows).T
+        brier.index.name = "probabilities of every class (one against the rest, summed)"
+        return ClassifierToolkit(name, "", None, None, brier, None, None, notes)
 
     positive = _positive(transducer, positive)
     k = classes.index(positive)
@@ -217,15 +225,24 @@ def classifier_toolkit(
             f"{values.shape[1]} outputs)."
         )
     hull = convex_hull(score, truth, positive=positive, classes=classes)
+    square = {m: u for m, u in utilities.items() if u.shape == (2, 2)}
+    others = [str(m) for m in utilities if m not in square]
+    if others:
+        notes.append(
+            f"Utility matrices {', '.join(others)} have more than two decisions: a point "
+            "of the ROC curve is one threshold between two decisions, so they have no "
+            "best point on it."
+        )
     best = {}
-    for matrix, u in utilities.items():
+    for matrix, u in square.items():
         point = hull.best_point(u)
         best[matrix] = {"threshold": point.threshold, "fpr": point.fpr, "tpr": point.tpr,
                         "utility_yield": point.utility_yield, "slope": point.slope}  # fmt: skip
-    best_points = pd.DataFrame(best).T
+    columns = ["threshold", "fpr", "tpr", "utility_yield", "slope"]
+    best_points = pd.DataFrame(best, index=columns).T
     best_points.index.name = "utility matrix"
     roc_figure = _figure(figsize=(6, 5.5))
-    roc_hull({str(name): hull}, utilities={str(m): u for m, u in utilities.items()},
+    roc_hull({str(name): hull}, utilities={str(m): u for m, u in square.items()},
              ax=roc_figure.subplots())  # fmt: skip
 
     add("transducer", proba[:, k], positive=positive, classes=classes)
@@ -256,7 +273,7 @@ class RulesSection:
     frame: pd.DataFrame
     figure: Any
 
-    def to_html(self) -> str:
+    def to_html(self, level: int = 3) -> str:
         """An HTML fragment with the summary line and the scatter plot; names escaped."""
         e = html.escape
         f = self.frame
@@ -268,7 +285,7 @@ class RulesSection:
             f"{f['gain'].max():.3g}."
         )
         return (
-            f"<h3>{e(self.name)}</h3><p>{summary}</p>"
+            f"<h{level}>{e(self.name)}</h{level}><p>{summary}</p>"
             f"<img alt='standard vs augmented, {e(self.name)}' src='{_png(self.figure)}'>"
         )
 

@@ -10,7 +10,11 @@ matrix (theory section 4), compares the classifiers within each data set, and wr
 one folder:
 
 * ``report.html``: self-contained (inline images, no network), user-given names escaped;
-  it opens with a verdict per matrix (and data set) and a table of contents;
+  it opens with a verdict per matrix (and data set) and a table of contents, and ends
+  with the evaluation toolkit per classifier (ROC hull and each matrix's best point,
+  Brier decomposition, reliability diagram with the transducer's bands; in-sample, on
+  the calibration items) and the classifier's own rule against expected utility over
+  10,000 random utility matrices (1,000 with more than two classes);
 * ``summary.csv``: one row per data set, classifier and matrix (posterior mean, sd,
   quantiles, rescaled values, P(best), integration errors);
 * ``superiority.csv``: P(row classifier yields more than column classifier), per data set
@@ -20,7 +24,8 @@ one folder:
   transducers are saved beside it as ``transducer_<name>.nc`` (with several data sets
   ``transducer_<dataset>__<name>.nc``);
 * ``config.lock.toml``: the resolved settings, the package, backend and Stan versions,
-  and the seeds, so that the report can be reproduced;
+  and the seeds (also the toolkit's: bins, number and seed of the random utility
+  matrices), so that the report can be reproduced;
 * ``yieldwise-manifest.json``: every file above with its size and SHA-256, written last;
   ``--overwrite`` replaces only a folder that holds a manifest and nothing else, and
   deletes only the files it lists.

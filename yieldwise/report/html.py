@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["metric_table", "page", "people"]
+__all__ = ["metric_table", "page", "people", "toolkit_sections"]
 
 _STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}"
@@ -130,6 +130,49 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
     return table, confusions
 
 
+#: Utility matrices of the standard-versus-augmented comparison (issue 19, item 5): drawn
+#: uniformly (the chart of theory 1.1 for two classes), with this seed.
+RULES_MATRICES = 10_000
+RULES_SEED = 0
+#: With three or more classes each matrix needs its own decision at each of the 20,000
+#: Monte Carlo points of the long-run integral (yieldwise.long_run), for every draw:
+#: 10,000 matrices took about 100 s with 20 draws on a shared 2-core machine, and the
+#: time grows with the draws; 1,000 matrices keep the report's cost near its fits'.
+RULES_MATRICES_MULTICLASS = 1_000
+#: Equal-width bins of the Brier decomposition and the reliability diagram.
+TOOLKIT_BINS = 10
+
+
+def rules_matrices(n_classes: int) -> int:
+    """How many utility matrices the standard-versus-augmented comparison draws."""
+    return RULES_MATRICES if n_classes == 2 else RULES_MATRICES_MULTICLASS
+
+
+def toolkit_sections(config, frame, source, fits, utilities) -> dict[str, tuple[Any, Any]]:
+    """Per classifier, its evaluation-toolkit section and its standard-versus-augmented
+    comparison (:mod:`yieldwise.report_toolkit`), on the calibration items of ``source``.
+
+    The toolkit's numbers are in-sample: the report has no held-out items, so the ROC
+    curve, the Brier decomposition and the reliability diagram use the items that also
+    fitted the transducer. The comparison of the rules integrates each transducer's
+    posterior (long-run utilities, theory 4) over matrices drawn from the uniform prior.
+    """
+    from ..report_toolkit import classifier_toolkit, rules_section
+
+    truth = frame[source.class_col].astype(str).to_numpy(object)
+    sections = {}
+    for name, transducer in fits.items():
+        outputs = frame[config.classifiers[name]]
+        section = classifier_toolkit(name, outputs, truth, transducer, utilities,
+                                     bins=TOOLKIT_BINS)  # fmt: skip
+        rules = rules_section(
+            name, transducer, n_matrices=rules_matrices(len(transducer.classes_)),
+            seed=RULES_SEED, threshold=0.5,
+        )  # fmt: skip
+        sections[name] = (section, rules)
+    return sections
+
+
 def _expected_utility_terms(row: Any, classes: Any) -> str:
     """``1·P(a) + 0·P(b)``: a decision's expected utility, as escaped HTML."""
     return " + ".join(
@@ -180,6 +223,8 @@ def _contents(config) -> str:
         ("thresholds", "What each utility matrix implies"),
         ("metrics", "The usual metrics"),
         ("win-map", "Utility-space win map"),
+        ("toolkit", "The evaluation toolkit"),
+        ("rules", "Standard rule against expected utility"),
         ("diagnostics", "Sampler diagnostics"),
     ]
     items = "".join(f"<li><a href='#{k}'>{t}</a></li>" for k, t in sections)
@@ -224,8 +269,9 @@ def _across(comparisons, utilities) -> list[str]:
     return parts
 
 
-def page(config, comparisons, fits, utilities, summary, metrics, found, warned) -> str:
-    """The whole report page."""
+def page(config, comparisons, fits, utilities, summary, metrics, found, warned,
+         toolkit) -> str:
+    """The whole report page (``toolkit``: data set -> :func:`toolkit_sections`)."""
     e = html.escape
     several = config.several
 
@@ -330,6 +376,7 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned) 
     for dataset, (_, confusions) in metrics.items():
         parts.append(within(dataset))
         parts.extend(_win_map(confusions))
+    parts.extend(_toolkit(config, toolkit, within, sub))
     parts.append("<h2 id='diagnostics'>Sampler diagnostics</h2>")
     for dataset, per in fits.items():
         parts.append(within(dataset))
@@ -352,6 +399,54 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned) 
         parts.append("</ul>")
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _toolkit(config, toolkit, within, sub) -> list[str]:
+    """The evaluation literature's tools per classifier, then the two rules compared."""
+    level = int(sub[1])
+    where = "each data set's calibration items" if config.several else "the calibration items"
+    parts = [
+        "<h2 id='toolkit'>The evaluation toolkit, beside the utility yield</h2>",
+        "<p>What the evaluation literature would look at, per classifier. <b>Which data: "
+        f"in-sample.</b> This report has no held-out items, so everything in this section "
+        f"is computed on {where}, the very items that fitted each transducer: the ROC "
+        "curve and its best points are chosen on them, and the transducer's Brier score "
+        "and reliability are judged on the data it learned from. All of it is optimistic; "
+        "to compare calibrations honestly, score the transducer on held-out items. The "
+        "long-run utilities above are not in-sample counts: they integrate the "
+        "transducer's posterior (theory 4).</p>",
+        "<p>Two classes: the ROC curve with its convex hull and each two-decision utility "
+        "matrix's best point on the hull (its table: the score threshold, the rates there "
+        "and the utility yield on the calibration items); the Brier score of the "
+        "transducer's probabilities and its decompositions; the reliability diagram with "
+        f"Wilson intervals on the binned frequencies ({TOOLKIT_BINS} equal-width bins) and "
+        "the transducer's 75 % posterior band. More classes: the ROC curve, its hull and "
+        "the reliability diagram are tools for two classes and are not drawn (each would "
+        "need one class singled out as positive); the Brier terms are summed over the "
+        "classes, one against the rest.</p>",
+    ]
+    for dataset, sections in toolkit.items():
+        parts.append(within(dataset))
+        parts.extend(section.to_html(level) for section, _ in sections.values())
+    counts = sorted({len(r.frame) for sections in toolkit.values() for _, r in sections.values()})
+    parts.append(
+        "<h2 id='rules'>The classifier's own rule against expected utility</h2><p>For "
+        f"{' or '.join(f'{n:,}' for n in counts)} utility matrices drawn at random "
+        f"(uniform prior, seed {RULES_SEED}: for two classes uniform over the chart of "
+        "theory 1.1; for more, independent uniform entries with each class's correct "
+        f"decision the best; {RULES_MATRICES:,} matrices for two classes, "
+        f"{RULES_MATRICES_MULTICLASS:,} for more, where every matrix needs its own "
+        "decisions across the whole output space), each point compares the posterior mean "
+        "long-run utility (theory 4) of the classifier's own choice (the largest output, "
+        "or a score above 0.5) with that of deciding by expected utility with the "
+        "transducer's probabilities (theory 2), rescaled so that 0 is the worst and 1 the "
+        "best yield at the predicted class frequencies. These integrate the posterior; "
+        "they are not counts on the calibration items.</p>"
+    )
+    for dataset, sections in toolkit.items():
+        parts.append(within(dataset))
+        parts.extend(rules.to_html(level) for _, rules in sections.values())
+    return parts
 
 
 def _win_map(confusions: dict[str, Any]) -> list[str]:

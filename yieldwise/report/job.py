@@ -193,7 +193,7 @@ def _fill_report(
 
     from .. import __version__
     from ..compare import compare
-    from .html import metric_table, page
+    from .html import metric_table, page, toolkit_sections
 
     started = time.perf_counter()
     tables = config.tables()  # every data set checked before any fit
@@ -237,9 +237,15 @@ def _fill_report(
                         fits[d], utilities)
         for d in fits
     }
+    say("the evaluation toolkit and the standard-versus-augmented comparison")
+    toolkit = {
+        d: toolkit_sections(config, tables[d], next(s for s in config.data if s.name == d),
+                            fits[d], utilities)
+        for d in fits
+    }  # fmt: skip
     (partial / "report.html").write_text(
         page(config, comparisons, fits, utilities, summary, metrics, found,
-             [str(w.message) for w in caught])
+             [str(w.message) for w in caught], toolkit)
     )
     say(f"finished in {time.perf_counter() - started:.0f} s")
 
@@ -346,6 +352,14 @@ def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) ->
     }  # fmt: skip
     if prevalences is not None:
         lock["prevalences"] = dict(zip(class_names, prevalences, strict=True))
+    from .html import RULES_SEED, TOOLKIT_BINS, rules_matrices
+
+    lock["toolkit"] = {
+        "bins": TOOLKIT_BINS,
+        "rules_matrices": rules_matrices(len(class_names)),
+        "rules_prior": "uniform",
+        "rules_seed": RULES_SEED,
+    }
     return lock
 
 
