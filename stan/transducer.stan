@@ -15,18 +15,28 @@
 //   theta[k, c] = a[k] + f_c[k],  f_1 = 0,  beta = softmax over all (k, c) of theta,
 // a the log-density of the outputs over the kernels and f_c the log-odds of class c
 // against class 1 at kernel k. Both are smooth functions over the kernel locations:
-//   a   = fixed_basis[:, 2:P] * a_fixed  + smooth_basis * a_smooth,  a_smooth ~ N(0, tau_a),
-//   f_c = fixed_basis * f_fixed[:, c] + tau_f[c] * smooth_basis * f_raw[:, c],
-//                                                      f_raw ~ N(0, 1),
+//   a   = fixed_basis[:, 2:P] * a_fixed + tau_a    * smooth_basis * a_raw,
+//   f_c = fixed_basis * f_fixed[:, c]   + tau_f[c] * smooth_basis * f_raw[:, c],
+//   a_raw, f_raw ~ N(0, 1),  tau_a ~ N+(0, tau_a_scale),  tau_f ~ N+(0, tau_f_scale),
 // fixed_basis the functions the smoothing penalty leaves free (constant and linear terms:
 // for a grid the null space of the second-difference penalty) with weak Normal priors,
 // smooth_basis the penalty's other eigenvectors scaled by the inverse square roots of their
 // eigenvalues (an intrinsic random walk of order two along each grid axis; for scattered
-// centres a Gaussian process), and half-Normal smoothing sd's tau. As tau_f -> 0 the class
-// log-odds become linear in the transformed output (Platt scaling is the model's smooth
-// limit); larger tau_f lets non-monotone truths through; and since f_c is a smooth function
-// with no per-kernel pseudo-counts, a region holding many items of one class and none of
-// another reaches probabilities far below 1/m (no floor).
+// centres a Gaussian process). As tau_f -> 0 the class log-odds become linear in the
+// transformed output (Platt scaling is the model's smooth limit); larger tau_f lets
+// non-monotone truths through; and since f_c is a smooth function with no per-kernel
+// pseudo-counts, a region holding many items of one class and none of another reaches
+// probabilities far below 1/m (no floor).
+//
+// Geometry. All of these live in one unconstrained vector
+//   u = (a_fixed, log tau_a, a_raw, f_fixed, log tau_f, f_raw)   (matrices column-major),
+// and the sampler moves z with u = u_centre + u_scale * z: u_centre is the posterior mode
+// and u_scale a square root of the inverse Hessian there (yieldwise/backends/_laplace.py),
+// so z is close to standard Normal and NUTS's diagonal metric sees an isotropic target.
+// A linear change of variables leaves the posterior unchanged (its Jacobian is constant);
+// it removes the correlations between neighbouring kernels' coefficients that a diagonal
+// metric cannot (docs/model.md: two logits, 255 -> 31 leapfrog steps per iteration). With
+// u_centre = 0 and u_scale = I this is the plain non-centred model.
 data {
   int<lower=1> N;                            // distinct calibration rows, sorted by class
   int<lower=2> C;                            // classes
@@ -45,6 +55,9 @@ data {
   matrix[K, R] smooth_basis;
   real<lower=0> tau_a_scale;                 // half-Normal scale of the density's smoothness
   real<lower=0> tau_f_scale;                 // half-Normal scale of the log-odds' smoothness
+  int<lower=1> U;                            // = (P - 1) + 1 + R + (C - 1) * (P + 1 + R)
+  vector[U] u_centre;                        // preconditioning: u = u_centre + u_scale * z
+  matrix[U, U] u_scale;
 }
 
 transformed data {
@@ -56,41 +69,47 @@ transformed data {
     pick[n] = (cls[n] - 1) * N + n;
   }
   int P1 = P - 1;
+  int C1 = C - 1;
+  // where each block starts in u
+  int at_f = P1 + 1 + R;
+  if (U != at_f + C1 * (P + 1 + R)) {
+    reject("U must be (P - 1) + 1 + R + (C - 1) * (P + 1 + R) = ", at_f + C1 * (P + 1 + R),
+           ", found ", U);
+  }
+  vector[P * C1] f_fixed_scale = to_vector(rep_matrix(fixed_scale, C1));
 }
 
 parameters {
-  vector[P1] a_fixed;
-  real<lower=0> tau_a;
-  // centred: the outputs' density is informed by every item (measured in docs/model.md:
-  // half the leapfrog steps of the non-centred form)
-  vector[R] a_smooth;
-  matrix[P, C - 1] f_fixed;
-  vector<lower=0>[C - 1] tau_f;
-  // non-centred (f_smooth = f_raw * tau_f): class log-odds are weakly informed where one
-  // class is rare (written out: Stan 2.35's matrix-valued multiplier misread its scales)
-  matrix[R, C - 1] f_raw;
+  vector[U] z;
 }
 
 transformed parameters {
+  vector[U] u = u_centre + u_scale * z;
+  real<lower=0> tau_a = exp(u[P1 + 1]);
+  vector<lower=0>[C1] tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
   // log beta, up to the normalising constant: K x C
   matrix[K, C] theta;
   {
-    vector[K] a = smooth_basis * a_smooth;
+    vector[K] a = smooth_basis * (tau_a * segment(u, P1 + 2, R));
     if (P > 1) {
-      a += fixed_basis[:, 2:P] * a_fixed;
+      a += fixed_basis[:, 2:P] * segment(u, 1, P1);
     }
+    matrix[P, C1] f_fixed = to_matrix(segment(u, at_f + 1, P * C1), P, C1);
+    matrix[R, C1] f_raw = to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1), R, C1);
     theta = rep_matrix(a, C);
     theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * (f_raw .* rep_matrix(tau_f', R));
   }
 }
 
 model {
-  a_fixed ~ normal(0, fixed_scale[2:P]);
+  segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
+  segment(u, P1 + 2, R) ~ std_normal();
+  segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
+  segment(u, at_f + P * C1 + C1 + 1, R * C1) ~ std_normal();
+  // half-Normal scales sampled on the log scale: the density times its Jacobian tau
   tau_a ~ normal(0, tau_a_scale);
-  a_smooth ~ normal(0, tau_a);
-  to_vector(f_fixed) ~ normal(0, to_vector(rep_matrix(fixed_scale, C - 1)));
   tau_f ~ normal(0, tau_f_scale);
-  to_vector(f_raw) ~ std_normal();
+  target += u[P1 + 1] + sum(segment(u, at_f + P * C1 + 1, C1));
   {
     // beta = exp(theta - log_norm): the rows' likelihoods are one (N x K) by (K x C)
     // product, each column shifted by its largest theta so that nothing overflows

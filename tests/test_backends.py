@@ -70,7 +70,7 @@ def vote_data():
 
 @pytest.fixture(scope="module")
 def gaussian_fit(transducer_program, gaussian_data):
-    init = _stan_data.initial_values(gaussian_data, 2, seed=3)
+    init = _stan_data.sampler_inits(gaussian_data, 2, seed=3)
     return transducer_program.sample(
         gaussian_data, chains=2, warmup=200, draws=200, seed=3, init=init, progress=False
     )
@@ -80,13 +80,13 @@ def test_result_layout(gaussian_fit, gaussian_data, record_property):
     record_property("stan_backend", gaussian_fit.backend)
     assert gaussian_fit.backend in BACKENDS
     assert gaussian_fit.backend_version and gaussian_fit.stan_version.count(".") == 2
-    k, c, d, r, p = (gaussian_data[key] for key in ("K", "C", "D", "R", "P"))
+    k, c, d, r, p, u = (gaussian_data[key] for key in ("K", "C", "D", "R", "P", "U"))
     shapes = {name: arr.shape for name, arr in gaussian_fit.draws.items()}
     expected = {
         "w": (k,), "alpha": (k, c), "mu": (k, d), "sigma": (k, d), "log_lik": (),
-        "theta": (k, c), "a_fixed": (p - 1,), "tau_a": (), "a_smooth": (r,),
-        "f_fixed": (p, c - 1), "tau_f": (c - 1,), "f_raw": (r, c - 1),
+        "theta": (k, c), "z": (u,), "u": (u,), "tau_a": (), "tau_f": (c - 1,),
     }  # fmt: skip
+    assert u == (p - 1) + 1 + r + (c - 1) * (p + 1 + r)
     assert shapes == {name: (2, 200, *shape) for name, shape in expected.items()}
     for name in ("lp", "diverging", "tree_depth", "n_steps", "step_size", "energy"):
         assert gaussian_fit.sample_stats[name].shape == (2, 200), name
@@ -113,16 +113,27 @@ def test_generated_mixture_is_the_softmax_of_theta(gaussian_fit, gaussian_data):
         gaussian_data["loc"], (s, *gaussian_data["loc"].shape)))  # fmt: skip
     np.testing.assert_array_equal(_flat(gaussian_fit, "sigma"), np.broadcast_to(
         gaussian_data["width"], (s, *gaussian_data["width"].shape)))  # fmt: skip
+    # u = u_centre + u_scale z (the preconditioning), then u's blocks, written out here:
+    # (a_fixed, log tau_a, a_raw, f_fixed, log tau_f, f_raw), matrices column by column
+    z, u = _flat(gaussian_fit, "z"), _flat(gaussian_fit, "u")
+    np.testing.assert_allclose(
+        u, gaussian_data["u_centre"] + z @ np.asarray(gaussian_data["u_scale"]).T, atol=1e-9
+    )
+    p, r, c1 = gaussian_data["P"], gaussian_data["R"], gaussian_data["C"] - 1
+    a_fixed, log_tau_a, a_raw = u[:, : p - 1], u[:, p - 1], u[:, p : p + r]
+    rest = u[:, p + r :]
+    f_fixed = rest[:, : p * c1].reshape(s, c1, p).transpose(0, 2, 1)
+    log_tau_f = rest[:, p * c1 : p * c1 + c1]
+    f_raw = rest[:, p * c1 + c1 :].reshape(s, c1, r).transpose(0, 2, 1)
+    np.testing.assert_allclose(_flat(gaussian_fit, "tau_a"), np.exp(log_tau_a), rtol=1e-12)
+    np.testing.assert_allclose(_flat(gaussian_fit, "tau_f"), np.exp(log_tau_f), rtol=1e-12)
     # theta[k, c] = a[k] + f_c[k] with f_1 = 0: the first class column is the density a
     fixed, smooth = gaussian_data["fixed_basis"], gaussian_data["smooth_basis"]
-    a = _flat(gaussian_fit, "a_smooth") @ smooth.T + _flat(gaussian_fit, "a_fixed") @ fixed[
-        :, 1:].T  # fmt: skip
-    np.testing.assert_allclose(theta[:, :, 0], a, atol=1e-10)
-    f_smooth = _flat(gaussian_fit, "f_raw") * _flat(gaussian_fit, "tau_f")[:, None, :]
-    f = np.einsum("kp,spc->skc", fixed, _flat(gaussian_fit, "f_fixed")) + np.einsum(
-        "kr,src->skc", smooth, f_smooth
-    )
-    np.testing.assert_allclose(theta[:, :, 1:] - theta[:, :, :1], f, atol=1e-10)
+    a = (np.exp(log_tau_a)[:, None] * a_raw) @ smooth.T + a_fixed @ fixed[:, 1:].T
+    np.testing.assert_allclose(theta[:, :, 0], a, atol=1e-9)
+    f_smooth = f_raw * np.exp(log_tau_f)[:, None, :]
+    f = np.einsum("kp,spc->skc", fixed, f_fixed) + np.einsum("kr,src->skc", smooth, f_smooth)
+    np.testing.assert_allclose(theta[:, :, 1:] - theta[:, :, :1], f, atol=1e-9)
 
 
 def test_transducer_recovers_known_truth(gaussian_fit):
@@ -145,7 +156,7 @@ def test_numpy_log_likelihood_equals_stan_point_outputs(gaussian_fit, gaussian_d
 
 
 def _short_fit(program, data, seed):
-    init = _stan_data.initial_values(data, 2, seed=seed)
+    init = _stan_data.sampler_inits(data, 2, seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)  # a short run; only values matter
         return program.sample(
@@ -228,7 +239,7 @@ def test_far_outlier_row_is_carried_by_its_log_scale(transducer_program, dims):
 
 
 def test_same_seed_same_draws(transducer_program, gaussian_data, gaussian_fit):
-    init = _stan_data.initial_values(gaussian_data, 2, seed=3)
+    init = _stan_data.sampler_inits(gaussian_data, 2, seed=3)
     again = transducer_program.sample(
         gaussian_data, chains=2, warmup=200, draws=200, seed=3, init=init, progress=False
     )

@@ -154,3 +154,42 @@ def test_the_registry_keeps_approximations_out_of_auto():
         get_backend("laplace").compile(stan_file("long_run_utility"))
     with pytest.raises(ValueError, match=r"unknown Stan backend 'laplase'.*'laplace'"):
         get_backend("laplase")
+
+
+def test_preconditioning_is_the_mode_and_the_inverse_hessian():
+    """build_stan_data's u_centre is where the log density's gradient vanishes, and
+    u_scale u_scale' the inverse of minus its Hessian, here by second differences of the
+    log density itself (not of the gradient the approximation uses)."""
+    from yieldwise._stan_data import precondition, sampler_inits
+
+    data, *_ = _data(n=200)
+    model = _Model(data)
+    assert int(data["preconditioned"]) == 1 and data["U"] == model.size
+    centre, scale = np.asarray(data["u_centre"]), np.asarray(data["u_scale"])
+    assert np.abs(model.log_density(centre)[1]).max() < 1e-3
+    h, n = 1e-4, model.size
+    f0 = model.log_density(centre)[0]
+    hess = np.empty((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            ei, ej = np.eye(n)[i] * h, np.eye(n)[j] * h
+            hess[i, j] = hess[j, i] = (
+                model.log_density(centre + ei + ej)[0] - model.log_density(centre + ei)[0]
+                - model.log_density(centre + ej)[0] + f0
+            ) / h**2  # fmt: skip
+    np.testing.assert_allclose(scale @ scale.T, np.linalg.inv(-hess), rtol=0.02, atol=2e-3)
+    # the same data without it: the identity, and the chains start at initial_values
+    plain, _ = build_stan_data(
+        *(np.asarray(v) for v in (np.asarray(data["cls"]) - 1, data["y_lower"], data["y_upper"])),
+        None, 2, 12, counts=np.asarray(data["count"]), preconditioned=False,
+    )  # fmt: skip
+    assert int(plain["preconditioned"]) == 0 and np.array_equal(plain["u_scale"], np.eye(n))
+    starts = sampler_inits(plain, 3, seed=4)
+    for init, start in zip(starts, initial_values(plain, 3, seed=4), strict=True):
+        np.testing.assert_allclose(init["z"], model.start(start), atol=1e-12)
+    again = precondition(plain)
+    np.testing.assert_allclose(again["u_centre"], centre, atol=1e-4)
+    # preconditioned: independent standard Normal starts, one per chain, seeded
+    z = [init["z"] for init in sampler_inits(data, 3, seed=4)]
+    assert len(z) == 3 and not np.array_equal(z[0], z[1])
+    assert np.array_equal(z[2], sampler_inits(data, 3, seed=4)[2]["z"])

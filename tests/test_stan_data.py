@@ -163,8 +163,11 @@ def _votes(rng, n=500, trees=200, positives=0.15):
 DATA_KEYS = {
     "N", "C", "D", "K", "cls", "count", "kern", "kern_log_scale", "loc", "width", "P",
     "fixed_basis", "fixed_scale", "R", "smooth_basis", "tau_a_scale", "tau_f_scale",
+    "U", "u_centre", "u_scale",
 }  # fmt: skip
-KEPT_KEYS = {"y_lower", "y_upper", "censored"}  # the merged rows, kept with a transducer
+# the merged rows, kept with a transducer, and whether the sampler's coordinates are
+# preconditioned (read by sampler_inits, not by Stan)
+KEPT_KEYS = {"y_lower", "y_upper", "censored", "preconditioned"}
 
 
 def test_data_keys_are_the_stan_data_block():

@@ -248,7 +248,7 @@ SBC_FITS = int(os.environ.get("YIELDWISE_SBC_FITS", "10"))
 def _sbc_design_data():
     ref = np.linspace(-2.0, 2.0, 200)
     data, design = _stan_data.build_stan_data(
-        np.arange(200) % 2, ref, ref, [0], 2, SBC_K, SBC_PRIOR
+        np.arange(200) % 2, ref, ref, [0], 2, SBC_K, SBC_PRIOR, preconditioned=False
     )
     return data, design
 
@@ -277,7 +277,7 @@ def _sbc_data(data, design, beta, rng):
     new = dict(data)
     new.update(N=int(cls_u.size), cls=cls_u + 1, count=count, kern=kern,
                kern_log_scale=log_scale, y_lower=rows, y_upper=rows)  # fmt: skip
-    return new, cls
+    return _stan_data.precondition(new), cls  # the sampler's coordinates for these data
 
 
 def _true_f1(design, beta, y):
@@ -309,7 +309,7 @@ def test_simulation_based_calibration(record_property):
         sim, cls = _sbc_data(data, design, beta, rng)
         if np.bincount(cls, minlength=2).min() < 5:  # rejection on the data only: still exact
             continue
-        inits = _stan_data.initial_values(sim, 2, seed=fits)
+        inits = _stan_data.sampler_inits(sim, 2, seed=fits)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SamplerWarning)
             result = program.sample(sim, chains=2, warmup=200, draws=200, seed=100 + fits,

@@ -485,15 +485,18 @@ def _load(path: Any) -> str:
 
 
 def _report(
-    config: Any, out: Any, overwrite: Any, chains: Any, warmup: Any, draws: Any, quiet: Any
-) -> str:
+    config: Any, out: Any, overwrite: Any, chains: Any, warmup: Any, draws: Any, quiet: Any,
+    backend: Any = None,
+) -> str:  # fmt: skip
     from .report import load_config, run_report
 
-    overrides = {
+    overrides: dict[str, Any] = {
         name: _scalar(value, name, int)
         for name, value in (("chains", chains), ("warmup", warmup), ("draws", draws))
         if value is not None
     }
+    if backend is not None:
+        overrides["backend"] = _scalar(backend, "backend", str)
     loud = not bool(_scalar(quiet, "quiet", bool))
     folder = run_report(
         load_config(_scalar(config, "config", str)),

@@ -234,7 +234,7 @@ class Transducer:
         Transducer
             ``self``, fitted.
         """
-        from ._stan_data import build_stan_data, initial_values
+        from ._stan_data import build_stan_data, sampler_inits
         from .backends import get_backend, stan_file
 
         n_components = _check_components(self.n_components)
@@ -283,7 +283,7 @@ class Transducer:
             warmup=self.warmup,
             draws=self.draws,
             seed=seed,
-            init=initial_values(data, chains, seed),
+            init=sampler_inits(data, chains, seed),
             max_treedepth=self.max_treedepth,
             adapt_delta=self.adapt_delta,
             progress=self.progress,

@@ -229,10 +229,10 @@ yw_load <- function(path) {
 }
 
 yw_report <- function(config, out, overwrite = FALSE, chains = NULL, warmup = NULL, draws = NULL,
-                      quiet = FALSE) {
+                      quiet = FALSE, backend = NULL) {
   invisible(.yw_call("report", config = path.expand(config), out = path.expand(out),
                      overwrite = isTRUE(overwrite), chains = chains, warmup = warmup,
-                     draws = draws, quiet = isTRUE(quiet)))
+                     draws = draws, quiet = isTRUE(quiet), backend = backend))
 }
 
 yw_help <- function(topic = NULL) {
@@ -306,6 +306,8 @@ yw_help <- function(topic = NULL) {
   yw_report = paste(
     "Runs the batch report of a TOML configuration (see data/digits_report.toml in",
     "yieldwise) and writes the folder 'out' (report.html, summary.csv, superiority.csv,",
-    "draws.nc, config.lock.toml). Returns the folder's path, invisibly.", sep = "\n"),
+    "draws.nc, config.lock.toml). Returns the folder's path, invisibly. chains, warmup,",
+    "draws and backend override [sampler]; backend = 'laplace' (a Normal approximation,",
+    "seconds per fit) checks a configuration's layout, not for decisions.", sep = "\n"),
   yw_help = "Help on the yw_ functions: yw_help() lists them, yw_help(\"yw_fit\") explains one."
 )

@@ -275,7 +275,12 @@ class TransducerLaplace(CompiledProgram):
         started = time.perf_counter()
         model = _Model(data)
         chains, n_draws = int(settings["chains"]), int(settings["draws"])
-        fit = laplace(data, inits[0] if inits else None, model)
+        if int(data.get("preconditioned", 0)):  # the mode and scale were found already
+            centre = np.asarray(data["u_centre"], dtype=float)
+            lp_centre = model.log_density(centre)[0]
+            fit = LaplaceFit(centre, np.asarray(data["u_scale"], float), lp_centre, 0, None)
+        else:
+            fit = laplace(data, inits[0] if inits and "z" not in inits[0] else None, model)
         mode, lp_mode, found, flat = fit.mode, fit.lp_mode, fit.result, fit.flat
         rng = np.random.default_rng(int(settings["seed"]))
         z = rng.standard_normal((chains * n_draws, model.size))
@@ -310,7 +315,7 @@ class TransducerLaplace(CompiledProgram):
             settings={
                 **settings,
                 "approximation": "laplace",
-                "optimizer_iterations": int(found.nit),
+                "optimizer_iterations": int(found.nit) if found is not None else 0,
                 "flat_directions": flat,
             },
             sampling_seconds=time.perf_counter() - started,

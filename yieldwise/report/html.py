@@ -27,6 +27,7 @@ _STYLE = (
     "td{text-align:right}th{text-align:left}td:first-child{text-align:left}img{max-width:100%}"
     ".wide{overflow-x:auto;max-width:100%}.verdict td,.verdict th{padding:6px 10px}"
     ".verdict .deploy{font-weight:bold}nav ol{columns:2}"
+    ".warning{border:2px solid #c00;background:#fee;padding:6px 10px}"
 )
 
 
@@ -269,6 +270,25 @@ def _across(comparisons, utilities) -> list[str]:
     return parts
 
 
+def _approximation_warning(fits) -> list[str]:
+    """A banner when any transducer comes from the Laplace approximation, not from MCMC."""
+    approximate = [
+        (dataset, name) for dataset, per in fits.items() for name, t in per.items()
+        if getattr(t, "backend_", None) == "laplace"
+    ]  # fmt: skip
+    if not approximate:
+        return []
+    names = ", ".join(html.escape(str(name)) for _, name in approximate)
+    return [
+        "<p class='warning' id='approximation'><strong>Approximate posteriors.</strong> "
+        f"The transducers of {names} were fitted with backend 'laplace': a Normal "
+        "approximation at the posterior mode, not Stan's sampler. Its intervals and "
+        "probabilities of superiority are not checked for coverage; use this report to "
+        "check the configuration and layout, and refit with the default backend before "
+        "deciding anything.</p>"
+    ]
+
+
 def page(config, comparisons, fits, utilities, summary, metrics, found, warned,
          toolkit) -> str:
     """The whole report page (``toolkit``: data set -> :func:`toolkit_sections`)."""
@@ -284,6 +304,7 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned,
         f"<title>{e(config.title)}</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>{e(config.title)}</h1>",
+        *_approximation_warning(fits),
         *_verdict(config, found),
         _contents(config),
         "<p>Each classifier's outputs were turned into probabilities by a transducer learned "
