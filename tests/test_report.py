@@ -358,6 +358,9 @@ def test_readme_main_job_runs_on_the_shipped_config(tmp_path, browser):
     assert summary["mean"].between(-10, 5).all()
     lock = tomllib.loads((out / "config.lock.toml").read_text())
     assert lock["sampler"]["chains"] == 2 and lock["sampler"]["draws"] == 200
+    # sampled by Stan, so no approximation banner
+    assert lock["versions"]["backend"] in ("pystan", "cmdstanpy")
+    assert "id='approximation'" not in (out / "report.html").read_text()
     assert open_in_browser(browser, out / "report.html", tmp_path / "demo.png") == []
     assert check_page(browser) == 11
 

@@ -111,9 +111,18 @@ def log_joint(
     n = lo.shape[0]
     out = np.empty((s, n, c))
     wa = w[:, :, None] * alpha  # (S, K, C)
+    # Fixed kernels (the transducer's model 2: every draw has the same mu and sigma): the
+    # kernels' log values are evaluated once per item, not once per draw and item, and
+    # the draws differ only in the weights wa.
+    shared = bool(np.all(mu == mu[:1]) and np.all(sigma == sigma[:1]))
+    if shared:
+        mu, sigma = mu[:1], sigma[:1]
+        chunks = item_chunks(1, max(k, s * c), n, max_elements)  # (m, K) and (S, m, C)
+    else:
+        chunks = item_chunks(s, k, n, max_elements)  # work arrays are (S, m, K)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        for sl in item_chunks(s, k, n, max_elements):  # work arrays are (S, m, K)
-            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
+        for sl in chunks:
+            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S or 1, m, K)
             # log-sum-exp over components as one batched matrix product: shifting each
             # (draw, item) by its largest log kernel puts the largest term at exactly 1,
             # so the sum cannot overflow and loses nothing that matters (a class whose
