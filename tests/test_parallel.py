@@ -327,7 +327,8 @@ if __name__ == "__main__":  # "processes" starts fresh interpreters that import 
     frame = load_digits_binary().iloc[::7].reset_index(drop=True)
     tasks = {f"copy {i}": (frame[["forest_votes"]], frame["label"]) for i in range(6)}
     print("submitting", flush=True)
-    yw.fit_many(tasks, transducer={"chains": 2, "warmup": 150, "draws": 150}, seed=1,
+    # long fits (each tens of seconds), so that the signal always arrives mid-run
+    yw.fit_many(tasks, transducer={"chains": 2, "warmup": 3000, "draws": 3000}, seed=1,
                 executor=sys.argv[1], progress=True)
     print("finished", flush=True)
 """

@@ -218,7 +218,7 @@ def test_html_is_self_contained_and_escapes_names(report):
             r"config.toml: utility is empty; give at least one \[\[utility\]\] table",
         ),
         (
-            lambda c: c.replace("seed = 3", 'seed = 3\nbackend = "stan"'),
+            lambda c: c.replace('backend = "laplace"', 'backend = "stan"'),
             r"\[sampler\]\.backend: unknown Stan backend 'stan'",
         ),
         # item 10: no silent truncation, no ignored keys, no class column as an output

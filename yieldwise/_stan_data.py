@@ -445,7 +445,7 @@ def build_stan_data(
         "y_upper": hi_u,
         "censored": cens.astype(np.int64),
     }
-    # the program's unconstrained vector u: (a_fixed, log tau_a, a_raw, f_fixed, log tau_f, f_raw)
+    # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
     u = (p_ - 1) + 1 + r_ + c1 * (p_ + 1 + r_)
     data.update(U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0)

@@ -112,7 +112,8 @@ def warn_on_diagnostics(result: SampleResult, stacklevel: int = 3) -> None:
         warnings.warn(
             f"{diag['divergences']} of {total} post-warm-up transitions diverged "
             f"(threshold: 0). The draws may be biased; try a larger adapt_delta "
-            f"(now {adapt_delta}, e.g. 0.95) and see docs/model.md.",
+            f"(now {adapt_delta}, e.g. {0.99 if adapt_delta >= 0.95 else 0.95}) and see "
+            "docs/model.md.",
             SamplerWarning,
             stacklevel=stacklevel,
         )
@@ -120,7 +121,7 @@ def warn_on_diagnostics(result: SampleResult, stacklevel: int = 3) -> None:
         warnings.warn(
             f"{diag['max_treedepth_hits']} of {total} post-warm-up transitions hit the "
             f"maximum tree depth (threshold: max_treedepth={max_depth}). Sampling is "
-            f"inefficient; try a larger max_treedepth or fewer mixture components.",
+            "inefficient; try a larger max_treedepth or fewer kernels (n_components).",
             SamplerWarning,
             stacklevel=stacklevel,
         )
