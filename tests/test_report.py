@@ -410,7 +410,6 @@ chains = 2
 warmup = 200
 draws = 200
 seed = 5
-backend = "laplace"
 """
 
 
