@@ -37,7 +37,8 @@ EXIT_WITHIN = 20
 #: Chain processes httpstan starts for two chains (its pool has one per core).
 WORKERS = min(2, os.cpu_count() or 1)
 #: Long enough that the fit is still sampling when signalled (never run to the end).
-LONG_SAMPLER = ["--chains", "2", "--warmup", "5000", "--draws", "5000", "--seed", "1"]
+# long enough that the signal always lands mid-sampling (preconditioned fits are quick)
+LONG_SAMPLER = ["--chains", "2", "--warmup", "50000", "--draws", "50000", "--seed", "1"]
 
 
 def _env() -> dict[str, str]:
@@ -256,7 +257,7 @@ def test_interrupted_fit_in_this_process_stops_its_workers_and_the_next_fit_runs
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        Transducer(n_components=5, chains=2, warmup=5000, draws=5000, seed=2, progress=False,
+        Transducer(n_components=5, chains=2, warmup=50000, draws=50000, seed=2, progress=False,
                    backend="pystan").fit(frame["score"], frame["label"])  # fmt: skip
     watcher.join(timeout=5)
     assert time.monotonic() - started < 240

@@ -551,10 +551,10 @@ def _is_dask_client(executor: Any) -> bool:
 def _dask_client(address: str) -> Any:
     try:
         from distributed import Client
-    except ImportError:
+    except ImportError as exc:
         raise ImportError(
-            f"executor {address!r} is a Dask scheduler, and Dask is not installed: "
-            f"{DASK_EXTRA}"
+            f"executor {address!r} is a Dask scheduler, and Dask could not be imported "
+            f"({exc}): {DASK_EXTRA}"
         ) from None
     try:
         return Client(address, timeout="20s")
