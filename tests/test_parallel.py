@@ -380,3 +380,39 @@ def test_sigint_to_a_dask_client_cancels_its_tasks(tmp_path, cluster):
         time.sleep(0.5)
     assert not _our_keys(cluster)
     assert len(cluster.scheduler_info()["workers"]) == 2  # the cluster is still whole
+
+
+def test_the_first_compile_message_appears_once_per_worker_process(tmp_path, monkeypatch, caplog):
+    """A Dask worker runs tasks in threads: when several of its tasks ask for a program
+    that is not compiled yet, one builds it and says so, the others wait and find it."""
+    import logging
+    import threading
+
+    import httpstan.cache
+
+    from yieldwise.backends import _pystan
+
+    built: list[str] = []
+    compiled: set[str] = set()
+
+    def slow_build(code, model_name, path):  # stands in for the 90 s build
+        time.sleep(0.5)
+        built.append(model_name)
+        compiled.add(model_name)
+
+    monkeypatch.setattr(httpstan.cache, "list_model_names", lambda: sorted(compiled))
+    monkeypatch.setattr(_pystan, "_build_if_missing", slow_build)
+    program = tmp_path / "tiny.stan"
+    program.write_text("parameters { real x; }\nmodel { x ~ normal(0, 1); }\n")
+    backend = _pystan.PyStanBackend()  # a fresh worker process's backend
+    results = []
+    with caplog.at_level(logging.WARNING):
+        threads = [threading.Thread(target=lambda: results.append(backend.compile(program)))
+                   for _ in range(4)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    notes = [r for r in caplog.records if "compiling the Stan program tiny.stan" in r.getMessage()]
+    assert len(results) == 4 and all(r is results[0] for r in results)
+    assert len(built) == 1 and len(notes) == 1
