@@ -103,15 +103,15 @@ def r_session():
     """
     import os
 
+    from yieldwise import rbridge
+
     try:
-        import rpy2.robjects as ro
+        ro = rbridge._rpy2()  # starts R and keeps the environment of later child processes
     except Exception as exc:  # ImportError, or R itself failing to load under rpy2
         reason = f"R or rpy2 is not usable ({type(exc).__name__}: {exc}); run `make test` as root"
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but {reason}")
         pytest.skip(reason)
-    from yieldwise import rbridge
-
     rbridge.install()
     return ro.r
 

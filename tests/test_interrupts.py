@@ -90,11 +90,18 @@ def _sampling_workers(pid: int) -> list[int]:
     return workers
 
 
+def _as_from_a_terminal() -> None:
+    """In the child, before exec: Ctrl-C as at a terminal. A process started in the
+    background (as CI may start the test run) inherits SIGINT ignored, and Python keeps
+    an ignored SIGINT ignored, so the signal these tests send would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "yieldwise.cli", *argv],
         cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=_as_from_a_terminal,
     )  # fmt: skip
 
 
@@ -255,10 +262,16 @@ def test_interrupted_fit_in_this_process_stops_its_workers_and_the_next_fit_runs
     watcher = threading.Thread(target=interrupt_when_sampling, daemon=True)
     watcher.start()
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        Transducer(n_components=5, chains=2, warmup=50000, draws=50000, seed=2, progress=False,
-                   backend="pystan").fit(frame["score"], frame["label"])  # fmt: skip
+    # Ctrl-C as in a notebook, even when this test run was started with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Transducer(n_components=5, chains=2, warmup=50000, draws=50000, seed=2,
+                       progress=False, backend="pystan").fit(
+                frame["score"], frame["label"])  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, previous)
     watcher.join(timeout=5)
     assert time.monotonic() - started < 240
     deadline = time.monotonic() + 10

@@ -334,13 +334,18 @@ if __name__ == "__main__":  # "processes" starts fresh interpreters that import 
 """
 
 
+def _as_from_a_terminal() -> None:  # as in tests/test_interrupts.py: SIGINT not ignored
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_mid_run(script: Path, executor: str, tmp_path: Path):
     """Start the client, SIGINT it (the process only) once fits run; return what is left."""
     import psutil
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     client = subprocess.Popen([sys.executable, str(script), executor], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)  # fmt: skip
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                              preexec_fn=_as_from_a_terminal)  # fmt: skip
     try:
         assert client.stdout.readline().strip() == "submitting"
         time.sleep(6)  # the pool or the cluster is fitting

@@ -374,3 +374,16 @@ def test_the_documented_r_example_runs(r_session, tmp_path):
         r_session(f"setwd('{Path.cwd()}')")
     assert list(summary["classifier"]) == ["forest", "net"]
     assert summary["prob_best"].sum() == pytest.approx(1.0)
+
+
+def test_python_children_still_start_after_r(r_session):
+    """R's start-up prepends the system's library folders to LD_LIBRARY_PATH; a Python
+    child (a process pool, a Dask worker, PyStan's build) would then load the system's
+    libpython and fail to import ssl. The bridge restores the variable."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", "import ssl, distributed"], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "/usr/lib/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")

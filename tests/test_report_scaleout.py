@@ -311,6 +311,10 @@ def test_a_data_failure_names_classifier_and_data_set_and_leaves_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "north.csv", "south.csv"]
 
 
+
+def _as_from_a_terminal() -> None:  # as in tests/test_interrupts.py: SIGINT not ignored
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 def test_sigint_to_the_report_leaves_no_folder_and_no_process(dask_cluster, tmp_path):
     """SIGINT to the `yieldwise report --scheduler` process only (not its group)."""
     import psutil
@@ -323,6 +327,7 @@ def test_sigint_to_the_report_leaves_no_folder_and_no_process(dask_cluster, tmp_
         [*command, "report", str(config), "--out", str(tmp_path / "out"),
          "--scheduler", dask_cluster.scheduler.address],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        preexec_fn=_as_from_a_terminal,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -553,8 +553,8 @@ def _dask_client(address: str) -> Any:
         from distributed import Client
     except ImportError as exc:
         raise ImportError(
-            f"executor {address!r} is a Dask scheduler, and Dask could not be imported "
-            f"({exc}): {DASK_EXTRA}"
+            f"executor {address!r} is a Dask scheduler, and Dask is not installed: "
+            f"{DASK_EXTRA} (importing it failed: {exc})"
         ) from None
     try:
         return Client(address, timeout="20s")

@@ -73,7 +73,18 @@ _states: list[Any] = []
 
 
 def _rpy2() -> Any:
-    """Import rpy2 (and start the embedded R), or say what to install."""
+    """Import rpy2 (and start the embedded R), or say what to install.
+
+    R's start-up prepends its library folders (and the system's) to ``LD_LIBRARY_PATH``
+    in this process's environment, for R's own child processes. This process's loader
+    read the variable when it started, so nothing changes here; but every Python process
+    started afterwards (a "processes" pool, a Dask worker, PyStan's build) would load the
+    system's libpython before its own interpreter's and fail to import ``ssl`` (measured:
+    "undefined symbol: _PyModule_Add"). The variable is restored once R is up.
+    """
+    import os
+
+    before = os.environ.get("LD_LIBRARY_PATH")
     try:
         import rpy2.robjects as ro
     except ImportError as exc:  # rpy2 missing, or R missing/unusable under it
@@ -81,6 +92,11 @@ def _rpy2() -> Any:
             "the R bridge needs R and rpy2: install R (Debian: apt-get install r-base-core "
             f"r-base-dev) and then pip install 'rpy2<3.6' ({exc})"
         ) from exc
+    finally:
+        if before is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = before
     return ro
 
 
