@@ -106,7 +106,7 @@ def r_session():
     from yieldwise import rbridge
 
     try:
-        ro = rbridge._rpy2()  # starts R and keeps the environment of later child processes
+        ro = rbridge.start_r()  # starts R and keeps the environment of later child processes
     except Exception as exc:  # ImportError, or R itself failing to load under rpy2
         reason = f"R or rpy2 is not usable ({type(exc).__name__}: {exc}); run `make test` as root"
         if os.environ.get("CI") == "true":

@@ -23,7 +23,7 @@ from yieldwise.backends import (
     get_backend,
     stan_file,
 )
-from yieldwise.backends._laplace import _Model
+from yieldwise.backends._laplace import TransducerDensity
 
 
 def _data(n=300, dims=1, classes=2, seed=0):
@@ -44,7 +44,7 @@ def _random_u(model, rng):
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
 def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
     data, design, y, c = _data(dims=dims, classes=classes)
-    model = _Model(data)
+    model = TransducerDensity(data)
     u = _random_u(model, np.random.default_rng(1))
     q = model.quantities(u[None])
     beta = np.exp(q["theta"][0] - logsumexp(q["theta"][0]))
@@ -60,7 +60,7 @@ def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
 def test_gradient_equals_finite_differences(dims, classes):
     data, *_ = _data(dims=dims, classes=classes)
-    model = _Model(data)
+    model = TransducerDensity(data)
     rng = np.random.default_rng(2)
     u = _random_u(model, rng)
     _, grad = model.log_density(u)
@@ -76,7 +76,7 @@ def test_prior_terms_match_the_stan_program():
     """With no data the log density is the sum of the priors written out by hand."""
     data, *_ = _data(n=50)
     data = {**data, "count": np.zeros_like(np.asarray(data["count"]))}
-    model = _Model(data)
+    model = TransducerDensity(data)
     u = _random_u(model, np.random.default_rng(3))
     p = model.unpack(u)
     fs = np.asarray(data["fixed_scale"])
@@ -137,7 +137,7 @@ def test_draws_spread_as_the_inverse_hessian():
         d["a_fixed"], np.log(d["tau_a"]), d["a_smooth"] / d["tau_a"], d["f_fixed"],
         np.log(d["tau_f"]), d["f_raw"],
     ])  # fmt: skip
-    model = _Model(data)
+    model = TransducerDensity(data)
     assert us.shape[1] == model.size
     centre = us.mean(axis=0)
     assert np.abs(model.log_density(centre)[1]).max() < 0.5  # (nearly) the mode
@@ -163,7 +163,7 @@ def test_preconditioning_is_the_mode_and_the_inverse_hessian():
     from yieldwise._stan_data import precondition, sampler_inits
 
     data, *_ = _data(n=200)
-    model = _Model(data)
+    model = TransducerDensity(data)
     assert int(data["preconditioned"]) == 1 and data["U"] == model.size
     centre, scale = np.asarray(data["u_centre"]), np.asarray(data["u_scale"])
     assert np.abs(model.log_density(centre)[1]).max() < 1e-3

@@ -496,13 +496,13 @@ def sampler_inits(data: Mapping[str, object], chains: int, seed: int | None = No
     spreads the chains over the bulk of the posterior (R-hat compares them). Otherwise
     the :func:`initial_values` mapped to ``z``.
     """
-    from .backends._laplace import _Model
+    from .backends._laplace import TransducerDensity
 
     rng = np.random.default_rng(seed)
     u = int(data["U"])  # type: ignore[call-overload]
     if int(data.get("preconditioned", 0)):  # type: ignore[call-overload]
         return [{"z": rng.standard_normal(u)} for _ in range(int(chains))]
-    model = _Model(data)
+    model = TransducerDensity(data)
     centre = np.asarray(data["u_centre"], dtype=float)
     scale = np.asarray(data["u_scale"], dtype=float)
     return [

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .backends import backend_names
 from .examples import screening_example, worked_example_table
 
 EXIT_USAGE = 2
@@ -266,7 +267,7 @@ def _add_report_options(command: argparse.ArgumentParser, default_out: str) -> N
     for name in ("chains", "warmup", "draws"):
         command.add_argument(f"--{name}", type=int, default=None, help=f"override [sampler].{name}")
     command.add_argument(
-        "--backend", default=None, choices=["auto", "cmdstanpy", "pystan", "laplace"],
+        "--backend", default=None, choices=backend_names(),
         help='override [sampler].backend; "laplace" (a Normal approximation in numpy, '
         "seconds per fit) checks a report's configuration and layout, not for decisions",
     )  # fmt: skip
@@ -317,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--draws", type=int, default=750)
     fit.add_argument("--seed", type=int, default=None)
     fit.add_argument(
-        "--backend", default="auto", choices=["auto", "cmdstanpy", "pystan", "laplace"]
+        "--backend", default="auto", choices=backend_names()
     )
     fit.add_argument("--quiet", action="store_true", help="no sampler progress")
     fit.set_defaults(run=_fit)

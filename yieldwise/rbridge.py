@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["install", "read_rds", "write_rds", "run_script", "R_FUNCTIONS"]
+__all__ = ["install", "read_rds", "write_rds", "run_script", "start_r", "R_FUNCTIONS"]
 
 #: The functions :func:`install` defines in R.
 R_FUNCTIONS = (
@@ -72,7 +72,7 @@ _keepalive: list[Any] = []
 _states: list[Any] = []
 
 
-def _rpy2() -> Any:
+def start_r() -> Any:
     """Import rpy2 (and start the embedded R), or say what to install.
 
     R's start-up prepends its library folders (and the system's) to ``LD_LIBRARY_PATH``
@@ -562,7 +562,7 @@ def install(envir: Any = None) -> list[str]:
     list of str
         The names defined (:data:`R_FUNCTIONS`).
     """
-    ro = _rpy2()
+    ro = start_r()
     from rpy2 import rinterface as ri
 
     namespace = ro.r["new.env"](parent=ri.globalenv)
@@ -597,7 +597,7 @@ def _shutdown() -> None:
 def read_rds(path: str | Path) -> Any:
     """Read an R ``.rds`` file: data.frames as pandas (factors as categoricals),
     vectors as numpy arrays, named vectors and lists as dicts."""
-    ro = _rpy2()
+    ro = start_r()
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"read_rds: no such file {path}")
@@ -611,7 +611,7 @@ def write_rds(obj: Any, path: str | Path) -> Path:
     from .confusion import ConfusionMatrix
     from .utility import UtilityMatrix
 
-    ro = _rpy2()
+    ro = start_r()
 
     def convert(value: Any) -> Any:
         if isinstance(value, UtilityMatrix | ConfusionMatrix):
@@ -636,7 +636,7 @@ def run_script(script: str | Path, args: Sequence[str] = ()) -> int:
     script = Path(script)
     if not script.is_file():
         raise FileNotFoundError(f"{script}: no such R script")
-    ro = _rpy2()
+    ro = start_r()
     from rpy2.rinterface_lib.embedded import RRuntimeError
 
     install()

@@ -31,12 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import logsumexp
 
 from ._base import CompilationError, CompiledProgram, SampleResult, SamplingError, StanBackend
 
-__all__ = ["LaplaceBackend", "LaplaceFit", "TransducerLaplace", "laplace"]
+__all__ = ["LaplaceBackend", "LaplaceFit", "TransducerDensity", "TransducerLaplace", "laplace"]
 
 #: Relative step of the central differences that give the Hessian from the exact gradient.
 _HESSIAN_STEP = 1e-5
@@ -47,7 +45,7 @@ _MIN_CURVATURE = 1.0
 _FLAT = 1e-6
 
 
-class _Model:
+class TransducerDensity:
     """The transducer's log posterior density and its gradient in ``u`` (vectorised)."""
 
     def __init__(self, data: Mapping[str, Any]) -> None:
@@ -105,6 +103,8 @@ class _Model:
         m = self.kern @ e  # (N, C)
         rows = np.arange(self.cls.size)
         lik = m[rows, self.cls]
+        from scipy.special import logsumexp
+
         log_norm = float(logsumexp(theta))
         return e, lik, top, log_norm
 
@@ -189,6 +189,8 @@ class _Model:
         """Parameters and generated quantities of each row of ``us`` (S, size), as Stan's."""
         p = self.unpack(us)
         theta = self.theta(us)  # (S, K, C)
+        from scipy.special import logsumexp
+
         log_norm = logsumexp(theta, axis=(1, 2), keepdims=True)
         beta = np.exp(theta - log_norm)
         w = beta.sum(axis=2)
@@ -223,13 +225,15 @@ class LaplaceFit:
 
 
 def laplace(
-    data: Mapping[str, Any], init: Mapping[str, Any] | None = None, model: _Model | None = None
+    data: Mapping[str, Any],
+    init: Mapping[str, Any] | None = None,
+    model: TransducerDensity | None = None,
 ) -> LaplaceFit:
     """The posterior mode of the transducer's model in ``u`` and the Normal around it.
 
     Raises :class:`SamplingError` when no finite mode is found.
     """
-    model = _Model(data) if model is None else model
+    model = TransducerDensity(data) if model is None else model
 
     def negative(u: np.ndarray) -> tuple[float, np.ndarray]:
         lp, grad = model.log_density(u)
@@ -239,6 +243,8 @@ def laplace(
         # Hessian-vector product by a central difference of the exact gradient
         h = _HESSIAN_STEP * max(1.0, float(np.abs(u).max())) / max(float(np.abs(v).max()), 1e-300)
         return (negative(u + h * v)[1] - negative(u - h * v)[1]) / (2 * h)
+
+    from scipy.optimize import minimize  # here, not at import: the backends load on every CLI call
 
     found = minimize(
         negative, model.start(init), jac=True, hessp=curvature, method="trust-ncg",
@@ -273,7 +279,7 @@ class TransducerLaplace(CompiledProgram):
         progress: bool,
     ) -> SampleResult:
         started = time.perf_counter()
-        model = _Model(data)
+        model = TransducerDensity(data)
         chains, n_draws = int(settings["chains"]), int(settings["draws"])
         if int(data.get("preconditioned", 0)):  # the mode and scale were found already
             centre = np.asarray(data["u_centre"], dtype=float)
