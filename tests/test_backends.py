@@ -357,3 +357,74 @@ def test_program_that_fails_to_build_gets_the_compilers_message(tmp_path):
     with pytest.raises(CompilationError, match="no_such_distribution") as caught:
         _pystan.PyStanBackend().compile(bad)
     assert str(bad) in str(caught.value) and "C++ compiler" in str(caught.value)
+
+
+# --- a profiler holding PyStan's frames (the Dask worker race) -------------------------
+
+
+class _FrameHolder:
+    """A profile hook that keeps the frame of PyStan's log-line reader after it returns.
+
+    This is what a sampling profiler in another thread (Dask's worker profiler) does
+    when it happens to look at the reader's frame just as the frame returns: the
+    frame's locals, the parsed line's simdjson proxy among them, outlive the call, and
+    PyStan's next ``parser.parse`` raises "Tried to re-use a parser". Here the hook runs
+    in the sampling thread itself, so the race happens every time, deterministically.
+    It lets go when ``sample`` is called again, and holds at most ``times`` frames.
+    """
+
+    def __init__(self, times: int):
+        self.times, self.held, self.calls = times, [], 0
+
+    def __call__(self, frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_name == "sample" and code.co_filename.endswith(
+            "stan/model.py"
+        ):
+            self.calls += 1
+            self.held.clear()
+        elif (
+            event == "return"
+            and code.co_name == "is_nonempty_logger_message"
+            and not self.held
+            and self.times > 0
+        ):
+            self.times -= 1
+            self.held.append(frame)
+
+
+def _pystan_only(transducer_program):
+    if transducer_program.backend_name != "pystan":
+        pytest.skip("the output-reading race is PyStan's (pysimdjson)")
+
+
+def _sample_with_hook(program, data, hook):
+    import sys
+
+    sys.setprofile(hook)
+    try:
+        return program.sample(data, chains=2, warmup=60, draws=60, seed=11, progress=False)
+    finally:
+        sys.setprofile(None)
+        hook.held.clear()
+
+
+def test_a_profiler_holding_pystans_reader_is_survived(transducer_program, gaussian_data):
+    _pystan_only(transducer_program)
+    plain = transducer_program.sample(
+        gaussian_data, chains=2, warmup=60, draws=60, seed=11, progress=False
+    )
+    hook = _FrameHolder(times=2)
+    disturbed = _sample_with_hook(transducer_program, gaussian_data, hook)
+    assert hook.calls == 3  # two reads met the race, the third read the chains
+    np.testing.assert_array_equal(disturbed.draws["log_lik"], plain.draws["log_lik"])
+    np.testing.assert_array_equal(disturbed.draws["theta"], plain.draws["theta"])
+
+
+def test_a_profiler_that_never_lets_go_gets_an_actionable_error(transducer_program, gaussian_data):
+    _pystan_only(transducer_program)
+    hook = _FrameHolder(times=1_000)
+    with pytest.raises(SamplingError, match="re-use a parser") as info:
+        _sample_with_hook(transducer_program, gaussian_data, hook)
+    assert "distributed.worker.profile.enabled" in str(info.value)
+    assert hook.calls == 5

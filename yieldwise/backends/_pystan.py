@@ -51,6 +51,36 @@ _HINT_INIT = (
     "starting points. Check the data (bounds, prior scales) or pass init=."
 )
 
+# PyStan reads the chains' output with pysimdjson, whose parser refuses to parse a line
+# while a proxy object of the line before is still alive. A sampling profiler in another
+# thread (Dask workers run one every 10 ms: ``distributed.worker.profile``) can hold
+# the frame of one of PyStan's reading functions at the moment it returns; Python then
+# keeps that frame's locals, the previous line's proxy among them, alive until the
+# profiler lets go, and PyStan raises "Tried to re-use a parser ...". The chains had
+# finished by then, and a seeded fit stays in httpstan's cache until yieldwise deletes
+# it, so asking again only reads the same chains again. Seen once in 1,500 CI tests
+# (the cluster report test, 2026-11-24); each retry is a fresh chance at the race.
+_PARSER_RACE = "re-use a parser"
+_READ_ATTEMPTS = 5
+_HINT_PARSER = (
+    f"PyStan's reader of the chains' output was disturbed {_READ_ATTEMPTS} times by "
+    "another thread holding its frames, typically a sampling profiler (Dask's worker "
+    "profiler: set the Dask config distributed.worker.profile.enabled to False on the "
+    "workers). The chains themselves ran; run the fit again."
+)
+
+
+def _read_retried(call: Any) -> Any:
+    """``call()``, asked again when only the reading of its output met the parser race."""
+    for attempt in range(1, _READ_ATTEMPTS + 1):
+        try:
+            return call()
+        except RuntimeError as exc:
+            if _PARSER_RACE not in str(exc) or attempt == _READ_ATTEMPTS:
+                raise
+            logger.debug("PyStan's output reader met the parser race; reading again")
+    raise AssertionError("unreachable")  # pragma: no cover
+
 
 @contextlib.contextmanager
 def _cache_lock():
@@ -191,10 +221,12 @@ class PyStanProgram(CompiledProgram):
         started = time.perf_counter()
         with _captured_output(show=progress) as out, _workers_stopped_on_interrupt():
             try:
-                fit = posterior.sample(**kwargs)
+                fit = _read_retried(lambda: posterior.sample(**kwargs))
             except Exception as exc:
                 message = str(exc)
                 hint = _HINT_INIT if "Initialization failed" in message else _HINT_DATA
+                if _PARSER_RACE in message:
+                    hint = _HINT_PARSER
                 raise SamplingError(
                     f"PyStan sampling failed for {self.stan_file.name}: {message}\n"
                     f"{_tail(out.getvalue())}\n{hint}"
@@ -235,13 +267,14 @@ class PyStanProgram(CompiledProgram):
                     posterior = stan.build(self.code, data=dict(data), random_seed=seed)
                 if posterior is None:  # interrupted
                     raise KeyboardInterrupt
-                fit = posterior.fixed_param(num_chains=1, num_samples=1)
+                fit = _read_retried(lambda: posterior.fixed_param(num_chains=1, num_samples=1))
                 if fit is None:
                     raise KeyboardInterrupt
             except Exception as exc:
+                hint = _HINT_PARSER if _PARSER_RACE in str(exc) else _HINT_DATA
                 raise SamplingError(
                     f"PyStan could not run {self.stan_file.name}: {exc}\n"
-                    f"{_tail(out.getvalue())}\n{_HINT_DATA}"
+                    f"{_tail(out.getvalue())}\n{hint}"
                 ) from exc
         fits_dir = self._backend._fits_directory(self.model_name)
         _forget_fits(fits_dir, set(), fit.stan_outputs)
