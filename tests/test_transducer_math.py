@@ -297,3 +297,40 @@ def test_log_joint_with_fixed_kernels_is_the_brute_force_mixture():
     )  # (S, n, K)
     brute = np.log(np.einsum("snk,skc->snc", dens, w[:, :, None] * alpha))
     np.testing.assert_allclose(got, brute, rtol=1e-10)
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_scaled_joint_is_the_brute_force_mixture_up_to_one_factor_per_item(fixed):
+    """scaled_joint(...) = G_t(c, y) f_t(c) / s(y): every ratio over draws and classes
+    (the Monte Carlo masses of a long-run integral) equals the brute-force mixture's,
+    with prevalence factors, with and without fixed kernels, and at an item far out in
+    a tail where one class's weight at the nearest kernel is 1e-200."""
+    from scipy.stats import norm as normal
+
+    from yieldwise import _mixture
+
+    rng = np.random.default_rng(12)
+    s, k, c = 5, 6, 3
+    w = rng.dirichlet(np.ones(k), size=s)
+    alpha = rng.dirichlet(np.ones(c), size=(s, k))
+    alpha[:, 0] = [1e-200, 1e-200, 1.0 - 2e-200]  # the far item's nearest kernel
+    mu = np.broadcast_to(np.linspace(-2, 2, k)[:, None], (s, k, 1)).copy()
+    sigma = np.full((s, k, 1), 0.8)
+    if not fixed:
+        mu += rng.normal(0, 0.1, mu.shape)
+    y = np.concatenate([rng.normal(0, 1.5, 8), [-30.0]])[:, None]
+    factors = rng.uniform(0.5, 2.0, (s, c))
+    got = _mixture.scaled_joint(w, alpha, mu, sigma, y, y, [0], class_factors=factors,
+                                max_elements=20)  # fmt: skip
+    log_dens = normal.logpdf(y[None, :, None, 0], mu[:, None, :, 0], sigma[:, None, :, 0])
+    terms = log_dens[..., None] + np.log(w[:, None, :, None] * alpha[:, None])  # (S, n, K, C)
+    from scipy.special import logsumexp
+
+    log_brute = logsumexp(terms, axis=2) + np.log(factors)[:, None, :]
+    brute = np.exp(log_brute - log_brute.max(axis=(0, 2), keepdims=True))
+    assert np.all(got > 0) and np.isfinite(got).all()
+
+    def ratio(x):
+        return x / x.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)
+
+    np.testing.assert_allclose(ratio(got), ratio(brute), rtol=1e-10)

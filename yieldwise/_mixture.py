@@ -22,7 +22,15 @@ from scipy.special import log_ndtr, logsumexp
 
 from ._stan_data import _as_bounds
 
-__all__ = ["class_probabilities", "log_joint", "log_likelihood", "per_draw_probabilities"]
+__all__ = [
+    "class_probabilities",
+    "fixed_kernels",
+    "joint_chunks",
+    "log_joint",
+    "log_likelihood",
+    "per_draw_probabilities",
+    "scaled_joint",
+]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 _MAX_ELEMENTS = 4_000_000
@@ -89,6 +97,26 @@ def item_chunks(
         yield slice(start, min(n_items, start + step))
 
 
+def fixed_kernels(mu: np.ndarray, sigma: np.ndarray) -> bool:
+    """Whether every draw has the same kernels (the transducer's model 2 always has)."""
+    mu, sigma = np.asarray(mu), np.asarray(sigma)
+    return mu.ndim < 3 or bool(np.all(mu == mu[:1]) and np.all(sigma == sigma[:1]))
+
+
+def joint_chunks(
+    mu: np.ndarray, sigma: np.ndarray, n_classes: int, n_items: int,
+    max_elements: int = _MAX_ELEMENTS,
+) -> Iterator[slice]:  # fmt: skip
+    """The item slices :func:`log_joint` works in, so a caller chunking alike makes one
+    pass per call: with fixed kernels the work arrays are (chunk, K) and
+    (chunk, draws x classes); otherwise (draws, chunk, K)."""
+    mu = np.asarray(mu)
+    s, k = (1, mu.shape[0]) if mu.ndim < 3 else mu.shape[:2]
+    if fixed_kernels(mu, sigma):
+        return item_chunks(1, max(k, s * n_classes), n_items, max_elements)
+    return item_chunks(s, k, n_items, max_elements)
+
+
 def log_joint(
     w: np.ndarray,
     alpha: np.ndarray,
@@ -111,18 +139,26 @@ def log_joint(
     n = lo.shape[0]
     out = np.empty((s, n, c))
     wa = w[:, :, None] * alpha  # (S, K, C)
-    # Fixed kernels (the transducer's model 2: every draw has the same mu and sigma): the
-    # kernels' log values are evaluated once per item, not once per draw and item, and
-    # the draws differ only in the weights wa.
-    shared = bool(np.all(mu == mu[:1]) and np.all(sigma == sigma[:1]))
-    if shared:
-        mu, sigma = mu[:1], sigma[:1]
-        chunks = item_chunks(1, max(k, s * c), n, max_elements)  # (m, K) and (S, m, C)
-    else:
-        chunks = item_chunks(s, k, n, max_elements)  # work arrays are (S, m, K)
+    shared = fixed_kernels(mu, sigma)
+    chunks = joint_chunks(mu, sigma, c, n, max_elements)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        if shared:
+            # Fixed kernels (model 2: every draw has the same mu and sigma): the kernels'
+            # log values are evaluated once per item, not once per draw and item, and the
+            # draws differ only in the weights wa: one BLAS product (chunk, K) x (K, S C)
+            # per chunk. (Broadcasting (1, m, K) against (S, K, C) made S small products:
+            # 76 s of a 3-class rules comparison, 2026-11-24.)
+            wa_flat = np.moveaxis(wa, 0, 1).reshape(k, s * c)
+            for sl in chunks:
+                lk = _log_kernels(mu[:1], sigma[:1], lo[sl], hi[sl], cens)[0]  # (m, K)
+                top = lk.max(axis=1, keepdims=True)
+                top = np.where(np.isfinite(top), top, 0.0)
+                product = np.exp(lk - top) @ wa_flat  # (m, S C)
+                logged = np.log(product).reshape(-1, s, c) + top[:, :, None]
+                out[:, sl, :] = logged.transpose(1, 0, 2)
+            return out
         for sl in chunks:
-            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S or 1, m, K)
+            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
             # log-sum-exp over components as one batched matrix product: shifting each
             # (draw, item) by its largest log kernel puts the largest term at exactly 1,
             # so the sum cannot overflow and loses nothing that matters (a class whose
@@ -130,6 +166,51 @@ def log_joint(
             top = lk.max(axis=2, keepdims=True)
             top = np.where(np.isfinite(top), top, 0.0)
             out[:, sl, :] = np.log(np.matmul(np.exp(lk - top), wa)) + top
+    return out
+
+
+def scaled_joint(
+    w: np.ndarray,
+    alpha: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    censored: np.ndarray | None = None,
+    *,
+    class_factors: np.ndarray | None = None,
+    max_elements: int = _MAX_ELEMENTS,
+) -> np.ndarray:
+    """``G_t(c, y) * f_t(c) / s(y)`` for every draw, item and class: array (S, n, C).
+
+    ``f_t(c)`` are optional per-draw class factors (S, C) (prevalence weights), and
+    ``s(y) > 0`` is one scale per item, shared by its draws and classes, which every
+    ratio over draws and classes cancels (Monte Carlo masses, pooled probabilities):
+    the largest kernel value of the item, so no term overflows. With fixed kernels this
+    is one BLAS product per chunk and no log/exp round trip over (S, n, C) (twice as
+    fast as ``exp(log_joint)`` for the 3,000 x 20,000 x 3 cells of a long-run
+    integral). A value is 0 exactly where ``log_joint``'s is -inf.
+    """
+    w, alpha, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
+    s, k, c = alpha.shape
+    wa = w[:, :, None] * alpha  # (S, K, C)
+    if class_factors is not None:
+        wa = wa * np.asarray(class_factors, dtype=float)[:, None, :]
+    if not fixed_kernels(mu, sigma):
+        log_g = log_joint(wa.sum(axis=2), wa / wa.sum(axis=2, keepdims=True), mu, sigma,
+                          lo, hi, cens, max_elements=max_elements)  # fmt: skip
+        top = log_g.max(axis=(0, 2), keepdims=True)
+        return np.exp(log_g - np.where(np.isfinite(top), top, 0.0))
+    n = lo.shape[0]
+    out = np.empty((s, n, c))
+    wa_flat = np.moveaxis(wa, 0, 1).reshape(k, s * c)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        for sl in joint_chunks(mu, sigma, c, n, max_elements):
+            lk = _log_kernels(mu[:1], sigma[:1], lo[sl], hi[sl], cens)[0]  # (m, K)
+            top = lk.max(axis=1, keepdims=True)
+            top = np.where(np.isfinite(top), top, 0.0)
+            product = (np.exp(lk - top) @ wa_flat).reshape(-1, s, c)  # (m, S, C)
+            out[:, sl, :] = product.transpose(1, 0, 2)
     return out
 
 

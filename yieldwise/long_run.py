@@ -477,15 +477,17 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
     outputs = transform.inverse(z)
     outputs = _snap_to_lattice(outputs, transducer)
     lower, upper, censored = transform.intervals(outputs)
-    log_mass = np.empty((transducer._w.shape[0], n_points, len(transducer.classes_)))
-    for sl, log_g in transducer._model_chunks(lower, upper, censored):
-        log_mass[:, sl] = transducer._log_weights(log_g, r)
+    # (weighted) G_t(c, y) up to one factor per point, which the ratio below cancels;
+    # with prevalences r the weights are F_t(y | c) r_c = G_t(c, y) r_c / F_t(c).
+    factors = None if r is None else np.exp(-transducer._log_class_freq) * r[None, :]
+    scaled = _mixture.scaled_joint(
+        transducer._w, transducer._alpha, transducer._mu, transducer._sigma,
+        lower, upper, censored, class_factors=factors,
+    )  # fmt: skip
     # p(y | D) = mean_t sum_c (weighted) G_t(c, y): the density the points were drawn from.
-    top = log_mass.max(axis=(0, 2), keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    scaled = np.exp(log_mass - top)
     q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)
-    mass = scaled / q / n_points
+    scaled /= q * n_points
+    mass = scaled
     return _Cells(mass, _pooled(mass), outputs, False, np.zeros(mass.shape[0]), "monte-carlo")
 
 

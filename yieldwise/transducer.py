@@ -407,7 +407,8 @@ class Transducer:
     ) -> Iterable[tuple[slice, np.ndarray]]:
         """As :meth:`_log_joint_chunks`, from model-scale bounds."""
         # the same chunks as log_joint's own, so each call below is one pass
-        for sl in _mixture.item_chunks(*self._w.shape, lower.shape[0]):
+        chunks = _mixture.joint_chunks(self._mu, self._sigma, len(self.classes_), lower.shape[0])
+        for sl in chunks:
             yield (
                 sl,
                 _mixture.log_joint(
