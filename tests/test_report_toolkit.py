@@ -435,9 +435,9 @@ def test_three_class_report_says_why_there_is_no_roc(tmp_path):
         total = sum(part[term] for part in per_class)
         assert float(brier["transducer"][term]) == pytest.approx(total, rel=6e-4)
     rules = page[page.index("id='rules'") : page.index("id='diagnostics'")]
-    assert "For 1,000 utility matrices drawn at random" in rules
+    assert "For 10,000 utility matrices drawn at random" in rules
     lock = tomllib.loads((out / "config.lock.toml").read_text())
-    assert lock["toolkit"]["rules_matrices"] == 1000
+    assert lock["toolkit"]["rules_matrices"] == 10_000
 
 
 def test_several_data_sets_each_get_their_own_toolkit(tmp_path):

@@ -14,7 +14,7 @@ one folder:
   with the evaluation toolkit per classifier (ROC hull and each matrix's best point,
   Brier decomposition, reliability diagram with the transducer's bands; in-sample, on
   the calibration items) and the classifier's own rule against expected utility over
-  10,000 random utility matrices (1,000 with more than two classes);
+  10,000 random utility matrices;
 * ``summary.csv``: one row per data set, classifier and matrix (posterior mean, sd,
   quantiles, rescaled values, P(best), integration errors);
 * ``superiority.csv``: P(row classifier yields more than column classifier), per data set

@@ -132,21 +132,15 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
 
 
 #: Utility matrices of the standard-versus-augmented comparison (issue 19, item 5): drawn
-#: uniformly (the chart of theory 1.1 for two classes), with this seed.
+#: uniformly (the chart of theory 1.1 for two classes; for more, independent uniform
+#: entries), with this seed. With three or more classes every matrix needs its own
+#: decisions at each of the 20,000 Monte Carlo points of the long-run integral: on the
+#: shipped 3-class digits (3,000 draws, 2 cores, 2026-11-24) 10,000 matrices take 108 s
+#: per classifier (1,000: 28 s), of the order of the classifier's fit.
 RULES_MATRICES = 10_000
 RULES_SEED = 0
-#: With three or more classes each matrix needs its own decision at each of the 20,000
-#: Monte Carlo points of the long-run integral (yieldwise.long_run), for every draw:
-#: 10,000 matrices took about 100 s with 20 draws on a shared 2-core machine, and the
-#: time grows with the draws; 1,000 matrices keep the report's cost near its fits'.
-RULES_MATRICES_MULTICLASS = 1_000
 #: Equal-width bins of the Brier decomposition and the reliability diagram.
 TOOLKIT_BINS = 10
-
-
-def rules_matrices(n_classes: int) -> int:
-    """How many utility matrices the standard-versus-augmented comparison draws."""
-    return RULES_MATRICES if n_classes == 2 else RULES_MATRICES_MULTICLASS
 
 
 def toolkit_sections(config, frame, source, fits, utilities) -> dict[str, tuple[Any, Any]]:
@@ -167,7 +161,7 @@ def toolkit_sections(config, frame, source, fits, utilities) -> dict[str, tuple[
         section = classifier_toolkit(name, outputs, truth, transducer, utilities,
                                      bins=TOOLKIT_BINS)  # fmt: skip
         rules = rules_section(
-            name, transducer, n_matrices=rules_matrices(len(transducer.classes_)),
+            name, transducer, n_matrices=RULES_MATRICES,
             seed=RULES_SEED, threshold=0.5,
         )  # fmt: skip
         sections[name] = (section, rules)
@@ -455,9 +449,7 @@ def _toolkit(config, toolkit, within, sub) -> list[str]:
         f"{' or '.join(f'{n:,}' for n in counts)} utility matrices drawn at random "
         f"(uniform prior, seed {RULES_SEED}: for two classes uniform over the chart of "
         "theory 1.1; for more, independent uniform entries with each class's correct "
-        f"decision the best; {RULES_MATRICES:,} matrices for two classes, "
-        f"{RULES_MATRICES_MULTICLASS:,} for more, where every matrix needs its own "
-        "decisions across the whole output space), each point compares the posterior mean "
+        "decision the best), each point compares the posterior mean "
         "long-run utility (theory 4) of the classifier's own choice (the largest output, "
         "or a score above 0.5) with that of deciding by expected utility with the "
         "transducer's probabilities (theory 2), rescaled so that 0 is the worst and 1 the "

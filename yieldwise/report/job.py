@@ -352,11 +352,11 @@ def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) ->
     }  # fmt: skip
     if prevalences is not None:
         lock["prevalences"] = dict(zip(class_names, prevalences, strict=True))
-    from .html import RULES_SEED, TOOLKIT_BINS, rules_matrices
+    from .html import RULES_MATRICES, RULES_SEED, TOOLKIT_BINS
 
     lock["toolkit"] = {
         "bins": TOOLKIT_BINS,
-        "rules_matrices": rules_matrices(len(class_names)),
+        "rules_matrices": RULES_MATRICES,
         "rules_prior": "uniform",
         "rules_seed": RULES_SEED,
     }
