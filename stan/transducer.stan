@@ -37,6 +37,14 @@
 // it removes the correlations between neighbouring kernels' coefficients that a diagonal
 // metric cannot (docs/model.md: two logits, 255 -> 31 leapfrog steps per iteration). With
 // u_centre = 0 and u_scale = I this is the plain non-centred model.
+// Partial centring. A linear map cannot undo the curvature between a scale tau and the
+// coordinates it multiplies: with strong data a non-centred coordinate a_raw = a / tau
+// bends with tau (a banana), with weak data a centred one narrows with tau (a funnel).
+// So each smooth coordinate v enters theta as tau^(1 - k) v with prior v ~ N(0, tau^k),
+// k in [0, 1] its centring (data): k = 0 non-centred, k = 1 centred. For a Normal
+// coordinate whose data alone would give variance s^2, the non-centred conditional
+// posterior variance is s^2 / (s^2 + tau^2) and the geometry is best near k = 1 minus
+// that variance; yieldwise takes k from the Hessian at the non-centred mode.
 data {
   int<lower=1> N;                            // distinct calibration rows, sorted by class
   int<lower=2> C;                            // classes
@@ -58,6 +66,8 @@ data {
   int<lower=1> U;                            // = (P - 1) + 1 + R + (C - 1) * (P + 1 + R)
   vector[U] u_centre;                        // preconditioning: u = u_centre + u_scale * z
   matrix[U, U] u_scale;
+  vector<lower=0, upper=1>[R] centring_a;    // partial centring of each smooth coordinate
+  matrix<lower=0, upper=1>[R, C - 1] centring_f;
 }
 
 transformed data {
@@ -90,22 +100,27 @@ transformed parameters {
   // log beta, up to the normalising constant: K x C
   matrix[K, C] theta;
   {
-    vector[K] a = smooth_basis * (tau_a * segment(u, P1 + 2, R));
+    vector[R] a_raw = segment(u, P1 + 2, R);
+    vector[K] a = smooth_basis * (exp((1 - centring_a) * u[P1 + 1]) .* a_raw);
     if (P > 1) {
       a += fixed_basis[:, 2:P] * segment(u, 1, P1);
     }
     matrix[P, C1] f_fixed = to_matrix(segment(u, at_f + 1, P * C1), P, C1);
     matrix[R, C1] f_raw = to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1), R, C1);
+    matrix[R, C1] log_tau_f = rep_matrix(log(tau_f'), R);
     theta = rep_matrix(a, C);
-    theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * (f_raw .* rep_matrix(tau_f', R));
+    theta[:, 2:C] += fixed_basis * f_fixed
+                     + smooth_basis * (exp((1 - centring_f) .* log_tau_f) .* f_raw);
   }
 }
 
 model {
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
-  segment(u, P1 + 2, R) ~ std_normal();
+  // a smooth coordinate with centring k has prior N(0, tau^k) (k = 0: N(0, 1))
+  segment(u, P1 + 2, R) ~ normal(0, exp(centring_a * u[P1 + 1]));
   segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
-  segment(u, at_f + P * C1 + C1 + 1, R * C1) ~ std_normal();
+  segment(u, at_f + P * C1 + C1 + 1, R * C1)
+    ~ normal(0, to_vector(exp(centring_f .* rep_matrix(log(tau_f'), R))));
   // half-Normal scales sampled on the log scale: the density times its Jacobian tau
   tau_a ~ normal(0, tau_a_scale);
   tau_f ~ normal(0, tau_f_scale);

@@ -98,8 +98,48 @@ def test_result_layout(gaussian_fit, gaussian_data, record_property):
     assert gaussian_fit.sampling_seconds > 0
 
 
-def test_generated_mixture_is_the_softmax_of_theta(gaussian_fit, gaussian_data):
+@pytest.fixture(scope="module")
+def centred_data(gaussian_data):
+    """The Gaussian data with the log density's smooth coordinates partially centred."""
+    data = _stan_data.precondition(gaussian_data, centre_density=True)
+    assert np.asarray(data["centring_a"]).max() > 0.5
+    return data
+
+
+@pytest.fixture(scope="module")
+def centred_fit(transducer_program, centred_data):
+    init = _stan_data.sampler_inits(centred_data, 2, seed=5)
+    return transducer_program.sample(
+        centred_data, chains=2, warmup=100, draws=100, seed=5, init=init, progress=False
+    )
+
+
+@pytest.mark.parametrize("form", ["non-centred", "centred"])
+def test_stan_target_is_the_numpy_log_density(
+    form, gaussian_fit, gaussian_data, centred_fit, centred_data
+):
+    """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
+    partial centring, Jacobians of the log scales) at the same u, up to one constant: the
+    preconditioning map's log Jacobian. Checks the program's model block term by term
+    against an implementation written separately (yieldwise/backends/_laplace.py)."""
+    from yieldwise.backends._laplace import TransducerDensity
+
+    fit, data = (centred_fit, centred_data) if form == "centred" else (gaussian_fit, gaussian_data)
+    model = TransducerDensity(data)
+    u = fit.draws["u"].reshape(-1, model.size)
+    numpy_lp = np.array([model.log_density(row)[0] for row in u[::5]])
+    stan_lp = fit.sample_stats["lp"].reshape(-1)[::5]
+    difference = stan_lp - numpy_lp
+    assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(stan_lp).max())
+
+
+@pytest.mark.parametrize("form", ["non-centred", "centred"])
+def test_generated_mixture_is_the_softmax_of_theta(
+    form, gaussian_fit, gaussian_data, centred_fit, centred_data
+):
     """w, alpha, mu, sigma as theory 3.1 reads them, recomputed from theta by numpy."""
+    if form == "centred":
+        gaussian_fit, gaussian_data = centred_fit, centred_data
     theta = _flat(gaussian_fit, "theta")
     beta = np.exp(theta - theta.max(axis=(1, 2), keepdims=True))
     beta /= beta.sum(axis=(1, 2), keepdims=True)
@@ -127,11 +167,14 @@ def test_generated_mixture_is_the_softmax_of_theta(gaussian_fit, gaussian_data):
     f_raw = rest[:, p * c1 + c1 :].reshape(s, c1, r).transpose(0, 2, 1)
     np.testing.assert_allclose(_flat(gaussian_fit, "tau_a"), np.exp(log_tau_a), rtol=1e-12)
     np.testing.assert_allclose(_flat(gaussian_fit, "tau_f"), np.exp(log_tau_f), rtol=1e-12)
-    # theta[k, c] = a[k] + f_c[k] with f_1 = 0: the first class column is the density a
+    # theta[k, c] = a[k] + f_c[k] with f_1 = 0: the first class column is the density a,
+    # whose smooth coordinate with centring k enters as tau_a^(1 - k) a_raw
     fixed, smooth = gaussian_data["fixed_basis"], gaussian_data["smooth_basis"]
-    a = (np.exp(log_tau_a)[:, None] * a_raw) @ smooth.T + a_fixed @ fixed[:, 1:].T
+    ka = np.asarray(gaussian_data["centring_a"])
+    a = (np.exp(log_tau_a[:, None] * (1 - ka)) * a_raw) @ smooth.T + a_fixed @ fixed[:, 1:].T
     np.testing.assert_allclose(theta[:, :, 0], a, atol=1e-9)
-    f_smooth = f_raw * np.exp(log_tau_f)[:, None, :]
+    kf = np.asarray(gaussian_data["centring_f"])
+    f_smooth = f_raw * np.exp(log_tau_f[:, None, :] * (1 - kf))
     f = np.einsum("kp,spc->skc", fixed, f_fixed) + np.einsum("kr,src->skc", smooth, f_smooth)
     np.testing.assert_allclose(theta[:, :, 1:] - theta[:, :, :1], f, atol=1e-9)
 

@@ -58,14 +58,21 @@ def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
 
 
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
-def test_gradient_equals_finite_differences(dims, classes):
+@pytest.mark.parametrize("centring", ["none", "partial"])
+def test_gradient_equals_finite_differences(dims, classes, centring):
     data, *_ = _data(dims=dims, classes=classes)
-    model = TransducerDensity(data)
     rng = np.random.default_rng(2)
+    r = int(data["R"])
+    if centring == "partial":  # every smooth coordinate somewhere in [0, 1]
+        data = {**data, "centring_a": rng.uniform(0, 1, r),
+                "centring_f": rng.uniform(0, 1, (r, classes - 1))}  # fmt: skip
+    else:
+        data = {**data, "centring_a": np.zeros(r), "centring_f": np.zeros((r, classes - 1))}
+    model = TransducerDensity(data)
     u = _random_u(model, rng)
     _, grad = model.log_density(u)
     h = 1e-6
-    for j in rng.choice(model.size, size=min(25, model.size), replace=False):
+    for j in range(model.size):
         step = np.zeros_like(u)
         step[j] = h
         numeric = (model.log_density(u + step)[0] - model.log_density(u - step)[0]) / (2 * h)
@@ -73,23 +80,28 @@ def test_gradient_equals_finite_differences(dims, classes):
 
 
 def test_prior_terms_match_the_stan_program():
-    """With no data the log density is the sum of the priors written out by hand."""
+    """With no data the log density is the sum of the priors written out by hand: a
+    smooth coordinate with centring k is N(0, tau^k) (here k anywhere in [0, 1])."""
     data, *_ = _data(n=50)
-    data = {**data, "count": np.zeros_like(np.asarray(data["count"]))}
+    rng = np.random.default_rng(3)
+    r = int(data["R"])
+    ka, kf = rng.uniform(0, 1, r), rng.uniform(0, 1, (r, 1))
+    data = {**data, "count": np.zeros_like(np.asarray(data["count"])),
+            "centring_a": ka, "centring_f": kf}  # fmt: skip
     model = TransducerDensity(data)
-    u = _random_u(model, np.random.default_rng(3))
+    u = _random_u(model, rng)
     p = model.unpack(u)
     fs = np.asarray(data["fixed_scale"])
     ta, tf = np.exp(p["log_tau_a"]), np.exp(p["log_tau_f"])
     by_hand = (
         norm.logpdf(p["a_fixed"], 0, fs[1:]).sum()
-        + norm.logpdf(p["a_raw"]).sum()
+        + norm.logpdf(p["a_raw"], 0, ta**ka).sum()
         + norm.logpdf(p["f_fixed"], 0, fs[:, None]).sum()
-        + norm.logpdf(p["f_raw"]).sum()
+        + norm.logpdf(p["f_raw"], 0, tf[None, :] ** kf).sum()
         + norm.logpdf(ta, 0, data["tau_a_scale"]) + np.log(ta)
         + norm.logpdf(tf, 0, data["tau_f_scale"]).sum() + np.log(tf).sum()
     )  # fmt: skip
-    # up to each Normal's normalising constant, which Stan's `~` drops (scales are data)
+    # up to each Normal's constant -log(2 pi) / 2, which Stan's `~` drops
     constants = (
         norm.logpdf(0, 0, fs[1:]).sum()
         + p["a_raw"].size * norm.logpdf(0)
@@ -133,9 +145,11 @@ def test_draws_spread_as_the_inverse_hessian():
     # (matrices column by column, as the model stores them)
     d = {name: v.swapaxes(-1, -2).reshape(8000, -1) if v.ndim == 4 else v.reshape(8000, -1)
          for name, v in result.draws.items()}  # fmt: skip
+    # a smooth coordinate with centring k is (its coefficient) / tau^(1 - k)
+    ka, kf = np.asarray(data["centring_a"]), np.asarray(data["centring_f"]).T.ravel()
     us = np.column_stack([
-        d["a_fixed"], np.log(d["tau_a"]), d["a_smooth"] / d["tau_a"], d["f_fixed"],
-        np.log(d["tau_f"]), d["f_raw"],
+        d["a_fixed"], np.log(d["tau_a"]), d["a_smooth"] / d["tau_a"] ** (1 - ka), d["f_fixed"],
+        np.log(d["tau_f"]), d["f_raw"] * d["tau_f"] ** kf,
     ])  # fmt: skip
     model = TransducerDensity(data)
     assert us.shape[1] == model.size
@@ -167,17 +181,21 @@ def test_preconditioning_is_the_mode_and_the_inverse_hessian():
     assert int(data["preconditioned"]) == 1 and data["U"] == model.size
     centre, scale = np.asarray(data["u_centre"]), np.asarray(data["u_scale"])
     assert np.abs(model.log_density(centre)[1]).max() < 1e-3
-    h, n = 1e-4, model.size
-    f0 = model.log_density(centre)[0]
+    # in the sampler's coordinates z (u = centre + scale z) the log density's Hessian at 0
+    # is minus the identity: second differences in z are scale-free, so they hold for
+    # coordinates of any size (centred ones have prior sd tau^k, tau of order 10-40 here)
+    h, n = 1e-3, model.size
+
+    def f(z):
+        return model.log_density(centre + scale @ z)[0]
+
+    f0 = f(np.zeros(n))
     hess = np.empty((n, n))
     for i in range(n):
         for j in range(i, n):
             ei, ej = np.eye(n)[i] * h, np.eye(n)[j] * h
-            hess[i, j] = hess[j, i] = (
-                model.log_density(centre + ei + ej)[0] - model.log_density(centre + ei)[0]
-                - model.log_density(centre + ej)[0] + f0
-            ) / h**2  # fmt: skip
-    np.testing.assert_allclose(scale @ scale.T, np.linalg.inv(-hess), rtol=0.02, atol=2e-3)
+            hess[i, j] = hess[j, i] = (f(ei + ej) - f(ei) - f(ej) + f0) / h**2
+    np.testing.assert_allclose(-hess, np.eye(n), atol=0.02)
     # the same data without it: the identity, and the chains start at initial_values
     plain, _ = build_stan_data(
         *(np.asarray(v) for v in (np.asarray(data["cls"]) - 1, data["y_lower"], data["y_upper"])),
@@ -186,10 +204,49 @@ def test_preconditioning_is_the_mode_and_the_inverse_hessian():
     assert int(plain["preconditioned"]) == 0 and np.array_equal(plain["u_scale"], np.eye(n))
     starts = sampler_inits(plain, 3, seed=4)
     for init, start in zip(starts, initial_values(plain, 3, seed=4), strict=True):
-        np.testing.assert_allclose(init["z"], model.start(start), atol=1e-12)
+        np.testing.assert_allclose(init["z"], TransducerDensity(plain).start(start), atol=1e-12)
     again = precondition(plain)
     np.testing.assert_allclose(again["u_centre"], centre, atol=1e-4)
     # preconditioned: independent standard Normal starts, one per chain, seeded
     z = [init["z"] for init in sampler_inits(data, 3, seed=4)]
     assert len(z) == 3 and not np.array_equal(z[0], z[1])
     assert np.array_equal(z[2], sampler_inits(data, 3, seed=4)[2]["z"])
+
+
+def test_density_coordinates_are_centred_by_their_conditional_variance():
+    """precondition(centre_density=True) centres each smooth coordinate of the log density
+    by 1 minus its conditional posterior variance at the non-centred mode, from second
+    differences of the non-centred log density; the class log-odds stay non-centred (a
+    logistic truth needs no smooth part, and a centred one has no mode as tau_f -> 0).
+    Centring changes coordinates only: the centred mode maps to the same theta."""
+    from yieldwise._stan_data import precondition
+
+    data, *_ = _data(n=400)
+    r = int(data["R"])
+    plain = {**data, "centring_a": np.zeros(r), "centring_f": np.zeros((r, 1)),
+             "u_centre": np.zeros(int(data["U"])), "u_scale": np.eye(int(data["U"])),
+             "preconditioned": 0}  # fmt: skip
+    flat = TransducerDensity(plain)
+    assert np.all(np.asarray(precondition(plain, seed=0)["centring_a"]) == 0)  # default
+    mode = precondition(plain, seed=0, centre_density=True)
+    ka = np.asarray(mode["centring_a"])
+    assert np.all(np.asarray(mode["centring_f"]) == 0)
+    assert ka.max() > 0.5  # 400 outputs inform the density's smoothest coordinates
+    # the non-centred mode, recovered from the centred one (a_raw = v / tau^k)
+    centred = TransducerDensity(mode)
+    c = np.asarray(mode["u_centre"])
+    p = centred.unpack(c)
+    u0 = c.copy()
+    u0[flat.slices["a_raw"]] = p["a_raw"] * np.exp(-ka * p["log_tau_a"])
+    from scipy.optimize import minimize
+
+    found = minimize(lambda u: tuple(-x for x in flat.log_density(u)), u0, jac=True,
+                     method="BFGS", options={"gtol": 1e-8})  # fmt: skip
+    h = 1e-4
+    for j, i in enumerate(range(flat.slices["a_raw"].start, flat.slices["a_raw"].stop)):
+        e = np.eye(flat.size)[i] * h
+        second = (flat.log_density(found.x + e)[0] - 2 * flat.log_density(found.x)[0]
+                  + flat.log_density(found.x - e)[0]) / h**2  # fmt: skip
+        assert ka[j] == pytest.approx(np.clip(1 + 1 / second, 0, 1), abs=0.02)
+    # same theta, same likelihood: the centred and plain coordinates describe one model
+    np.testing.assert_allclose(centred.theta(c), flat.theta(u0), atol=1e-10)

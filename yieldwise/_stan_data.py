@@ -448,13 +448,16 @@ def build_stan_data(
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
     u = (p_ - 1) + 1 + r_ + c1 * (p_ + 1 + r_)
-    data.update(U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0)
+    data.update(U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
+                centring_a=np.zeros(r_), centring_f=np.zeros((r_, c1)))  # fmt: skip
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
 
 
-def precondition(data: Mapping[str, object], *, seed: int = 0) -> dict[str, object]:
+def precondition(
+    data: Mapping[str, object], *, seed: int = 0, centre_density: bool = False
+) -> dict[str, object]:
     """The data with ``u_centre`` the posterior mode and ``u_scale`` a square root of the
     inverse Hessian there (``stan/transducer.stan``, "Geometry"; the Laplace approximation
     of :mod:`yieldwise.backends._laplace`), started from :func:`initial_values`.
@@ -463,11 +466,19 @@ def precondition(data: Mapping[str, object], *, seed: int = 0) -> dict[str, obje
     coordinates are. Measured (docs/model.md): two logits, n = 1,000, 255 -> 31 leapfrog
     steps per iteration. When no finite mode is found the data keep the identity (the
     plain non-centred model) and a :class:`PreconditioningWarning` says so.
+
+    ``centre_density=True`` also centres the log density's smooth coordinates partially
+    (``centring_a``; stan/transducer.stan, "Partial centring"). Off by default: measured
+    on 2026-11-24 (docs/model.md) it cut the leapfrog steps where the data are strong
+    (logistic n = 3,600: 121 -> 31, 160 s -> 37 s; beta n = 3,600: 123 -> 73) but brought
+    divergent transitions where the non-centred form had none (beta n = 1,000: 8 vs 1;
+    votes n = 3,600: 3 vs 0; 300 Gaussian outputs: 1-4 vs 0 in three seeds), and clean
+    sampling comes before speed.
     """
     import warnings
 
     from .backends._base import SamplingError
-    from .backends._laplace import laplace
+    from .backends._laplace import TransducerDensity, laplace
 
     out = dict(data)
     try:
@@ -481,7 +492,48 @@ def precondition(data: Mapping[str, object], *, seed: int = 0) -> dict[str, obje
         )
         return out
     out.update(u_centre=fit.mode, u_scale=fit.scale, preconditioned=1)
-    return out
+    if not centre_density:
+        return out
+    # Partial centring (stan/transducer.stan, "Geometry"): each smooth coordinate of the
+    # log density is centred by 1 minus its conditional posterior variance at the
+    # non-centred mode (its prior variance there is 1); then the mode and Hessian are
+    # found again in the new coordinates, from the same point mapped into them. The class
+    # log-odds stay non-centred: their scale tau_f spans two orders of magnitude in the
+    # posterior (0.3-10 on the panel's votes), and centring them, fully or by 0.3 of the
+    # same rule, gave 106-236 and 6-10 divergent transitions where non-centred log-odds
+    # gave 3-8 (beta n = 1,000, votes n = 3,600; 2026-11-24, docs/model.md).
+    model = TransducerDensity(out)
+    conditional = 1.0 / np.diag(fit.precision)
+    slices = model.slices
+    centring_a = np.clip(1.0 - conditional[slices["a_raw"]], 0.0, 1.0)
+    centring_f = np.zeros((model.R, model.C - 1))
+    centred = {**out, "centring_a": centring_a, "centring_f": centring_f}
+    p = model.unpack(fit.mode)
+    start = fit.mode.copy()
+    start[slices["a_raw"]] = p["a_raw"] * np.exp(centring_a * p["log_tau_a"])
+    try:
+        again = laplace(centred, start=start)
+    except (SamplingError, np.linalg.LinAlgError, FloatingPointError):
+        return out  # the non-centred preconditioning stands
+    # A centred coordinate has a mode only while the data keep it away from 0: a scale
+    # heading for 0 with its coordinates (a smooth part the data do not need, as for a
+    # logistic truth's log-odds) is the funnel's neck, not a mode. Then, or when the
+    # search did not converge, the non-centred preconditioning stands.
+    found = model.unpack(again.mode)
+    shift = np.abs(found["log_tau_f"] - p["log_tau_f"]).max(initial=0.0)
+    shift = max(shift, abs(float(found["log_tau_a"] - p["log_tau_a"])))
+    gradient = np.abs(TransducerDensity(centred).log_density(again.mode)[1]).max()
+    if not (shift < _CENTRING_SHIFT and gradient < _CENTRING_GRADIENT):
+        return out
+    centred.update(u_centre=again.mode, u_scale=again.scale)
+    return centred
+
+
+#: Partial centring is kept when the centred mode's log scales lie within this distance of
+#: the non-centred mode's (a factor e^2 ~ 7.4) ...
+_CENTRING_SHIFT = 2.0
+#: ... and the search there converged (largest |gradient| of the log density).
+_CENTRING_GRADIENT = 1e-2
 
 
 class PreconditioningWarning(UserWarning):

@@ -64,6 +64,11 @@ class TransducerDensity:
         self.tau_f_scale = float(data["tau_f_scale"])
         self.total = float(self.count.sum())
         c1, p1, r = self.C - 1, self.P - 1, self.R
+        # partial centring (stan/transducer.stan, "Geometry"): 0 non-centred, 1 centred
+        self.centring_a = np.asarray(data.get("centring_a", np.zeros(r)), dtype=float).reshape(r)
+        self.centring_f = np.asarray(
+            data.get("centring_f", np.zeros((r, c1))), dtype=float
+        ).reshape(r, c1)
         sizes = [("a_fixed", p1), ("log_tau_a", 1), ("a_raw", r), ("f_fixed", self.P * c1),
                  ("log_tau_f", c1), ("f_raw", r * c1)]  # fmt: skip
         self.slices: dict[str, slice] = {}
@@ -87,14 +92,30 @@ class TransducerDensity:
             "f_raw": u[..., s["f_raw"]].reshape(*lead, c1, self.R).swapaxes(-1, -2),
         }
 
+    def scales(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What multiplies each smooth coordinate in theta, and its prior sd, for ``u``.
+
+        With centring k a coordinate v has prior N(0, tau^k) and enters theta as
+        tau^(1 - k) v: k = 0 is the non-centred v ~ N(0, 1), k = 1 the centred one.
+        Returns (..., R) and (..., R, C - 1) arrays: ``mult_a, sd_a, mult_f, sd_f``.
+        """
+        p = self.unpack(u)
+        log_a = p["log_tau_a"][..., None]
+        log_f = p["log_tau_f"][..., None, :]
+        return (
+            np.exp((1 - self.centring_a) * log_a),
+            np.exp(self.centring_a * log_a),
+            np.exp((1 - self.centring_f) * log_f),
+            np.exp(self.centring_f * log_f),
+        )
+
     def theta(self, u: np.ndarray) -> np.ndarray:
         """(..., K, C) log beta up to its normaliser, for one or many ``u``."""
         p = self.unpack(u)
-        tau_a = np.exp(p["log_tau_a"])[..., None]
+        mult_a, _, mult_f, _ = self.scales(u)
         # matrix products (BLAS) over the leading draw axis: (..., r) @ (r, k)
-        a = (tau_a * p["a_raw"]) @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
-        tau_f = np.exp(p["log_tau_f"])[..., None, :]
-        f = self.fixed @ p["f_fixed"] + self.smooth @ (p["f_raw"] * tau_f)
+        a = (mult_a * p["a_raw"]) @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
+        f = self.fixed @ p["f_fixed"] + self.smooth @ (p["f_raw"] * mult_f)
         return np.concatenate([a[..., None], a[..., None] + f], axis=-1)
 
     def _lik(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -117,6 +138,8 @@ class TransducerDensity:
             ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
         tau_a = float(np.exp(p["log_tau_a"]))
         tau_f = np.exp(p["log_tau_f"])
+        mult_a, sd_a, mult_f, sd_f = self.scales(u)
+        ka, kf = self.centring_a, self.centring_f
         fs = self.fixed_scale
         lp = ll + float(self.log_prior(u))
         # d ll / d theta[k, c] = sum_{n: c_n = c} count_n kern[n, k] beta_kc / lik_n
@@ -126,17 +149,27 @@ class TransducerDensity:
         g_theta = (self.kern.T @ weight) * e - self.total * np.exp(theta - log_norm)
         g_a = g_theta.sum(axis=1)
         g_f = g_theta[:, 1:]
-        smooth_a = self.smooth @ p["a_raw"]
-        smooth_f = self.smooth @ p["f_raw"]
+        h_a = self.smooth.T @ g_a  # (R,): d ll / d (the coefficient mult_a * a_raw)
+        h_f = self.smooth.T @ g_f  # (R, C - 1)
+        z_a = p["a_raw"] / sd_a  # standardised coordinates of the prior
+        z_f = p["f_raw"] / sd_f
         grad = np.empty_like(u)
         s = self.slices
         grad[s["a_fixed"]] = self.fixed[:, 1:].T @ g_a - p["a_fixed"] / fs[1:] ** 2
-        grad[s["a_raw"]] = tau_a * (self.smooth.T @ g_a) - p["a_raw"]
-        grad[s["log_tau_a"]] = tau_a * float(smooth_a @ g_a) - (tau_a / self.tau_a_scale) ** 2 + 1
+        grad[s["a_raw"]] = mult_a * h_a - z_a / sd_a
+        grad[s["log_tau_a"]] = (
+            float(np.sum((1 - ka) * mult_a * p["a_raw"] * h_a))
+            + float(np.sum(ka * (z_a**2 - 1)))
+            - (tau_a / self.tau_a_scale) ** 2
+            + 1
+        )
         grad[s["f_fixed"]] = (self.fixed.T @ g_f - p["f_fixed"] / fs[:, None] ** 2).ravel("F")
-        grad[s["f_raw"]] = ((self.smooth.T @ g_f) * tau_f - p["f_raw"]).ravel("F")
+        grad[s["f_raw"]] = (mult_f * h_f - z_f / sd_f).ravel("F")
         grad[s["log_tau_f"]] = (
-            tau_f * np.sum(smooth_f * g_f, axis=0) - (tau_f / self.tau_f_scale) ** 2 + 1
+            np.sum((1 - kf) * mult_f * p["f_raw"] * h_f, axis=0)
+            + np.sum(kf * (z_f**2 - 1), axis=0)
+            - (tau_f / self.tau_f_scale) ** 2
+            + 1
         )
         return lp, grad
 
@@ -150,12 +183,15 @@ class TransducerDensity:
             return u
         tau_a = float(np.asarray(init["tau_a"]))
         tau_f = np.asarray(init["tau_f"], dtype=float).reshape(self.C - 1)
+        # a_smooth is the coefficient tau_a * (non-centred a_raw); f_raw is non-centred
+        a_smooth = np.asarray(init["a_smooth"], dtype=float).reshape(-1)
+        f_raw = np.asarray(init["f_raw"], dtype=float).reshape(self.R, -1)
         u[s["a_fixed"]] = np.asarray(init["a_fixed"], dtype=float).reshape(-1)
         u[s["log_tau_a"]] = np.log(tau_a)
-        u[s["a_raw"]] = np.asarray(init["a_smooth"], dtype=float).reshape(-1) / tau_a
+        u[s["a_raw"]] = a_smooth * tau_a ** (self.centring_a - 1)
         u[s["f_fixed"]] = np.asarray(init["f_fixed"], dtype=float).reshape(self.P, -1).ravel("F")
         u[s["log_tau_f"]] = np.log(tau_f)
-        u[s["f_raw"]] = np.asarray(init["f_raw"], dtype=float).reshape(self.R, -1).ravel("F")
+        u[s["f_raw"]] = (f_raw * tau_f[None, :] ** self.centring_f).ravel("F")
         return u
 
     def log_prior(self, us: np.ndarray) -> np.ndarray:
@@ -164,11 +200,14 @@ class TransducerDensity:
         fs = self.fixed_scale
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
+        _, sd_a, _, sd_f = self.scales(us)
         return (
             -0.5 * np.sum((p["a_fixed"] / fs[1:]) ** 2, axis=-1)
-            - 0.5 * np.sum(p["a_raw"] ** 2, axis=-1)
+            - 0.5 * np.sum((p["a_raw"] / sd_a) ** 2, axis=-1)
+            - np.sum(np.log(sd_a), axis=-1)
             - 0.5 * np.sum((p["f_fixed"] / fs[:, None]) ** 2, axis=(-2, -1))
-            - 0.5 * np.sum(p["f_raw"] ** 2, axis=(-2, -1))
+            - 0.5 * np.sum((p["f_raw"] / sd_f) ** 2, axis=(-2, -1))
+            - np.sum(np.log(sd_f), axis=(-2, -1))
             - 0.5 * (tau_a / self.tau_a_scale) ** 2
             + p["log_tau_a"]
             - 0.5 * np.sum((tau_f / self.tau_f_scale) ** 2, axis=-1)
@@ -199,13 +238,15 @@ class TransducerDensity:
         with np.errstate(divide="ignore"):
             log_lik = np.log(lik) @ self.count + float(self.count @ self.kern_log_scale)
         tau_a = np.exp(p["log_tau_a"])
+        tau_f = np.exp(p["log_tau_f"])
+        mult_a, _, mult_f, _ = self.scales(us)
         return {
             "a_fixed": p["a_fixed"],
             "tau_a": tau_a,
-            "a_smooth": p["a_raw"] * tau_a[:, None],
+            "a_smooth": p["a_raw"] * mult_a,
             "f_fixed": p["f_fixed"],
-            "tau_f": np.exp(p["log_tau_f"]),
-            "f_raw": p["f_raw"],
+            "tau_f": tau_f,
+            "f_raw": p["f_raw"] * mult_f / tau_f[:, None, :],  # non-centred
             "theta": theta,
             "w": w,
             "alpha": alpha,
@@ -219,6 +260,8 @@ class LaplaceFit:
 
     mode: np.ndarray
     scale: np.ndarray
+    #: minus the Hessian at the mode, flat directions given curvature _MIN_CURVATURE
+    precision: np.ndarray
     lp_mode: float
     flat: int
     result: Any
@@ -228,6 +271,8 @@ def laplace(
     data: Mapping[str, Any],
     init: Mapping[str, Any] | None = None,
     model: TransducerDensity | None = None,
+    *,
+    start: np.ndarray | None = None,
 ) -> LaplaceFit:
     """The posterior mode of the transducer's model in ``u`` and the Normal around it.
 
@@ -247,7 +292,8 @@ def laplace(
     from scipy.optimize import minimize  # here, not at import: the backends load on every CLI call
 
     found = minimize(
-        negative, model.start(init), jac=True, hessp=curvature, method="trust-ncg",
+        negative, model.start(init) if start is None else np.asarray(start, dtype=float),
+        jac=True, hessp=curvature, method="trust-ncg",
         options={"maxiter": 500, "gtol": 1e-6},
     )  # fmt: skip
     mode = found.x
@@ -260,7 +306,10 @@ def laplace(
     values, vectors = np.linalg.eigh(-model.hessian(mode))
     flat = values < _FLAT
     values = np.where(flat, _MIN_CURVATURE, values)
-    return LaplaceFit(mode, vectors / np.sqrt(values), float(lp_mode), int(flat.sum()), found)
+    precision = (vectors * values) @ vectors.T
+    return LaplaceFit(
+        mode, vectors / np.sqrt(values), precision, float(lp_mode), int(flat.sum()), found
+    )
 
 
 class TransducerLaplace(CompiledProgram):
@@ -284,7 +333,9 @@ class TransducerLaplace(CompiledProgram):
         if int(data.get("preconditioned", 0)):  # the mode and scale were found already
             centre = np.asarray(data["u_centre"], dtype=float)
             lp_centre = model.log_density(centre)[0]
-            fit = LaplaceFit(centre, np.asarray(data["u_scale"], float), lp_centre, 0, None)
+            scale = np.asarray(data["u_scale"], float)
+            root = np.linalg.inv(scale)
+            fit = LaplaceFit(centre, scale, root.T @ root, lp_centre, 0, None)
         else:
             fit = laplace(data, inits[0] if inits and "z" not in inits[0] else None, model)
         mode, lp_mode, found, flat = fit.mode, fit.lp_mode, fit.result, fit.flat
