@@ -106,6 +106,22 @@ def test_rules_section(votes):
     assert "for 100% of them" in page
 
 
+def test_toolkit_doc_states_the_number_of_matrices_the_report_draws():
+    """docs/toolkit.md section 7 gives RULES_MATRICES for every class count (it once said
+    1,000 for three or more classes after the report had moved to 10,000 for all)."""
+    from pathlib import Path
+
+    from yieldwise.report.html import RULES_MATRICES, RULES_SEED
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "toolkit.md").read_text()
+    section = " ".join(text.split("## 7.")[1].split())  # line breaks as spaces
+    assert (
+        f"over {RULES_MATRICES:,} matrices drawn uniformly with seed {RULES_SEED}, "
+        "for any number of classes" in section
+    )
+    assert "over 1,000 for more" not in section
+
+
 def test_matrices_with_more_decisions_get_a_note_not_a_point(votes):
     outputs, truth, t = votes
     ask = UtilityMatrix([[1, 0], [0, 1], [0.7, 0.7]], decisions=["no", "yes", "ask"],
