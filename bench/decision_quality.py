@@ -21,6 +21,11 @@ One seeded command measures, side by side:
   the true long-run utility of the deployed rule.
 * **Real data**: the shipped calibration sets split into calibration and demonstration
   halves several times; held-out utility yields of each method over the same matrices.
+* **Brier decomposition** (with the panel): every method's probabilities on a held-out
+  sample of ``HOLDOUT`` items drawn from the same problem, split by
+  ``yieldwise.metrics.brier_decomposition`` into reliability, resolution and
+  uncertainty (``BRIER_BINS`` equal-width bins, so that the within-bin terms close the
+  identity) and into calibration and refinement loss.
 
 Rescaled regret of a method under ``U``: ``(u_oracle - u) / (u_max - u_min)`` with
 ``u_max = sum_c f_c max_d U[d, c]`` and ``u_min = sum_c f_c min_d U[d, c]`` (the range
@@ -90,6 +95,21 @@ def calibrators() -> dict:
 
 
 METHODS = ["yieldwise", *PEERS, "oracle"]
+
+#: Held-out items per panel cell for the Brier decomposition, and its bins on [0, 1].
+HOLDOUT = 5000
+BRIER_BINS = 10
+#: The terms of yieldwise.metrics.BrierDecomposition kept in the results.
+BRIER_TERMS = (
+    "brier",
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "within_bin_variance",
+    "within_bin_covariance",
+    "calibration_loss",
+    "refinement_loss",
+)
 
 
 # ------------------------------------------------------------------ utility matrices
@@ -243,11 +263,47 @@ def summarise(
     return out
 
 
+def brier_terms(
+    predictors: dict, outputs: np.ndarray, labels: np.ndarray, n_classes: int, bins=BRIER_BINS
+) -> dict:
+    """Every method's Brier decomposition on held-out ``outputs`` with classes ``labels``.
+
+    Two classes: the probabilities of class 1 (``brier = mean (p1 - y)^2``); more: the
+    ``(items, classes)`` probabilities, every term summed over the classes (one class
+    against the rest), as :func:`yieldwise.metrics.brier_decomposition` does. The
+    standard rule and the oracle are not here: the first gives no probabilities and the
+    second is known at the evaluation cells only. Rounding may put a probability 1e-12
+    outside [0, 1]; it is clipped (anything further out fails).
+    """
+    from yieldwise.metrics import brier_decomposition
+
+    out = {}
+    for name, predict in predictors.items():
+        p = np.asarray(predict(outputs), float)
+        p = np.where((p > -1e-12) & (p < 0), 0.0, np.where((p < 1 + 1e-12) & (p > 1), 1.0, p))
+        if n_classes == 2:
+            d = brier_decomposition(p[:, 1], labels, positive=1, classes=[0, 1], bins=bins)
+        else:
+            d = brier_decomposition(p, labels, classes=list(range(n_classes)), bins=bins)
+        out[name] = {term: float(getattr(d, term)) for term in BRIER_TERMS}
+    return out
+
+
 # ------------------------------------------------------------------ the experiments
 def run_panel(
-    sizes: list[int], n_matrices: int, seed: int, done: dict | None = None, save=None
+    sizes: list[int],
+    n_matrices: int,
+    seed: int,
+    done: dict | None = None,
+    save=None,
+    holdout: int = HOLDOUT,
 ) -> dict:
-    """The panel; cells already in ``done`` are kept, and ``save`` is called after each cell."""
+    """The panel; cells already in ``done`` are kept, and ``save`` is called after each cell.
+
+    Each cell also holds every method's Brier decomposition (:func:`brier_terms`) on
+    ``holdout`` fresh items from the problem, drawn from their own seeded stream (the
+    calibration sets and matrices are those of runs made without it).
+    """
     results: dict[str, Any] = dict(done or {})
     for i, make in enumerate(PANEL):
         problem = make()
@@ -263,10 +319,12 @@ def run_panel(
             predictors, _, fit = fit_methods(problem, outputs, labels, seed=seed + n)
             values = evaluate(problem, predictors, utilities)
             summary = summarise(values, utilities, problem.prevalences, names)
+            held, held_labels = problem.sample(holdout, np.random.default_rng([seed, i, n, 1]))
             results[f"{problem.name}|{n}"] = {
                 "fit": fit,
                 "summary": summary,
                 "regret": _regret_sample(values, utilities, problem.prevalences),
+                "brier": brier_terms(predictors, held, held_labels, problem.n_classes),
             }
             print(
                 f"{problem.name:>12} n={n:>5}: yieldwise mean regret "
@@ -690,6 +748,7 @@ def render(results: dict) -> str:
         "![Regret distributions](figures/decision_quality_regret.png)",
         "",
     ]
+    lines += _render_brier(panel, problems, middle)
     parts = (("prior_shift", "Prior shift", _render_shift),
              ("coverage", "Honest uncertainty: coverage", _render_coverage),
              ("real", "Real data", _render_real))  # fmt: skip
@@ -729,6 +788,59 @@ def _losses(panel: dict) -> list[tuple[str, int, float, str, float]]:
         if s[peer]["mean_regret"] < s["yieldwise"]["mean_regret"]:
             out.append((name, int(n), s["yieldwise"]["mean_regret"], peer, s[peer]["mean_regret"]))
     return out
+
+
+def _render_brier(panel: dict, problems: list[str], n: int) -> list[str]:
+    """The Brier decomposition of every method's held-out probabilities at size ``n``."""
+    title = f"### Brier decomposition of the held-out probabilities (n = {n:,})"
+    cells = [
+        (name, panel[f"{name}|{n}"]["brier"])
+        for name in problems
+        if "brier" in panel.get(f"{name}|{n}", {})
+    ]
+    if not cells:
+        note = (
+            "Not measured in this run: its panel cells predate the decomposition "
+            "(rerun the panel, see the command above)."
+        )
+        return [title, "", note, ""]
+    lines = [
+        title,
+        "",
+        f"Each method's probabilities for {HOLDOUT:,} fresh items of the problem, split by "
+        "`yieldwise.metrics.brier_decomposition` with "
+        f"{BRIER_BINS} equal-width bins: Brier = reliability - resolution + uncertainty "
+        "+ within-bin (the last column is WBV - WBC, Stephenson et al. 2008), and "
+        "Brier = calibration loss + refinement loss (isotonic recalibration on the same "
+        "items). Two classes: the probability of class 1; three: summed over the classes. "
+        "Lower reliability and calibration loss mean better calibrated, higher "
+        "resolution means better separated; none of these ranks decisions (theory 1.2). "
+        "Every size is in `bench/results/decision_quality.json`.",
+        "",
+        "| problem | method | Brier | reliability | resolution | uncertainty | within-bin "
+        "| calibration loss | refinement loss |",
+        "|---|---|" + "---:|" * 7,
+    ]
+    for name, terms in cells:
+        for method, t in terms.items():
+            within = t["within_bin_variance"] - t["within_bin_covariance"]
+            lines.append(
+                f"| {name} | {method} | "
+                + " | ".join(
+                    f"{v:.4f}"
+                    for v in (
+                        t["brier"],
+                        t["reliability"],
+                        t["resolution"],
+                        t["uncertainty"],
+                        within,
+                        t["calibration_loss"],
+                        t["refinement_loss"],
+                    )
+                )
+                + " |"
+            )
+    return [*lines, ""]
 
 
 def _render_shift(shift: dict) -> list[str]:

@@ -151,3 +151,127 @@ def test_merge_keeps_each_stage_and_the_command_that_made_it(bench):
     assert "`run A` (panel); `run B` (coverage, real)" in decision_quality._commands(merged)
     with pytest.raises(SystemExit, match="'panel' is in more than one"):
         decision_quality.merge([a, a])
+
+
+def test_brier_terms_by_hand_and_identities(bench):
+    """brier_terms on eight scripted items, each term computed by hand.
+
+    Outputs y = 0 (four items, classes 0, 0, 0, 1) and y = 1 (four items, classes
+    1, 1, 1, 0); overall frequency of class 1: obar = 1/2, so UNC = 1/4.
+
+    "apart" reads 0.15 at y = 0 and 0.85 at y = 1: two of the 10 bins, frequencies
+    1/4 and 3/4, no within-bin terms.
+      Brier = (6 * 0.15^2 + 2 * 0.85^2) / 8 = (0.135 + 1.445) / 8 = 0.1975
+      REL = (4 * 0.1^2 + 4 * 0.1^2) / 8 = 0.01;  RES = 8 * 0.25^2 / 8 = 0.0625
+      0.01 - 0.0625 + 0.25 = 0.1975.  PAV keeps both groups (1/4 < 3/4):
+      RL = (6 * 0.25^2 + 2 * 0.75^2) / 8 = 0.1875, CL = 0.01.
+    "same bin" reads 0.12 and 0.18, both in the bin [0.1, 0.2): one bin with fbar = 0.15,
+    obar = 1/2.
+      REL = 0.35^2 = 0.1225, RES = 0, WBV = 0.03^2 = 0.0009,
+      WBC = 2 sum_n (f_n - fbar)(o_n - obar) / 8, item by item:
+      y = 0: 3 (-0.03)(-0.5) + (-0.03)(0.5) = 0.03; y = 1: 3 (0.03)(0.5) + (0.03)(-0.5)
+      = 0.03; WBC = 2 * 0.06 / 8 = 0.015.
+      Brier = (3 * 0.12^2 + 0.88^2 + 3 * 0.82^2 + 0.18^2) / 8 = 2.8672 / 8 = 0.3584
+            = 0.1225 - 0 + 0.25 + 0.0009 - 0.015.
+    """
+    dq, _ = bench
+    outputs = np.array([[0.0]] * 4 + [[1.0]] * 4)
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 0])
+
+    def reading(low, high):
+        return lambda y: np.column_stack([1 - np.where(y[:, 0] < 0.5, low, high),
+                                          np.where(y[:, 0] < 0.5, low, high)])  # fmt: skip
+
+    terms = dq.brier_terms(
+        {"apart": reading(0.15, 0.85), "same bin": reading(0.12, 0.18)}, outputs, labels, 2
+    )
+    assert set(terms["apart"]) == set(dq.BRIER_TERMS)
+    apart = (0.1975, 0.01, 0.0625, 0.25, 0.0, 0.0, 0.01, 0.1875)
+    same_bin = (0.3584, 0.1225, 0.0, 0.25, 0.0009, 0.015, None, 0.1875)
+    expected = {
+        "apart": dict(zip(dq.BRIER_TERMS, apart, strict=True)),
+        "same bin": dict(zip(dq.BRIER_TERMS, same_bin, strict=True)),
+    }
+    # "same bin": the frequencies rise with the probabilities (1/4 at 0.12, 3/4 at 0.18),
+    # so PAV returns them, RL = 0.1875 as for "apart", and CL = 0.3584 - 0.1875 = 0.1709
+    expected["same bin"]["calibration_loss"] = 0.1709
+    for method, by_hand in expected.items():
+        for term, value in by_hand.items():
+            assert terms[method][term] == pytest.approx(value, abs=1e-12), (method, term)
+
+
+def test_brier_terms_three_classes_sum_the_one_against_rest_parts(bench):
+    """Three classes: Brier is mean_n sum_c (p_nc - y_nc)^2, computed here directly, and
+    both identities hold with the class terms summed (UNC = sum_c obar_c (1 - obar_c))."""
+    dq, _ = bench
+    rng = np.random.default_rng(5)
+    outputs = rng.dirichlet([2, 2, 2], size=300)
+    labels = rng.integers(0, 3, size=300)
+    t = dq.brier_terms({"m": lambda y: y}, outputs, labels, 3)["m"]
+    onehot = np.eye(3)[labels]
+    assert t["brier"] == pytest.approx(((outputs - onehot) ** 2).sum(axis=1).mean(), abs=1e-12)
+    obar = onehot.mean(axis=0)
+    assert t["uncertainty"] == pytest.approx((obar * (1 - obar)).sum(), abs=1e-12)
+    murphy = t["reliability"] - t["resolution"] + t["uncertainty"]
+    murphy += t["within_bin_variance"] - t["within_bin_covariance"]
+    assert murphy == pytest.approx(t["brier"], abs=1e-12)
+    assert t["calibration_loss"] + t["refinement_loss"] == pytest.approx(t["brier"], abs=1e-12)
+    assert t["calibration_loss"] >= 0
+
+
+def test_panel_stores_and_reports_the_brier_decomposition(bench, monkeypatch):
+    """run_panel with scripted methods on the votes problem (no Stan fit): every method's
+    decomposition is in the cell, its Brier is mean (p1 - y)^2 on the same held-out draw
+    recomputed here, the identities hold, and the report's table prints it."""
+    dq, problems = bench
+    problem = problems.votes_problem()
+    truth = problem.truth()[:, 1]
+
+    def shrunk(a):
+        return lambda v: np.column_stack([1 - (0.5 + a * (v[:, 0] - 0.5)),
+                                          0.5 + a * (v[:, 0] - 0.5)])  # fmt: skip
+
+    def fake_fit(problem, outputs, labels, seed):
+        predictors = {
+            "yieldwise": lambda v: np.column_stack(
+                [1 - truth[np.rint(v[:, 0] * 200).astype(int)],
+                 truth[np.rint(v[:, 0] * 200).astype(int)]]),
+            "isotonic": shrunk(0.9),
+            "sigmoid (Platt)": shrunk(0.8),
+            "temperature": shrunk(0.7),
+            "beta": shrunk(0.6),
+            "raw score": problem.raw_probability,
+        }  # fmt: skip
+        fit = {"seconds": 0.0, "components": 1, "divergent": 0, "treedepth": 0, "warnings": 0}
+        return predictors, None, fit
+
+    monkeypatch.setattr(dq, "PANEL", [problems.votes_problem])
+    monkeypatch.setattr(dq, "fit_methods", fake_fit)
+    panel = dq.run_panel([50], 20, seed=3, holdout=400)
+    cell = panel["votes|50"]["brier"]
+    assert list(cell) == ["yieldwise", *dq.PEERS[:4], "raw score"]
+    held, labels = problem.sample(400, np.random.default_rng([3, 0, 50, 1]))
+    v = held[:, 0]
+    assert cell["raw score"]["brier"] == pytest.approx(np.mean((v - labels) ** 2), abs=1e-12)
+    p = 0.5 + 0.6 * (v - 0.5)
+    assert cell["beta"]["brier"] == pytest.approx(np.mean((p - labels) ** 2), abs=1e-12)
+    for t in cell.values():
+        murphy = t["reliability"] - t["resolution"] + t["uncertainty"]
+        murphy += t["within_bin_variance"] - t["within_bin_covariance"]
+        assert murphy == pytest.approx(t["brier"], abs=1e-12)
+        assert t["calibration_loss"] + t["refinement_loss"] == pytest.approx(t["brier"])
+        assert t["uncertainty"] == pytest.approx(labels.mean() * (1 - labels.mean()))
+    results = {"panel": panel, "command": "scripted", "date": "2026-11-24", "cores": 2,
+               "seconds": 0.0}  # fmt: skip
+    text = dq.render(results)
+    assert "### Brier decomposition of the held-out probabilities (n = 50)" in text
+    raw = cell["raw score"]
+    row = (
+        f"| votes | raw score | {raw['brier']:.4f} | {raw['reliability']:.4f} | "
+        f"{raw['resolution']:.4f} | {raw['uncertainty']:.4f} |"
+    )
+    assert row in text
+    # results cached before the decomposition still render, saying it was not measured
+    for c in panel.values():
+        del c["brier"]
+    assert "Not measured in this run: its panel cells predate" in dq.render(results)

@@ -188,6 +188,23 @@ def test_a_transducers_draws_give_the_band():
     assert (table["band_lower"] <= table["band_upper"]).all()
 
 
+def test_raw_scores_are_refused_with_what_to_do():
+    """Logits are not probabilities: the error names the argument, the range found,
+    what was expected and the calibrators to use first."""
+    logits = [-2.5, -0.3, 0.4, 3.1]
+    for function in (brier_decomposition, reliability_table):
+        with pytest.raises(ValueError) as caught:
+            function(logits, [0, 0, 1, 1], positive=1)
+        message = str(caught.value)
+        assert f"{function.__name__}: the argument probabilities must hold probabilities in " \
+            "[0, 1], found values in [-2.5, 3.1]" in message  # fmt: skip
+        assert "calibrated first" in message and "yieldwise.calibrators" in message
+        assert "PlattCalibrator" in message
+    # two columns: the same message
+    with pytest.raises(ValueError, match=r"found values in \[-0.5, 1.5\]"):
+        brier_decomposition([[1.5, -0.5], [0.2, 0.8]], [0, 1], classes=[0, 1])
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="bins must be a positive integer, found 0"):
         brier_decomposition([0.1, 0.9], [0, 1], bins=0)

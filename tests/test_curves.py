@@ -217,3 +217,36 @@ def test_plot_refuses_mixed_axes_and_marks_conditions():
     (line,) = [line for line in ax.lines if line.get_gid() == "condition"]
     assert line.get_xdata()[0] == pytest.approx(0.5)  # B = 1/2, equal costs
     plt.close(ax.figure)
+
+
+def test_true_labels_keyword_is_true_classes_not_labels():
+    """convex_hull, cost_curve and brier_curve take the labels as ``true_classes``
+    (docs/toolkit.md, "Argument names"); ``labels=`` is refused, not aliased.
+
+    The documented example, by hand. Scores p 0.9, n 0.7, p 0.4, n 0.2 (P = N = 2):
+    ROC points (0, 0) (0, 1/2) (1/2, 1/2) (1/2, 1) (1, 1); the hull drops (1/2, 1/2),
+    so AUCH = 1/2 (1/2 + 1) / 2 + 1/2 = 7/8. Brier curve area = Brier score
+    ((1 - 0.8)^2 + 0.3^2) / 2 = 0.065.
+    """
+    import re
+    from pathlib import Path
+
+    from yieldwise.curves import brier_curve, cost_curve
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "toolkit.md").read_text()
+    block = re.search(r"\*\*Argument names\.\*\*.*?```python\n(.*?)```", text, re.DOTALL)
+    namespace: dict = {}
+    exec(block.group(1), namespace)
+    assert namespace["hull"].auc == pytest.approx(7 / 8)
+    assert namespace["curve"].area == pytest.approx(0.065)
+    scores, truth = [0.9, 0.7, 0.4, 0.2], ["p", "n", "p", "n"]
+    assert convex_hull(scores, truth, positive="p").auc == namespace["hull"].auc
+    by_keyword = cost_curve(scores, true_classes=truth, positive="p")
+    assert by_keyword.area == cost_curve(scores, truth, positive="p").area
+    for function, values, labels in (
+        (convex_hull, scores, truth),
+        (cost_curve, scores, truth),
+        (brier_curve, [0.8, 0.3], [1, 0]),
+    ):
+        with pytest.raises(TypeError, match="labels"):
+            function(values, labels=labels, positive=labels[0])

@@ -38,6 +38,46 @@ def test_hand_worked_binary_values():
     assert metrics.preference_driven(CM, kappa=[1, 0]) == pytest.approx(0.5 * (890 / 930 + 0.6))
 
 
+def test_preference_driven_three_classes_by_hand():
+    """The preference-driven measure (theory 1.3) on a 3x3 matrix worked by hand.
+
+    Rows decisions, columns true classes a, b, c (100 items):
+
+                    true a  true b  true c   row (decided)
+        decide a      40      10       2        52
+        decide b       6      15       3        24
+        decide c       4       5      15        24
+        column        50      30      20       100
+
+    Per class, precision P = diagonal / row, recall R = diagonal / column:
+        a: P = 40/52 = 10/13,  R = 40/50 = 4/5
+        b: P = 15/24 = 5/8,    R = 15/30 = 1/2
+        c: P = 15/24 = 5/8,    R = 15/20 = 3/4
+    Default kappa = class frequencies (0.5, 0.3, 0.2):
+        pd = (1/3) [0.5 (10/13) + 0.5 (4/5) + 0.3 (5/8) + 0.7 (1/2) + 0.2 (5/8) + 0.8 (3/4)]
+           = (1/3) [5/13 + 2/5 + 3/16 + 7/20 + 1/8 + 3/5] = (1/3) [5/13 + 133/80]
+           = (1/3) (400 + 1729) / 1040 = 2129/3120 = 0.68237...
+    kappa = (1, 1, 1): macro precision (10/13 + 5/8 + 5/8) / 3 = (105/52) / 3 = 35/52.
+    kappa = (0, 0, 0): macro recall (4/5 + 1/2 + 3/4) / 3 = 41/60 (balanced accuracy).
+    kappa = (1, 0, 1/2): (1/3) [10/13 + 1/2 + (1/2)(5/8) + (1/2)(3/4)]
+           = (1/3) [10/13 + 19/16] = (1/3) (407/208) = 407/624.
+    """
+    cm = ConfusionMatrix([[40, 10, 2], [6, 15, 3], [4, 5, 15]], ["a", "b", "c"], ["a", "b", "c"])
+    assert metrics.preference_driven(cm) == pytest.approx(2129 / 3120, abs=1e-15)
+    assert metrics.preference_driven(cm, kappa=[1, 1, 1]) == pytest.approx(35 / 52, abs=1e-15)
+    assert metrics.preference_driven(cm, kappa=[0, 0, 0]) == pytest.approx(41 / 60, abs=1e-15)
+    assert metrics.preference_driven(cm, kappa=[1, 0, 0.5]) == pytest.approx(407 / 624)
+    # the same per-class P and R from scikit-learn, on the items the matrix counts
+    truth = np.repeat(np.tile(["a", "b", "c"], 3), [40, 10, 2, 6, 15, 3, 4, 5, 15])
+    decided = np.repeat(["a", "b", "c"], [52, 24, 24])
+    precision, recall, _, support = skm.precision_recall_fscore_support(truth, decided)
+    np.testing.assert_allclose(precision, [10 / 13, 5 / 8, 5 / 8])
+    np.testing.assert_allclose(recall, [4 / 5, 1 / 2, 3 / 4])
+    kappa = support / support.sum()
+    assert np.mean(kappa * precision + (1 - kappa) * recall) == pytest.approx(2129 / 3120)
+    assert skm.balanced_accuracy_score(truth, decided) == pytest.approx(41 / 60)
+
+
 def test_positive_defaults_to_first_class():
     assert metrics.precision(CM) == pytest.approx(890 / 930)
     assert metrics.recall(CM) == pytest.approx(890 / 900)

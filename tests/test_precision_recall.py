@@ -103,6 +103,45 @@ def test_pr_gain_against_brute_force(seed):
             assert crossing["precision_gain"] == pytest.approx(
                 before[0] + t * (after[0] - before[0]), abs=1e-9
             )
+    # AUPRG: trapezoids (numpy's) over the brute-force points from recall gain 0 on
+    assert curve.area == pytest.approx(_brute_force_auprg(scores, truth), abs=1e-12)
+
+
+def _brute_force_auprg(scores, truth):
+    """Area under the PR-gain curve from counts taken threshold by threshold.
+
+    Points: (TP, FP) with nothing decided positive, then at every distinct score from
+    the top; gains from the definitions ``(x - pi) / ((1 - pi) x)``. The curve starts
+    at recall gain 0, i.e. recall ``pi``, TP = P pi: if no threshold gives it exactly,
+    the randomised classifier between the last threshold below it and the first above
+    (a fraction ``a`` of the way in TP and in FP) is added. Then ``np.trapezoid``.
+    """
+    n_pos, n = truth.sum(), truth.size
+    pi = n_pos / n
+    counts = [(0, 0)] + [
+        (np.sum((scores >= t) & (truth == 1)), np.sum((scores >= t) & (truth == 0)))
+        for t in np.unique(scores)[::-1]
+    ]
+
+    def gains(tp, fp):
+        precision, recall = tp / (tp + fp), tp / n_pos
+        return (precision - pi) / ((1 - pi) * precision), (recall - pi) / ((1 - pi) * recall)
+
+    first = next(i for i, (tp, fp) in enumerate(counts) if tp > 0 and gains(tp, fp)[1] >= -1e-12)
+    points = [gains(tp, fp) for tp, fp in counts[first:]]
+    if points[0][1] > 1e-12:
+        (tp0, fp0), (tp1, fp1) = counts[first - 1], counts[first]
+        a = (n_pos * pi - tp0) / (tp1 - tp0)
+        points.insert(0, gains(n_pos * pi, fp0 + a * (fp1 - fp0)))
+    precision_gain, recall_gain = np.array(points).T
+    return float(np.trapezoid(precision_gain, recall_gain))
+
+
+def test_brute_force_auprg_reproduces_the_hand_example():
+    """The brute force itself, on test_pr_gain_by_hand_with_a_crossing's items: 5/12."""
+    scores = np.arange(8, 0, -1)
+    truth = np.array([0, 1, 0, 0, 1, 0, 0, 0])
+    assert _brute_force_auprg(scores, truth) == pytest.approx(5 / 12, abs=1e-12)
 
 
 def test_randomised_points_lie_on_straight_gain_segments():

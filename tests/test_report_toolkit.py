@@ -77,6 +77,45 @@ def test_two_outputs_use_the_transducer_probability_as_score():
     expected = convex_hull(t.predict_proba(outputs)[:, 1], truth, positive="yes")
     assert section.hull.auc == pytest.approx(expected.auc)
     assert "output read as a probability" not in section.brier.index
+    assert section.brier_notes == [
+        "The Brier decomposition needs one probability of 'yes' per item; the classifier "
+        "has 2 outputs, so only the transducer's probabilities are decomposed here."
+    ]
+
+
+def test_raw_scores_outside_the_unit_interval_get_a_stated_reason():
+    """A logit output: decomposing it raises, so the section says why it is missing
+    (escaped, under the Brier table) instead of leaving it out silently."""
+    import html
+
+    from yieldwise.calibrators import PlattCalibrator
+
+    rng = np.random.default_rng(4)
+    logits = np.round(rng.normal(0.0, 2.0, 90), 3)
+    truth = np.array(LABELS)[(rng.random(90) < 1 / (1 + np.exp(-logits))).astype(int)]
+    outputs = pd.DataFrame({"logit": logits})
+    t = Transducer._from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
+        outputs, truth, LABELS, output_transform="identity", resolution=None,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"argument probabilities .*yieldwise\.calibrators"):
+        brier_decomposition(logits, truth, positive="yes")
+    section = classifier_toolkit("<b>net</b>", outputs, truth, t, MATRICES)
+    assert list(section.brier.index) == ["transducer"]
+    (note,) = section.brier_notes
+    low, high = logits.min(), logits.max()  # the range the note must state
+    assert low < 0 and high > 1
+    assert f"they lie in [{low:.4g}, {high:.4g}]" in note
+    assert "needs probabilities in [0, 1]" in note and "yieldwise.calibrators" in note
+    page = section.to_html()
+    assert f"<p>{html.escape(note)}</p>" in page and "classifier&#x27;s raw scores" in page
+    assert "<b>net</b>" not in page
+    # the note's place: right under the Brier table, before the reliability diagram
+    assert page.index(html.escape(note)) < page.index("Reliability: binned probabilities")
+    # what the note advises works: Platt-calibrated scores decompose
+    calibrated = PlattCalibrator().fit(logits, truth).predict_proba(logits)[:, 1]
+    d = brier_decomposition(calibrated, truth, positive="yes")
+    assert d.calibration_loss + d.refinement_loss == pytest.approx(d.brier)
 
 
 def test_three_classes_get_the_summed_decomposition_and_a_note():
@@ -104,6 +143,22 @@ def test_rules_section(votes):
     page = section.to_html()
     assert "&lt;b&gt;forest&lt;/b&gt;" in page and "<b>forest" not in page
     assert "for 100% of them" in page
+
+
+def test_toolkit_doc_states_the_number_of_matrices_the_report_draws():
+    """docs/toolkit.md section 7 gives RULES_MATRICES for every class count (it once said
+    1,000 for three or more classes after the report had moved to 10,000 for all)."""
+    from pathlib import Path
+
+    from yieldwise.report.html import RULES_MATRICES, RULES_SEED
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "toolkit.md").read_text()
+    section = " ".join(text.split("## 7.")[1].split())  # line breaks as spaces
+    assert (
+        f"over {RULES_MATRICES:,} matrices drawn uniformly with seed {RULES_SEED}, "
+        "for any number of classes" in section
+    )
+    assert "over 1,000 for more" not in section
 
 
 def test_matrices_with_more_decisions_get_a_note_not_a_point(votes):

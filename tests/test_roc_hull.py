@@ -297,4 +297,21 @@ def test_plot_marks_each_matrix_best_point_with_its_iso_utility_line():
             (line.get_xdata()[0], line.get_ydata()[0]) == (best.fpr, best.tpr) for line in points
         ), name
     assert len([line for line in ax.lines if line.get_gid() == "hull"]) == 2
+    # the dashed iso-utility line through each best point has the point's slope, which
+    # theory 1.4 gives by hand: N (U[n,n] - U[p,n]) / (P (U[p,p] - U[n,p])), P = N = 5:
+    # accuracy (1 - 0) / (1 - 0) = 1; screening (0 - (-1)) / (5 - 0) = 0.2
+    lines = [line for line in ax.lines if line.get_gid() == "iso_utility"]
+    assert len(lines) == 4  # two classifiers (the same hull) x two matrices
+    for name, by_hand in (("accuracy", 1.0), ("screening", 0.2)):
+        best = hull.best_point(utilities[name])
+        assert best.slope == pytest.approx(by_hand, abs=1e-12)
+        through = [line for line in lines if tuple(line.get_xy1()) == (best.fpr, best.tpr)]
+        assert len(through) >= 2, name
+        for line in through:
+            (x1, y1), (x2, y2) = line.get_xy1(), line.get_xy2()
+            assert (y2 - y1) / (x2 - x1) == pytest.approx(best.slope, abs=1e-12)
+            assert line.get_linestyle() == "--"
+        # nothing on the hull lies above that line
+        v = hull.vertices
+        assert (v["tpr"] <= best.tpr + by_hand * (v["fpr"] - best.fpr) + 1e-12).all()
     plt.close(ax.figure)

@@ -16,6 +16,16 @@ def test_there_are_seven_vignettes():
     assert [p.name[:2] for p in VIGNETTES] == ["01", "02", "03", "04", "05", "06", "07"]
 
 
+def test_readme_lists_every_vignette_on_one_line():
+    """vignettes/README.md: one numbered line per notebook, linking it, in order."""
+    readme = (VIGNETTES[0].parent / "README.md").read_text()
+    items = [line for line in readme.splitlines() if line[:1].isdigit()]
+    assert len(items) == len(VIGNETTES)
+    for number, (line, path) in enumerate(zip(items, VIGNETTES, strict=True), start=1):
+        assert line.startswith(f"{number}. [`{path.name}`]({path.name}): "), line
+        assert len(line.split(": ", 1)[1]) > 40  # says what the notebook does
+
+
 @pytest.mark.parametrize("path", VIGNETTES, ids=lambda p: p.stem)
 def test_vignette_is_stored_without_outputs(path):
     import nbformat

@@ -224,6 +224,10 @@ def cost_curve(
     scores : 1-D array-like of floats
         Higher means "more positive".
     true_classes : 1-D label sequence
+        The true class of each item, one per score: the "labels" of the
+        evaluation literature. The keyword is ``true_classes``, as everywhere
+        in yieldwise; ``labels=`` is not accepted (no alias). Any hashable
+        labels; ``positive`` names the positive one.
     positive, classes
         As in :func:`yieldwise.roc.convex_hull`.
     axis : {"probability_cost", "cost_proportion"}, default "probability_cost"
@@ -368,6 +372,10 @@ def brier_curve(
     probabilities : 1-D array-like
         Probability of ``positive`` for each item, in [0, 1].
     true_classes : 1-D label sequence
+        The true class of each item, one per probability: the "labels" of the
+        evaluation literature. The keyword is ``true_classes``, as everywhere
+        in yieldwise; ``labels=`` is not accepted (no alias). Any hashable
+        labels; ``positive`` names the positive one.
     positive : label, optional
         The class the probabilities are about; default the first class (as in
         :func:`yieldwise.metrics.brier`).

@@ -1022,6 +1022,19 @@ def pr_gain_auc(
     return pr_gain_curve(scores, true_classes, positive, classes).area
 
 
+def _check_probabilities(p: np.ndarray, metric: str) -> None:
+    """Raise, saying what to do, when ``p`` (the argument ``probabilities``) leaves [0, 1]."""
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError(
+            f"{metric}: the argument probabilities must hold probabilities in [0, 1], found "
+            f"values in [{p.min()}, {p.max()}]. Raw scores (logits, margins, votes on "
+            "another scale) must be calibrated first: fit a calibrator from "
+            "yieldwise.calibrators (PlattCalibrator, IsotonicCalibrator, BetaCalibrator, "
+            "TemperatureCalibrator) or a yieldwise.Transducer on labelled items and pass "
+            "its predict_proba"
+        )
+
+
 def _probability_matrix(
     probabilities: Any, true_classes: Any, classes: Any, positive: Label | None, metric: str
 ) -> tuple[np.ndarray, np.ndarray, tuple[Label, ...]]:
@@ -1036,10 +1049,7 @@ def _probability_matrix(
             f"true_classes must have one label per row of probabilities ({p.shape[0]}), "
             f"found {truth.size}"
         )
-    if (p < 0).any() or (p > 1).any():
-        raise ValueError(
-            f"{metric}: probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]"
-        )
+    _check_probabilities(p, metric)
     if p.ndim == 1:
         is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
         return p[:, None], is_positive.astype(float)[:, None], (positive,)
@@ -1297,6 +1307,13 @@ def brier_decomposition(
     -------
     BrierDecomposition
 
+    Raises
+    ------
+    ValueError
+        When ``probabilities`` holds values outside [0, 1] (raw scores such as logits):
+        calibrate them first, with :mod:`yieldwise.calibrators` or a Transducer, and
+        pass the calibrated probabilities.
+
     Examples
     --------
     Six items; the probabilities 0.2 (twice), 0.6 (twice) and 0.9 (twice):
@@ -1443,8 +1460,7 @@ def reliability_table(
         if not (np.isscalar(value) and 0 < value < 1):
             raise ValueError(f"{name} must be a number in (0, 1), found {value!r}")
     p = as_float_array(probabilities, "probabilities", ndim=1)
-    if (p < 0).any() or (p > 1).any():
-        raise ValueError(f"probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]")
+    _check_probabilities(p, "reliability_table")
     is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
     _, table = _decompose(p, is_positive.astype(float), bins)
     index, _ = _bin_index(p, bins)

@@ -81,6 +81,9 @@ class ClassifierToolkit:
         is a probability): the Brier score and its terms.
     roc_figure, reliability_figure : matplotlib Figure or None
     notes : list of str
+    brier_notes : list of str
+        Shown under the Brier table: why the classifier's own output is not in it when
+        it is not one probability per item (scores outside [0, 1], several outputs).
     """
 
     name: str
@@ -91,6 +94,7 @@ class ClassifierToolkit:
     roc_figure: Any
     reliability_figure: Any
     notes: list[str] = field(default_factory=list)
+    brier_notes: list[str] = field(default_factory=list)
 
     def to_html(self, level: int = 3) -> str:
         """An HTML fragment: headings (``<h{level}>``), tables and embedded figures;
@@ -113,6 +117,7 @@ class ClassifierToolkit:
             "(refinement: the Brier score after isotonic recalibration).</p>"
         )
         parts.append(_table_html(self.brier))
+        parts.extend(f"<p>{e(note)}</p>" for note in self.brier_notes)
         if self.reliability_figure is not None:
             parts.append(
                 "<p>Reliability: binned probabilities against the observed frequencies, "
@@ -179,7 +184,11 @@ def classifier_toolkit(
     else the transducer's probability of ``positive`` (any increasing function of a
     score gives the same curve). More than two classes: the Brier decomposition is
     summed over the classes one against the rest, and the ROC hull and reliability
-    diagram, which are binary, are left out with a note.
+    diagram, which are binary, are left out with a note. A binary classifier's own
+    output is decomposed (and drawn in the reliability diagram) only when it is one
+    column in [0, 1]; otherwise ``brier_notes`` says why it is not (a raw score such as
+    a logit must be calibrated first; :func:`yieldwise.metrics.brier_decomposition`
+    raises ``ValueError`` on it).
     """
     from .metrics import brier_decomposition
     from .plots import reliability, roc_hull
@@ -248,9 +257,24 @@ def classifier_toolkit(
     add("transducer", proba[:, k], positive=positive, classes=classes)
     probability_like = values.shape[1] == 1 and (values >= 0).all() and (values <= 1).all()
     raw = {}
+    brier_notes = []
     if probability_like:
         add("output read as a probability", values[:, 0], positive=positive, classes=classes)
         raw["output read as a probability"] = values[:, 0]
+    elif values.shape[1] == 1:
+        brier_notes.append(
+            "The Brier decomposition needs probabilities in [0, 1]; the classifier's raw "
+            f"scores are not (they lie in [{values.min():.4g}, {values.max():.4g}]), so only "
+            "the transducer's probabilities are decomposed here. To put the raw scores "
+            "beside them, calibrate them first on held-out items, for instance with "
+            "yieldwise.calibrators (Platt, isotonic, beta or temperature scaling)."
+        )
+    else:
+        brier_notes.append(
+            f"The Brier decomposition needs one probability of {positive!r} per item; the "
+            f"classifier has {values.shape[1]} outputs, so only the transducer's "
+            "probabilities are decomposed here."
+        )
     brier = pd.DataFrame(rows).T
     brier.index.name = f"probabilities of {positive!r}"
 
@@ -261,8 +285,9 @@ def classifier_toolkit(
         bins=bins, draws={"transducer": draws}, band=band, ax=reliability_figure.subplots(),
     )  # fmt: skip
     return ClassifierToolkit(
-        name, score_note, hull, best_points, brier, roc_figure, reliability_figure, notes
-    )
+        name, score_note, hull, best_points, brier, roc_figure, reliability_figure, notes,
+        brier_notes,
+    )  # fmt: skip
 
 
 @dataclass(eq=False)

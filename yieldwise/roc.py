@@ -791,6 +791,10 @@ def convex_hull(
         Higher means "more positive"; finite. Tied scores form one run (one
         diagonal step of the ROC curve) and always share a bin.
     true_classes : 1-D label sequence, one per score
+        The true class of each item, one per score: the "labels" of the
+        evaluation literature. The keyword is ``true_classes``, as everywhere
+        in yieldwise; ``labels=`` is not accepted (no alias). Any hashable
+        labels; ``positive`` names the positive one.
     positive : label, optional
         The positive class; default the first class (the first of ``classes``,
         else the first category of a categorical, else the smallest label), as in
