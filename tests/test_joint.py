@@ -46,6 +46,41 @@ def test_marginal_equals_the_joint_with_the_other_output_integrated_out(joint):
         joint.marginal("svm")
 
 
+def test_marginal_keeps_the_joint_sampler_record_and_has_its_own_log_likelihood():
+    """The marginal's draws are the joint's, so its sampler record (divergences, tree
+    depths, step sizes, settings, time) is the joint's; its log-likelihood is its own
+    model's, here summed by hand with scipy's Normal densities item by item."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"rf": rng.normal(size=30), "nn": rng.normal(size=30)})
+    truth = np.array(LABELS)[rng.integers(0, 2, 30)]
+    stats = {
+        "lp": np.array([[-3.0, -4.0]]), "energy": np.array([[5.0, 6.0]]),
+        "step_size": np.array([[0.2, 0.2]]), "acceptance_rate": np.array([[0.9, 0.8]]),
+        "diverging": np.array([[True, False]]), "tree_depth": np.array([[10, 3]]),
+        "n_steps": np.array([[1023, 7]]),
+    }  # fmt: skip
+    joint = Transducer._from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
+        frame, truth, LABELS, output_transform="identity", resolution=None,
+        sample_stats=stats, sampler={"max_treedepth": 10, "seed": 7}, sampling_seconds=12.5,
+    )  # fmt: skip
+    joint.members_ = {"rf": ["rf"], "nn": ["nn"]}
+    rf = joint.marginal("rf")
+    summary, expected = rf.sampler_summary(), joint.sampler_summary()
+    assert summary["divergent"] == expected["divergent"] == 1
+    assert summary["max_treedepth_hits"] == expected["max_treedepth_hits"] == 1
+    assert summary["sampling_seconds"] == 12.5 and summary["step_size"] == [0.2]
+    y, c = frame["rf"].to_numpy(), (truth == "pos").astype(int)
+    by_hand = [
+        np.log((W[t][None, :] * ALPHA[t][:, c].T
+                * norm.pdf(y[:, None], MU[t][:, 0], SIGMA[t][:, 0])).sum(axis=1)).sum()
+        for t in range(2)
+    ]  # fmt: skip
+    np.testing.assert_allclose(rf.posterior_.posterior["log_lik"].values[0], by_hand, rtol=1e-12)
+
+
 def test_compare_on_a_joint_transducer_pairs_the_draws(joint):
     result = compare(joint, U, rule="standard")
     assert result.paired and result.names == ["rf", "nn", "joint"]

@@ -332,12 +332,18 @@ class Transducer:
         output_transform: str | list[str] = "auto",
         resolution: Any = "auto",
         backend: str = "given-draws",
+        sample_stats: Mapping[str, np.ndarray] | None = None,
+        sampler: Mapping[str, Any] | None = None,
+        sampling_seconds: float = 0.0,
     ) -> Transducer:
         """A fitted transducer whose posterior is given (``w``, ``alpha``, ``mu``, ``sigma``).
 
         Arrays are shaped (chain, draw, ...) as a backend returns them. Used to
         check the prediction formulas against closed forms and to benchmark them
-        without running Stan.
+        without running Stan, and by :meth:`marginal`, which passes the joint fit's
+        sampler record (``sample_stats`` with ArviZ names, the ``sampler`` settings and
+        ``sampling_seconds``): the marginal's draws are the joint's. Without a record the
+        draws count as exact (no divergences, one leapfrog step each).
         """
         from .backends import SampleResult
 
@@ -358,12 +364,15 @@ class Transducer:
             "tree_depth": zeros + 1,
             "n_steps": zeros + 1,
         }
+        if sample_stats is not None:
+            stats = {name: np.asarray(sample_stats[name]) for name in stats}
+        settings = {"max_treedepth": 10, "seed": 0, **(sampler or {})}
         result = SampleResult(
             draws={**{name: np.asarray(draws[name], float) for name in ("w", "alpha", "mu",
                                                                       "sigma")},
                    "log_lik": np.asarray(draws.get("log_lik", zeros), float)},
             sample_stats=stats, backend=backend, backend_version="-", stan_version="-",
-            settings={"max_treedepth": 10, "seed": 0}, sampling_seconds=0.0,
+            settings=settings, sampling_seconds=float(sampling_seconds),
         )  # fmt: skip
         transducer = cls(n_components=k, output_transform=output_transform, resolution=resolution)
         transducer._set_fitted(result, data, y, class_index, tuple(class_labels), transform)
@@ -696,11 +705,29 @@ class Transducer:
         y = observed["outputs"].values[:, idx]
         labels = np.empty(len(self.classes_), dtype=object)
         labels[:] = list(self.classes_)
+        class_index = observed["class_index"].values
+        # the marginal model's own log-likelihood of the calibration items, per draw
+        lower, upper, censored = self.transform_.intervals(observed["outputs"].values)
+        lower, upper, censored = lower[:, idx], upper[:, idx], np.asarray(censored)[idx]
+        flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items()}
+        log_lik = np.zeros(flat["w"].shape[0])
+        n_classes = len(self.classes_)
+        for sl in _mixture.joint_chunks(flat["mu"], flat["sigma"], n_classes, len(lower)):
+            log_g = _mixture.log_joint(flat["w"], flat["alpha"], flat["mu"], flat["sigma"],
+                                       lower[sl], upper[sl], censored)  # fmt: skip
+            log_lik += np.take_along_axis(log_g, class_index[None, sl, None], axis=2).sum(
+                axis=(1, 2)
+            )
+        draws["log_lik"] = log_lik.reshape(draws["w"].shape[:2])
+        stats = self.posterior_.sample_stats
         member = Transducer._from_draws(
-            draws, pd.DataFrame(y, columns=columns), labels[observed["class_index"].values],
+            draws, pd.DataFrame(y, columns=columns), labels[class_index],
             self.classes_, output_transform=[self.transform_.kind[i] for i in idx],
             resolution=[self.transform_.resolution[i] for i in idx],
             backend=f"{self.backend_} (marginal {name!r} of a joint fit)",
+            sample_stats={name: stats[name].values for name in stats.data_vars},
+            sampler=json.loads(self.posterior_.posterior.attrs["yieldwise_sampler"]),
+            sampling_seconds=float(self.posterior_.posterior.attrs["yieldwise_sampling_seconds"]),
         )  # fmt: skip
         return member
 
