@@ -117,6 +117,29 @@ def joint_chunks(
     return item_chunks(s, k, n_items, max_elements)
 
 
+def _fixed_products(
+    wa: np.ndarray, mu: np.ndarray, sigma: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    cens: np.ndarray, max_elements: int,
+) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:  # fmt: skip
+    """With fixed kernels: ``(items, G', top)`` per chunk, ``G'`` (m, S, C) the mixture
+    ``sum_k kernel_k(y) wa[t, k, c]`` divided by ``exp(top)``, ``top`` (m,) each item's
+    largest log kernel (0 where none is finite), so the largest kernel term is exactly 1.
+
+    Every draw has the same mu and sigma, so the kernels' log values are evaluated once
+    per item, not once per draw and item, and the draws differ only in the weights wa:
+    one BLAS product (chunk, K) x (K, S C) per chunk. (Broadcasting (1, m, K) against
+    (S, K, C) made S small products: 76 s of a 3-class rules comparison, 2026-11-24.)
+    Call under ``np.errstate`` that ignores underflow and log(0).
+    """
+    s, k, c = wa.shape
+    wa_flat = np.moveaxis(wa, 0, 1).reshape(k, s * c)
+    for sl in joint_chunks(mu, sigma, c, lo.shape[0], max_elements):
+        lk = _log_kernels(mu[:1], sigma[:1], lo[sl], hi[sl], cens)[0]  # (m, K)
+        top = lk.max(axis=1)
+        top = np.where(np.isfinite(top), top, 0.0)
+        yield sl, (np.exp(lk - top[:, None]) @ wa_flat).reshape(-1, s, c), top
+
+
 def log_joint(
     w: np.ndarray,
     alpha: np.ndarray,
@@ -139,25 +162,12 @@ def log_joint(
     n = lo.shape[0]
     out = np.empty((s, n, c))
     wa = w[:, :, None] * alpha  # (S, K, C)
-    shared = fixed_kernels(mu, sigma)
-    chunks = joint_chunks(mu, sigma, c, n, max_elements)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        if shared:
-            # Fixed kernels (model 2: every draw has the same mu and sigma): the kernels'
-            # log values are evaluated once per item, not once per draw and item, and the
-            # draws differ only in the weights wa: one BLAS product (chunk, K) x (K, S C)
-            # per chunk. (Broadcasting (1, m, K) against (S, K, C) made S small products:
-            # 76 s of a 3-class rules comparison, 2026-11-24.)
-            wa_flat = np.moveaxis(wa, 0, 1).reshape(k, s * c)
-            for sl in chunks:
-                lk = _log_kernels(mu[:1], sigma[:1], lo[sl], hi[sl], cens)[0]  # (m, K)
-                top = lk.max(axis=1, keepdims=True)
-                top = np.where(np.isfinite(top), top, 0.0)
-                product = np.exp(lk - top) @ wa_flat  # (m, S C)
-                logged = np.log(product).reshape(-1, s, c) + top[:, :, None]
-                out[:, sl, :] = logged.transpose(1, 0, 2)
+        if fixed_kernels(mu, sigma):
+            for sl, product, top in _fixed_products(wa, mu, sigma, lo, hi, cens, max_elements):
+                out[:, sl, :] = (np.log(product) + top[:, None, None]).transpose(1, 0, 2)
             return out
-        for sl in chunks:
+        for sl in item_chunks(s, k, n, max_elements):
             lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
             # log-sum-exp over components as one batched matrix product: shifting each
             # (draw, item) by its largest log kernel puts the largest term at exactly 1,
@@ -192,7 +202,7 @@ def scaled_joint(
     integral). A value is 0 exactly where ``log_joint``'s is -inf.
     """
     w, alpha, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
-    s, k, c = alpha.shape
+    s, _, c = alpha.shape
     wa = w[:, :, None] * alpha  # (S, K, C)
     if class_factors is not None:
         wa = wa * np.asarray(class_factors, dtype=float)[:, None, :]
@@ -201,15 +211,9 @@ def scaled_joint(
                           lo, hi, cens, max_elements=max_elements)  # fmt: skip
         top = log_g.max(axis=(0, 2), keepdims=True)
         return np.exp(log_g - np.where(np.isfinite(top), top, 0.0))
-    n = lo.shape[0]
-    out = np.empty((s, n, c))
-    wa_flat = np.moveaxis(wa, 0, 1).reshape(k, s * c)
+    out = np.empty((s, lo.shape[0], c))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        for sl in joint_chunks(mu, sigma, c, n, max_elements):
-            lk = _log_kernels(mu[:1], sigma[:1], lo[sl], hi[sl], cens)[0]  # (m, K)
-            top = lk.max(axis=1, keepdims=True)
-            top = np.where(np.isfinite(top), top, 0.0)
-            product = (np.exp(lk - top) @ wa_flat).reshape(-1, s, c)  # (m, S, C)
+        for sl, product, _ in _fixed_products(wa, mu, sigma, lo, hi, cens, max_elements):
             out[:, sl, :] = product.transpose(1, 0, 2)
     return out
 
@@ -241,6 +245,12 @@ def log_likelihood(
     s, k, _ = alpha.shape
     total = np.zeros(s)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        if fixed_kernels(mu, sigma):
+            wa = w[:, :, None] * alpha
+            for sl, product, top in _fixed_products(wa, mu, sigma, lo, hi, cens, max_elements):
+                picked = np.take_along_axis(product, cls[sl, None, None], axis=2)[:, :, 0]
+                total += (np.log(picked) + top[:, None]).T @ cnt[sl]  # (S,)
+            return total
         log_w = np.log(w)
         for sl in item_chunks(s, k, n, max_elements):
             lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)

@@ -710,14 +710,10 @@ class Transducer:
         lower, upper, censored = self.transform_.intervals(observed["outputs"].values)
         lower, upper, censored = lower[:, idx], upper[:, idx], np.asarray(censored)[idx]
         flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items()}
-        log_lik = np.zeros(flat["w"].shape[0])
-        n_classes = len(self.classes_)
-        for sl in _mixture.joint_chunks(flat["mu"], flat["sigma"], n_classes, len(lower)):
-            log_g = _mixture.log_joint(flat["w"], flat["alpha"], flat["mu"], flat["sigma"],
-                                       lower[sl], upper[sl], censored)  # fmt: skip
-            log_lik += np.take_along_axis(log_g, class_index[None, sl, None], axis=2).sum(
-                axis=(1, 2)
-            )
+        log_lik = _mixture.log_likelihood(
+            flat["w"], flat["alpha"], flat["mu"], flat["sigma"], class_index, lower, upper,
+            censored,
+        )  # fmt: skip
         draws["log_lik"] = log_lik.reshape(draws["w"].shape[:2])
         stats = self.posterior_.sample_stats
         member = Transducer._from_draws(
