@@ -56,6 +56,9 @@ import pandas as pd
 from _common import write_section
 from _problems import PANEL, Problem, vote_score
 
+# the terms of yieldwise.metrics.BrierDecomposition kept in the results
+from yieldwise.metrics import BRIER_TERMS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "decision_quality.json"
 FIGURES = ROOT / "docs" / "figures"
@@ -99,17 +102,6 @@ METHODS = ["yieldwise", *PEERS, "oracle"]
 #: Held-out items per panel cell for the Brier decomposition, and its bins on [0, 1].
 HOLDOUT = 5000
 BRIER_BINS = 10
-#: The terms of yieldwise.metrics.BrierDecomposition kept in the results.
-BRIER_TERMS = (
-    "brier",
-    "reliability",
-    "resolution",
-    "uncertainty",
-    "within_bin_variance",
-    "within_bin_covariance",
-    "calibration_loss",
-    "refinement_loss",
-)
 
 
 # ------------------------------------------------------------------ utility matrices

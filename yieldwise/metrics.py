@@ -68,6 +68,7 @@ from ._validation import (
 from .confusion import ConfusionMatrix
 
 __all__ = [
+    "BRIER_TERMS",
     "UndefinedMetricError",
     "MetricInfo",
     "accuracy",
@@ -1199,7 +1200,8 @@ class BrierDecomposition:
     per_class: pd.DataFrame | None
 
 
-_TERMS = (
+#: The numeric terms of a :class:`BrierDecomposition`, in their order.
+BRIER_TERMS = (
     "brier",
     "reliability",
     "resolution",
@@ -1336,12 +1338,12 @@ def brier_decomposition(
     p, onehot, labels = _probability_matrix(
         probabilities, true_classes, classes, positive, "brier_decomposition"
     )
-    totals = dict.fromkeys(_TERMS, 0.0)
+    totals = dict.fromkeys(BRIER_TERMS, 0.0)
     rows = []
     tables = []
     for c, label in enumerate(labels):
         terms, table = _decompose(p[:, c], onehot[:, c], bins)
-        for name in _TERMS:
+        for name in BRIER_TERMS:
             totals[name] += terms[name]
         rows.append({"class": label, **terms})
         table.insert(0, "class", [label] * len(table))
