@@ -6,6 +6,11 @@ pytest header says which backends are present, and the terminal summary which ra
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 
 _ran: set[str] = set()
@@ -157,3 +162,30 @@ def _all_gone(processes, within: float = 15.0) -> bool:
         if process.is_running():
             process.kill()
     return False
+
+
+@pytest.fixture(scope="session")
+def bench_import():
+    """Import a script of bench/ (a folder of scripts, not a package) as a module.
+
+    ``bench_import("decision_quality")`` imports it by name, with bench/ on sys.path only
+    while it loads (for its own imports of _common and _problems); ``as_name=`` loads it
+    from its file under another name, for a script whose name a package shadows
+    (``coverage.py``).
+    """
+    bench = Path(__file__).resolve().parent.parent / "bench"
+
+    def load(name: str, as_name: str | None = None):
+        sys.path.insert(0, str(bench))
+        try:
+            if as_name is None:
+                return importlib.import_module(name)
+            spec = importlib.util.spec_from_file_location(as_name, bench / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        finally:
+            sys.path.remove(str(bench))
+
+    return load
+

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -15,17 +12,12 @@ from yieldwise.audit import (
     rank_disagreement,
 )
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
 N_PAIRS, SEED = 3000, 11
 
 
 @pytest.fixture(scope="module")
-def tables():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import audit_tables
-    finally:
-        sys.path.remove(str(BENCH))
+def tables(bench_import):
+    audit_tables = bench_import("audit_tables")
     return audit_tables, audit_tables.compute(N_PAIRS, SEED, classes=(3, 4))
 
 

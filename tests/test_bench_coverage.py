@@ -9,10 +9,7 @@ predictive probabilities ``mean_t a_t`` choose: every count below is worked out 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,22 +17,13 @@ import pytest
 
 from yieldwise import Transducer
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
 
 @pytest.fixture(scope="module")
-def cov():
+def cov(bench_import):
     pytest.importorskip("sklearn")  # decision_quality.py imports the calibration peers
     pytest.importorskip("betacal")
     # loaded from its file: "import coverage" could find the coverage.py package instead
-    spec = importlib.util.spec_from_file_location("bench_coverage", BENCH / "coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(BENCH))  # for its imports of _common, _problems, decision_quality
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return bench_import("coverage", as_name="bench_coverage")
 
 
 #: p(1 | y) of the four draws, the same at every output; their mean 0.25 is the predictive.

@@ -12,14 +12,8 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
 @pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import _problems
-        import decision_quality
-    finally:
-        sys.path.remove(str(BENCH))
-    return decision_quality, _problems
+def bench(bench_import):
+    return bench_import("decision_quality"), bench_import("_problems")
 
 
 def brute_force(p, w, utilities):

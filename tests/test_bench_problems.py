@@ -3,14 +3,9 @@ and its closed form."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy import stats
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 # The problem as its docstring states it: class c scores N(m_c, sd_c), clipped to [0, 1].
 LAWS = [(0.25, 0.30), (0.70, 0.25)]
@@ -18,12 +13,8 @@ PREVALENCES = [0.85, 0.15]
 
 
 @pytest.fixture(scope="module")
-def problem():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import _problems as module
-    finally:
-        sys.path.remove(str(BENCH))
+def problem(bench_import):
+    module = bench_import("_problems")
     assert module.PANEL[-1] is module.clipped_problem  # appended: the others keep their seeds
     return module.clipped_problem()
 
