@@ -522,7 +522,7 @@ def precondition(
     found = model.unpack(again.mode)
     shift = np.abs(found["log_tau_f"] - p["log_tau_f"]).max(initial=0.0)
     shift = max(shift, abs(float(found["log_tau_a"] - p["log_tau_a"])))
-    gradient = np.abs(TransducerDensity(centred).log_density(again.mode)[1]).max()
+    gradient = np.abs(again.result.jac).max()  # the search's last gradient, at the mode
     if not (shift < _CENTRING_SHIFT and gradient < _CENTRING_GRADIENT):
         return out
     centred.update(u_centre=again.mode, u_scale=again.scale)
