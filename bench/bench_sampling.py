@@ -35,10 +35,10 @@ import warnings
 
 import numpy as np
 
-from yieldwise import Transducer, _stan_data
+from yieldwise import Transducer
 from yieldwise.backends import SamplerWarning
 from yieldwise.backends._base import ebfmi
-from yieldwise.transducer import DiagnosticsWarning
+from yieldwise.transducer import DiagnosticsWarning, encoding
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import write_section
@@ -83,7 +83,7 @@ def simulate(case: str, seed: int):
     """(classes, outputs, fixed outputs for the diagnostics, description) of one data set."""
     if case == "votes":
         y, v = simulate_votes(seed=seed)
-        h = _stan_data.detect_resolution(v)
+        h = encoding.detect_resolution(v)
         grid = np.array([0.0, 0.005, 0.02, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0])
         desc = (
             f"{y.size} items, {y.mean():.1%} positive, {np.unique(v).size} distinct vote "

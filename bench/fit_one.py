@@ -6,7 +6,7 @@ PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-mono
 overlapping, two-logits, softmax-3, clipped), N the calibration items, drawn with the
 seed [1, 7, N]; key=value pairs override Transducer arguments (chains=2, adapt_delta=0.99).
 ``--centre-density`` preconditions with the log density's smooth coordinates partially
-centred (yieldwise._stan_data.precondition(centre_density=True); docs/model.md, "Partial
+centred (yieldwise.transducer.stan_data.precondition(centre_density=True); docs/model.md, "Partial
 centring of the log density"). Prints the sampling time, divergent transitions, tree-depth
 hits, mean leapfrog steps per iteration, step size, largest R-hat and smallest bulk ESS.
 """
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _problems import PANEL
 
-import yieldwise._stan_data as stan_data
+import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 
 

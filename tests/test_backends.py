@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.special import logit
 
-from yieldwise import _mixture, _stan_data
+from yieldwise import _mixture
 from yieldwise.backends import (
     BACKENDS,
     CompilationError,
@@ -25,6 +25,8 @@ from yieldwise.backends import (
     stan_file,
 )
 from yieldwise.backends._cmdstanpy import CmdStanPyBackend
+from yieldwise.transducer import encoding
+from yieldwise.transducer import stan_data as _stan_data
 
 
 def _flat(result: SampleResult, name: str) -> np.ndarray:
@@ -58,9 +60,9 @@ def vote_data():
     rng = np.random.default_rng(8)
     cls = (rng.random(400) < 0.3).astype(int)
     votes = rng.binomial(40, np.where(cls == 1, rng.beta(6, 1.5, 400), rng.beta(0.5, 6, 400))) / 40
-    h = _stan_data.detect_resolution(votes)
+    h = encoding.detect_resolution(votes)
     assert h == 1 / 40
-    lo, hi = _stan_data.resolution_bins(votes, h, (0.0, 1.0))
+    lo, hi = encoding.resolution_bins(votes, h, (0.0, 1.0))
     with np.errstate(divide="ignore"):
         data, _ = _stan_data.build_stan_data(cls, logit(lo), logit(hi), [1], 2, 10)
     assert data["N"] < 100  # merged
@@ -221,11 +223,11 @@ def _route_data(route: str):
         y1 = np.round(y, 1)
         return _stan_data.build_stan_data(cls, y1, y1, [0], 2, 5)[0]
     votes = np.clip(np.round((y + 3) / 6 * 40), 0, 40) / 40
-    lo, hi = _stan_data.resolution_bins(votes, 1 / 40, (0.0, 1.0))
+    lo, hi = encoding.resolution_bins(votes, 1 / 40, (0.0, 1.0))
     with np.errstate(divide="ignore"):
         lo, hi = logit(lo), logit(hi)
     if route == "censored, overlapping bins":  # bins twice as wide: not a lattice tiling
-        wide_lo, wide_hi = _stan_data.resolution_bins(votes, 1 / 20, (0.0, 1.0))
+        wide_lo, wide_hi = encoding.resolution_bins(votes, 1 / 20, (0.0, 1.0))
         with np.errstate(divide="ignore"):
             return _stan_data.build_stan_data(cls, logit(wide_lo), logit(wide_hi), [1], 2, 5)[0]
     second = rng.normal(np.where(cls == 1, 0.5, -0.5), 1.0)
@@ -235,7 +237,7 @@ def _route_data(route: str):
         )[0]
     assert route == "two censored"
     v2 = np.clip(np.round((second + 3) / 6 * 20), 0, 20) / 20
-    lo2, hi2 = _stan_data.resolution_bins(v2, 1 / 20, (0.0, 1.0))
+    lo2, hi2 = encoding.resolution_bins(v2, 1 / 20, (0.0, 1.0))
     with np.errstate(divide="ignore"):
         lo2, hi2 = logit(lo2), logit(hi2)
     return _stan_data.build_stan_data(
@@ -265,7 +267,7 @@ def test_far_outlier_row_is_carried_by_its_log_scale(transducer_program, dims):
     n = 600  # one item in 601 is below the 0.2 % the grid's range leaves out
     cls = np.r_[(rng.random(n) < 0.5).astype(int), 1]
     values = np.r_[rng.integers(0, 21, n) / 20, 50.0]  # one item at 50, far from [0, 1]
-    lo, hi = _stan_data.resolution_bins(values, 1 / 20)
+    lo, hi = encoding.resolution_bins(values, 1 / 20)
     if dims == 1:
         data, design = _stan_data.build_stan_data(cls, lo, hi, [1], 2, 5)
     else:

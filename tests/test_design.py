@@ -13,8 +13,10 @@ from scipy import stats
 from scipy.spatial.distance import cdist
 from scipy.special import logit
 
-from yieldwise import Transducer, _design, _stan_data
-from yieldwise.transducer import _check_components
+from yieldwise import Transducer, _design
+from yieldwise.transducer import encoding
+from yieldwise.transducer import stan_data as _stan_data
+from yieldwise.transducer.estimator import check_components
 
 RANGE = (0.002, 0.998)  # the count-weighted quantiles the grid must span (docs/model.md)
 
@@ -32,7 +34,7 @@ def _vote_rows(rng, n=2000, trees=200):
     cls = (rng.random(n) < 0.3).astype(int)
     p = np.where(cls == 1, rng.beta(3, 0.3, n), rng.beta(0.3, 3, n))
     votes = rng.binomial(trees, p) / trees
-    lo, hi = _stan_data.resolution_bins(votes, 1 / trees, (0.0, 1.0))
+    lo, hi = encoding.resolution_bins(votes, 1 / trees, (0.0, 1.0))
     with np.errstate(divide="ignore"):
         lo, hi = logit(lo), logit(hi)
     return _stan_data.merge_rows(cls, np.column_stack([lo, hi]))
@@ -322,9 +324,9 @@ def test_centres_gp_basis_is_orthogonal_to_the_linear_functions():
 
 
 def test_check_components_accepts_auto_and_positive_ints():
-    assert _check_components("auto") is None
-    assert _check_components(7) == 7
-    assert _check_components(np.int64(12)) == 12
+    assert check_components("auto") is None
+    assert check_components(7) == 7
+    assert check_components(np.int64(12)) == 12
 
 
 @pytest.mark.parametrize(
@@ -340,7 +342,7 @@ def test_check_components_accepts_auto_and_positive_ints():
 )
 def test_bad_n_components_are_refused_before_any_sampling(value, message):
     with pytest.raises(ValueError, match=message):
-        _check_components(value)
+        check_components(value)
     rng = np.random.default_rng(8)
     y, c = rng.normal(size=50), np.repeat([0, 1], 25)
     with pytest.raises(ValueError, match=message):

@@ -14,7 +14,6 @@ from scipy.special import expit, logsumexp
 from scipy.stats import norm
 
 from yieldwise import Transducer
-from yieldwise._stan_data import build_stan_data, initial_values
 from yieldwise.backends import (
     APPROXIMATIONS,
     BACKENDS,
@@ -24,6 +23,7 @@ from yieldwise.backends import (
     stan_file,
 )
 from yieldwise.backends._laplace import TransducerDensity
+from yieldwise.transducer.stan_data import build_stan_data, initial_values
 
 
 def _data(n=300, dims=1, classes=2, seed=0):
@@ -174,7 +174,7 @@ def test_preconditioning_is_the_mode_and_the_inverse_hessian():
     """build_stan_data's u_centre is where the log density's gradient vanishes, and
     u_scale u_scale' the inverse of minus its Hessian, here by second differences of the
     log density itself (not of the gradient the approximation uses)."""
-    from yieldwise._stan_data import precondition, sampler_inits
+    from yieldwise.transducer.stan_data import precondition, sampler_inits
 
     data, *_ = _data(n=200)
     model = TransducerDensity(data)
@@ -219,7 +219,7 @@ def test_density_coordinates_are_centred_by_their_conditional_variance():
     differences of the non-centred log density; the class log-odds stay non-centred (a
     logistic truth needs no smooth part, and a centred one has no mode as tau_f -> 0).
     Centring changes coordinates only: the centred mode maps to the same theta."""
-    from yieldwise._stan_data import precondition
+    from yieldwise.transducer.stan_data import precondition
 
     data, *_ = _data(n=400)
     r = int(data["R"])

@@ -7,7 +7,9 @@ import pytest
 from scipy import stats
 from scipy.special import logit
 
-from yieldwise import _design, _mixture, _stan_data
+from yieldwise import _design, _mixture
+from yieldwise.transducer import encoding
+from yieldwise.transducer import stan_data as _stan_data
 
 
 def _random_parameters(rng, s, k, c, d):
@@ -21,7 +23,7 @@ def _random_parameters(rng, s, k, c, d):
 def _vote_bins(rng, n=300, trees=50):
     cls = rng.integers(0, 2, n)
     votes = rng.binomial(trees, np.where(cls == 1, 0.9, 0.05)) / trees
-    lo, hi = _stan_data.resolution_bins(votes, 1 / trees, (0.0, 1.0))
+    lo, hi = encoding.resolution_bins(votes, 1 / trees, (0.0, 1.0))
     with np.errstate(divide="ignore"):
         return cls, votes, logit(lo), logit(hi)
 
@@ -90,12 +92,12 @@ def test_merging_is_exact_for_the_likelihood():
 def test_detect_resolution_vote_fractions(trees):
     rng = np.random.default_rng(trees)
     votes = rng.binomial(trees, rng.beta(0.5, 3, 5000)) / trees
-    assert _stan_data.detect_resolution(votes) == 1 / trees
+    assert encoding.detect_resolution(votes) == 1 / trees
 
 
 def test_detect_resolution_offset_lattice_and_percent_scores():
-    assert _stan_data.detect_resolution(np.repeat([0.1, 0.35, 0.6, 1.1], 5)) == pytest.approx(0.25)
-    assert _stan_data.detect_resolution(np.repeat(np.arange(0, 101), 3) / 100) == 0.01
+    assert encoding.detect_resolution(np.repeat([0.1, 0.35, 0.6, 1.1], 5)) == pytest.approx(0.25)
+    assert encoding.detect_resolution(np.repeat(np.arange(0, 101), 3) / 100) == 0.01
 
 
 @pytest.mark.parametrize(
@@ -109,11 +111,11 @@ def test_detect_resolution_offset_lattice_and_percent_scores():
     ],
 )
 def test_detect_resolution_continuous_returns_none(values):
-    assert _stan_data.detect_resolution(values) is None
+    assert encoding.detect_resolution(values) is None
 
 
 def test_resolution_bins_reach_infinity_on_the_logit_scale():
-    lo, hi = _stan_data.resolution_bins(np.array([0.0, 0.5, 1.0]), 0.005, (0.0, 1.0))
+    lo, hi = encoding.resolution_bins(np.array([0.0, 0.5, 1.0]), 0.005, (0.0, 1.0))
     np.testing.assert_allclose(lo, [0.0, 0.4975, 0.9975])
     np.testing.assert_allclose(hi, [0.0025, 0.5025, 1.0])
     with np.errstate(divide="ignore"):
@@ -125,11 +127,11 @@ def test_adjacent_bins_share_their_edge_exactly():
     votes = np.arange(201) / 200
     naive_hi, naive_lo = votes[:-1] + 0.0025, votes[1:] - 0.0025
     assert (naive_hi != naive_lo).any()  # the rounding this guards against does occur
-    lo, hi = _stan_data.resolution_bins(votes, 0.005, (0.0, 1.0))
+    lo, hi = encoding.resolution_bins(votes, 0.005, (0.0, 1.0))
     assert np.array_equal(hi[:-1], lo[1:])
     np.testing.assert_allclose(hi - lo, np.r_[0.0025, np.full(199, 0.005), 0.0025], rtol=1e-9)
     # values a lattice step apart keep distinct edges
-    lo2, hi2 = _stan_data.resolution_bins(np.array([0.1, 0.3]), 0.005, (0.0, 1.0))
+    lo2, hi2 = encoding.resolution_bins(np.array([0.1, 0.3]), 0.005, (0.0, 1.0))
     assert lo2[1] > hi2[0]
 
 
@@ -155,7 +157,7 @@ def _votes(rng, n=500, trees=200, positives=0.15):
     cls = (rng.random(n) < positives).astype(int)
     p = np.where(cls == 1, rng.beta(4, 0.4, n), rng.beta(0.3, 8, n))
     votes = rng.binomial(trees, p) / trees
-    lo, hi = _stan_data.resolution_bins(votes, 1 / trees, (0.0, 1.0))
+    lo, hi = encoding.resolution_bins(votes, 1 / trees, (0.0, 1.0))
     with np.errstate(divide="ignore"):
         return cls, logit(lo), logit(hi)
 

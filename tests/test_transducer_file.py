@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from yieldwise import Transducer
-from yieldwise._transducer_file import (
+from yieldwise.transducer.io import (
     ATTRIBUTES,
     FORMAT_VERSION,
     VARIABLES,

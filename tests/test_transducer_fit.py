@@ -16,8 +16,9 @@ from scipy.special import expit, logit
 from scipy.stats import beta as beta_dist
 from scipy.stats import norm
 
-from yieldwise import Transducer, UtilityMatrix, _design, _mixture, _stan_data
+from yieldwise import Transducer, UtilityMatrix, _design, _mixture
 from yieldwise.backends import SamplerWarning, available_backends, get_backend, stan_file
+from yieldwise.transducer import stan_data as _stan_data
 
 needs_stan = pytest.mark.skipif(
     not available_backends(), reason="no Stan backend (cmdstanpy or PyStan) is installed"

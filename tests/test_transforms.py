@@ -6,7 +6,7 @@ from scipy.integrate import quad
 from scipy.special import logit
 from scipy.stats import norm
 
-from yieldwise.transforms import OutputTransform, choose_transform
+from yieldwise.transducer.encoding import OutputTransform, choose_transform
 
 
 def test_auto_choices():

@@ -20,9 +20,8 @@ from collections.abc import Iterator
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
-from ._stan_data import _as_bounds
-
 __all__ = [
+    "as_bounds",
     "class_probabilities",
     "fixed_kernels",
     "joint_chunks",
@@ -31,6 +30,44 @@ __all__ = [
     "per_draw_probabilities",
     "scaled_joint",
 ]
+
+def as_bounds(
+    lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Checked model-scale bounds ``(lower, upper, censored)``: (n, D), (n, D), (D,) ints.
+
+    For a dimension that is not censored ``lower == upper`` (the point value, finite);
+    for a censored one every bin has ``lower < upper``. The checks the Stan data get.
+    """
+    lo = np.asarray(lower, dtype=float)
+    hi = np.asarray(upper, dtype=float)
+    if lo.ndim == 1:
+        lo = lo[:, None]
+    if hi.ndim == 1:
+        hi = hi[:, None]
+    if lo.ndim != 2 or lo.shape != hi.shape:
+        raise ValueError(f"lower and upper must both have shape (n, D); got {lo.shape}, {hi.shape}")
+    d = lo.shape[1]
+    cens = np.zeros(d, dtype=np.int64) if censored is None else np.asarray(censored).ravel()
+    if cens.shape != (d,) or not np.isin(cens, (0, 1)).all():
+        raise ValueError(f"censored must be a length-{d} array of 0/1 flags, got {cens!r}")
+    cens = cens.astype(np.int64)
+    if np.isnan(lo).any() or np.isnan(hi).any():
+        raise ValueError("lower/upper contain NaN")
+    point = cens == 0
+    if point.any():
+        if not np.array_equal(lo[:, point], hi[:, point]):
+            raise ValueError("for a dimension that is not censored, lower must equal upper")
+        if not np.isfinite(lo[:, point]).all():
+            raise ValueError("point-valued (not censored) outputs must be finite")
+    if (~point).any():
+        lc, hc = lo[:, ~point], hi[:, ~point]
+        if not (lc < hc).all():
+            raise ValueError("for a censored dimension, every lower edge must be below its upper")
+        if (lc == np.inf).any() or (hc == -np.inf).any():
+            raise ValueError("a bin cannot start at +inf or end at -inf")
+    return lo, hi, cens
+
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 _MAX_ELEMENTS = 4_000_000
@@ -51,7 +88,7 @@ def _prepare(w, alpha, mu, sigma, lower, upper, censored):
             f"mu and sigma must have shape ({s}, {k}, D); got {mu.shape}, {sigma.shape}"
         )
     d = mu.shape[2]
-    lo, hi, cens = _as_bounds(lower, upper, censored)  # the checks the Stan data get
+    lo, hi, cens = as_bounds(lower, upper, censored)  # the checks the Stan data get
     if lo.shape[1] != d:
         raise ValueError(f"lower/upper must have shape (n, {d}); got {lo.shape}, {hi.shape}")
     cens = cens.astype(bool)

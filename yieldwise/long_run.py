@@ -339,11 +339,11 @@ def _cells(
 
 
 def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
-    from .transforms import _SUPPORT
+    from .transducer.encoding import SUPPORT
 
     transform = transducer.transform_
     observed = transducer.posterior_.observed_data["outputs"].values[:, 0]
-    low, high = _SUPPORT[transform.kind[0]]
+    low, high = SUPPORT[transform.kind[0]]
     if not (np.isfinite(low) and np.isfinite(high)):
         # An unbounded lattice: cover the predictive range, count the rest as error.
         z = _predictive_quantiles(transducer, np.array([_TAIL, 1 - _TAIL]))
@@ -359,7 +359,7 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
             "predictive range; refit with resolution=None to treat the output as continuous"
         )
     values = (offset + h * np.arange(first, last + 1))[:, None]
-    values = np.clip(values, *_SUPPORT[transform.kind[0]])
+    values = np.clip(values, *SUPPORT[transform.kind[0]])
     lower, upper, _ = transform.intervals(values)
     # One dimension, all censored: normal CDF differences (linear scale is exact enough
     # for sums of masses, and several times faster than the log-scale kernels).
@@ -541,7 +541,7 @@ def _sample_predictive(transducer: Transducer, r, n: int, rng: np.random.Generat
 
 def _snap_to_lattice(outputs: np.ndarray, transducer: Transducer) -> np.ndarray:
     """Round lattice columns to their lattice (and into their support)."""
-    from .transforms import _SUPPORT
+    from .transducer.encoding import SUPPORT
 
     transform = transducer.transform_
     if transform.is_simplex:
@@ -549,7 +549,7 @@ def _snap_to_lattice(outputs: np.ndarray, transducer: Transducer) -> np.ndarray:
     observed = transducer.posterior_.observed_data["outputs"].values
     out = outputs.copy()
     for j, (kind, h) in enumerate(zip(transform.kind, transform.resolution, strict=True)):
-        low, high = _SUPPORT[kind]
+        low, high = SUPPORT[kind]
         if h is not None:
             offset = observed[0, j]
             out[:, j] = offset + h * np.round((out[:, j] - offset) / h)

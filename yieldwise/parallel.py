@@ -169,7 +169,7 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
     """
     from .backends import backend_names
     from .backends._base import check_sampler_arguments
-    from .transducer import Transducer, _check_components
+    from .transducer.estimator import Transducer, check_components
 
     if not isinstance(params, Mapping):
         raise TypeError(f"{where} must be a mapping of Transducer settings, found {params!r}")
@@ -181,7 +181,7 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
     p = template.get_params()
     try:
         if "n_components" in p:
-            _check_components(p["n_components"])
+            check_components(p["n_components"])
         sampler = {k: p[k] for k in ("chains", "warmup", "draws", "seed", "max_treedepth",
                                      "adapt_delta") if k in p}  # fmt: skip
         if len(sampler) == 6:

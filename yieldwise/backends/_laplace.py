@@ -174,7 +174,7 @@ class TransducerDensity:
         return lp, grad
 
     def start(self, init: Mapping[str, Any] | None) -> np.ndarray:
-        """``u`` from the sampler's initial values (yieldwise._stan_data.initial_values)."""
+        """``u`` from the sampler's initial values (``stan_data.initial_values``)."""
         u = np.zeros(self.size)
         s = self.slices
         if init is None:

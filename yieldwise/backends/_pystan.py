@@ -44,7 +44,8 @@ from ._base import (
 
 _HINT_DATA = (
     "Check the data dictionary against the program's data block (names, shapes, "
-    "integer vs real, constraints); yieldwise._stan_data.build_stan_data builds a valid one."
+    "integer vs real, constraints); yieldwise.transducer.stan_data.build_stan_data builds a "
+    "valid one."
 )
 _HINT_INIT = (
     "Initialisation failed: the log density was not finite at any of the random "

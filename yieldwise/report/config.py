@@ -263,7 +263,7 @@ def _check_sampler(
     line and are named as its options (``--chains``).
     """
     from ..backends import get_backend
-    from ..transducer import _check_components
+    from ..transducer.estimator import check_components
 
     def key(name: str) -> str:
         return f"--{name}" if overrides and name in overrides else f"{where}.{name}"
@@ -281,7 +281,7 @@ def _check_sampler(
             raise ConfigError(f"{key('adapt_delta')}: expected a number in (0, 1), found {value!r}")
     if "n_components" in sampler:
         try:
-            _check_components(sampler["n_components"])
+            check_components(sampler["n_components"])
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"{key('n_components')}: {exc}") from None
     if "backend" in sampler:

@@ -8,10 +8,9 @@ This module turns calibration items into the plain arrays the program reads:
   The likelihood of a row is the same for every item sharing it, so this is exact, and
   it is what makes sampling fast on discrete outputs (vote fractions k/200 take ~90
   distinct values on thousands of items).
-* :func:`detect_resolution` finds the lattice spacing of outputs recorded at a finite
-  resolution, and :func:`resolution_bins` gives the bin of each value on the original
-  scale; mapped through the output transform, the bins become the interval-censored
-  observations the program uses for such dimensions.
+* the interval-censored bins of outputs recorded on a lattice come from the output
+  encoding (:func:`yieldwise.transducer.encoding.resolution_bins`), mapped through the
+  output transform;
 * :func:`build_stan_data` validates everything, places the kernels
   (:mod:`yieldwise._design`), computes every row's kernel values and assembles the data
   dictionary; :func:`default_prior` names the hyper-parameters a user may override.
@@ -24,23 +23,23 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._design import (
+from .._design import (
     TAU_CLASS_SCALE,
     TAU_DENSITY_SCALE,
     KernelDesign,
     design_kernels,
     kernel_matrix,
 )
+from .._mixture import as_bounds
 
 __all__ = [
     "build_stan_data",
     "default_prior",
-    "detect_resolution",
     "initial_values",
+    "PreconditioningWarning",
     "merge_rows",
     "precondition",
     "sampler_inits",
-    "resolution_bins",
 ]
 
 
@@ -86,139 +85,6 @@ def merge_rows(
     table = np.column_stack([cls.astype(float), out + 0.0])  # + 0.0 turns -0.0 into 0.0
     unique, counts = np.unique(table, axis=0, return_counts=True)
     return unique[:, 0].astype(np.int64), unique[:, 1:], counts.astype(np.int64)
-
-
-def detect_resolution(
-    values_1d: np.ndarray,
-    *,
-    min_repeats: float = 2.0,
-    max_gap_factor: float = 50.0,
-    rtol: float = 1e-6,
-) -> float | None:
-    """Lattice spacing ``h`` of outputs recorded at a finite resolution, or None.
-
-    The rule (all conditions must hold, otherwise the output is treated as continuous
-    and None is returned):
-
-    1. at least two distinct finite values, and on average at least ``min_repeats``
-       items per distinct value (``n / n_distinct >= min_repeats``): a discrete output
-       repeats; a continuous one practically never does;
-    2. ``h`` is the smallest gap between consecutive distinct values, and every distinct
-       value lies on the lattice ``v_min + j h`` (integer ``j``, within ``rtol``);
-    3. the lattice spanned by the values has at most ``max_gap_factor`` times as many
-       points as there are distinct values (rules out "grids" that are only an
-       accident of two close values).
-
-    When ``1 / h`` is within ``rtol`` of an integer ``m`` (vote fractions k/200, scores
-    in percent), ``h`` is snapped to exactly ``1 / m``.
-
-    >>> detect_resolution(np.array([0, 1, 1, 3, 3, 3, 5, 0]) / 200)
-    0.005
-    >>> detect_resolution(np.random.default_rng(0).normal(size=100)) is None
-    True
-    """
-    v = np.asarray(values_1d, dtype=float).ravel()
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return None
-    distinct = np.unique(v)
-    if distinct.size < 2 or v.size / distinct.size < min_repeats:
-        return None
-    gaps = np.diff(distinct)
-    h = float(gaps.min())
-    if h <= 0:  # pragma: no cover - np.unique guarantees strictly increasing values
-        return None
-    steps = (distinct - distinct[0]) / h
-    if not np.allclose(steps, np.round(steps), rtol=0.0, atol=rtol * max(1.0, steps[-1])):
-        return None
-    if steps[-1] + 1 > max_gap_factor * distinct.size:
-        return None
-    m = round(1.0 / h)
-    if m >= 1 and abs(1.0 / h - m) <= rtol * m:
-        h = 1.0 / m
-    return h
-
-
-def resolution_bins(
-    values: np.ndarray,
-    resolution: float,
-    support: tuple[float, float] = (-np.inf, np.inf),
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bins ``[v - h/2, v + h/2]`` of values recorded at resolution ``h``, clipped to support.
-
-    On the original scale. For vote fractions (support (0, 1), ``h = 1/200``) the bin of
-    an exact 0 is ``[0, 1/400]``, which the logit maps to ``(-inf, logit(1/400)]``: no
-    squeezing of exact 0s and 1s is needed. Map both edges through the (increasing)
-    output transform before :func:`build_stan_data`.
-    """
-    if not np.isfinite(resolution) or resolution <= 0:
-        raise ValueError(f"resolution must be a positive number, got {resolution}")
-    v = np.asarray(values, dtype=float)
-    lo, hi = support
-    lower = np.clip(v - resolution / 2, lo, hi)
-    upper = np.clip(v + resolution / 2, lo, hi)
-    return _shared_edges(lower, upper, resolution)
-
-
-def _shared_edges(
-    lower: np.ndarray, upper: np.ndarray, resolution: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Make adjacent bins share their common edge bit for bit.
-
-    ``v + h/2`` of one lattice value and ``v' - h/2`` of the next are the same number
-    in exact arithmetic but can differ by an ulp in floating point. Edges closer than
-    ``1e-6 h`` (genuinely different edges are at least ``h`` apart) are replaced by the
-    smallest of their cluster, so that the bins tile the line: the Stan program then
-    evaluates one normal tail per shared edge (docs/model.md).
-    """
-    every = np.concatenate([lower.ravel(), upper.ravel()])
-    every = np.unique(every[np.isfinite(every)])
-    if every.size < 2:
-        return lower, upper
-    new_cluster = np.diff(every) > 1e-6 * resolution
-    cluster = np.concatenate([[0], np.cumsum(new_cluster)])
-    first = every[np.concatenate([[True], new_cluster])]
-
-    def snap(x: np.ndarray) -> np.ndarray:
-        finite = np.isfinite(x)
-        out = x.copy()
-        out[finite] = first[cluster[np.searchsorted(every, x[finite])]]
-        return out
-
-    return snap(lower), snap(upper)
-
-
-def _as_bounds(
-    lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    lo = np.asarray(lower, dtype=float)
-    hi = np.asarray(upper, dtype=float)
-    if lo.ndim == 1:
-        lo = lo[:, None]
-    if hi.ndim == 1:
-        hi = hi[:, None]
-    if lo.ndim != 2 or lo.shape != hi.shape:
-        raise ValueError(f"lower and upper must both have shape (n, D); got {lo.shape}, {hi.shape}")
-    d = lo.shape[1]
-    cens = np.zeros(d, dtype=np.int64) if censored is None else np.asarray(censored).ravel()
-    if cens.shape != (d,) or not np.isin(cens, (0, 1)).all():
-        raise ValueError(f"censored must be a length-{d} array of 0/1 flags, got {cens!r}")
-    cens = cens.astype(np.int64)
-    if np.isnan(lo).any() or np.isnan(hi).any():
-        raise ValueError("lower/upper contain NaN")
-    point = cens == 0
-    if point.any():
-        if not np.array_equal(lo[:, point], hi[:, point]):
-            raise ValueError("for a dimension that is not censored, lower must equal upper")
-        if not np.isfinite(lo[:, point]).all():
-            raise ValueError("point-valued (not censored) outputs must be finite")
-    if (~point).any():
-        lc, hc = lo[:, ~point], hi[:, ~point]
-        if not (lc < hc).all():
-            raise ValueError("for a censored dimension, every lower edge must be below its upper")
-        if (lc == np.inf).any() or (hc == -np.inf).any():
-            raise ValueError("a bin cannot start at +inf or end at -inf")
-    return lo, hi, cens
 
 
 PRIOR_KEYS = ("tau_a_scale", "tau_f_scale", "intercept_scale", "slope_scale")
@@ -390,7 +256,7 @@ def build_stan_data(
         model (``u_centre = 0``, ``u_scale = I``), e.g. for tests of the data layout.
     """
     cls = np.asarray(class_index)
-    lo, hi, cens = _as_bounds(lower, upper, censored)
+    lo, hi, cens = as_bounds(lower, upper, censored)
     n, d = lo.shape
     if cls.shape != (n,):
         raise ValueError(f"class_index must have shape ({n},), got {cls.shape}")
@@ -477,8 +343,8 @@ def precondition(
     """
     import warnings
 
-    from .backends._base import SamplingError
-    from .backends._laplace import TransducerDensity, laplace
+    from ..backends._base import SamplingError
+    from ..backends._laplace import TransducerDensity, laplace
 
     out = dict(data)
     try:
@@ -548,7 +414,7 @@ def sampler_inits(data: Mapping[str, object], chains: int, seed: int | None = No
     spreads the chains over the bulk of the posterior (R-hat compares them). Otherwise
     the :func:`initial_values` mapped to ``z``.
     """
-    from .backends._laplace import TransducerDensity
+    from ..backends._laplace import TransducerDensity
 
     rng = np.random.default_rng(seed)
     u = int(data["U"])  # type: ignore[call-overload]

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import _mixture
-from ._design import KernelDesign
-from ._validation import (
+from .. import _mixture
+from .._design import KernelDesign
+from .._validation import (
     Label,
     as_float_array,
     categories_of,
@@ -34,13 +34,23 @@ from ._validation import (
     label_values,
     sorted_unique,
 )
-from .transforms import OutputTransform, choose_transform
+from .encoding import (
+    ExtrapolationWarning,
+    LatticeWarning,
+    OutputTransform,
+    as_outputs,
+    choose_transform,
+    joint_outputs,
+    snap_to_lattice,
+    unique_rows,
+    warn_outside,
+)
 
 if TYPE_CHECKING:
     import arviz as az
     from matplotlib.axes import Axes
 
-    from .utility import UtilityMatrix
+    from ..utility import UtilityMatrix
 
 __all__ = ["DiagnosticsWarning", "ExtrapolationWarning", "LatticeWarning", "Transducer"]
 
@@ -57,30 +67,8 @@ _INTERPOLATE_ABOVE = 4096
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
-# An output is on a fitted lattice when it lies within this many steps of a lattice point,
-# relative to the step count (detect_resolution's own tolerance, rtol=1e-6).
-_LATTICE_RTOL = 1e-6
-
-
 class DiagnosticsWarning(UserWarning):
     """R-hat or effective sample size of an invariant quantity misses its threshold."""
-
-
-class ExtrapolationWarning(UserWarning):
-    """Outputs outside the range of the calibration outputs: the transducer extrapolates.
-
-    There the probabilities come from the tails of the fitted mixture, not from data;
-    :meth:`Transducer.plot` shows them beyond the calibration range.
-    """
-
-
-class LatticeWarning(UserWarning):
-    """Outputs off the lattice a discrete transducer was fitted on, each taken as its bin.
-
-    A transducer fitted on lattice outputs (vote fractions ``k/200``) models bins
-    ``[v - h/2, v + h/2]``; an output between lattice points is read as the bin that holds
-    it, i.e. snapped to the nearest lattice value.
-    """
 
 
 class Transducer:
@@ -238,14 +226,14 @@ class Transducer:
         Transducer
             ``self``, fitted.
         """
-        from ._stan_data import build_stan_data, sampler_inits
-        from .backends import get_backend, stan_file
+        from ..backends import get_backend, stan_file
+        from .stan_data import build_stan_data, sampler_inits
 
-        n_components = _check_components(self.n_components)
+        n_components = check_components(self.n_components)
         spec, resolution, members = self.output_transform, self.resolution, {}
         if isinstance(outputs, Mapping):
-            outputs, members, spec, resolution = _joint_outputs(outputs, spec, resolution)
-        y, columns = _as_outputs(outputs, "outputs")
+            outputs, members, spec, resolution = joint_outputs(outputs, spec, resolution)
+        y, columns = as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         if truth.size != y.shape[0]:
             raise ValueError(
@@ -345,9 +333,9 @@ class Transducer:
         ``sampling_seconds``): the marginal's draws are the joint's. Without a record the
         draws count as exact (no divergences, one leapfrog step each).
         """
-        from .backends import SampleResult
+        from ..backends import SampleResult
 
-        y, columns = _as_outputs(outputs, "outputs")
+        y, columns = as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         class_index = indices_of(truth, class_labels, "classes", "class_labels")
         chains, n_draws, k = np.shape(draws["w"])
@@ -400,11 +388,11 @@ class Transducer:
     def _prepare_outputs(self, outputs: Any) -> np.ndarray:
         """Checked outputs, snapped to the fitted lattice; warns on extrapolation."""
         self._check_fitted()
-        y, _ = _as_outputs(outputs, "outputs", expected=self.transform_.columns)
+        y, _ = as_outputs(outputs, "outputs", expected=self.transform_.columns)
         self.transform_.check(y)
         calibration = self.posterior_.observed_data["outputs"].values
-        y = _snap_to_lattice(y, self.transform_, calibration)
-        _warn_outside(y, self.transform_.columns, calibration)
+        y = snap_to_lattice(y, self.transform_, calibration)
+        warn_outside(y, self.transform_.columns, calibration)
         return y
 
     def _log_joint_chunks(self, y: np.ndarray) -> Iterable[tuple[slice, np.ndarray]]:
@@ -538,7 +526,7 @@ class Transducer:
         y = self._prepare_outputs(outputs)
         r = self._check_prevalences(prevalences)
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
-        unique, inverse = _unique_rows(y)
+        unique, inverse = unique_rows(y)
         lower, upper, censored = self.transform_.intervals(unique)
         self.interpolation_error_ = 0.0
         if unique.shape[0] > _INTERPOLATE_ABOVE and unique.shape[1] == 1 and not censored.any():
@@ -552,7 +540,7 @@ class Transducer:
         y = self._prepare_outputs(outputs)
         r = self._check_prevalences(prevalences)
         s = self._w.shape[0]
-        unique, inverse = _unique_rows(y)  # each distinct output (lattice value) once
+        unique, inverse = unique_rows(y)  # each distinct output (lattice value) once
         values = np.empty((s, unique.shape[0], len(self.classes_)))
         for sl, log_g in self._log_joint_chunks(unique):
             values[:, sl] = _mixture.per_draw_probabilities(self._log_weights(log_g, r))
@@ -627,7 +615,7 @@ class Transducer:
         give the band; it sees each distinct output row once.
         """
         n = y.shape[0]
-        unique, inverse = _unique_rows(y)  # each distinct output (lattice value) once
+        unique, inverse = unique_rows(y)  # each distinct output (lattice value) once
         m, c = unique.shape[0], len(self.classes_)
         mean, lower, upper = np.empty((m, c)), np.empty((m, c)), np.empty((m, c))
         tails = [(1 - prob) / 2, (1 + prob) / 2]
@@ -651,8 +639,8 @@ class Transducer:
         seed: int | None = None,
     ) -> np.ndarray:
         """Maximum-expected-utility decisions using the transducer's probabilities."""
-        from .decision import decide
-        from .utility import UtilityMatrix
+        from ..decision import decide
+        from ..utility import UtilityMatrix
 
         if isinstance(utility, UtilityMatrix) and set(utility.classes) != set(self.classes_):
             raise ValueError(
@@ -816,7 +804,7 @@ class Transducer:
         self._check_fitted()
         y = self.posterior_.observed_data["outputs"].values
         cls = self.posterior_.observed_data["class_index"].values
-        unique, inverse = _unique_rows(y)
+        unique, inverse = unique_rows(y)
         log_g = np.concatenate([g for _, g in self._log_joint_chunks(unique)], axis=1)
         log_g = log_g + self.transform_.log_jacobian(unique)[None, :, None]  # (S, rows, C)
         joint = log_g[:, inverse, cls]  # (S, items)
@@ -946,7 +934,7 @@ class Transducer:
         dashed over the tails beyond them (where the transducer extrapolates)."""
         from matplotlib.patches import Patch
 
-        from .plots import _legend
+        from ..plots import _legend
 
         low, high = float(y.min()), float(y.max())
         start, stop = _plot_span(self.transform_.kind[0], low, high)
@@ -1035,7 +1023,7 @@ class Transducer:
         """
         import os
 
-        from ._transducer_file import FORMAT_ATTRIBUTE, FORMAT_VERSION
+        from .io import FORMAT_ATTRIBUTE, FORMAT_VERSION
 
         self._check_fitted()
         path = Path(path)
@@ -1055,11 +1043,11 @@ class Transducer:
         """Load a transducer written by :meth:`save`.
 
         The file is read whole and closed (it may be written over afterwards), and
-        checked against the layout declared in ``yieldwise._transducer_file``: a missing
+        checked against the layout declared in ``yieldwise.transducer.io``: a missing
         or malformed field raises ``TransducerFileError`` (a ValueError) naming the
         file and the field.
         """
-        from ._transducer_file import read
+        from .io import read
 
         path = Path(path)
         if not path.exists():
@@ -1111,107 +1099,6 @@ class Transducer:
         return f"<div class='yieldwise-transducer'><b>Transducer</b><ul>{items}</ul></div>"
 
 
-# ---------------------------------------------------------------------- helpers
-def _as_outputs(
-    outputs: Any, name: str, expected: tuple[str, ...] | None = None
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Outputs as a finite (items, D) float array plus column names.
-
-    With ``expected`` (the fitted columns), a DataFrame's columns are matched by name in
-    any order, and a named Series by its name, whenever the transducer was fitted on
-    named columns; other names are an error. Plain arrays are taken by position.
-    """
-    if isinstance(outputs, pd.DataFrame):
-        columns = tuple(str(c) for c in outputs.columns)
-        repeated = sorted({c for c in columns if columns.count(c) > 1})
-        if repeated:
-            raise ValueError(f"{name} has the column(s) {repeated} more than once")
-        if expected is not None and _fitted_names(expected):
-            _check_names(columns, expected, name)
-            # Same columns as at fit time, perhaps reordered: select them by name.
-            outputs = outputs.iloc[:, [columns.index(column) for column in expected]]
-            columns = expected
-        values = as_float_array(outputs.to_numpy(), name, ndim=2)
-    elif isinstance(outputs, pd.Series):
-        columns = (str(outputs.name) if outputs.name is not None else "output",)
-        if expected is not None and outputs.name is not None and _fitted_names(expected):
-            _check_names(columns, expected, name)
-        values = as_float_array(outputs.to_numpy(), name, ndim=1)[:, None]
-    else:
-        values = as_float_array(outputs, name, ndim=(1, 2))
-        if values.ndim == 1:
-            values = values[:, None]
-            columns = ("output",)
-        else:
-            columns = tuple(f"output_{j}" for j in range(values.shape[1]))
-    if expected is not None:
-        if values.shape[1] != len(expected):
-            raise ValueError(
-                f"{name} must have {len(expected)} column(s) {list(expected)} as at fit time, "
-                f"found {values.shape[1]}"
-            )
-        columns = expected
-    return values, columns
-
-
-def _fitted_names(columns: tuple[str, ...]) -> bool:
-    """Whether fitted columns carry names (not the defaults of a plain array)."""
-    if len(columns) == 1:
-        return columns != ("output",)
-    return columns != tuple(f"output_{j}" for j in range(len(columns)))
-
-
-def _check_names(columns: tuple[str, ...], expected: tuple[str, ...], name: str) -> None:
-    if set(columns) == set(expected) and len(columns) == len(expected):
-        return
-    missing = [c for c in expected if c not in columns]
-    unexpected = [c for c in columns if c not in expected]
-    raise ValueError(
-        f"{name} must have the columns {list(expected)} as at fit time (matched by name, "
-        f"in any order), found {list(columns)} (missing {missing}, unexpected {unexpected}); "
-        "rename the columns, or pass a plain array to match them by position"
-    )
-
-
-def _joint_outputs(
-    outputs: Mapping[Any, Any], spec: Any, resolution: Any
-) -> tuple[pd.DataFrame, dict[str, list[str]], list[str], list[float | None]]:
-    """Several classifiers' outputs as one frame, with each member's columns and transform.
-
-    Each member's transform is chosen on its own outputs (as if fitted alone), so that
-    its marginal is the transducer it would have on its own.
-    """
-    if len(outputs) < 2:
-        raise ValueError(
-            f"outputs as a mapping fits a joint transducer of several classifiers; found "
-            f"{len(outputs)} member(s): {list(outputs)}. Pass one classifier's outputs directly"
-        )
-    frames, members, kinds, resolutions = [], {}, [], []
-    n_items = None
-    for name, member in outputs.items():
-        label = f"outputs[{name!r}]"
-        y, columns = _as_outputs(member, label)
-        if n_items is not None and y.shape[0] != n_items:
-            raise ValueError(
-                f"{label} has {y.shape[0]} items, the first member {n_items}: a joint "
-                "transducer needs every classifier's outputs on the same calibration items"
-            )
-        n_items = y.shape[0]
-        names = [str(name)] if y.shape[1] == 1 else [f"{name}:{c}" for c in columns]
-        transform = choose_transform(y, names, spec, resolution)
-        if transform.is_simplex:
-            raise ValueError(
-                f"{label} are probability vectors; a joint transducer models each member's "
-                "columns separately: pass all but one column (e.g. the positive class's "
-                "probability) or their log-ratios"
-            )
-        frames.append(pd.DataFrame(y, columns=names))
-        members[str(name)] = names
-        kinds.extend(transform.kind)
-        resolutions.extend(transform.resolution)
-    return pd.concat(frames, axis=1), members, kinds, resolutions
-
-
 def _plot_span(kind: str, low: float, high: float) -> tuple[float, float]:
     """Where the 1-D plot's tails end: the whole [0, 1] for a logit column; else 15 %
     of the calibration range beyond each end (on the log scale for a log column)."""
@@ -1224,83 +1111,6 @@ def _plot_span(kind: str, low: float, high: float) -> tuple[float, float]:
         return low / ratio, high * ratio
     span = (high - low) or 1.0
     return low - 0.15 * span, high + 0.15 * span
-
-
-def _snap_to_lattice(
-    y: np.ndarray, transform: OutputTransform, calibration: np.ndarray
-) -> np.ndarray:
-    """Outputs of lattice columns moved onto the fitted lattice, with a LatticeWarning.
-
-    The lattice of column ``j`` is ``a + k h`` (``h`` its resolution, ``a`` a calibration
-    output of that column, integer ``k``). Every output is replaced by the lattice value
-    whose bin ``[v - h/2, v + h/2]`` holds it: the model scores bins, so that is what the
-    output means to it. Outputs within ``_LATTICE_RTOL`` steps of a lattice point are on
-    the lattice (float noise, such as 0.1 + 0.2 for 0.3); the others are counted in the
-    warning. Afterwards a column has at most one distinct value per lattice point in the
-    outputs' range, and predictions dedupe on them.
-    """
-    snapped = y
-    for j, h in enumerate(transform.resolution):
-        if h is None:
-            continue
-        column = y[:, j]
-        anchor = float(calibration[0, j])
-        steps = (column - anchor) / h
-        k = np.round(steps)
-        m = round(1.0 / h)
-        if abs(1.0 / h - m) <= 1e-9 * m and abs(anchor * m - round(anchor * m)) <= 1e-6:
-            values = np.round(column * m) / m  # k/m exactly as such outputs are written
-        else:
-            values = anchor + k * h
-        if snapped is y:
-            snapped = y.copy()
-        snapped[:, j] = values
-        off = np.abs(steps - k) > _LATTICE_RTOL * np.maximum(1.0, np.abs(k))
-        if not off.any():
-            continue
-        shift = np.abs(values[off] - column[off])
-        first = int(np.flatnonzero(off)[0])
-        warnings.warn(
-            f"{int(off.sum())} of {len(column)} outputs in column {transform.columns[j]!r} are "
-            f"not on the lattice of spacing {h:g} this transducer was fitted on (the first, "
-            f"item {first}: {float(column[first])!r}); each was taken as the lattice value whose "
-            f"bin holds it (largest shift {shift.max():.3g}). If these outputs have a finer "
-            "resolution than the calibration outputs, refit on outputs like them (or with "
-            "resolution=None to treat the outputs as continuous)",
-            LatticeWarning,
-            stacklevel=4,
-        )
-    return snapped
-
-
-def _warn_outside(y: np.ndarray, columns: tuple[str, ...], calibration: np.ndarray) -> None:
-    """ExtrapolationWarning for outputs outside the calibration outputs' range."""
-    low, high = calibration.min(axis=0), calibration.max(axis=0)
-    outside = (y < low) | (y > high)
-    items = outside.any(axis=1)
-    if not items.any():
-        return
-    ranges = "; ".join(
-        f"{columns[j]!r}: [{low[j]:.4g}, {high[j]:.4g}], {int(outside[:, j].sum())} outside"
-        for j in range(len(columns))
-        if outside[:, j].any()
-    )
-    warnings.warn(
-        f"{int(items.sum())} of {len(y)} outputs lie outside the range of the calibration "
-        f"outputs ({ranges}); there the transducer extrapolates: its probabilities come "
-        "from the tails of the fitted mixture, not from data (plot() shows them)",
-        ExtrapolationWarning,
-        stacklevel=4,
-    )
-
-
-def _unique_rows(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows and the inverse map; 1-D unique is far faster for one column."""
-    if y.shape[1] == 1:
-        values, inverse = np.unique(y[:, 0], return_inverse=True)
-        return values[:, None], inverse
-    unique, inverse = np.unique(y, axis=0, return_inverse=True)
-    return unique, inverse.ravel()
 
 
 def _coord_labels(labels: tuple[Label, ...]) -> np.ndarray:
@@ -1342,8 +1152,8 @@ def _inference_data(
 ) -> az.InferenceData:
     import arviz as az
 
-    from . import __version__
-    from ._stan_data import default_prior
+    from .. import __version__
+    from .stan_data import default_prior
 
     transform = transducer.transform_
     labels = transducer.classes_
@@ -1415,7 +1225,7 @@ def _at_even_ranks(rows: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
     return rows[order[np.linspace(0, len(key) - 1, n).round().astype(int)]]
 
 
-def _check_components(n_components: Any) -> int | None:
+def check_components(n_components: Any) -> int | None:
     """The number of kernels asked for: None for "auto", else a positive int."""
     if isinstance(n_components, str):
         if n_components != "auto":
@@ -1435,7 +1245,7 @@ def _merged_rows(
     class_index: np.ndarray, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray
 ) -> dict[str, Any]:
     """The calibration rows merged as the Stan data has them (kept with a transducer)."""
-    from ._stan_data import merge_rows
+    from .stan_data import merge_rows
 
     d = lower.shape[1]
     cls, bounds, count = merge_rows(class_index, np.hstack([lower, upper]))

@@ -21,20 +21,56 @@ transform so that a saved transducer reproduces every prediction:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.special import expit, logit
 
-from ._stan_data import detect_resolution, resolution_bins
+from .._validation import as_float_array
 
-__all__ = ["OutputTransform", "choose_transform"]
+__all__ = [
+    "SUPPORT",
+    "ExtrapolationWarning",
+    "LatticeWarning",
+    "OutputTransform",
+    "as_outputs",
+    "choose_transform",
+    "detect_resolution",
+    "joint_outputs",
+    "resolution_bins",
+    "snap_to_lattice",
+    "unique_rows",
+    "warn_outside",
+]
 
 _KINDS = ("identity", "logit", "log", "simplex")
 # Rows of a probability vector must sum to 1 within this to be read as a simplex.
 _SIMPLEX_TOLERANCE = 1e-6
+# An output is on a fitted lattice when it lies within this many steps of a lattice point,
+# relative to the step count (detect_resolution's own tolerance, rtol=1e-6).
+_LATTICE_RTOL = 1e-6
+
+
+class ExtrapolationWarning(UserWarning):
+    """Outputs outside the range of the calibration outputs: the transducer extrapolates.
+
+    There the probabilities come from the tails of the fitted mixture, not from data;
+    :meth:`Transducer.plot` shows them beyond the calibration range.
+    """
+
+
+class LatticeWarning(UserWarning):
+    """Outputs off the lattice a discrete transducer was fitted on, each taken as its bin.
+
+    A transducer fitted on lattice outputs (vote fractions ``k/200``) models bins
+    ``[v - h/2, v + h/2]``; an output between lattice points is read as the bin that holds
+    it, i.e. snapped to the nearest lattice value.
+    """
+
 
 
 @dataclass(frozen=True)
@@ -161,7 +197,7 @@ class OutputTransform:
             if h is None:
                 continue
             censored[j] = 1
-            low, high = resolution_bins(outputs[:, j], h, _SUPPORT[kind])
+            low, high = resolution_bins(outputs[:, j], h, SUPPORT[kind])
             lower[:, j], upper[:, j] = _bin_bounds(kind, low, high)
         return lower, upper, censored
 
@@ -248,7 +284,7 @@ def _forward_column(kind: str, y: np.ndarray, squeeze: Any) -> np.ndarray:
 
 
 # Where each kind's outputs live: bins of discrete outputs are clipped to it.
-_SUPPORT = {"identity": (-np.inf, np.inf), "log": (0.0, np.inf), "logit": (0.0, 1.0)}
+SUPPORT = {"identity": (-np.inf, np.inf), "log": (0.0, np.inf), "logit": (0.0, 1.0)}
 
 
 def _bin_bounds(kind: str, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -330,3 +366,284 @@ def _auto_kind(column: np.ndarray) -> str:
     if (column > 0).all():
         return "log"
     return "identity"
+
+
+# ------------------------------------------------------- lattice detection
+def detect_resolution(
+    values_1d: np.ndarray,
+    *,
+    min_repeats: float = 2.0,
+    max_gap_factor: float = 50.0,
+    rtol: float = 1e-6,
+) -> float | None:
+    """Lattice spacing ``h`` of outputs recorded at a finite resolution, or None.
+
+    The rule (all conditions must hold, otherwise the output is treated as continuous
+    and None is returned):
+
+    1. at least two distinct finite values, and on average at least ``min_repeats``
+       items per distinct value (``n / n_distinct >= min_repeats``): a discrete output
+       repeats; a continuous one practically never does;
+    2. ``h`` is the smallest gap between consecutive distinct values, and every distinct
+       value lies on the lattice ``v_min + j h`` (integer ``j``, within ``rtol``);
+    3. the lattice spanned by the values has at most ``max_gap_factor`` times as many
+       points as there are distinct values (rules out "grids" that are only an
+       accident of two close values).
+
+    When ``1 / h`` is within ``rtol`` of an integer ``m`` (vote fractions k/200, scores
+    in percent), ``h`` is snapped to exactly ``1 / m``.
+
+    >>> detect_resolution(np.array([0, 1, 1, 3, 3, 3, 5, 0]) / 200)
+    0.005
+    >>> detect_resolution(np.random.default_rng(0).normal(size=100)) is None
+    True
+    """
+    v = np.asarray(values_1d, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return None
+    distinct = np.unique(v)
+    if distinct.size < 2 or v.size / distinct.size < min_repeats:
+        return None
+    gaps = np.diff(distinct)
+    h = float(gaps.min())
+    if h <= 0:  # pragma: no cover - np.unique guarantees strictly increasing values
+        return None
+    steps = (distinct - distinct[0]) / h
+    if not np.allclose(steps, np.round(steps), rtol=0.0, atol=rtol * max(1.0, steps[-1])):
+        return None
+    if steps[-1] + 1 > max_gap_factor * distinct.size:
+        return None
+    m = round(1.0 / h)
+    if m >= 1 and abs(1.0 / h - m) <= rtol * m:
+        h = 1.0 / m
+    return h
+
+
+def resolution_bins(
+    values: np.ndarray,
+    resolution: float,
+    support: tuple[float, float] = (-np.inf, np.inf),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bins ``[v - h/2, v + h/2]`` of values recorded at resolution ``h``, clipped to support.
+
+    On the original scale. For vote fractions (support (0, 1), ``h = 1/200``) the bin of
+    an exact 0 is ``[0, 1/400]``, which the logit maps to ``(-inf, logit(1/400)]``: no
+    squeezing of exact 0s and 1s is needed. Map both edges through the (increasing)
+    output transform before :func:`~yieldwise.transducer.stan_data.build_stan_data`.
+    """
+    if not np.isfinite(resolution) or resolution <= 0:
+        raise ValueError(f"resolution must be a positive number, got {resolution}")
+    v = np.asarray(values, dtype=float)
+    lo, hi = support
+    lower = np.clip(v - resolution / 2, lo, hi)
+    upper = np.clip(v + resolution / 2, lo, hi)
+    return _shared_edges(lower, upper, resolution)
+
+
+def _shared_edges(
+    lower: np.ndarray, upper: np.ndarray, resolution: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Make adjacent bins share their common edge bit for bit.
+
+    ``v + h/2`` of one lattice value and ``v' - h/2`` of the next are the same number
+    in exact arithmetic but can differ by an ulp in floating point. Edges closer than
+    ``1e-6 h`` (genuinely different edges are at least ``h`` apart) are replaced by the
+    smallest of their cluster, so that the bins tile the line: the Stan program then
+    evaluates one normal tail per shared edge (docs/model.md).
+    """
+    every = np.concatenate([lower.ravel(), upper.ravel()])
+    every = np.unique(every[np.isfinite(every)])
+    if every.size < 2:
+        return lower, upper
+    new_cluster = np.diff(every) > 1e-6 * resolution
+    cluster = np.concatenate([[0], np.cumsum(new_cluster)])
+    first = every[np.concatenate([[True], new_cluster])]
+
+    def snap(x: np.ndarray) -> np.ndarray:
+        finite = np.isfinite(x)
+        out = x.copy()
+        out[finite] = first[cluster[np.searchsorted(every, x[finite])]]
+        return out
+
+    return snap(lower), snap(upper)
+
+
+
+# ------------------------------------------------- outputs given by a user
+# ---------------------------------------------------------------------- helpers
+def as_outputs(
+    outputs: Any, name: str, expected: tuple[str, ...] | None = None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Outputs as a finite (items, D) float array plus column names.
+
+    With ``expected`` (the fitted columns), a DataFrame's columns are matched by name in
+    any order, and a named Series by its name, whenever the transducer was fitted on
+    named columns; other names are an error. Plain arrays are taken by position.
+    """
+    if isinstance(outputs, pd.DataFrame):
+        columns = tuple(str(c) for c in outputs.columns)
+        repeated = sorted({c for c in columns if columns.count(c) > 1})
+        if repeated:
+            raise ValueError(f"{name} has the column(s) {repeated} more than once")
+        if expected is not None and _fitted_names(expected):
+            _check_names(columns, expected, name)
+            # Same columns as at fit time, perhaps reordered: select them by name.
+            outputs = outputs.iloc[:, [columns.index(column) for column in expected]]
+            columns = expected
+        values = as_float_array(outputs.to_numpy(), name, ndim=2)
+    elif isinstance(outputs, pd.Series):
+        columns = (str(outputs.name) if outputs.name is not None else "output",)
+        if expected is not None and outputs.name is not None and _fitted_names(expected):
+            _check_names(columns, expected, name)
+        values = as_float_array(outputs.to_numpy(), name, ndim=1)[:, None]
+    else:
+        values = as_float_array(outputs, name, ndim=(1, 2))
+        if values.ndim == 1:
+            values = values[:, None]
+            columns = ("output",)
+        else:
+            columns = tuple(f"output_{j}" for j in range(values.shape[1]))
+    if expected is not None:
+        if values.shape[1] != len(expected):
+            raise ValueError(
+                f"{name} must have {len(expected)} column(s) {list(expected)} as at fit time, "
+                f"found {values.shape[1]}"
+            )
+        columns = expected
+    return values, columns
+
+
+def _fitted_names(columns: tuple[str, ...]) -> bool:
+    """Whether fitted columns carry names (not the defaults of a plain array)."""
+    if len(columns) == 1:
+        return columns != ("output",)
+    return columns != tuple(f"output_{j}" for j in range(len(columns)))
+
+
+def _check_names(columns: tuple[str, ...], expected: tuple[str, ...], name: str) -> None:
+    if set(columns) == set(expected) and len(columns) == len(expected):
+        return
+    missing = [c for c in expected if c not in columns]
+    unexpected = [c for c in columns if c not in expected]
+    raise ValueError(
+        f"{name} must have the columns {list(expected)} as at fit time (matched by name, "
+        f"in any order), found {list(columns)} (missing {missing}, unexpected {unexpected}); "
+        "rename the columns, or pass a plain array to match them by position"
+    )
+
+
+def joint_outputs(
+    outputs: Mapping[Any, Any], spec: Any, resolution: Any
+) -> tuple[pd.DataFrame, dict[str, list[str]], list[str], list[float | None]]:
+    """Several classifiers' outputs as one frame, with each member's columns and transform.
+
+    Each member's transform is chosen on its own outputs (as if fitted alone), so that
+    its marginal is the transducer it would have on its own.
+    """
+    if len(outputs) < 2:
+        raise ValueError(
+            f"outputs as a mapping fits a joint transducer of several classifiers; found "
+            f"{len(outputs)} member(s): {list(outputs)}. Pass one classifier's outputs directly"
+        )
+    frames, members, kinds, resolutions = [], {}, [], []
+    n_items = None
+    for name, member in outputs.items():
+        label = f"outputs[{name!r}]"
+        y, columns = as_outputs(member, label)
+        if n_items is not None and y.shape[0] != n_items:
+            raise ValueError(
+                f"{label} has {y.shape[0]} items, the first member {n_items}: a joint "
+                "transducer needs every classifier's outputs on the same calibration items"
+            )
+        n_items = y.shape[0]
+        names = [str(name)] if y.shape[1] == 1 else [f"{name}:{c}" for c in columns]
+        transform = choose_transform(y, names, spec, resolution)
+        if transform.is_simplex:
+            raise ValueError(
+                f"{label} are probability vectors; a joint transducer models each member's "
+                "columns separately: pass all but one column (e.g. the positive class's "
+                "probability) or their log-ratios"
+            )
+        frames.append(pd.DataFrame(y, columns=names))
+        members[str(name)] = names
+        kinds.extend(transform.kind)
+        resolutions.extend(transform.resolution)
+    return pd.concat(frames, axis=1), members, kinds, resolutions
+
+
+def snap_to_lattice(
+    y: np.ndarray, transform: OutputTransform, calibration: np.ndarray
+) -> np.ndarray:
+    """Outputs of lattice columns moved onto the fitted lattice, with a LatticeWarning.
+
+    The lattice of column ``j`` is ``a + k h`` (``h`` its resolution, ``a`` a calibration
+    output of that column, integer ``k``). Every output is replaced by the lattice value
+    whose bin ``[v - h/2, v + h/2]`` holds it: the model scores bins, so that is what the
+    output means to it. Outputs within ``_LATTICE_RTOL`` steps of a lattice point are on
+    the lattice (float noise, such as 0.1 + 0.2 for 0.3); the others are counted in the
+    warning. Afterwards a column has at most one distinct value per lattice point in the
+    outputs' range, and predictions dedupe on them.
+    """
+    snapped = y
+    for j, h in enumerate(transform.resolution):
+        if h is None:
+            continue
+        column = y[:, j]
+        anchor = float(calibration[0, j])
+        steps = (column - anchor) / h
+        k = np.round(steps)
+        m = round(1.0 / h)
+        if abs(1.0 / h - m) <= 1e-9 * m and abs(anchor * m - round(anchor * m)) <= 1e-6:
+            values = np.round(column * m) / m  # k/m exactly as such outputs are written
+        else:
+            values = anchor + k * h
+        if snapped is y:
+            snapped = y.copy()
+        snapped[:, j] = values
+        off = np.abs(steps - k) > _LATTICE_RTOL * np.maximum(1.0, np.abs(k))
+        if not off.any():
+            continue
+        shift = np.abs(values[off] - column[off])
+        first = int(np.flatnonzero(off)[0])
+        warnings.warn(
+            f"{int(off.sum())} of {len(column)} outputs in column {transform.columns[j]!r} are "
+            f"not on the lattice of spacing {h:g} this transducer was fitted on (the first, "
+            f"item {first}: {float(column[first])!r}); each was taken as the lattice value whose "
+            f"bin holds it (largest shift {shift.max():.3g}). If these outputs have a finer "
+            "resolution than the calibration outputs, refit on outputs like them (or with "
+            "resolution=None to treat the outputs as continuous)",
+            LatticeWarning,
+            stacklevel=4,
+        )
+    return snapped
+
+
+def warn_outside(y: np.ndarray, columns: tuple[str, ...], calibration: np.ndarray) -> None:
+    """ExtrapolationWarning for outputs outside the calibration outputs' range."""
+    low, high = calibration.min(axis=0), calibration.max(axis=0)
+    outside = (y < low) | (y > high)
+    items = outside.any(axis=1)
+    if not items.any():
+        return
+    ranges = "; ".join(
+        f"{columns[j]!r}: [{low[j]:.4g}, {high[j]:.4g}], {int(outside[:, j].sum())} outside"
+        for j in range(len(columns))
+        if outside[:, j].any()
+    )
+    warnings.warn(
+        f"{int(items.sum())} of {len(y)} outputs lie outside the range of the calibration "
+        f"outputs ({ranges}); there the transducer extrapolates: its probabilities come "
+        "from the tails of the fitted mixture, not from data (plot() shows them)",
+        ExtrapolationWarning,
+        stacklevel=4,
+    )
+
+
+def unique_rows(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows and the inverse map; 1-D unique is far faster for one column."""
+    if y.shape[1] == 1:
+        values, inverse = np.unique(y[:, 0], return_inverse=True)
+        return values[:, None], inverse
+    unique, inverse = np.unique(y, axis=0, return_inverse=True)
+    return unique, inverse.ravel()

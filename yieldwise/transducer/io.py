@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_labels
-from .transforms import OutputTransform
+from .._validation import check_labels
+from .encoding import OutputTransform
 
 __all__ = ["ATTRIBUTES", "FORMAT_VERSION", "VARIABLES", "TransducerFileError", "read"]
 

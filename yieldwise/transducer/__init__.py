@@ -1,0 +1,23 @@
+"""The probability transducer ``p(class | output)`` (theory section 3), as a small package.
+
+* :mod:`.estimator`: :class:`Transducer`, the scikit-learn-style estimator (fit, predict);
+* :mod:`.encoding`: outputs as the model sees them (transforms, lattice detection and
+  snapping, the checks of outputs a user gives);
+* :mod:`.stan_data`: the data of ``stan/transducer.stan`` (merged rows, prior, initial
+  values, preconditioning);
+* :mod:`.io`: the transducer file (every stored field, the format version).
+"""
+
+from __future__ import annotations
+
+from .encoding import ExtrapolationWarning, LatticeWarning, OutputTransform, choose_transform
+from .estimator import DiagnosticsWarning, Transducer
+
+__all__ = [
+    "DiagnosticsWarning",
+    "ExtrapolationWarning",
+    "LatticeWarning",
+    "OutputTransform",
+    "Transducer",
+    "choose_transform",
+]
