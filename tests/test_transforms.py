@@ -111,3 +111,13 @@ def test_check_at_predict_time():
         t.check(np.zeros((3, 2)))
     with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
         t.check(np.array([[2.0]]))
+
+
+def test_the_public_module_transforms_hands_on_the_encoding_names():
+    """``yieldwise.transforms`` stays a public module: the encoding's own objects."""
+    import yieldwise.transforms as public
+    from yieldwise.transducer import encoding
+
+    assert public.OutputTransform is encoding.OutputTransform
+    assert public.choose_transform is encoding.choose_transform
+    assert set(public.__all__) == {"OutputTransform", "choose_transform"}
