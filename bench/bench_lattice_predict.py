@@ -43,7 +43,7 @@ def lattice_transducer(rng: np.random.Generator) -> Transducer:
     post = base.posterior_.posterior
     draws = {name: post[name].values for name in ("w", "alpha", "mu", "sigma")}
     votes = np.r_[np.arange(201), rng.integers(0, 201, 2000)] / 200
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         draws, votes, (votes > 0.5).astype(int), (0, 1), output_transform="logit",
         resolution="auto",
     )  # fmt: skip
@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": dt.date.today().isoformat(),
         "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
         f"Python {platform.python_version()}, numpy {np.__version__}",
-        "draws x components": f"{transducer._w.shape[0]:,} x {transducer._w.shape[1]}",
+        "draws x components": f"{transducer.posterior.n_draws:,} x "
+        f"{transducer.posterior.n_components}",
         "10^6 lattice outputs k/200": f"{on_seconds:.2f} s, {on_rows} bins evaluated "
         f"(target {TARGET_SECONDS:g} s)",
         "200,000 outputs off the lattice": f"{off_seconds:.2f} s, {off_rows} bins evaluated "

@@ -46,7 +46,7 @@ def synthetic_transducer(case: str, chains: int = 4, draws: int = 1000, k: int =
         outputs = rng.normal(0, 2, 3600)
         spec, resolution = "identity", None
     classes = (rng.random(3600) < 0.1).astype(int)
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": w, "alpha": alpha, "mu": mu[..., None], "sigma": sigma[..., None]},
         pd.DataFrame({"score": outputs}), classes, (0, 1),
         output_transform=spec, resolution=resolution,

@@ -48,7 +48,7 @@ def synthetic_transducer(rng: np.random.Generator, chains: int = 4, draws: int =
     draws_ = {name: a.reshape(chains, draws, *a.shape[1:]) for name, a in
               {"w": w, "alpha": alpha, "mu": mu, "sigma": sigma}.items()}  # fmt: skip
     calibration = rng.random(500)
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         draws_, calibration, (calibration > 0.5).astype(int), (0, 1), resolution=None
     )
 
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": dt.date.today().isoformat(),
         "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
         f"Python {platform.python_version()}, numpy {np.__version__}",
-        "outputs x draws x components": f"{args.n:,} x {transducer._w.shape[0]:,} x "
-        f"{transducer._w.shape[1]}",
+        "outputs x draws x components": f"{args.n:,} x {transducer.posterior.n_draws:,} x "
+        f"{transducer.posterior.n_components}",
         "wall time of predict_proba": f"{seconds:.2f} s (target {TARGET_SECONDS:g} s)",
         "max abs error vs exact formula": f"{error:.2e} on {args.check:,} random outputs "
         f"(target {TARGET_ERROR:g}); grid check {transducer.interpolation_error_:.2e}",

@@ -50,7 +50,7 @@ def given_transducer(p1=P1, classes=2):
         "sigma": np.ones((1, s, 2, 1)),
     }
     calibration = np.linspace(-3, 3, 30)
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         draws, pd.DataFrame({"score": calibration}), np.arange(30) % classes,
         tuple(range(classes)), output_transform="identity", resolution=None,
     )  # fmt: skip

@@ -173,7 +173,7 @@ def test_a_transducers_draws_give_the_band():
     }  # fmt: skip
     scores = np.linspace(-3, 3, 60)
     truth = np.array(labels)[(scores > 0).astype(int)]
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         draws, pd.DataFrame({"score": scores}), truth, labels,
         output_transform="identity", resolution=None,
     )  # fmt: skip

@@ -106,7 +106,7 @@ LABELS = ("neg", "pos")
 
 def given(mu):
     scores = np.linspace(-3, 3, 30)
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": np.asarray(mu)[None], "sigma": SIGMA[None]},
         pd.DataFrame({"score": scores}), np.array(LABELS)[(scores > 0).astype(int)], LABELS,
         output_transform="identity", resolution=None,

@@ -23,7 +23,7 @@ U = UtilityMatrix([[1, -2], [0, 3]], decisions=LABELS, classes=LABELS)
 def joint():
     rng = np.random.default_rng(4)
     frame = pd.DataFrame({"rf": rng.normal(size=40), "nn": rng.normal(size=40)})
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
         output_transform="identity", resolution=None,
@@ -61,7 +61,7 @@ def test_marginal_keeps_the_joint_sampler_record_and_has_its_own_log_likelihood(
         "diverging": np.array([[True, False]]), "tree_depth": np.array([[10, 3]]),
         "n_steps": np.array([[1023, 7]]),
     }  # fmt: skip
-    joint = Transducer._from_draws(
+    joint = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         frame, truth, LABELS, output_transform="identity", resolution=None,
         sample_stats=stats, sampler={"max_treedepth": 10, "seed": 7}, sampling_seconds=12.5,

@@ -33,7 +33,7 @@ def vote_transducer(calibration=None):
     every = np.r_[np.arange(201), rng.integers(0, 201, 400)] / 200  # all of [0, 1]
     votes = every if calibration is None else calibration
     classes = np.where(votes > 0.5, "yes", "no")
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         pd.DataFrame({"votes": votes}), classes, ("no", "yes"),
         output_transform="logit", resolution="auto",

@@ -38,7 +38,7 @@ SIGMA = np.array([[[1.0], [0.7]], [[0.8], [1.2]]])
 @pytest.fixture(scope="module")
 def continuous():
     scores = np.linspace(-3, 3, 30)
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         pd.DataFrame({"score": scores}), np.array(LABELS)[(scores > 0).astype(int)], LABELS,
         output_transform="identity", resolution=None,
@@ -147,7 +147,7 @@ def lattice_transducer():
     votes = np.round(rng.beta(2, 5, 80) * 20) / 20
     classes = (votes > 0.3).astype(int)
     mu = np.array([[[-1.5], [1.0]], [[-1.0], [1.5]]])
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": mu[None], "sigma": SIGMA[None]},
         pd.DataFrame({"votes": votes}), np.array(LABELS)[classes], LABELS,
         output_transform="logit", resolution=0.05,
@@ -197,7 +197,7 @@ def three_class_transducer(n_outputs):
     alpha = np.array([[[[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]], [[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]]])
     mu = np.array([[[[-1.0, 0.5], [1.0, -0.5]], [[-0.5, 0.0], [1.5, -1.0]]]])[..., :n_outputs]
     frame = pd.DataFrame(rng.normal(size=(30, n_outputs)), columns=list("ab")[:n_outputs])
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": w, "alpha": alpha, "mu": mu, "sigma": np.ones_like(mu)}, frame,
         np.array(["x", "y", "z"])[rng.integers(0, 3, 30)], ("x", "y", "z"),
         output_transform="identity", resolution=None,
@@ -274,7 +274,7 @@ def test_two_dimensional_outputs_by_monte_carlo_agree_with_a_grid():
     sigma = np.array([[[1.0, 0.8], [0.7, 1.1]], [[0.8, 1.0], [1.2, 0.9]]])
     rng = np.random.default_rng(2)
     frame = pd.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40)})
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": mu[None], "sigma": sigma[None]},
         frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
         output_transform="identity", resolution=None,

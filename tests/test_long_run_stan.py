@@ -25,7 +25,7 @@ U = UtilityMatrix([[1, -2], [0, 3]], decisions=LABELS, classes=LABELS)
 
 def transducer(outputs, spec, resolution):
     classes = np.array(LABELS)[(np.arange(len(outputs)) % 3 == 0).astype(int)]
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         pd.DataFrame({"score": outputs}), classes, LABELS,
         output_transform=spec, resolution=resolution,
@@ -56,7 +56,7 @@ def test_stan_program_agrees_on_a_batch(long_run_program, stan_backend):
 
 def test_stan_check_refuses_several_dimensions():
     rng = np.random.default_rng(0)
-    two = Transducer._from_draws(
+    two = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": np.concatenate([MU, MU], axis=2)[None],
          "sigma": np.concatenate([SIGMA, SIGMA], axis=2)[None]},
         pd.DataFrame({"a": rng.normal(size=20), "b": rng.normal(size=20)}),

@@ -303,7 +303,7 @@ def lattice():
     """Vote fractions k/20 (summed exactly), two posterior draws."""
     rng = np.random.default_rng(5)
     votes = np.round(rng.beta(2, 5, 80) * 20) / 20
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         pd.DataFrame({"votes": votes}), np.array(LABELS)[(votes > 0.3).astype(int)], LABELS,
         output_transform="logit", resolution=0.05,
@@ -366,7 +366,7 @@ def test_three_classes_vector_outputs():
     mu = np.tile(2.0 * np.eye(k)[None, None], (1, 2, 1, 1)) + rng.normal(0, 0.1, (1, 2, k, k))
     sigma = np.ones((1, 2, k, k))
     outputs = pd.DataFrame(rng.normal(size=(60, k)), columns=["l0", "l1", "l2"])
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": w, "alpha": alpha, "mu": mu, "sigma": sigma}, outputs,
         np.array(labels)[outputs.to_numpy().argmax(axis=1)], labels,
         output_transform="identity", resolution=None,

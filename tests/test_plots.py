@@ -322,7 +322,7 @@ def _simplex_transducer(columns):
     mu = np.tile(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]), (1, 4, 1, 1))
     sigma = np.ones((1, 4, 3, 2))
     frame = pd.DataFrame(probs, columns=columns)
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": w, "alpha": alpha, "mu": mu, "sigma": sigma}, frame, labels,
         ("three", "five", "eight"),
     ), frame  # fmt: skip

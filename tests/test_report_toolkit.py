@@ -28,7 +28,7 @@ def votes():
     values = np.round(rng.beta(2, 5, 120) * 20) / 20
     truth = np.array(LABELS)[(rng.random(120) < values).astype(int)]
     outputs = pd.DataFrame({"votes": values})
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         outputs, truth, LABELS, output_transform="logit", resolution=0.05,
     )  # fmt: skip
@@ -68,7 +68,7 @@ def test_two_outputs_use_the_transducer_probability_as_score():
     outputs = pd.DataFrame(rng.normal(size=(80, 2)), columns=["a", "b"])
     truth = np.array(LABELS)[(outputs["b"] > outputs["a"]).astype(int)]
     mu = np.array([[[[-1.0, 1.0], [1.0, -1.0]], [[-0.8, 0.9], [1.1, -1.2]]]])
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": mu, "sigma": np.ones((1, 2, 2, 2))},
         outputs, truth, LABELS, output_transform="identity", resolution=None,
     )  # fmt: skip
@@ -94,7 +94,7 @@ def test_raw_scores_outside_the_unit_interval_get_a_stated_reason():
     logits = np.round(rng.normal(0.0, 2.0, 90), 3)
     truth = np.array(LABELS)[(rng.random(90) < 1 / (1 + np.exp(-logits))).astype(int)]
     outputs = pd.DataFrame({"logit": logits})
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         outputs, truth, LABELS, output_transform="identity", resolution=None,
     )  # fmt: skip
@@ -123,7 +123,7 @@ def test_three_classes_get_the_summed_decomposition_and_a_note():
     labels = ("a", "b", "c")
     outputs = pd.DataFrame(rng.normal(size=(60, 3)), columns=["l0", "l1", "l2"])
     truth = np.array(labels)[outputs.to_numpy().argmax(axis=1)]
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": np.full((1, 2, 3), 1 / 3), "alpha": np.tile(0.1 + 0.7 * np.eye(3), (1, 2, 1, 1)),
          "mu": np.tile(2.0 * np.eye(3)[None, None], (1, 2, 1, 1)),
          "sigma": np.ones((1, 2, 3, 3))},
@@ -249,7 +249,7 @@ def _stored_transducer(outputs, truth, labels, transform, resolution, rng):
         "sigma": sd * np.exp(rng.normal(0, 0.05, (s, *sd.shape))),
     }
     draws = {name: v.reshape(2, s // 2, *v.shape[1:]) for name, v in draws.items()}
-    return Transducer._from_draws(draws, outputs, truth, tuple(labels),
+    return Transducer.from_draws(draws, outputs, truth, tuple(labels),
                                   output_transform=transform, resolution=resolution)  # fmt: skip
 
 

@@ -31,7 +31,7 @@ U = UtilityMatrix([[1, -2], [0, 3]], decisions=list(LABELS), classes=LABELS)
 
 def one_column(column="score", labels=LABELS):
     scores = np.linspace(-3, 3, 30)
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU1[None], "sigma": SIGMA1[None]},
         pd.DataFrame({column: scores}), np.array(labels, dtype=object)[(scores > 0).astype(int)],
         labels, output_transform="identity", resolution=None,
@@ -44,7 +44,7 @@ def two_columns(frame_columns=("a", "b")):
     mu = np.stack([MU1, -MU1], axis=-1)[..., 0, :]  # (draw, component, 2)
     sigma = np.stack([SIGMA1, SIGMA1], axis=-1)[..., 0, :]
     outputs = pd.DataFrame(y, columns=list(frame_columns)) if frame_columns else y
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": mu[None], "sigma": sigma[None]},
         outputs, np.array(LABELS)[(y[:, 0] > 0).astype(int)], LABELS,
         output_transform="identity", resolution=None,

@@ -31,7 +31,7 @@ Y = np.array([-1.0, 0.0, 0.4, 2.0])
 @pytest.fixture
 def saved(tmp_path):
     scores = np.linspace(-3, 3, 30)
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]},
         pd.DataFrame({"score": scores}), np.array(["neg", "pos"])[(scores > 0).astype(int)],
         ("neg", "pos"), output_transform="identity", resolution=None,

@@ -355,7 +355,7 @@ def _identity_transducer(rng, draws):
     y[:20] = y[20:40]  # repeated outputs: 20 items share rows with 20 others
     classes[:20] = classes[20:40]
     labels = np.array(LOO_LABELS)[classes]
-    t = Transducer._from_draws(draws, y, labels, LOO_LABELS, output_transform="identity",
+    t = Transducer.from_draws(draws, y, labels, LOO_LABELS, output_transform="identity",
                                resolution=None)  # fmt: skip
     return t, y, classes
 
@@ -397,7 +397,7 @@ def test_loo_joint_on_a_lattice_is_the_bin_probability_over_h():
     classes = rng.integers(0, 2, 200)
     votes = rng.binomial(40, np.where(classes == 1, 0.8, 0.2)) / 40
     labels = np.array(LOO_LABELS)[classes]
-    t = Transducer._from_draws(draws, votes, labels, LOO_LABELS, output_transform="logit",
+    t = Transducer.from_draws(draws, votes, labels, LOO_LABELS, output_transform="logit",
                                resolution="auto")  # fmt: skip
     lo, hi = np.clip(votes - 1 / 80, 0, 1), np.clip(votes + 1 / 80, 0, 1)
     with np.errstate(divide="ignore"):

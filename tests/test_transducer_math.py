@@ -24,7 +24,7 @@ def make_transducer(w, alpha, mu, sigma, outputs, classes, *, labels=("neg", "po
     """A fitted Transducer whose posterior is the given draws (one chain)."""
     draws = {"w": w[None], "alpha": alpha[None], "mu": mu[None], "sigma": sigma[None]}
     frame = pd.DataFrame({"score": np.asarray(outputs, float)})
-    return Transducer._from_draws(
+    return Transducer.from_draws(
         draws, frame, np.asarray(labels)[np.asarray(classes)], tuple(labels),
         output_transform=spec, resolution=resolution,
     )  # fmt: skip
@@ -250,7 +250,7 @@ def test_chains_that_disagree_warn_with_what_to_try():
         "log_lik": rng.normal(0.0, 1.0, (2, reps)) + np.array([[0.0], [10.0]]),
     }
     frame = pd.DataFrame({"score": CALIBRATION})
-    t = Transducer._from_draws(
+    t = Transducer.from_draws(
         draws, frame, np.array(["neg", "pos"])[CLASSES], ("neg", "pos"),
         output_transform="identity", resolution=None,
     )  # fmt: skip

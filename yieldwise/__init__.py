@@ -18,7 +18,7 @@ from .decision import decide, expected_utilities
 from .long_run import long_run_utility, oracle_utility, value_of_more_data
 from .metrics import UndefinedMetricError
 from .parallel import fit_many
-from .transducer import ExtrapolationWarning, LatticeWarning, Transducer
+from .transducer import ExtrapolationWarning, LatticeWarning, Transducer, TransducerPosterior
 from .utility import UtilityMatrix
 from .yields import rescaled_yield, total_utility, utility_yield, utility_yield_per_item
 
@@ -33,6 +33,7 @@ __all__ = [
     "ExtrapolationWarning",
     "LatticeWarning",
     "Transducer",
+    "TransducerPosterior",
     "UndefinedMetricError",
     "UtilityMatrix",
     "audit",

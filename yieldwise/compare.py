@@ -121,7 +121,7 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
     for name, t in transducers.items():
         if not isinstance(t, Transducer):
             raise TypeError(f"transducers[{name!r}] must be a Transducer, found {type(t).__name__}")
-        t._check_fitted()
+        t.check_fitted()
         if str(name) in named:
             raise ValueError(
                 f"transducers has the keys {named[str(name)]!r} and {name!r}, which are the "
@@ -173,7 +173,19 @@ class Comparison:
     def _batched(self) -> bool:
         return "matrix" in self.utilities.dims
 
-    def _samples(self, name: str, matrix: Any, rescaled: bool = False) -> np.ndarray:
+    def _check_name(self, name: str) -> None:
+        if name not in self.names:
+            raise KeyError(f"unknown classifier {name!r}; the comparison has {self.names}")
+
+    # ------------------------------------------------------------- answers
+    def samples(self, name: str, matrix: Any = None, rescaled: bool = False) -> np.ndarray:
+        """One classifier's posterior draws of its long-run utility, flattened chain-major
+        (paired draws line up across the members of a joint transducer), without the NaN
+        that pad independent fits of fewer draws.
+
+        ``matrix`` chooses one matrix of a batch (required then, refused otherwise);
+        ``rescaled`` gives the draws rescaled to [0, 1] (theory 1).
+        """
         data = self.rescaled if rescaled else self.utilities
         if data is None:
             raise ValueError("rescaled utilities are not available for these matrices")
@@ -190,16 +202,11 @@ class Comparison:
         flat = values.values.ravel()  # chain-major: paired draws line up across members
         return flat[~np.isnan(flat)]
 
-    def _check_name(self, name: str) -> None:
-        if name not in self.names:
-            raise KeyError(f"unknown classifier {name!r}; the comparison has {self.names}")
-
-    # ------------------------------------------------------------- answers
     def prob_superiority(self, matrix: Any = None) -> pd.DataFrame:
         """``P(row yields more than column)`` for every pair (diagonal NaN)."""
         n = len(self.names)
         out = np.full((n, n), np.nan)
-        samples = {name: self._samples(name, matrix) for name in self.names}
+        samples = {name: self.samples(name, matrix) for name in self.names}
         for i, a in enumerate(self.names):
             for j, b in enumerate(self.names):
                 if i != j:
@@ -209,7 +216,7 @@ class Comparison:
 
     def prob_best(self, matrix: Any = None) -> pd.Series:
         """Probability that each classifier has the largest long-run utility."""
-        samples = [self._samples(name, matrix) for name in self.names]
+        samples = [self.samples(name, matrix) for name in self.names]
         if self.paired:
             stacked = np.stack(samples)  # (classifiers, draws)
             best = stacked.argmax(axis=0)
@@ -238,7 +245,7 @@ class Comparison:
         self._check_name(b)
         if not 0 < prob < 1:
             raise ValueError(f"prob must lie in (0, 1), found {prob}")
-        x, y = self._samples(a, matrix), self._samples(b, matrix)
+        x, y = self.samples(a, matrix), self.samples(b, matrix)
         prob_positive = _prob_greater(x, y, self.paired)  # over all pairs when independent
         if not self.paired:
             rng = np.random.default_rng(seed)
@@ -267,14 +274,14 @@ class Comparison:
         for matrix in matrices:
             best = self.prob_best(matrix)
             for name in self.names:
-                values = self._samples(name, matrix)
+                values = self.samples(name, matrix)
                 row: dict[str, Any] = {"classifier": name}
                 if matrix is not None:
                     row["matrix"] = matrix
                 q = np.quantile(values, _QUANTILES)
                 row.update(mean=values.mean(), sd=values.std(ddof=1), q5=q[0], q50=q[1], q95=q[2])
                 if self.rescaled is not None:
-                    scaled = self._samples(name, matrix, rescaled=True)
+                    scaled = self.samples(name, matrix, rescaled=True)
                     row.update(rescaled_mean=scaled.mean(), rescaled_sd=scaled.std(ddof=1))
                 row["prob_best"] = best[name]
                 position = matrices.index(matrix) if matrix is not None else 0
@@ -308,7 +315,7 @@ class Comparison:
         if axes is None:
             _, axes = plt.subplots(1, 2, figsize=(11, 4))
         density_ax, heat_ax = axes
-        _plot_densities(density_ax, {n: self._samples(n, matrix) for n in self.names})
+        _plot_densities(density_ax, {n: self.samples(n, matrix) for n in self.names})
         if len(self.names) > 1:
             _plot_superiority(heat_ax, self.prob_superiority(matrix))
         else:

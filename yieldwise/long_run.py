@@ -36,7 +36,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import _mixture
 from ._validation import Label, check_positive_int, indices_of, label_values
 from .utility import UtilityMatrix
 
@@ -51,8 +50,6 @@ _TAIL = 1e-9
 DEFAULT_CELLS = 4096
 #: Points of the Monte Carlo integral over several output dimensions.
 DEFAULT_POINTS = 20_000
-#: Draws used to place the cells (placement needs no precision; the masses use all draws).
-_PLACEMENT_DRAWS = 64
 #: Adaptive quadrature (a few matrices): starting cells, split factor, rounds, and the
 #: posterior-mean mass next to decision boundaries below which refining stops.
 _ADAPTIVE_MAX_MATRICES = 32
@@ -157,7 +154,7 @@ def _long_run(
     """(raw, rescaled or None) long-run utilities, from one set of cells."""
     _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
-    r = transducer._check_prevalences(prevalences)
+    r = transducer.posterior.check_prevalences(prevalences)
     decide = None
     if len(matrices) <= _ADAPTIVE_MAX_MATRICES:
         decide = _decider(rule, matrices, decisions, transducer, threshold)
@@ -202,11 +199,12 @@ def long_run_utility_stan(
     assert cells.bounds is not None  # 1-D cells always carry their edges
     lower, upper = (np.clip(b, -_STAN_INFINITY, _STAN_INFINITY) for b in cells.bounds)
     chosen = np.broadcast_to(decide(cells), (len(matrices), len(lower)))
+    posterior = transducer.posterior
     data = {
-        "S": transducer._w.shape[0], "K": transducer._w.shape[1],
+        "S": posterior.n_draws, "K": posterior.n_components,
         "C": len(transducer.classes_), "J": len(lower), "M": len(matrices),
-        "Dd": matrices.shape[1], "w": transducer._w, "alpha": transducer._alpha,
-        "mu": transducer._mu[:, :, 0], "sigma": transducer._sigma[:, :, 0],
+        "Dd": matrices.shape[1], "w": posterior.w, "alpha": posterior.alpha,
+        "mu": posterior.mu[:, :, 0], "sigma": posterior.sigma[:, :, 0],
         "cell_lower": lower, "cell_upper": upper, "decision": chosen + 1, "utility": matrices,
     }  # fmt: skip
     program = get_backend(backend).compile(stan_file("long_run_utility"))
@@ -233,7 +231,7 @@ def oracle_utility(
     :func:`long_run_utility` is the value of more calibration data (theory section 4).
     """
     matrices, _, names = _as_matrices(utility, transducer.classes_)
-    r = transducer._check_prevalences(prevalences)
+    r = transducer.posterior.check_prevalences(prevalences)
     cells = _cells(transducer, r, n_cells, n_points, seed)
     values, error = _oracle(cells, matrices)
     if rescale:
@@ -328,7 +326,7 @@ def _cells(
     transducer: Transducer, r: np.ndarray | None, n_cells: int, n_points: int, seed: int,
     decide: Callable[[_Cells], np.ndarray] | None = None,
 ) -> _Cells:  # fmt: skip
-    transducer._check_fitted()
+    transducer.check_fitted()
     transform = transducer.transform_
     if transform.model_dims > 1:
         return _monte_carlo_cells(transducer, r, check_positive_int(n_points, "n_points"), seed)
@@ -346,7 +344,7 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
     low, high = SUPPORT[transform.kind[0]]
     if not (np.isfinite(low) and np.isfinite(high)):
         # An unbounded lattice: cover the predictive range, count the rest as error.
-        z = _predictive_quantiles(transducer, np.array([_TAIL, 1 - _TAIL]))
+        z = transducer.posterior.predictive_quantiles(np.array([_TAIL, 1 - _TAIL]))
         span = transform.inverse(z[:, None])[:, 0]
         low = max(low, float(span.min())) if np.isfinite(low) else float(span.min())
         high = min(high, float(span.max())) if np.isfinite(high) else float(span.max())
@@ -363,8 +361,8 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
     lower, upper, _ = transform.intervals(values)
     # One dimension, all censored: normal CDF differences (linear scale is exact enough
     # for sums of masses, and several times faster than the log-scale kernels).
-    weights = _component_class_weights(transducer, r)
-    mass = _masses_between(transducer, weights, lower[:, 0], upper[:, 0])
+    posterior = transducer.posterior
+    mass = posterior.bin_masses(lower[:, 0], upper[:, 0], posterior.component_class_weights(r))
     proba = _pooled(mass)
     # Every draw's weighted joint has total mass 1, or sum_c r_c with prevalences.
     total = 1.0 if r is None else float(np.sum(r))
@@ -386,9 +384,10 @@ def _quadrature_cells(
     ``n_cells`` equal-mass cells.
     """
     probs = np.linspace(_TAIL, 1 - _TAIL, (n_cells if decide is None else _ADAPTIVE_START) + 1)
-    inner = np.maximum.accumulate(_predictive_quantiles(transducer, probs))
-    weights = _component_class_weights(transducer, r)
-    mass = _masses_on_edges(transducer, weights, np.concatenate([[-np.inf], inner, [np.inf]]))
+    posterior = transducer.posterior
+    inner = np.maximum.accumulate(posterior.predictive_quantiles(probs))
+    weights = posterior.component_class_weights(r)
+    mass = posterior.bin_masses(np.concatenate([[-np.inf], inner, [np.inf]]), weights=weights)
     cells = _quadrature(transducer, inner, mass)
     if decide is None:
         return cells
@@ -404,7 +403,7 @@ def _quadrature_cells(
             break
         j = np.flatnonzero(mixed)  # cell j lies between inner[j - 1] and inner[j]
         sub = inner[j - 1, None] + fractions[None, :] * (inner[j] - inner[j - 1])[:, None]
-        sub_mass = _masses_between(transducer, weights, sub[:, :-1].ravel(), sub[:, 1:].ravel())
+        sub_mass = posterior.bin_masses(sub[:, :-1].ravel(), sub[:, 1:].ravel(), weights)
         pieces, previous = [], 0
         for n, cell in enumerate(j):  # a few cells per decision boundary
             pieces += [
@@ -416,42 +415,6 @@ def _quadrature_cells(
         inner = np.sort(np.concatenate([inner, sub[:, 1:-1].ravel()]))
         cells = _quadrature(transducer, inner, mass)
     return cells
-
-
-def _component_class_weights(transducer: Transducer, r) -> np.ndarray:
-    """``w_k alpha_kc`` per draw, or ``w_k alpha_kc r_c / F_t(c)`` with prevalences: (S, K, C)."""
-    weights = transducer._w[:, :, None] * transducer._alpha
-    if r is not None:  # r_c F_t(y | c): each class's mass rescaled from F_t(c) to r_c
-        weights = weights * (np.asarray(r) / np.exp(transducer._log_class_freq))[:, None, :]
-    return weights
-
-
-def _masses_on_edges(transducer: Transducer, weights, edges) -> np.ndarray:
-    """Per-draw class masses between consecutive ``edges`` (one CDF per edge): (S, J, C)."""
-    from scipy.special import ndtr
-
-    mu, sigma = transducer._mu[:, :, 0], transducer._sigma[:, :, 0]
-    s = mu.shape[0]
-    mass = np.empty((s, edges.size - 1, weights.shape[2]))
-    for sl in _mixture.item_chunks(s, mu.shape[1], edges.size - 1):
-        e = edges[sl.start : sl.stop + 1]  # one edge more than cells: shared edges
-        cdf = ndtr((e[None, :, None] - mu[:, None, :]) / sigma[:, None, :])  # (S, n+1, K)
-        mass[:, sl] = np.matmul(np.diff(cdf, axis=1), weights)
-    return mass
-
-
-def _masses_between(transducer: Transducer, weights, lower, upper) -> np.ndarray:
-    """Per-draw class masses of the cells ``[lower_j, upper_j]``: (S, J, C)."""
-    from scipy.special import ndtr
-
-    mu, sigma = transducer._mu[:, :, 0], transducer._sigma[:, :, 0]
-    s = mu.shape[0]
-    mass = np.empty((s, lower.size, weights.shape[2]))
-    for sl in _mixture.item_chunks(s, 2 * mu.shape[1], lower.size):
-        hi = ndtr((upper[None, sl, None] - mu[:, None, :]) / sigma[:, None, :])
-        lo = ndtr((lower[None, sl, None] - mu[:, None, :]) / sigma[:, None, :])
-        mass[:, sl] = np.matmul(hi - lo, weights)
-    return mass
 
 
 def _quadrature(transducer: Transducer, inner: np.ndarray, mass: np.ndarray) -> _Cells:
@@ -473,17 +436,13 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
     """Points from the predictive, each a cell of mass ``F_t(c, y) / (M p(y | D))``."""
     transform = transducer.transform_
     rng = np.random.default_rng(seed)
-    z = _sample_predictive(transducer, r, n_points, rng)
+    z = transducer.posterior.sample_predictive(n_points, rng, r)
     outputs = transform.inverse(z)
     outputs = _snap_to_lattice(outputs, transducer)
     lower, upper, censored = transform.intervals(outputs)
     # (weighted) G_t(c, y) up to one factor per point, which the ratio below cancels;
     # with prevalences r the weights are F_t(y | c) r_c = G_t(c, y) r_c / F_t(c).
-    factors = None if r is None else np.exp(-transducer._log_class_freq) * r[None, :]
-    scaled = _mixture.scaled_joint(
-        transducer._w, transducer._alpha, transducer._mu, transducer._sigma,
-        lower, upper, censored, class_factors=factors,
-    )  # fmt: skip
+    scaled = transducer.posterior.scaled_joint(lower, upper, censored, prevalences=r)
     # p(y | D) = mean_t sum_c (weighted) G_t(c, y): the density the points were drawn from.
     q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)
     scaled /= q * n_points
@@ -497,46 +456,6 @@ def _pooled(mass: np.ndarray) -> np.ndarray:
     total = pooled.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, pooled / np.where(total > 0, total, 1.0), 1.0 / mass.shape[2])
-
-
-def _predictive_quantiles(transducer: Transducer, probs: np.ndarray) -> np.ndarray:
-    """Quantiles of the predictive output distribution (model scale, 1-D).
-
-    The predictive CDF (over a subset of draws: the cells' placement needs no precision,
-    their masses use every draw) is evaluated at points spread over every component's
-    own quantiles, so that each component's range is resolved whatever its width, and
-    inverted by linear interpolation.
-    """
-    from scipy.special import ndtr, ndtri
-
-    s = transducer._w.shape[0]
-    take = np.linspace(0, s - 1, min(s, _PLACEMENT_DRAWS)).round().astype(int)
-    w = transducer._w[take].ravel() / len(take)
-    mu, sigma = transducer._mu[take, :, 0].ravel(), transducer._sigma[take, :, 0].ravel()
-    levels = ndtri(np.linspace(1e-12, 1 - 1e-12, 24))
-    grid = np.unique((mu[:, None] + sigma[:, None] * levels[None, :]).ravel())
-    cdf = np.empty(grid.size)
-    for sl in _mixture.item_chunks(1, w.size, grid.size):
-        cdf[sl] = ndtr((grid[None, sl] - mu[:, None]) / sigma[:, None]).T @ w
-    cdf = np.maximum.accumulate(cdf)
-    keep = np.concatenate([[True], np.diff(cdf) > 0])
-    return np.interp(probs, cdf[keep], grid[keep])
-
-
-def _sample_predictive(transducer: Transducer, r, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Model-scale points from the (prevalence-weighted) predictive output distribution."""
-    s, k = transducer._w.shape
-    draw = rng.integers(0, s, n)
-    if r is None:
-        weights = transducer._w[draw]
-    else:  # r_c F_t(y | c) = sum_k w_k alpha_kc / F_t(c) r_c kernel_k
-        freq = np.exp(transducer._log_class_freq[draw])  # (n, C)
-        weights = transducer._w[draw] * np.einsum("nkc,nc->nk", transducer._alpha[draw], r / freq)
-    weights = weights / weights.sum(axis=1, keepdims=True)
-    component = (weights.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1).clip(0, k - 1)
-    mu = transducer._mu[draw, component]
-    sigma = transducer._sigma[draw, component]
-    return mu + sigma * rng.standard_normal(mu.shape)
 
 
 def _snap_to_lattice(outputs: np.ndarray, transducer: Transducer) -> np.ndarray:
@@ -821,7 +740,7 @@ def _monte_carlo_error(cells: _Cells, values, matrices) -> np.ndarray:
 def _rescale(values, error, matrices, cells, transducer, r):
     """(u - low_t) / (high_t - low_t) with each draw's class frequencies (theory 1)."""
     freq = (
-        np.exp(transducer._log_class_freq)
+        transducer.posterior.class_frequencies()
         if r is None
         else np.broadcast_to(r, (values.shape[0], len(r)))
     )
@@ -840,7 +759,7 @@ def _rescale(values, error, matrices, cells, transducer, r):
 def _as_dataarray(values, error, names, transducer, method, name) -> xr.DataArray:
     """``error`` rows: bound on the posterior mean's error, on single draws' mean error."""
     error = np.asarray(error, float).reshape(2, -1)
-    chains, draws = transducer._chain_draw
+    chains, draws = transducer.posterior.chains, transducer.posterior.draws
     data = values.reshape(chains, draws, -1)
     coords: dict[str, Any] = {"chain": np.arange(chains), "draw": np.arange(draws)}
     if names is None:

@@ -95,7 +95,7 @@ def standard_vs_augmented(
     ...          "alpha": np.array([[[[0.95, 0.05], [0.1, 0.9]]]]),
     ...          "mu": np.array([[[[-1.0], [1.0]]]]), "sigma": np.array([[[[1.0], [1.0]]]])}
     >>> scores = np.linspace(-3, 3, 40)
-    >>> t = Transducer._from_draws(draws, pd.DataFrame({"score": scores}),
+    >>> t = Transducer.from_draws(draws, pd.DataFrame({"score": scores}),
     ...                            np.where(scores > 0, "yes", "no"), ("no", "yes"),
     ...                            output_transform="identity", resolution=None)
     >>> frame = standard_vs_augmented(t, n_matrices=100, seed=1, threshold=0.0)

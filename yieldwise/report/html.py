@@ -255,7 +255,7 @@ def _across(comparisons, utilities) -> list[str]:
         rows = {}
         for dataset, comparison in comparisons.items():
             for name in comparison.names:
-                u = comparison._samples(name, matrix)
+                u = comparison.samples(name, matrix)
                 low, high = np.quantile(u, [0.05, 0.95])
                 rows.setdefault(name, {})[dataset] = f"{people(u.mean())} ({_interval(low, high)})"
         parts.append(f"<h3>Utility matrix {html.escape(str(matrix))}</h3>")

@@ -404,7 +404,7 @@ def verdicts(
     found = []
     for dataset, comparison in comparisons.items():
         for matrix, utility in utilities.items():
-            means = {n: float(comparison._samples(n, matrix).mean()) for n in comparison.names}
+            means = {n: float(comparison.samples(n, matrix).mean()) for n in comparison.names}
             ranked = sorted(means, key=means.__getitem__, reverse=True)
             best = ranked[0]
             gain = interval = runner = None

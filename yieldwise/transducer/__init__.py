@@ -3,6 +3,8 @@
 * :mod:`.estimator`: :class:`Transducer`, the scikit-learn-style estimator (fit, predict);
 * :mod:`.encoding`: outputs as the model sees them (transforms, lattice detection and
   snapping, the checks of outputs a user gives);
+* :mod:`.posterior`: :class:`TransducerPosterior`, the fitted draws in one form and the
+  mixture's math on them (the joint, class frequencies, bin masses, the predictive);
 * :mod:`.stan_data`: the data of ``stan/transducer.stan`` (merged rows, prior, initial
   values, preconditioning);
 * :mod:`.io`: the transducer file (every stored field, the format version).
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from .encoding import ExtrapolationWarning, LatticeWarning, OutputTransform, choose_transform
 from .estimator import DiagnosticsWarning, Transducer
+from .posterior import TransducerPosterior
 
 __all__ = [
     "DiagnosticsWarning",
@@ -19,5 +22,6 @@ __all__ = [
     "LatticeWarning",
     "OutputTransform",
     "Transducer",
+    "TransducerPosterior",
     "choose_transform",
 ]

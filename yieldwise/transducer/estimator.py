@@ -26,7 +26,6 @@ from .. import _mixture
 from .._design import KernelDesign
 from .._validation import (
     Label,
-    as_float_array,
     categories_of,
     check_labels,
     check_positive_int,
@@ -45,6 +44,7 @@ from .encoding import (
     unique_rows,
     warn_outside,
 )
+from .posterior import TransducerPosterior
 
 if TYPE_CHECKING:
     import arviz as az
@@ -120,6 +120,9 @@ class Transducer:
     ----------
     classes_ : tuple of labels
     transform_ : OutputTransform
+    posterior : TransducerPosterior
+        The draws flattened over chains, with the mixture's math as public methods (the
+        joint, class frequencies, bin masses, the predictive); read-only.
     posterior_ : arviz.InferenceData
         Groups ``posterior`` (the mixture ``w``, ``alpha``, ``mu``, ``sigma`` in the
         form of theory 3.1, ``log_lik``, and the class log-odds' smoothing sd ``tau_f``),
@@ -310,7 +313,7 @@ class Transducer:
         self._cache_draws()
 
     @classmethod
-    def _from_draws(
+    def from_draws(
         cls,
         draws: Mapping[str, np.ndarray],
         outputs: Any,
@@ -326,12 +329,27 @@ class Transducer:
     ) -> Transducer:
         """A fitted transducer whose posterior is given (``w``, ``alpha``, ``mu``, ``sigma``).
 
-        Arrays are shaped (chain, draw, ...) as a backend returns them. Used to
-        check the prediction formulas against closed forms and to benchmark them
-        without running Stan, and by :meth:`marginal`, which passes the joint fit's
-        sampler record (``sample_stats`` with ArviZ names, the ``sampler`` settings and
-        ``sampling_seconds``): the marginal's draws are the joint's. Without a record the
-        draws count as exact (no divergences, one leapfrog step each).
+        Parameters
+        ----------
+        draws : mapping
+            ``w`` (chain, draw, K), ``alpha`` (chain, draw, K, C), ``mu`` and ``sigma``
+            (chain, draw, K, D) in the form of theory 3.1, as a backend returns them, and
+            optionally ``log_lik`` (chain, draw).
+        outputs, classes : the calibration outputs and their labels, as for :meth:`fit`.
+        class_labels : tuple of labels
+            All class labels, in the order of ``alpha``'s last axis.
+        output_transform, resolution : as for the constructor.
+        backend : str
+            What to record as the backend that ran.
+        sample_stats, sampler, sampling_seconds : optional
+            A sampler record (``sample_stats`` with ArviZ names, the ``sampler`` settings,
+            the sampling time) to carry over; without one the draws count as exact (no
+            divergences, one leapfrog step each).
+
+        Used to check the prediction formulas against closed forms and to benchmark them
+        without running Stan, for plumbing tests on scripted draws, and by
+        :meth:`marginal`, which passes the joint fit's record: the marginal's draws are
+        the joint's.
         """
         from ..backends import SampleResult
 
@@ -367,27 +385,31 @@ class Transducer:
         return transducer
 
     # --------------------------------------------------------------- internals
-    def _check_fitted(self) -> None:
+    def check_fitted(self) -> None:
+        """Raise RuntimeError unless the transducer is fitted (by :meth:`fit`, :meth:`load`
+        or :meth:`from_draws`)."""
         if not hasattr(self, "posterior_"):
             raise RuntimeError(
                 "this Transducer is not fitted yet: call .fit(outputs, classes) or "
                 "Transducer.load(path) first"
             )
 
+    @property
+    def posterior(self) -> TransducerPosterior:
+        """The fitted posterior draws and the mixture's math on them
+        (:class:`~yieldwise.transducer.posterior.TransducerPosterior`); what
+        :func:`~yieldwise.long_run_utility`, :func:`~yieldwise.compare` and
+        :meth:`marginal` compute with. Raises RuntimeError before the transducer is fitted.
+        """
+        self.check_fitted()
+        return self._posterior
+
     def _cache_draws(self) -> None:
-        post = self.posterior_.posterior
-        s = post.sizes["chain"] * post.sizes["draw"]
-        self._w = post["w"].values.reshape(s, -1)
-        self._alpha = post["alpha"].values.reshape(s, *post["alpha"].shape[2:])
-        self._mu = post["mu"].values.reshape(s, *post["mu"].shape[2:])
-        self._sigma = post["sigma"].values.reshape(s, *post["sigma"].shape[2:])
-        self._chain_draw = (post.sizes["chain"], post.sizes["draw"])
-        # log F_t(c) = log sum_k w_tk alpha_tkc: the class frequencies under each draw.
-        self._log_class_freq = np.log(np.einsum("sk,skc->sc", self._w, self._alpha))
+        self._posterior = TransducerPosterior.from_inference_data(self.posterior_, self.classes_)
 
     def _prepare_outputs(self, outputs: Any) -> np.ndarray:
         """Checked outputs, snapped to the fitted lattice; warns on extrapolation."""
-        self._check_fitted()
+        self.check_fitted()
         y, _ = as_outputs(outputs, "outputs", expected=self.transform_.columns)
         self.transform_.check(y)
         calibration = self.posterior_.observed_data["outputs"].values
@@ -397,21 +419,7 @@ class Transducer:
 
     def _log_joint_chunks(self, y: np.ndarray) -> Iterable[tuple[slice, np.ndarray]]:
         """Yield ``(items, log G_t(c, y))`` chunks shaped (draws, chunk, classes)."""
-        yield from self._model_chunks(*self.transform_.intervals(y))
-
-    def _model_chunks(
-        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray
-    ) -> Iterable[tuple[slice, np.ndarray]]:
-        """As :meth:`_log_joint_chunks`, from model-scale bounds."""
-        # the same chunks as log_joint's own, so each call below is one pass
-        chunks = _mixture.joint_chunks(self._mu, self._sigma, len(self.classes_), lower.shape[0])
-        for sl in chunks:
-            yield (
-                sl,
-                _mixture.log_joint(
-                    self._w, self._alpha, self._mu, self._sigma, lower[sl], upper[sl], censored
-                ),
-            )
+        yield from self.posterior.log_joint_chunks(*self.transform_.intervals(y))
 
     def _model_proba(
         self,
@@ -423,8 +431,8 @@ class Transducer:
     ) -> np.ndarray:
         """Exact theory-3.2 probabilities at model-scale rows, shape (rows, classes)."""
         out = np.empty((lower.shape[0], len(self.classes_)))
-        for sl, log_g in self._model_chunks(lower, upper, censored):
-            log_w = self._log_weights(log_g, prevalences)
+        for sl, log_g in self.posterior.log_joint_chunks(lower, upper, censored):
+            log_w = self.posterior.log_class_weights(log_g, prevalences)
             out[sl] = _mixture.class_probabilities(log_w, exchangeable=exchangeable)
         return out
 
@@ -454,38 +462,6 @@ class Transducer:
         self.interpolation_error_ = error
         values = np.clip(spline(z), 0.0, 1.0)
         return values / values.sum(axis=1, keepdims=True)
-
-    def _log_weights(self, log_g: np.ndarray, prevalences: np.ndarray | None) -> np.ndarray:
-        """log of the unnormalised per-draw class weights at each output.
-
-        Discriminative: ``log G_t(c, y)``. Generative with prevalences ``r``:
-        ``log F_t(y | c) + log r_c`` with ``F_t(y | c) = G_t(c, y) / F_t(c)``.
-        """
-        if prevalences is None:
-            return log_g
-        return log_g - self._log_class_freq[:, None, :] + np.log(prevalences)[None, None, :]
-
-    def _check_prevalences(self, prevalences: Any) -> np.ndarray | None:
-        if prevalences is None:
-            return None
-        if isinstance(prevalences, Mapping):
-            unknown = set(prevalences) - set(self.classes_)
-            if unknown or len(prevalences) != len(self.classes_):
-                raise ValueError(
-                    f"prevalences must give one value per class {list(self.classes_)}, found "
-                    f"keys {list(prevalences)}"
-                )
-            prevalences = [prevalences[c] for c in self.classes_]
-        r = as_float_array(prevalences, "prevalences", ndim=1)
-        if r.shape != (len(self.classes_),):
-            raise ValueError(
-                f"prevalences must have one entry per class {list(self.classes_)}, found {r.size}"
-            )
-        if (r <= 0).any() or not np.isclose(r.sum(), 1.0, rtol=0, atol=1e-9):
-            raise ValueError(
-                f"prevalences must be positive and sum to 1, found {r.tolist()} (sum {r.sum()!r})"
-            )
-        return r
 
     # ------------------------------------------------------------- predictions
     def predict_proba(
@@ -524,7 +500,7 @@ class Transducer:
         DataFrame columns are matched to the fitted ones by name.
         """
         y = self._prepare_outputs(outputs)
-        r = self._check_prevalences(prevalences)
+        r = self.posterior.check_prevalences(prevalences)
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
         unique, inverse = unique_rows(y)
         lower, upper, censored = self.transform_.intervals(unique)
@@ -538,15 +514,16 @@ class Transducer:
     def draws_proba(self, outputs: Any, prevalences: Any = None) -> xr.DataArray:
         """Per-draw transducer ``F_t(c | y)`` as a DataArray (chain, draw, item, class)."""
         y = self._prepare_outputs(outputs)
-        r = self._check_prevalences(prevalences)
-        s = self._w.shape[0]
+        r = self.posterior.check_prevalences(prevalences)
+        s = self.posterior.n_draws
         unique, inverse = unique_rows(y)  # each distinct output (lattice value) once
         values = np.empty((s, unique.shape[0], len(self.classes_)))
         for sl, log_g in self._log_joint_chunks(unique):
-            values[:, sl] = _mixture.per_draw_probabilities(self._log_weights(log_g, r))
+            log_w = self.posterior.log_class_weights(log_g, r)
+            values[:, sl] = _mixture.per_draw_probabilities(log_w)
         values = values[:, inverse]
         return xr.DataArray(
-            values.reshape(*self._chain_draw, *values.shape[1:]),
+            self.posterior.by_chain(values),
             dims=("chain", "draw", "item", "class"),
             coords=self._coords(y.shape[0]),
             name="probability",
@@ -563,12 +540,12 @@ class Transducer:
         """
         _check_prob(prob)
         y = self._prepare_outputs(outputs)
-        r = self._check_prevalences(prevalences)
+        r = self.posterior.check_prevalences(prevalences)
 
         def summarise(
             sl: slice, log_g: np.ndarray, rows: np.ndarray
         ) -> tuple[np.ndarray, np.ndarray]:
-            log_w = self._log_weights(log_g, r)
+            log_w = self.posterior.log_class_weights(log_g, r)
             return _mixture.class_probabilities(log_w), _mixture.per_draw_probabilities(log_w)
 
         return self._bands(y, prob, summarise)
@@ -589,7 +566,8 @@ class Transducer:
             sl: slice, log_g: np.ndarray, rows: np.ndarray
         ) -> tuple[np.ndarray, np.ndarray]:
             jacobian = self.transform_.log_jacobian(rows)
-            log_density = log_g - self._log_class_freq[:, None, :] + jacobian[None, :, None]
+            log_freq = self.posterior.log_class_frequencies
+            log_density = log_g - log_freq[:, None, :] + jacobian[None, :, None]
             density = np.exp(log_density)
             return density.mean(axis=0), density
 
@@ -653,10 +631,9 @@ class Transducer:
         return decide(proba, utility, tie=tie, seed=seed)  # type: ignore[arg-type]
 
     def _coords(self, n_items: int) -> dict[str, Any]:
-        chains, draws = self._chain_draw
         return {
-            "chain": np.arange(chains),
-            "draw": np.arange(draws),
+            "chain": np.arange(self.posterior.chains),
+            "draw": np.arange(self.posterior.draws),
             "item": np.arange(n_items),
             "class": _coord_labels(self.classes_),
         }
@@ -670,7 +647,7 @@ class Transducer:
         the member's ``(class, output)`` density; its draws stay paired with the
         joint's and the other members'.
         """
-        self._check_fitted()
+        self.check_fitted()
         if not self.members_:
             raise ValueError(
                 "this transducer was fitted on one classifier's outputs; marginal() needs a "
@@ -682,13 +659,9 @@ class Transducer:
             )
         columns = self.members_[name]
         idx = [self.transform_.columns.index(c) for c in columns]
-        post = self.posterior_.posterior
-        draws = {
-            "w": post["w"].values,
-            "alpha": post["alpha"].values,
-            "mu": post["mu"].values[..., idx],
-            "sigma": post["sigma"].values[..., idx],
-        }
+        marginal = self.posterior.select_dims(idx)
+        draws = {key: marginal.by_chain(getattr(marginal, key))
+                 for key in ("w", "alpha", "mu", "sigma")}  # fmt: skip
         observed = self.posterior_.observed_data
         y = observed["outputs"].values[:, idx]
         labels = np.empty(len(self.classes_), dtype=object)
@@ -697,14 +670,10 @@ class Transducer:
         # the marginal model's own log-likelihood of the calibration items, per draw
         lower, upper, censored = self.transform_.intervals(observed["outputs"].values)
         lower, upper, censored = lower[:, idx], upper[:, idx], np.asarray(censored)[idx]
-        flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items()}
-        log_lik = _mixture.log_likelihood(
-            flat["w"], flat["alpha"], flat["mu"], flat["sigma"], class_index, lower, upper,
-            censored,
-        )  # fmt: skip
-        draws["log_lik"] = log_lik.reshape(draws["w"].shape[:2])
+        log_lik = marginal.log_likelihood(class_index, lower, upper, censored)
+        draws["log_lik"] = marginal.by_chain(log_lik)
         stats = self.posterior_.sample_stats
-        member = Transducer._from_draws(
+        member = Transducer.from_draws(
             draws, pd.DataFrame(y, columns=columns), labels[class_index],
             self.classes_, output_transform=[self.transform_.kind[i] for i in idx],
             resolution=[self.transform_.resolution[i] for i in idx],
@@ -724,7 +693,7 @@ class Transducer:
         are exact 0s, ranks over all items fall mostly on 0 and miss the sparse
         middle of the range, where the transducer is least certain.
         """
-        self._check_fitted()
+        self.check_fitted()
         y = self.posterior_.observed_data["outputs"].values
         distinct = np.unique(y, axis=0)
         picked = [_at_even_ranks(rows, self.transform_.forward(rows)[:, 0], n)
@@ -741,7 +710,7 @@ class Transducer:
         """
         import arviz as az
 
-        self._check_fitted()
+        self.check_fitted()
         reference = self.reference_outputs()
         series = {"log_lik": self.posterior_.posterior["log_lik"].values}
         proba = self.draws_proba(reference).values  # (chain, draw, item, class)
@@ -801,7 +770,7 @@ class Transducer:
         import arviz as az
         from scipy.special import logsumexp
 
-        self._check_fitted()
+        self.check_fitted()
         y = self.posterior_.observed_data["outputs"].values
         cls = self.posterior_.observed_data["class_index"].values
         unique, inverse = unique_rows(y)
@@ -837,7 +806,7 @@ class Transducer:
 
     def sampler_summary(self) -> dict[str, Any]:
         """Divergences, tree-depth saturation, step sizes and timing of the fit."""
-        self._check_fitted()
+        self.check_fitted()
         stats = self.posterior_.sample_stats
         attrs = self.posterior_.posterior.attrs
         settings = json.loads(attrs["yieldwise_settings"])
@@ -894,7 +863,7 @@ class Transducer:
         """
         import matplotlib.pyplot as plt
 
-        self._check_fitted()
+        self.check_fitted()
         y = self.posterior_.observed_data["outputs"].values
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 4))
@@ -1025,7 +994,7 @@ class Transducer:
 
         from .io import FORMAT_ATTRIBUTE, FORMAT_VERSION
 
-        self._check_fitted()
+        self.check_fitted()
         path = Path(path)
         self.posterior_.posterior.attrs[FORMAT_ATTRIBUTE] = FORMAT_VERSION
         # a new name the writer creates (with the user's umask, unlike mkstemp's 0600)

@@ -1,0 +1,116 @@
+"""TransducerPosterior: the draws in one form, and its math against brute force (no Stan)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from yieldwise import Transducer, TransducerPosterior
+
+CLASSES = ("neg", "pos")
+
+
+def _posterior(seed: int = 0, chains: int = 2, draws: int = 3, k: int = 4, d: int = 1):
+    rng = np.random.default_rng(seed)
+    s = chains * draws
+    w = rng.dirichlet(np.ones(k), s)
+    alpha = rng.dirichlet(np.ones(2), (s, k))
+    mu = np.broadcast_to(rng.normal(0, 2, (1, k, d)), (s, k, d)).copy()
+    sigma = np.broadcast_to(rng.uniform(0.5, 1.5, (1, k, d)), (s, k, d)).copy()
+    return TransducerPosterior(w, alpha, mu, sigma, CLASSES, chains, draws)
+
+
+def _brute_masses(post: TransducerPosterior, lower, upper, weights):
+    mu, sigma = post.mu[:, :, 0], post.sigma[:, :, 0]
+    out = np.zeros((post.n_draws, len(lower), post.n_classes))
+    for t in range(post.n_draws):
+        for j, (a, b) in enumerate(zip(lower, upper, strict=True)):
+            kernel = norm.cdf(b, mu[t], sigma[t]) - norm.cdf(a, mu[t], sigma[t])  # (K,)
+            out[t, j] = kernel @ weights[t]
+    return out
+
+
+def test_bin_masses_are_the_kernels_interval_probabilities():
+    post = _posterior()
+    edges = np.array([-np.inf, -1.0, 0.0, 0.5, 2.0, np.inf])
+    weights = post.component_class_weights()
+    expected = _brute_masses(post, edges[:-1], edges[1:], weights)
+    between = post.bin_masses(edges[:-1], edges[1:], weights)
+    on_edges = post.bin_masses(edges, weights=weights)
+    np.testing.assert_allclose(between, expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(on_edges, expected, rtol=1e-12, atol=1e-15)
+    # over the whole line, each class's mass is its frequency F_t(c)
+    np.testing.assert_allclose(on_edges.sum(axis=1), post.class_frequencies(), rtol=1e-12)
+
+
+def test_prevalences_rescale_each_class_to_its_prevalence():
+    post = _posterior(1)
+    r = np.array([0.2, 0.8])
+    weights = post.component_class_weights({"pos": 0.8, "neg": 0.2})
+    masses = post.bin_masses(np.array([-np.inf, np.inf]), weights=weights)
+    np.testing.assert_allclose(masses[:, 0], np.broadcast_to(r, (post.n_draws, 2)), rtol=1e-12)
+    with pytest.raises(ValueError, match="sum to 1"):
+        post.check_prevalences([0.5, 0.6])
+    with pytest.raises(ValueError, match="one value per class"):
+        post.check_prevalences({"neg": 1.0})
+    with pytest.raises(ValueError, match="one entry per class"):
+        post.check_prevalences([0.2, 0.3, 0.5])
+
+
+def test_log_joint_and_likelihood_are_the_brute_force_mixture():
+    post = _posterior(2)
+    y = np.array([[-1.5], [0.1], [2.0]])
+    got = post.log_joint(y, y, [0])
+    dens = norm.pdf(y[None, :, 0, None], post.mu[:, None, :, 0], post.sigma[:, None, :, 0])
+    expected = np.log(np.einsum("snk,skc->snc", dens, post.component_class_weights()))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    cls = np.array([0, 1, 1])
+    ll = post.log_likelihood(cls, y, y, [0], counts=np.array([2, 1, 3]))
+    np.testing.assert_allclose(ll, expected[:, [0, 1, 2], cls] @ np.array([2, 1, 3]), rtol=1e-12)
+    chunks = list(post.log_joint_chunks(y, y, np.array([0])))
+    np.testing.assert_allclose(np.concatenate([g for _, g in chunks], axis=1), got)
+    scaled = post.scaled_joint(y, y, [0])
+    np.testing.assert_allclose(scaled / scaled.sum(axis=(0, 2), keepdims=True),
+                               np.exp(expected) / np.exp(expected).sum(axis=(0, 2), keepdims=True),
+                               rtol=1e-10)  # fmt: skip
+
+
+def test_predictive_quantiles_and_samples_follow_the_predictive():
+    post = _posterior(3)
+    probs = np.array([0.05, 0.5, 0.95])
+    q = post.predictive_quantiles(probs)
+    cdf = np.mean([norm.cdf(q[:, None], post.mu[t, :, 0], post.sigma[t, :, 0]) @ post.w[t]
+                   for t in range(post.n_draws)], axis=0)  # fmt: skip
+    np.testing.assert_allclose(cdf, probs, atol=2e-3)
+    points = post.sample_predictive(200_000, np.random.default_rng(0))
+    mean = np.mean(post.w * post.mu[:, :, 0]) * post.n_components
+    assert points.shape == (200_000, 1)
+    assert abs(points.mean() - mean) < 0.02
+
+
+def test_shapes_are_checked_naming_the_field():
+    post = _posterior()
+    with pytest.raises(ValueError, match=r"TransducerPosterior\.alpha must have shape \(6, 4, 2\)"):
+        TransducerPosterior(post.w, post.alpha[:, :, :1], post.mu, post.sigma, CLASSES, 2, 3)
+    with pytest.raises(ValueError, match=r"TransducerPosterior\.w must have shape"):
+        TransducerPosterior(post.w, post.alpha, post.mu, post.sigma, CLASSES, 3, 3)
+    with pytest.raises(ValueError, match=r"TransducerPosterior\.sigma"):
+        TransducerPosterior(post.w, post.alpha, post.mu, post.sigma[:, :2], CLASSES, 2, 3)
+    with pytest.raises(ValueError, match="1-D output"):
+        _posterior(d=2).bin_masses(np.array([0.0, 1.0]))
+
+
+def test_a_transducer_exposes_its_draws_as_one_posterior():
+    post = _posterior(4)
+    draws = {name: post.by_chain(getattr(post, name)) for name in ("w", "alpha", "mu", "sigma")}
+    y = np.linspace(-3, 3, 40)
+    t = Transducer.from_draws(draws, pd.DataFrame({"score": y}), np.where(y > 0, "pos", "neg"),
+                              CLASSES, output_transform="identity", resolution=None)  # fmt: skip
+    got = t.posterior
+    assert (got.chains, got.draws, got.n_draws, got.n_components) == (2, 3, 6, 4)
+    for name in ("w", "alpha", "mu", "sigma"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(post, name))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        Transducer().posterior  # noqa: B018

@@ -1,0 +1,369 @@
+"""The fitted transducer's posterior: its draws in one form, and the mixture's math on them.
+
+Every posterior draw ``t`` is a whole distribution of (class, output) on the model scale
+(docs/theory.md section 3.1), the finite mixture of product kernels
+
+    G_t(c, y) = sum_k w_tk alpha_tkc prod_d kernel_tkd(y_d),
+
+with ``kernel_tkd`` the Normal(mu_tkd, sigma_tkd) density of a point-valued output and,
+for an interval-censored (lattice) dimension, the Normal probability of the output's bin
+``[lower_d, upper_d]``. :class:`TransducerPosterior` holds the draws flattened over chains
+(draw ``t`` of the flat axis is chain ``t // draws``, draw ``t % draws``) and answers what
+they give (section 3.2): the joint, the class frequencies ``F_t(c)``, bin masses, the
+predictive distribution of the outputs. Everything here works on model-scale bounds
+(``lower``, ``upper``, ``censored``) as :meth:`OutputTransform.intervals
+<yieldwise.transducer.encoding.OutputTransform.intervals>` gives them; the estimator
+(:class:`~yieldwise.Transducer`) maps a user's outputs to them.
+
+The vectorised kernels live in :mod:`yieldwise._mixture`; this object is the one public
+door to them, and the one place where the kernels' masses over bins are computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from .. import _mixture
+from .._validation import Label, as_float_array
+
+__all__ = ["TransducerPosterior"]
+
+#: Draws used to place predictive quantiles (placement needs no precision).
+PLACEMENT_DRAWS = 64
+
+
+@dataclass(frozen=True, eq=False)
+class TransducerPosterior:
+    """Posterior draws of the transducer's mixture (theory 3.1), flattened over chains.
+
+    Parameters
+    ----------
+    w : (S, K) array
+        Mixture weights of the ``K`` kernels per draw (each row sums to 1).
+    alpha : (S, K, C) array
+        Class probabilities of each kernel per draw.
+    mu, sigma : (S, K, D) arrays
+        Kernel locations and widths on the model scale (the same in every draw for the
+        fixed-kernel model).
+    classes : tuple of labels
+        The ``C`` class labels, in the order of ``alpha``'s last axis.
+    chains, draws : int
+        Chains and draws per chain: ``S = chains * draws``, chain-major.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> post = TransducerPosterior(
+    ...     w=np.array([[0.5, 0.5]]), alpha=np.array([[[0.9, 0.1], [0.2, 0.8]]]),
+    ...     mu=np.array([[[-1.0], [1.0]]]), sigma=np.ones((1, 2, 1)), classes=("a", "b"),
+    ...     chains=1, draws=1)
+    >>> post.class_frequencies().round(3).tolist()
+    [[0.55, 0.45]]
+    >>> post.bin_masses(np.array([-np.inf, 0.0, np.inf])).sum().round(12)  # all the mass
+    np.float64(1.0)
+    """
+
+    w: np.ndarray
+    alpha: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    classes: tuple[Label, ...]
+    chains: int
+    draws: int
+
+    def __post_init__(self) -> None:
+        s = int(self.chains) * int(self.draws)
+        k = np.shape(self.w)[1] if np.ndim(self.w) == 2 else None
+        expected = {
+            "w": (s, k),
+            "alpha": (s, k, len(self.classes)),
+            "mu": (s, k, None),
+            "sigma": np.shape(self.mu),
+        }
+        for name, shape in expected.items():
+            found = np.shape(getattr(self, name))
+            if len(found) != len(shape) or any(
+                e is not None and e != f for e, f in zip(shape, found, strict=True)
+            ):
+                raise ValueError(
+                    f"TransducerPosterior.{name} must have shape {_shape_text(shape)} "
+                    f"(chains x draws = {s} draws, K kernels, {len(self.classes)} classes, "
+                    f"D dimensions), found {found}"
+                )
+
+    @classmethod
+    def from_inference_data(cls, idata: Any, classes: tuple[Label, ...]) -> TransducerPosterior:
+        """The posterior held in an ArviZ InferenceData's ``posterior`` group (``w``,
+        ``alpha``, ``mu``, ``sigma`` shaped (chain, draw, ...)), as a fit or a transducer
+        file stores it."""
+        post = idata.posterior
+        chains, draws = post.sizes["chain"], post.sizes["draw"]
+        s = chains * draws
+        return cls(
+            w=post["w"].values.reshape(s, -1),
+            alpha=post["alpha"].values.reshape(s, *post["alpha"].shape[2:]),
+            mu=post["mu"].values.reshape(s, *post["mu"].shape[2:]),
+            sigma=post["sigma"].values.reshape(s, *post["sigma"].shape[2:]),
+            classes=tuple(classes),
+            chains=int(chains),
+            draws=int(draws),
+        )
+
+    # ------------------------------------------------------------- structure
+    @property
+    def n_draws(self) -> int:
+        """``S``, all draws of all chains."""
+        return int(self.w.shape[0])
+
+    @property
+    def n_components(self) -> int:
+        """``K``, the number of kernels."""
+        return int(self.w.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_dims(self) -> int:
+        """``D``, the model-scale output dimensions."""
+        return int(self.mu.shape[2])
+
+    def by_chain(self, values: np.ndarray) -> np.ndarray:
+        """Per-draw values (S, ...) reshaped to (chains, draws, ...)."""
+        values = np.asarray(values)
+        return values.reshape(self.chains, self.draws, *values.shape[1:])
+
+    def select_dims(self, dims: list[int]) -> TransducerPosterior:
+        """The marginal posterior of the output dimensions ``dims``.
+
+        The kernels are products over dimensions, so dropping the others from every draw
+        gives exactly the posterior of the (class, those dimensions) density; the draws
+        stay paired with this posterior's.
+        """
+        return TransducerPosterior(
+            self.w, self.alpha, self.mu[..., dims], self.sigma[..., dims], self.classes,
+            self.chains, self.draws,
+        )  # fmt: skip
+
+    # ------------------------------------------------------ class frequencies
+    @cached_property
+    def log_class_frequencies(self) -> np.ndarray:
+        """``log F_t(c) = log sum_k w_tk alpha_tkc``: the class frequencies under each draw
+        (theory 3.2, generative mode), shape (S, C)."""
+        return np.log(np.einsum("sk,skc->sc", self.w, self.alpha))
+
+    def class_frequencies(self) -> np.ndarray:
+        """``F_t(c)`` per draw, shape (S, C) (theory 3.2; rescaling, theory 1)."""
+        return np.exp(self.log_class_frequencies)
+
+    def check_prevalences(self, prevalences: Any) -> np.ndarray | None:
+        """Deployment class prevalences ``r_c`` as a checked (C,) array, or None.
+
+        A sequence in the order of :attr:`classes`, or a mapping label -> prevalence;
+        every entry positive, summing to 1. Bad input raises ValueError saying what is
+        wrong.
+        """
+        if prevalences is None:
+            return None
+        if isinstance(prevalences, Mapping):
+            unknown = set(prevalences) - set(self.classes)
+            if unknown or len(prevalences) != len(self.classes):
+                raise ValueError(
+                    f"prevalences must give one value per class {list(self.classes)}, found "
+                    f"keys {list(prevalences)}"
+                )
+            prevalences = [prevalences[c] for c in self.classes]
+        r = as_float_array(prevalences, "prevalences", ndim=1)
+        if r.shape != (len(self.classes),):
+            raise ValueError(
+                f"prevalences must have one entry per class {list(self.classes)}, found {r.size}"
+            )
+        if (r <= 0).any() or not np.isclose(r.sum(), 1.0, rtol=0, atol=1e-9):
+            raise ValueError(
+                f"prevalences must be positive and sum to 1, found {r.tolist()} (sum {r.sum()!r})"
+            )
+        return r
+
+    def component_class_weights(self, prevalences: Any = None) -> np.ndarray:
+        """``w_tk alpha_tkc`` per draw, shape (S, K, C): the mixture's joint weights.
+
+        With prevalences ``r`` (theory 3.2, generative mode) each class's mass is rescaled
+        from ``F_t(c)`` to ``r_c``: ``w_tk alpha_tkc r_c / F_t(c)``, the weights of
+        ``r_c F_t(y | c)``.
+        """
+        r = self.check_prevalences(prevalences)
+        weights = self.w[:, :, None] * self.alpha
+        if r is not None:  # r_c F_t(y | c): each class's mass rescaled from F_t(c) to r_c
+            weights = weights * (r / np.exp(self.log_class_frequencies))[:, None, :]
+        return weights
+
+    # ------------------------------------------------------------ the joint
+    def log_joint(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``log G_t(c, y)`` for every draw, row and class (theory 3.2): array (S, n, C).
+
+        ``lower``/``upper`` (n, D) are model-scale bounds: the bin edges of a censored
+        dimension, the point value twice otherwise (:func:`yieldwise._mixture.log_joint`).
+        """
+        return _mixture.log_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
+                                  censored)  # fmt: skip
+
+    def log_joint_chunks(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None
+    ) -> Iterator[tuple[slice, np.ndarray]]:
+        """``(rows, log G_t(c, y))`` chunk by chunk, each (S, chunk, C): :meth:`log_joint`
+        in pieces whose work arrays stay small (one pass of it per chunk)."""
+        chunks = _mixture.joint_chunks(self.mu, self.sigma, self.n_classes, lower.shape[0])
+        for sl in chunks:
+            yield sl, self.log_joint(lower[sl], upper[sl], censored)
+
+    def log_class_weights(self, log_g: np.ndarray, prevalences: Any = None) -> np.ndarray:
+        """log of the unnormalised per-draw class weights at each output (theory 3.2).
+
+        Discriminative: ``log G_t(c, y)`` itself. Generative with prevalences ``r``:
+        ``log F_t(y | c) + log r_c`` with ``F_t(y | c) = G_t(c, y) / F_t(c)``.
+        """
+        r = self.check_prevalences(prevalences)
+        if r is None:
+            return log_g
+        return log_g - self.log_class_frequencies[:, None, :] + np.log(r)[None, None, :]
+
+    def scaled_joint(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None,
+        *, prevalences: Any = None,
+    ) -> np.ndarray:  # fmt: skip
+        """``G_t(c, y) / s(y)`` for every draw, row and class, one scale ``s(y)`` per row.
+
+        Any ratio over draws and classes cancels ``s(y)`` (Monte Carlo masses, pooled
+        probabilities; theory 3.2 and 4): :func:`yieldwise._mixture.scaled_joint`. With
+        prevalences ``r``, the generative weights ``F_t(y | c) r_c = G_t(c, y) r_c / F_t(c)``.
+        """
+        r = self.check_prevalences(prevalences)
+        factors = None if r is None else np.exp(-self.log_class_frequencies) * r[None, :]
+        return _mixture.scaled_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
+                                     censored, class_factors=factors)  # fmt: skip
+
+    def log_likelihood(
+        self, class_index: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+        censored: np.ndarray | None = None, counts: np.ndarray | None = None,
+    ) -> np.ndarray:  # fmt: skip
+        """Total log-likelihood per draw of calibration rows (theory 3.1), shape (S,).
+
+        ``sum_n counts_n log G_t(class_n, y_n)`` with 0-based ``class_index``: the Stan
+        program's ``log_lik`` at the same merged rows.
+        """
+        return _mixture.log_likelihood(self.w, self.alpha, self.mu, self.sigma, class_index,
+                                       lower, upper, censored, counts)  # fmt: skip
+
+    # -------------------------------------------------------------- masses
+    def bin_masses(
+        self, lower: np.ndarray, upper: np.ndarray | None = None, weights: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Per-draw class masses of bins of a 1-D output, shape (S, J, C).
+
+        ``M_t(c, j) = sum_k weights_tkc (Phi((upper_j - mu_tk) / sigma_tk) - Phi((lower_j -
+        mu_tk) / sigma_tk))``: the probability under draw ``t`` that an item is of class
+        ``c`` and its model-scale output falls in bin ``j`` (theory 3.2 and 4). This is
+        the one place where the kernels' masses over intervals are computed.
+
+        Parameters
+        ----------
+        lower, upper : 1-D arrays
+            The bins ``[lower_j, upper_j]`` (infinite edges allowed). With ``upper``
+            None, ``lower`` holds ``J + 1`` edges of ``J`` consecutive bins, and each edge's
+            normal CDF is evaluated once.
+        weights : (S, K, C) array, optional
+            The joint weights; default :meth:`component_class_weights` (pass those with
+            prevalences for the generative masses).
+        """
+        if self.n_dims != 1:
+            raise ValueError(
+                f"bin_masses needs a 1-D output; this posterior has {self.n_dims} dimensions"
+            )
+        if weights is None:
+            weights = self.component_class_weights()
+        mu, sigma = self.mu[:, :, 0], self.sigma[:, :, 0]
+        s = mu.shape[0]
+        lower = np.asarray(lower, dtype=float)
+        if upper is None:  # consecutive bins: one CDF per edge, shared by its two bins
+            mass = np.empty((s, lower.size - 1, weights.shape[2]))
+            for sl in _mixture.item_chunks(s, mu.shape[1], lower.size - 1):
+                e = lower[sl.start : sl.stop + 1]  # one edge more than bins
+                cdf = ndtr((e[None, :, None] - mu[:, None, :]) / sigma[:, None, :])  # (S, n+1, K)
+                mass[:, sl] = np.matmul(np.diff(cdf, axis=1), weights)
+            return mass
+        upper = np.asarray(upper, dtype=float)
+        if upper.shape != lower.shape:
+            raise ValueError(
+                f"lower and upper must have the same shape, found {lower.shape}, {upper.shape}"
+            )
+        mass = np.empty((s, lower.size, weights.shape[2]))
+        for sl in _mixture.item_chunks(s, 2 * mu.shape[1], lower.size):
+            hi = ndtr((upper[None, sl, None] - mu[:, None, :]) / sigma[:, None, :])
+            lo = ndtr((lower[None, sl, None] - mu[:, None, :]) / sigma[:, None, :])
+            mass[:, sl] = np.matmul(hi - lo, weights)
+        return mass
+
+    # ------------------------------------------------------- the predictive
+    def predictive_quantiles(
+        self, probs: np.ndarray, max_draws: int = PLACEMENT_DRAWS
+    ) -> np.ndarray:
+        """Quantiles of the predictive output distribution ``p(y | D)`` (model scale, 1-D).
+
+        The predictive CDF (theory 3.2, ``mean_t`` of the mixture's CDF; over at most
+        ``max_draws`` evenly spaced draws) is evaluated at points spread over every
+        component's own quantiles, so that each component's range is resolved whatever
+        its width, and inverted by linear interpolation.
+        """
+        if self.n_dims != 1:
+            raise ValueError(
+                f"predictive_quantiles needs a 1-D output; this posterior has {self.n_dims} "
+                "dimensions"
+            )
+        s = self.n_draws
+        take = np.linspace(0, s - 1, min(s, max_draws)).round().astype(int)
+        w = self.w[take].ravel() / len(take)
+        mu, sigma = self.mu[take, :, 0].ravel(), self.sigma[take, :, 0].ravel()
+        levels = ndtri(np.linspace(1e-12, 1 - 1e-12, 24))
+        grid = np.unique((mu[:, None] + sigma[:, None] * levels[None, :]).ravel())
+        cdf = np.empty(grid.size)
+        for sl in _mixture.item_chunks(1, w.size, grid.size):
+            cdf[sl] = ndtr((grid[None, sl] - mu[:, None]) / sigma[:, None]).T @ w
+        cdf = np.maximum.accumulate(cdf)
+        keep = np.concatenate([[True], np.diff(cdf) > 0])
+        return np.interp(probs, cdf[keep], grid[keep])
+
+    def sample_predictive(
+        self, n: int, rng: np.random.Generator, prevalences: Any = None
+    ) -> np.ndarray:
+        """``n`` model-scale points (n, D) from the predictive output distribution.
+
+        A draw ``t`` at random, a kernel of it by its weight, a point from the kernel;
+        with prevalences ``r`` the kernel weights are those of ``sum_c r_c F_t(y | c)``
+        (theory 3.2, generative mode).
+        """
+        r = self.check_prevalences(prevalences)
+        s, k = self.w.shape
+        draw = rng.integers(0, s, n)
+        if r is None:
+            weights = self.w[draw]
+        else:  # r_c F_t(y | c) = sum_k w_k alpha_kc / F_t(c) r_c kernel_k
+            freq = np.exp(self.log_class_frequencies[draw])  # (n, C)
+            weights = self.w[draw] * np.einsum("nkc,nc->nk", self.alpha[draw], r / freq)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+        component = (weights.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1).clip(0, k - 1)
+        mu = self.mu[draw, component]
+        sigma = self.sigma[draw, component]
+        return mu + sigma * rng.standard_normal(mu.shape)
+
+
+def _shape_text(shape: tuple[int | None, ...]) -> str:
+    return "(" + ", ".join("?" if e is None else str(e) for e in shape) + ")"
