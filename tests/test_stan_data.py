@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -180,6 +182,33 @@ def test_data_keys_are_the_stan_data_block():
     data, _ = _stan_data.build_stan_data(cls, lo, hi, [1], 2)
     assert set(data) == DATA_KEYS | KEPT_KEYS
 
+
+
+def test_the_data_contract_is_the_stan_data_block():
+    """StanData's Stan fields are the program's data block: names, order and types."""
+    declared = _stan_data_block()
+    assert list(_stan_data.STAN_FIELDS) == list(declared)
+    for f in fields(_stan_data.StanData):
+        if f.name in declared:
+            assert f"{f.metadata['stan']} {f.name};" == declared[f.name]
+    assert set(_stan_data.KEPT_FIELDS) == KEPT_KEYS
+
+
+def test_the_data_contract_checks_shapes_naming_the_field():
+    rng = np.random.default_rng(3)
+    cls, lo, hi = _votes(rng)
+    data, _ = _stan_data.build_stan_data(cls, lo, hi, [1], 2, preconditioned=False)
+    assert isinstance(data, _stan_data.StanData)
+    assert isinstance(_stan_data.precondition(data), _stan_data.StanData)
+    assert set(data.as_dict()) == DATA_KEYS | KEPT_KEYS
+    n, k = data["N"], data["K"]
+    with pytest.raises(ValueError, match=rf"StanData\.kern must have shape \(N, K\) = "
+                                         rf"\({n}, {k}\), found \({n}, {k - 1}\)"):
+        _stan_data.StanData.from_mapping(dict(data, kern=data["kern"][:, 1:]))
+    with pytest.raises(ValueError, match=r"StanData\.centring_f must have shape \(R, C - 1\)"):
+        _stan_data.StanData.from_mapping(dict(data, C=3))
+    with pytest.raises(ValueError, match=r"lack \['u_scale'\]"):
+        _stan_data.StanData.from_mapping({key: data[key] for key in data if key != "u_scale"})
 
 def test_build_stan_data_censored_votes():
     rng = np.random.default_rng(3)

@@ -273,7 +273,7 @@ class Transducer:
         )  # fmt: skip
         program = get_backend(self.backend).compile(stan_file("transducer"))
         result = program.sample(
-            data,
+            data.as_dict(),
             chains=chains,
             warmup=self.warmup,
             draws=self.draws,
@@ -292,7 +292,7 @@ class Transducer:
     def _set_fitted(
         self,
         result: Any,
-        data: dict[str, Any],
+        data: Mapping[str, Any],
         y: np.ndarray,
         class_index: np.ndarray,
         labels: tuple[Label, ...],
@@ -1113,7 +1113,7 @@ def _json_labels(labels: tuple[Label, ...]) -> str:
 def _inference_data(
     transducer: Transducer,
     result: Any,
-    data: dict[str, Any],
+    data: Mapping[str, Any],
     y: np.ndarray,
     class_index: np.ndarray,
     columns: tuple[str, ...],

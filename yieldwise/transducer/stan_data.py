@@ -18,8 +18,9 @@ This module turns calibration items into the plain arrays the program reads:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from .._design import (
 from .._mixture import as_bounds
 
 __all__ = [
+    "KEPT_FIELDS",
+    "STAN_FIELDS",
+    "StanData",
     "build_stan_data",
     "default_prior",
     "initial_values",
@@ -41,6 +45,124 @@ __all__ = [
     "precondition",
     "sampler_inits",
 ]
+
+
+# --------------------------------------------------------------- the data contract
+@dataclass(frozen=True, eq=False)
+class StanData(Mapping[str, Any]):
+    """The data of ``stan/transducer.stan``: its data block, field for field, and what a
+    fitted transducer keeps beside it.
+
+    The fields named in :data:`STAN_FIELDS` are the program's data block, with the same
+    names, in the same order, with the Stan type in each field's ``metadata["stan"]``
+    (a test parses the program so that the two cannot drift apart); the others
+    (:data:`KEPT_FIELDS`) are the merged rows on the model scale, kept with a fitted
+    transducer, and whether the sampler's coordinates are preconditioned (read by
+    :func:`sampler_inits` and the Laplace backend, not by Stan). Shapes are checked on
+    construction: a wrong one raises ValueError naming the field, the shape expected and
+    the shape found. A read-only mapping, so that ``data["K"]`` and ``dict(data)`` work;
+    :meth:`as_dict` is what the backends get.
+    """
+
+    N: int = field(metadata={"stan": "int<lower=1>"})
+    C: int = field(metadata={"stan": "int<lower=2>"})
+    D: int = field(metadata={"stan": "int<lower=1>"})
+    K: int = field(metadata={"stan": "int<lower=1>"})
+    cls: np.ndarray = field(metadata={"stan": "array[N] int<lower=1, upper=C>"})
+    count: np.ndarray = field(metadata={"stan": "array[N] int<lower=1>"})
+    kern: np.ndarray = field(metadata={"stan": "matrix<lower=0, upper=1>[N, K]"})
+    kern_log_scale: np.ndarray = field(metadata={"stan": "vector[N]"})
+    loc: np.ndarray = field(metadata={"stan": "matrix[K, D]"})
+    width: np.ndarray = field(metadata={"stan": "matrix<lower=0>[K, D]"})
+    P: int = field(metadata={"stan": "int<lower=1>"})
+    fixed_basis: np.ndarray = field(metadata={"stan": "matrix[K, P]"})
+    fixed_scale: np.ndarray = field(metadata={"stan": "vector<lower=0>[P]"})
+    R: int = field(metadata={"stan": "int<lower=0>"})
+    smooth_basis: np.ndarray = field(metadata={"stan": "matrix[K, R]"})
+    tau_a_scale: float = field(metadata={"stan": "real<lower=0>"})
+    tau_f_scale: float = field(metadata={"stan": "real<lower=0>"})
+    U: int = field(metadata={"stan": "int<lower=1>"})
+    u_centre: np.ndarray = field(metadata={"stan": "vector[U]"})
+    u_scale: np.ndarray = field(metadata={"stan": "matrix[U, U]"})
+    centring_a: np.ndarray = field(metadata={"stan": "vector<lower=0, upper=1>[R]"})
+    centring_f: np.ndarray = field(metadata={"stan": "matrix<lower=0, upper=1>[R, C - 1]"})
+    y_lower: np.ndarray = field(metadata={"stan": None})
+    y_upper: np.ndarray = field(metadata={"stan": None})
+    censored: np.ndarray = field(metadata={"stan": None})
+    preconditioned: int = field(metadata={"stan": None})
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int":
+                value = int(value)
+            elif f.type == "float":
+                value = float(value)
+            elif f.name in ("cls", "count", "censored"):
+                value = np.asarray(value, dtype=np.int64)
+            else:
+                value = np.asarray(value, dtype=float)
+            object.__setattr__(self, f.name, value)
+        n, c, d, k, p, r, u = self.N, self.C, self.D, self.K, self.P, self.R, self.U
+        sizes = {"N": n, "C - 1": c - 1, "D": d, "K": k, "P": p, "R": r, "U": u}
+        for name, dims in _SHAPES.items():
+            expected = tuple(sizes[dim] for dim in dims)
+            found = np.shape(getattr(self, name))
+            if found != expected:
+                raise ValueError(
+                    f"StanData.{name} must have shape ({', '.join(dims)}) = {expected}, "
+                    f"found {found}"
+                )
+        if u != (p - 1) + 1 + r + (c - 1) * (p + 1 + r):
+            raise ValueError(
+                f"StanData.U must be (P - 1) + 1 + R + (C - 1) (P + 1 + R) = "
+                f"{(p - 1) + 1 + r + (c - 1) * (p + 1 + r)}, found {u}"
+            )
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> StanData:
+        """The data from a mapping with every field (a dict as :meth:`as_dict` gives)."""
+        if isinstance(data, StanData):
+            return data
+        missing = [f.name for f in fields(cls) if f.name not in data]
+        if missing:
+            raise ValueError(f"the transducer's Stan data lack {missing}")
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as a plain dict: what the backends get (Stan reads the data block's
+        names and ignores the rest)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _FIELD_NAMES:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_FIELD_NAMES)
+
+    def __len__(self) -> int:
+        return len(_FIELD_NAMES)
+
+    # identity, not Mapping's comparison of values (arrays have no truth value)
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+#: The shape of every array field, in the data block's size names.
+_SHAPES = {
+    "cls": ("N",), "count": ("N",), "kern": ("N", "K"), "kern_log_scale": ("N",),
+    "loc": ("K", "D"), "width": ("K", "D"), "fixed_basis": ("K", "P"), "fixed_scale": ("P",),
+    "smooth_basis": ("K", "R"), "u_centre": ("U",), "u_scale": ("U", "U"),
+    "centring_a": ("R",), "centring_f": ("R", "C - 1"), "y_lower": ("N", "D"),
+    "y_upper": ("N", "D"), "censored": ("D",),
+}  # fmt: skip
+_FIELD_NAMES = tuple(f.name for f in fields(StanData))
+#: The program's data block, in its order.
+STAN_FIELDS = tuple(f.name for f in fields(StanData) if f.metadata["stan"] is not None)
+#: Kept beside the data block, not read by Stan.
+KEPT_FIELDS = tuple(f.name for f in fields(StanData) if f.metadata["stan"] is None)
 
 
 def merge_rows(
@@ -227,8 +349,8 @@ def build_stan_data(
     *,
     seed: int = 0,
     preconditioned: bool = True,
-) -> tuple[dict[str, object], KernelDesign]:
-    """Data dictionary for ``stan/transducer.stan`` (both backends), and the kernel design.
+) -> tuple[StanData, KernelDesign]:
+    """The data for ``stan/transducer.stan`` (both backends), and the kernel design.
 
     Parameters
     ----------
@@ -288,7 +410,7 @@ def build_stan_data(
         design = replace(design, fixed_scale=scale)
     kern, log_scale = kernel_matrix(design.loc, design.width, lo_u, hi_u, cens)
     k = design.n_components
-    data: dict[str, object] = {
+    values: dict[str, Any] = {
         "N": int(cls_u.size),
         "C": int(n_classes),
         "D": int(d),
@@ -314,8 +436,8 @@ def build_stan_data(
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
     u = (p_ - 1) + 1 + r_ + c1 * (p_ + 1 + r_)
-    data.update(U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
-                centring_a=np.zeros(r_), centring_f=np.zeros((r_, c1)))  # fmt: skip
+    data = StanData(**values, U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
+                    centring_a=np.zeros(r_), centring_f=np.zeros((r_, c1)))  # fmt: skip
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
@@ -323,7 +445,7 @@ def build_stan_data(
 
 def precondition(
     data: Mapping[str, object], *, seed: int = 0, centre_density: bool = False
-) -> dict[str, object]:
+) -> StanData:
     """The data with ``u_centre`` the posterior mode and ``u_scale`` a square root of the
     inverse Hessian there (``stan/transducer.stan``, "Geometry"; the Laplace approximation
     of :mod:`yieldwise.backends._laplace`), started from :func:`initial_values`.
@@ -346,7 +468,7 @@ def precondition(
     from ..backends._base import SamplingError
     from ..backends._laplace import TransducerDensity, laplace
 
-    out = dict(data)
+    out = StanData.from_mapping(data)
     try:
         fit = laplace(out, initial_values(out, 1, seed)[0])
     except (SamplingError, np.linalg.LinAlgError, FloatingPointError) as exc:
@@ -357,7 +479,7 @@ def precondition(
             stacklevel=2,
         )
         return out
-    out.update(u_centre=fit.mode, u_scale=fit.scale, preconditioned=1)
+    out = replace(out, u_centre=fit.mode, u_scale=fit.scale, preconditioned=1)
     if not centre_density:
         return out
     # Partial centring (stan/transducer.stan, "Geometry"): each smooth coordinate of the
@@ -373,7 +495,7 @@ def precondition(
     slices = model.slices
     centring_a = np.clip(1.0 - conditional[slices["a_raw"]], 0.0, 1.0)
     centring_f = np.zeros((model.R, model.C - 1))
-    centred = {**out, "centring_a": centring_a, "centring_f": centring_f}
+    centred = replace(out, centring_a=centring_a, centring_f=centring_f)
     p = model.unpack(fit.mode)
     start = fit.mode.copy()
     start[slices["a_raw"]] = p["a_raw"] * np.exp(centring_a * p["log_tau_a"])
@@ -391,8 +513,7 @@ def precondition(
     gradient = np.abs(again.result.jac).max()  # the search's last gradient, at the mode
     if not (shift < _CENTRING_SHIFT and gradient < _CENTRING_GRADIENT):
         return out
-    centred.update(u_centre=again.mode, u_scale=again.scale)
-    return centred
+    return replace(centred, u_centre=again.mode, u_scale=again.scale)
 
 
 #: Partial centring is kept when the centred mode's log scales lie within this distance of
