@@ -45,6 +45,7 @@ import pandas as pd
 from . import __version__
 from .backends import backend_names
 from .examples import screening_example, worked_example_table
+from .transducer.sampler import SAMPLER_DEFAULTS
 
 EXIT_USAGE = 2
 #: The sampler or the compiler failed (the message says why).
@@ -313,9 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="replace --out if it exists (never the input)"
     )
     fit.add_argument("--components", default="auto", help='"auto" or a number of components')
-    fit.add_argument("--chains", type=int, default=4)
-    fit.add_argument("--warmup", type=int, default=500)
-    fit.add_argument("--draws", type=int, default=750)
+    fit.add_argument("--chains", type=int, default=SAMPLER_DEFAULTS.chains)
+    fit.add_argument("--warmup", type=int, default=SAMPLER_DEFAULTS.warmup)
+    fit.add_argument("--draws", type=int, default=SAMPLER_DEFAULTS.draws)
     fit.add_argument("--seed", type=int, default=None)
     fit.add_argument(
         "--backend", default="auto", choices=backend_names()

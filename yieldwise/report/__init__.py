@@ -54,6 +54,7 @@ Example configuration::
     values = [[0, -10], [-1, 5]]
 
     [sampler]               # any Transducer setting: chains, warmup, draws, seed, ...
+                            # (the defaults: yieldwise.transducer.SAMPLER_DEFAULTS)
     chains = 4
     warmup = 500
     draws = 750

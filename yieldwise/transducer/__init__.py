@@ -7,6 +7,7 @@
   mixture's math on them (the joint, class frequencies, bin masses, the predictive);
 * :mod:`.stan_data`: the data of ``stan/transducer.stan`` (merged rows, prior, initial
   values, preconditioning);
+* :mod:`.sampler`: :data:`SAMPLER_DEFAULTS`, the one set of sampler defaults;
 * :mod:`.io`: the transducer file (every stored field, the format version).
 """
 
@@ -15,12 +16,15 @@ from __future__ import annotations
 from .encoding import ExtrapolationWarning, LatticeWarning, OutputTransform, choose_transform
 from .estimator import DiagnosticsWarning, Transducer
 from .posterior import TransducerPosterior
+from .sampler import SAMPLER_DEFAULTS, SamplerDefaults
 
 __all__ = [
+    "SAMPLER_DEFAULTS",
     "DiagnosticsWarning",
     "ExtrapolationWarning",
     "LatticeWarning",
     "OutputTransform",
+    "SamplerDefaults",
     "Transducer",
     "TransducerPosterior",
     "choose_transform",

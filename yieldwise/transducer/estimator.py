@@ -45,6 +45,7 @@ from .encoding import (
     warn_outside,
 )
 from .posterior import TransducerPosterior
+from .sampler import SAMPLER_DEFAULTS
 
 if TYPE_CHECKING:
     import arviz as az
@@ -103,7 +104,8 @@ class Transducer:
           (the linear terms of the log-density and of the log-odds, per unit of the
           outputs' standardised range).
     chains, warmup, draws : int
-        NUTS settings: chains, warm-up iterations and kept draws per chain.
+        NUTS settings: chains, warm-up iterations and kept draws per chain (defaults:
+        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`, 4, 500 and 750).
     seed : int, optional
         Random seed; drawn and recorded when None, so every fit is reproducible.
     backend : {"auto", "cmdstanpy", "pystan", "laplace"}
@@ -112,7 +114,8 @@ class Transducer:
         numpy, in seconds (:mod:`yieldwise.backends._laplace`), for dry runs and
         plumbing, never chosen by ``"auto"`` and not for decisions resting on the
         uncertainty (its bands are those of a Normal approximation).
-    max_treedepth, adapt_delta : NUTS tuning.
+    max_treedepth, adapt_delta : NUTS tuning (defaults 10 and 0.95, from
+        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`).
     progress : bool
         Show the sampler's progress.
 
@@ -162,17 +165,14 @@ class Transducer:
         output_transform: str | Iterable[str] = "auto",
         resolution: Any = "auto",
         prior: Mapping[str, Any] | None = None,
-        chains: int = 4,
-        warmup: int = 500,
-        draws: int = 750,
+        chains: int = SAMPLER_DEFAULTS.chains,
+        warmup: int = SAMPLER_DEFAULTS.warmup,
+        draws: int = SAMPLER_DEFAULTS.draws,
         seed: int | None = None,
         backend: str = "auto",
-        max_treedepth: int = 10,
-        # 0.95, not Stan's 0.8: in the preconditioned coordinates 0.8 left divergent
-        # transitions (votes n = 1,000: 29 of 3,000; two logits: 1 of 600), 0.9 fewer
-        # (two logits: 4 of 3,000), 0.95 none, for about 30 % more leapfrog steps
-        # (docs/model.md)
-        adapt_delta: float = 0.95,
+        max_treedepth: int = SAMPLER_DEFAULTS.max_treedepth,
+        # 0.95, not Stan's 0.8 (SamplerDefaults says why)
+        adapt_delta: float = SAMPLER_DEFAULTS.adapt_delta,
         progress: bool = True,
     ) -> None:
         self.n_components = n_components
@@ -372,7 +372,8 @@ class Transducer:
         }
         if sample_stats is not None:
             stats = {name: np.asarray(sample_stats[name]) for name in stats}
-        settings = {"max_treedepth": 10, "seed": 0, **(sampler or {})}
+        settings = {"max_treedepth": SAMPLER_DEFAULTS.max_treedepth, "seed": 0,
+                    **(sampler or {})}  # fmt: skip
         result = SampleResult(
             draws={**{name: np.asarray(draws[name], float) for name in ("w", "alpha", "mu",
                                                                       "sigma")},
