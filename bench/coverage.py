@@ -250,7 +250,7 @@ def standard_error(prob: float, checks: int) -> float:
 
 def is_clean(sampler: dict) -> bool:
     """Goal 3's fit: no divergence, no tree-depth hit, R-hat <= 1.01, bulk ESS >= 400."""
-    from yieldwise.transducer.estimator import ESS_MIN, RHAT_MAX
+    from yieldwise.transducer.diagnostics import ESS_MIN, RHAT_MAX
 
     return (
         sampler["divergent"] == 0

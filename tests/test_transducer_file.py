@@ -168,3 +168,20 @@ def test_the_declaration_covers_what_predictions_and_summaries_read(saved):
         assert ("posterior", name) in declared
     assert {"yieldwise_classes", "yieldwise_transform", "yieldwise_settings"} <= set(ATTRIBUTES)
     assert set(ATTRIBUTES) <= set(t.posterior_.posterior.attrs)
+
+
+def test_io_owns_every_stored_key(saved):
+    """Every attribute a saved transducer holds is one yieldwise.transducer.io declares."""
+    from yieldwise.transducer.io import (
+        OPTIONAL_ATTRIBUTES,
+        PROVENANCE_ATTRIBUTES,
+        record_classifier,
+    )
+
+    t, path = saved
+    record_classifier(t.posterior_, "forest")
+    t.save(path)
+    stored = set(Transducer.load(path).posterior_.posterior.attrs)
+    known = set(ATTRIBUTES) | set(OPTIONAL_ATTRIBUTES) | set(PROVENANCE_ATTRIBUTES)
+    assert stored - {"created_at", "arviz_version", "inference_library"} <= known
+    assert {"yieldwise_classifier", "yieldwise_format_version"} <= stored

@@ -114,3 +114,17 @@ def test_a_transducer_exposes_its_draws_as_one_posterior():
         np.testing.assert_array_equal(getattr(got, name), getattr(post, name))
     with pytest.raises(RuntimeError, match="not fitted"):
         Transducer().posterior  # noqa: B018
+
+
+def test_diagnose_is_a_pure_function_of_the_draws():
+    """Two chains whose log-likelihoods sit 10 sd apart: R-hat far above 1.01."""
+    from yieldwise.transducer.diagnostics import diagnose
+
+    rng = np.random.default_rng(4)
+    log_lik = rng.normal(0.0, 1.0, (2, 200)) + np.array([[0.0], [10.0]])
+    proba = rng.dirichlet([5.0, 5.0], (2, 200, 3))  # (chain, draw, item, class)
+    table = diagnose(log_lik, proba, np.array([[0.1], [0.5], [0.9]]), CLASSES)
+    assert list(table["quantity"]) == ["log_lik"] + ["p(class | output)"] * 3
+    assert list(table["output"])[1:] == ["0.1", "0.5", "0.9"]
+    assert table.loc[0, "r_hat"] > 1.5 and not table.loc[0, "ok"]
+    assert table.loc[1:, "r_hat"].max() < 1.05

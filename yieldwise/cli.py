@@ -45,6 +45,7 @@ import pandas as pd
 from . import __version__
 from .backends import backend_names
 from .examples import screening_example, worked_example_table
+from .transducer.io import record_classifier
 from .transducer.sampler import SAMPLER_DEFAULTS
 
 EXIT_USAGE = 2
@@ -194,7 +195,7 @@ def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: A
     )  # fmt: skip
     transducer.fit(frame[outputs], frame[args.class_col])
     if args.classifier:
-        transducer.posterior_.posterior.attrs["yieldwise_classifier"] = args.classifier
+        record_classifier(transducer.posterior_, args.classifier)
     return transducer
 
 

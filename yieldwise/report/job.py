@@ -30,6 +30,7 @@ from .._files import (
     target_lock,
     write_manifest,
 )
+from ..transducer.io import fit_record
 from ..utility import UtilityMatrix
 from .config import ConfigError, ReportConfig, _check_sampler, check_scheduler, transducer_file_name
 
@@ -346,8 +347,8 @@ def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) ->
         "versions": {
             "yieldwise": __version__,
             "backend": some.backend_,
-            "backend_version": some.posterior_.posterior.attrs["yieldwise_backend_version"],
-            "stan": some.posterior_.posterior.attrs["yieldwise_stan_version"],
+            "backend_version": fit_record(some.posterior_)["backend_version"],
+            "stan": fit_record(some.posterior_)["stan_version"],
         },
     }  # fmt: skip
     if prevalences is not None:

@@ -8,13 +8,18 @@
 * :mod:`.stan_data`: the data of ``stan/transducer.stan`` (merged rows, prior, initial
   values, preconditioning);
 * :mod:`.sampler`: :data:`SAMPLER_DEFAULTS`, the one set of sampler defaults;
-* :mod:`.io`: the transducer file (every stored field, the format version).
+* :mod:`.diagnostics`: R-hat and ESS of the invariant quantities, the sampler's record,
+  as pure functions of the draws;
+* :mod:`.plots`: :meth:`Transducer.plot`'s pictures;
+* :mod:`.io`: the transducer file (every stored key, the format version, writing and
+  reading).
 """
 
 from __future__ import annotations
 
+from .diagnostics import DiagnosticsWarning
 from .encoding import ExtrapolationWarning, LatticeWarning, OutputTransform, choose_transform
-from .estimator import DiagnosticsWarning, Transducer
+from .estimator import Transducer
 from .posterior import TransducerPosterior
 from .sampler import SAMPLER_DEFAULTS, SamplerDefaults
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import html
 import inspect
-import json
 import logging
 import secrets
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +31,13 @@ from .._validation import (
     label_values,
     sorted_unique,
 )
+from .diagnostics import (
+    DiagnosticsWarning,
+    diagnose,
+    reference_rows,
+    sampler_summary,
+    warn_on_invariants,
+)
 from .encoding import (
     ExtrapolationWarning,
     LatticeWarning,
@@ -44,6 +49,7 @@ from .encoding import (
     unique_rows,
     warn_outside,
 )
+from .io import coord_labels, fit_record, record_members, to_inference_data
 from .posterior import TransducerPosterior
 from .sampler import SAMPLER_DEFAULTS
 
@@ -59,19 +65,12 @@ logger = logging.getLogger(__name__)
 
 #: Fewer calibration items than this cannot inform a mixture of several components.
 MIN_ITEMS = 10
-#: Thresholds on the invariant quantities (R-hat and bulk ESS), as in the Stan guidance.
-RHAT_MAX = 1.01
-ESS_MIN = 400
 # Above this many distinct 1-D continuous outputs, predict_proba interpolates the exact
 # formula from a grid (theory 3.2 costs draws x components per output).
 _INTERPOLATE_ABOVE = 4096
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
-class DiagnosticsWarning(UserWarning):
-    """R-hat or effective sample size of an invariant quantity misses its threshold."""
-
-
 class Transducer:
     """Probability transducer fitted by Stan: ``p(class | classifier output)``.
 
@@ -285,7 +284,7 @@ class Transducer:
         )
         self._set_fitted(result, data, y, class_index, labels, transform, design)
         self.members_ = members
-        self.posterior_.posterior.attrs["yieldwise_members"] = json.dumps(members)
+        record_members(self.posterior_, members)
         self._warn_on_invariants()
         return self
 
@@ -306,7 +305,7 @@ class Transducer:
         self.backend_ = result.backend
         self.seed_ = int(result.settings["seed"])  # the seed that ran (drawn when seed=None)
         self.n_components_ = int(np.shape(result.draws["w"])[2])
-        self.posterior_ = _inference_data(
+        self.posterior_ = to_inference_data(
             self, result, data, y, class_index, transform.columns, design
         )
         self.members_: dict[str, list[str]] = {}
@@ -636,7 +635,7 @@ class Transducer:
             "chain": np.arange(self.posterior.chains),
             "draw": np.arange(self.posterior.draws),
             "item": np.arange(n_items),
-            "class": _coord_labels(self.classes_),
+            "class": coord_labels(self.classes_),
         }
 
     # -------------------------------------------------------------- diagnostics
@@ -674,14 +673,14 @@ class Transducer:
         log_lik = marginal.log_likelihood(class_index, lower, upper, censored)
         draws["log_lik"] = marginal.by_chain(log_lik)
         stats = self.posterior_.sample_stats
+        record = fit_record(self.posterior_)
         member = Transducer.from_draws(
             draws, pd.DataFrame(y, columns=columns), labels[class_index],
             self.classes_, output_transform=[self.transform_.kind[i] for i in idx],
             resolution=[self.transform_.resolution[i] for i in idx],
             backend=f"{self.backend_} (marginal {name!r} of a joint fit)",
             sample_stats={name: stats[name].values for name in stats.data_vars},
-            sampler=json.loads(self.posterior_.posterior.attrs["yieldwise_sampler"]),
-            sampling_seconds=float(self.posterior_.posterior.attrs["yieldwise_sampling_seconds"]),
+            sampler=record["sampler"], sampling_seconds=record["sampling_seconds"],
         )  # fmt: skip
         return member
 
@@ -696,10 +695,7 @@ class Transducer:
         """
         self.check_fitted()
         y = self.posterior_.observed_data["outputs"].values
-        distinct = np.unique(y, axis=0)
-        picked = [_at_even_ranks(rows, self.transform_.forward(rows)[:, 0], n)
-                  for rows in (y, distinct)]  # fmt: skip
-        return np.unique(np.concatenate(picked), axis=0)
+        return reference_rows(y, lambda rows: self.transform_.forward(rows)[:, 0], n)
 
     def diagnostics(self) -> pd.DataFrame:
         """R-hat and effective sample sizes of label-switching-invariant quantities.
@@ -709,34 +705,11 @@ class Transducer:
         determined by the others). Columns: quantity, output, class, mean, r_hat,
         ess_bulk, ess_tail, ok (``r_hat <= 1.01`` and ``ess_bulk >= 400``).
         """
-        import arviz as az
-
         self.check_fitted()
         reference = self.reference_outputs()
-        series = {"log_lik": self.posterior_.posterior["log_lik"].values}
         proba = self.draws_proba(reference).values  # (chain, draw, item, class)
-        described = [("log_lik", "", "")]
-        for i, row in enumerate(reference):
-            for j, label in enumerate(self.classes_[:-1]):
-                key = f"p_{i}_{j}"
-                series[key] = proba[:, :, i, j]
-                described.append(("p(class | output)", _format_row(row), label))
-        rows = []
-        for (quantity, output, label), values in zip(described, series.values(), strict=True):
-            rows.append(
-                {
-                    "quantity": quantity,
-                    "output": output,
-                    "class": label,
-                    "mean": float(values.mean()),
-                    "r_hat": float(az.rhat(values)),
-                    "ess_bulk": float(az.ess(values, method="bulk")),
-                    "ess_tail": float(az.ess(values, method="tail")),
-                }
-            )
-        table = pd.DataFrame(rows)
-        table["ok"] = (table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN)
-        return table
+        log_lik = self.posterior_.posterior["log_lik"].values
+        return diagnose(log_lik, proba, reference, self.classes_)
 
     def loo(self, *, conditional: bool = False) -> az.ELPDData:
         """PSIS leave-one-out estimate of the expected log predictive density (ArviZ).
@@ -808,35 +781,10 @@ class Transducer:
     def sampler_summary(self) -> dict[str, Any]:
         """Divergences, tree-depth saturation, step sizes and timing of the fit."""
         self.check_fitted()
-        stats = self.posterior_.sample_stats
-        attrs = self.posterior_.posterior.attrs
-        settings = json.loads(attrs["yieldwise_settings"])
-        return {
-            "backend": attrs["yieldwise_backend"],
-            "chains": int(stats.sizes["chain"]),
-            "draws": int(stats.sizes["draw"]),
-            "divergent": int(stats["diverging"].values.sum()),
-            "max_treedepth_hits": int(
-                (stats["tree_depth"].values >= settings["max_treedepth"]).sum()
-            ),
-            "step_size": stats["step_size"].values.mean(axis=1).tolist(),
-            "sampling_seconds": float(attrs["yieldwise_sampling_seconds"]),
-        }
+        return sampler_summary(self.posterior_)
 
     def _warn_on_invariants(self) -> None:
-        table = self.diagnostics()
-        bad = table[~table["ok"]]
-        if len(bad):
-            worst = bad.sort_values("r_hat", ascending=False).iloc[0]
-            warnings.warn(
-                f"{len(bad)} of {len(table)} invariant quantities miss R-hat <= {RHAT_MAX} or "
-                f"bulk ESS >= {ESS_MIN}; worst: {worst['quantity']} {worst['output']} "
-                f"(R-hat {worst['r_hat']:.3f}, bulk ESS {worst['ess_bulk']:.0f}). Run more "
-                "draws (draws=) or chains; with divergent transitions, raise adapt_delta "
-                "(0.95); see .diagnostics() and docs/model.md",
-                DiagnosticsWarning,
-                stacklevel=3,
-            )
+        warn_on_invariants(self.diagnostics(), stacklevel=3)
 
     # ------------------------------------------------------------------- plots
     def plot(
@@ -862,125 +810,9 @@ class Transducer:
         calibration plot, on which the raw output read as a probability is the
         diagonal.
         """
-        import matplotlib.pyplot as plt
+        from .plots import plot_transducer
 
-        self.check_fitted()
-        y = self.posterior_.observed_data["outputs"].values
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
-        if classes is None:
-            shown = self.classes_[1:] if len(self.classes_) == 2 else self.classes_
-        else:
-            shown = tuple(classes)
-            indices_of(np.array(shown, dtype=object), self.classes_, "classes", "classes_")
-        if y.shape[1] == 1:
-            self._plot_curve(ax, y[:, 0], shown, prob, n_grid, prevalences)
-        elif self.transform_.is_simplex or y.shape[1] > 2:
-            self._plot_at_calibration_outputs(ax, y, shown, prob, prevalences)
-        elif y.shape[1] == 2:
-            label = shown[-1]
-            j = self.classes_.index(label)
-            gx = np.linspace(y[:, 0].min(), y[:, 0].max(), int(np.sqrt(n_grid * 50)))
-            gy = np.linspace(y[:, 1].min(), y[:, 1].max(), len(gx))
-            xx, yy = np.meshgrid(gx, gy)
-            points = np.column_stack([xx.ravel(), yy.ravel()])
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", LatticeWarning)  # the grid is no lattice
-                p = self.predict_proba(points, prevalences=prevalences)[:, j].reshape(xx.shape)
-            mesh = ax.pcolormesh(xx, yy, p, vmin=0, vmax=1, cmap="viridis", shading="auto")
-            bar = ax.figure.colorbar(mesh, ax=ax)
-            bar.set_label(f"p({label} | output)", parse_math=False)
-            ax.scatter(y[:, 0], y[:, 1], s=2, c="white", alpha=0.3)
-            ax.set_xlabel(str(self.transform_.columns[0]), parse_math=False)
-            ax.set_ylabel(str(self.transform_.columns[1]), parse_math=False)
-            ax.set_title("Transducer probability map")
-        return ax
-
-    def _plot_curve(
-        self, ax: Axes, y: np.ndarray, shown: tuple[Label, ...], prob: float, n_grid: int,
-        prevalences: Any,
-    ) -> None:  # fmt: skip
-        """One output column: curves and bands, solid over the calibration outputs and
-        dashed over the tails beyond them (where the transducer extrapolates)."""
-        from matplotlib.patches import Patch
-
-        from ..plots import _legend
-
-        low, high = float(y.min()), float(y.max())
-        start, stop = _plot_span(self.transform_.kind[0], low, high)
-        grid = np.unique(np.r_[np.linspace(start, stop, n_grid), low, high])
-        with warnings.catch_warnings():  # the tails extrapolate on purpose; grid off-lattice
-            warnings.simplefilter("ignore", ExtrapolationWarning)
-            warnings.simplefilter("ignore", LatticeWarning)
-            band = self.predict_interval(grid, prob=prob, prevalences=prevalences)
-        inside = (grid >= low) & (grid <= high)
-        handles, labels = [], []
-        for label in shown:
-            j = self.classes_.index(label)
-            mean = band["mean"].values[:, j]
-            (line,) = ax.plot(grid, np.where(inside, mean, np.nan))
-            for tail in (grid <= low, grid >= high):
-                if tail.sum() > 1:
-                    ax.plot(grid, np.where(tail, mean, np.nan), linestyle="--",
-                            color=line.get_color())  # fmt: skip
-            for where, alpha in ((inside, 0.25), (~inside | (grid == low) | (grid == high), 0.1)):
-                ax.fill_between(
-                    grid, band["lower"].values[:, j], band["upper"].values[:, j], where=where,
-                    color=line.get_color(), alpha=alpha, linewidth=0,
-                )  # fmt: skip
-            handles.append(line)
-            labels.append(f"p({label} | output)")
-        if start < low or stop > high:
-            for a, b in ((start, low), (high, stop)):
-                if a < b:
-                    ax.axvspan(a, b, color="0.93", zorder=0, linewidth=0)
-            handles.append(Patch(color="0.93"))
-            labels.append("beyond the calibration outputs")
-        ax.plot(y, np.full(len(y), -0.02), "|", color="0.4", alpha=0.3, markersize=6)
-        ax.set_xlim(start, stop)
-        ax.set_xlabel(str(self.transform_.columns[0]), parse_math=False)
-        ax.set_ylabel("probability")
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(f"Transducer with {prob:.0%} variability bands")
-        _legend(ax, handles, labels, loc="best")  # class labels shown verbatim
-
-    def _class_columns(self, shown: tuple[Label, ...]) -> dict[Label, int]:
-        """The output column that belongs to each class, by name, else by position."""
-        columns = [str(c).lower() for c in self.transform_.columns]
-        found: dict[Label, int] = {}
-        for label in shown:
-            named = [j for j, c in enumerate(columns) if str(label).lower() in c]
-            if len(named) == 1:
-                found[label] = named[0]
-            elif len(columns) == len(self.classes_):
-                found[label] = self.classes_.index(label)
-            else:
-                raise ValueError(
-                    f"plot(): cannot tell which of the output columns "
-                    f"{list(self.transform_.columns)} belongs to class {label!r}; name "
-                    "each column after its class (e.g. 'p_<class>')"
-                )
-        return found
-
-    def _plot_at_calibration_outputs(
-        self, ax: Axes, y: np.ndarray, shown: tuple[Label, ...], prob: float, prevalences: Any
-    ) -> None:
-        rows = np.unique(y, axis=0)
-        band = self.predict_interval(rows, prob=prob, prevalences=prevalences)
-        for label, column in self._class_columns(shown).items():
-            j = self.classes_.index(label)
-            x, mean = rows[:, column], band["mean"].values[:, j]
-            (dots,) = ax.plot(x, mean, ".", markersize=3, label=f"p({label} | output)")
-            ax.vlines(x, band["lower"].values[:, j], band["upper"].values[:, j],
-                      color=dots.get_color(), alpha=0.15, linewidth=1)  # fmt: skip
-        if self.transform_.is_simplex:
-            ax.plot([0, 1], [0, 1], color="0.5", linestyle=":", label="output read as probability")
-        ax.set_xlabel("output column of the class")
-        ax.set_ylabel("probability")
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(f"Transducer at the calibration outputs, {prob:.0%} bands")
-        for text in ax.legend(loc="best").get_texts():
-            text.set_parse_math(False)  # class labels verbatim
+        return plot_transducer(self, ax, prob, n_grid, classes, prevalences)
 
     # ------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
@@ -991,22 +823,10 @@ class Transducer:
         :meth:`load` reproduces every prediction exactly. It is written whole or not
         at all: into a temporary file beside ``path``, then renamed over it.
         """
-        import os
-
-        from .io import FORMAT_ATTRIBUTE, FORMAT_VERSION
+        from .io import write
 
         self.check_fitted()
-        path = Path(path)
-        self.posterior_.posterior.attrs[FORMAT_ATTRIBUTE] = FORMAT_VERSION
-        # a new name the writer creates (with the user's umask, unlike mkstemp's 0600)
-        partial = path.with_name(f".{path.name}.partial-{secrets.token_hex(6)}")
-        try:
-            self.posterior_.to_netcdf(partial)
-            os.replace(partial, path)
-        except BaseException:
-            Path(partial).unlink(missing_ok=True)
-            raise
-        return path
+        return write(self.posterior_, Path(path))
 
     @classmethod
     def load(cls, path: str | Path) -> Transducer:
@@ -1017,22 +837,12 @@ class Transducer:
         or malformed field raises ``TransducerFileError`` (a ValueError) naming the
         file and the field.
         """
-        from .io import read
+        from .io import load
 
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"no transducer file at {path}")
-        data, meta = read(path)
-        settings = meta["yieldwise_settings"]
+        settings, fitted = load(Path(path))
         transducer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
-        transducer.classes_ = meta["yieldwise_classes"]
-        transducer.transform_ = meta["yieldwise_transform"]
-        transducer.n_calibration_ = meta["yieldwise_n_calibration"]
-        transducer.backend_ = meta["yieldwise_backend"]
-        transducer.seed_ = meta["yieldwise_seed_used"]
-        transducer.posterior_ = data
-        transducer.n_components_ = int(data.posterior.sizes["component"])
-        transducer.members_ = meta["yieldwise_members"]
+        for name, value in fitted.items():
+            setattr(transducer, name, value)
         transducer._cache_draws()
         return transducer
 
@@ -1054,7 +864,7 @@ class Transducer:
         ]
 
     def _design_note(self) -> str:
-        design = json.loads(self.posterior_.posterior.attrs.get("yieldwise_design", "{}"))
+        design = fit_record(self.posterior_)["design"]
         if not design:
             return "given draws"
         if design["kind"] == "grid":
@@ -1069,130 +879,9 @@ class Transducer:
         return f"<div class='yieldwise-transducer'><b>Transducer</b><ul>{items}</ul></div>"
 
 
-def _plot_span(kind: str, low: float, high: float) -> tuple[float, float]:
-    """Where the 1-D plot's tails end: the whole [0, 1] for a logit column; else 15 %
-    of the calibration range beyond each end (on the log scale for a log column)."""
-    if kind == "logit":
-        return 0.0, 1.0
-    if kind == "log":
-        if low <= 0:  # lattice outputs may include 0: nothing below it
-            return 0.0, high * 1.15
-        ratio = (high / low) ** 0.15 if high > low else 1.15
-        return low / ratio, high * ratio
-    span = (high - low) or 1.0
-    return low - 0.15 * span, high + 0.15 * span
-
-
-def _coord_labels(labels: tuple[Label, ...]) -> np.ndarray:
-    """Coordinate values for labels: as they are when all str or all int, else strings."""
-    if all(isinstance(x, str) for x in labels) or all(
-        isinstance(x, int) and not isinstance(x, bool) for x in labels
-    ):
-        return np.array(labels)
-    return np.array([str(x) for x in labels])
-
-
 def _check_prob(prob: float) -> None:
     if not 0 < prob < 1:
         raise ValueError(f"prob must lie strictly between 0 and 1, found {prob!r}")
-
-
-def _format_row(row: np.ndarray) -> str:
-    return ", ".join(f"{v:.4g}" for v in row)
-
-
-def _json_labels(labels: tuple[Label, ...]) -> str:
-    for label in labels:
-        if not isinstance(label, str | int | float | bool):
-            raise TypeError(
-                f"class label {label!r} of type {type(label).__name__} cannot be saved; use "
-                "str, int, float or bool labels"
-            )
-    return json.dumps(list(labels))
-
-
-def _inference_data(
-    transducer: Transducer,
-    result: Any,
-    data: Mapping[str, Any],
-    y: np.ndarray,
-    class_index: np.ndarray,
-    columns: tuple[str, ...],
-    design: KernelDesign | None = None,
-) -> az.InferenceData:
-    import arviz as az
-
-    from .. import __version__
-    from .stan_data import default_prior
-
-    transform = transducer.transform_
-    labels = transducer.classes_
-    coords = {
-        "component": np.arange(transducer.n_components_),
-        "class": _coord_labels(labels),
-        "output_dim": list(transform.model_dim_names),
-        "item": np.arange(y.shape[0]),
-        "output_column": list(columns),
-        "row": np.arange(int(data["N"])),
-        "class_log_odds": _coord_labels(labels)[1:],
-    }
-    dims = {
-        "w": ["component"],
-        "alpha": ["component", "class"],
-        "mu": ["component", "output_dim"],
-        "sigma": ["component", "output_dim"],
-        "outputs": ["item", "output_column"],
-        "class_index": ["item"],
-        "y_lower": ["row", "output_dim"],
-        "y_upper": ["row", "output_dim"],
-        "cls": ["row"],
-        "count": ["row"],
-        "tau_f": ["class_log_odds"],
-    }
-    posterior = {name: result.draws[name] for name in ("w", "alpha", "mu", "sigma", "log_lik")}
-    # the smoothing sd's: identified parameters, diagnosed with the invariant quantities
-    posterior.update({name: result.draws[name] for name in ("tau_f",)
-                      if name in result.draws})  # fmt: skip
-    constant = {name: np.asarray(data[name]) for name in ("y_lower", "y_upper", "cls", "count")}
-    settings = transducer.get_params()
-    settings["output_transform"] = (
-        settings["output_transform"]
-        if isinstance(settings["output_transform"], str)
-        else list(settings["output_transform"])
-    )
-    prior = default_prior(design) if design is not None else {}
-    attrs = {
-        "yieldwise_version": __version__,
-        "yieldwise_backend": result.backend,
-        "yieldwise_backend_version": result.backend_version,
-        "yieldwise_stan_version": result.stan_version,
-        "yieldwise_sampling_seconds": float(result.sampling_seconds),
-        "yieldwise_settings": json.dumps(settings, default=_jsonable),
-        "yieldwise_sampler": json.dumps(result.settings, default=_jsonable),
-        "yieldwise_prior": json.dumps(prior),
-        "yieldwise_classes": _json_labels(labels),
-        "yieldwise_transform": transform.to_json(),
-        "yieldwise_n_calibration": int(y.shape[0]),
-        "yieldwise_seed_used": int(result.settings["seed"]),
-        "yieldwise_design": json.dumps(design.record() if design is not None else {}),
-    }
-    idata = az.from_dict(
-        posterior=posterior,
-        sample_stats=result.sample_stats,
-        observed_data={"outputs": y, "class_index": class_index},
-        constant_data=constant,
-        coords=coords,
-        dims=dims,
-    )
-    # The metadata travels with the posterior group, which every reader of the file loads.
-    idata.posterior.attrs.update(attrs)
-    return idata
-
-
-def _at_even_ranks(rows: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
-    """The ``rows`` at ``n`` evenly spaced ranks of ``key`` (ties in input order)."""
-    order = np.argsort(key, kind="stable")
-    return rows[order[np.linspace(0, len(key) - 1, n).round().astype(int)]]
 
 
 def check_components(n_components: Any) -> int | None:
@@ -1225,11 +914,3 @@ def _merged_rows(
     }  # fmt: skip
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Mapping):
-        return dict(value)
-    return str(value)

@@ -1,4 +1,4 @@
-"""What a transducer file (:meth:`Transducer.save`) holds, and the check of a file against it.
+"""The transducer file (:meth:`Transducer.save`): every stored key, writing, and the check.
 
 A transducer file is an ArviZ InferenceData written to NetCDF. :func:`read` loads every
 group into memory (the file is closed afterwards, so it can be written over) and checks
@@ -6,22 +6,39 @@ it against one declaration, :data:`VARIABLES` and :data:`ATTRIBUTES`, before any
 used: a missing or malformed field gives a :class:`TransducerFileError` that names the
 file and the field, never a KeyError or NaN probabilities later. When the model's stored
 variables change, these two tables are what to edit (and :data:`FORMAT_VERSION` to raise).
+:func:`to_inference_data` builds the file's content from a fit, :func:`write` writes it
+with the format version, :func:`fit_record` reads back what it records about the fit.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_labels
+from .._design import KernelDesign
+from .._validation import Label, check_labels
 from .encoding import OutputTransform
 
-__all__ = ["ATTRIBUTES", "FORMAT_VERSION", "VARIABLES", "TransducerFileError", "read"]
+__all__ = [
+    "ATTRIBUTES",
+    "FORMAT_VERSION",
+    "PROVENANCE_ATTRIBUTES",
+    "VARIABLES",
+    "TransducerFileError",
+    "fit_record",
+    "load",
+    "read",
+    "record_classifier",
+    "record_members",
+    "to_inference_data",
+    "write",
+]
 
 #: The layout version written by Transducer.save; files without one are version 1.
 #: 1: the free-location mixture with Dirichlet class probabilities (yieldwise <= 0.1);
@@ -125,6 +142,15 @@ OPTIONAL_ATTRIBUTES: dict[str, tuple[Callable[[Any], Any], Any]] = {
     FORMAT_ATTRIBUTE: (_integer(1), 1),
 }
 
+#: Attributes written for the record (provenance), read by no check.
+PROVENANCE_ATTRIBUTES = (
+    "yieldwise_version",
+    "yieldwise_backend_version",
+    "yieldwise_stan_version",
+    "yieldwise_sampler",
+    "yieldwise_prior",
+    "yieldwise_classifier",
+)
 
 def _check_values(field: Field, values: np.ndarray, n_classes: int) -> str | None:
     """What is wrong with a variable's values, or None."""
@@ -183,6 +209,25 @@ def read(path: Path) -> tuple[Any, dict[str, Any]]:
     _check_variables(path, data, meta)
     return data, meta
 
+
+
+def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A transducer file's constructor settings and fitted attributes (``classes_``,
+    ``transform_``, ``n_calibration_``, ``backend_``, ``seed_``, ``posterior_``,
+    ``n_components_``, ``members_``), read and checked by :func:`read`."""
+    if not path.exists():
+        raise FileNotFoundError(f"no transducer file at {path}")
+    data, meta = read(path)
+    return meta["yieldwise_settings"], {
+        "classes_": meta["yieldwise_classes"],
+        "transform_": meta["yieldwise_transform"],
+        "n_calibration_": meta["yieldwise_n_calibration"],
+        "backend_": meta["yieldwise_backend"],
+        "seed_": meta["yieldwise_seed_used"],
+        "posterior_": data,
+        "n_components_": int(data.posterior.sizes["component"]),
+        "members_": meta["yieldwise_members"],
+    }
 
 def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
@@ -247,3 +292,164 @@ def _check_variables(path: Path, data: Any, meta: dict[str, Any]) -> None:
         problem = _check_values(field, np.asarray(variable.values), len(classes))
         if problem is not None:
             raise TransducerFileError(f"{where}: {problem}")
+
+
+# ---------------------------------------------------------------- writing
+def coord_labels(labels: tuple[Label, ...]) -> np.ndarray:
+    """Coordinate values for labels: as they are when all str or all int, else strings."""
+    if all(isinstance(x, str) for x in labels) or all(
+        isinstance(x, int) and not isinstance(x, bool) for x in labels
+    ):
+        return np.array(labels)
+    return np.array([str(x) for x in labels])
+
+
+def _json_labels(labels: tuple[Label, ...]) -> str:
+    for label in labels:
+        if not isinstance(label, str | int | float | bool):
+            raise TypeError(
+                f"class label {label!r} of type {type(label).__name__} cannot be saved; use "
+                "str, int, float or bool labels"
+            )
+    return json.dumps(list(labels))
+
+
+def to_inference_data(
+    transducer: Any,
+    result: Any,
+    data: Mapping[str, Any],
+    y: np.ndarray,
+    class_index: np.ndarray,
+    columns: tuple[str, ...],
+    design: KernelDesign | None = None,
+) -> Any:
+    """The fit as an ArviZ InferenceData, with every attribute a transducer file holds.
+
+    Groups ``posterior`` (``w``, ``alpha``, ``mu``, ``sigma``, ``log_lik``, ``tau_f``),
+    ``sample_stats``, ``observed_data`` (the outputs and class indices) and
+    ``constant_data`` (the merged rows); the metadata (:data:`ATTRIBUTES`,
+    :data:`OPTIONAL_ATTRIBUTES` and the provenance) travel with the posterior group.
+    """
+    import arviz as az
+
+    from .. import __version__
+    from .stan_data import default_prior
+
+    transform = transducer.transform_
+    labels = transducer.classes_
+    coords = {
+        "component": np.arange(transducer.n_components_),
+        "class": coord_labels(labels),
+        "output_dim": list(transform.model_dim_names),
+        "item": np.arange(y.shape[0]),
+        "output_column": list(columns),
+        "row": np.arange(int(data["N"])),
+        "class_log_odds": coord_labels(labels)[1:],
+    }
+    dims = {
+        "w": ["component"],
+        "alpha": ["component", "class"],
+        "mu": ["component", "output_dim"],
+        "sigma": ["component", "output_dim"],
+        "outputs": ["item", "output_column"],
+        "class_index": ["item"],
+        "y_lower": ["row", "output_dim"],
+        "y_upper": ["row", "output_dim"],
+        "cls": ["row"],
+        "count": ["row"],
+        "tau_f": ["class_log_odds"],
+    }
+    posterior = {name: result.draws[name] for name in ("w", "alpha", "mu", "sigma", "log_lik")}
+    # the smoothing sd's: identified parameters, diagnosed with the invariant quantities
+    posterior.update({name: result.draws[name] for name in ("tau_f",)
+                      if name in result.draws})  # fmt: skip
+    constant = {name: np.asarray(data[name]) for name in ("y_lower", "y_upper", "cls", "count")}
+    settings = transducer.get_params()
+    settings["output_transform"] = (
+        settings["output_transform"]
+        if isinstance(settings["output_transform"], str)
+        else list(settings["output_transform"])
+    )
+    prior = default_prior(design) if design is not None else {}
+    attrs = {
+        "yieldwise_version": __version__,
+        "yieldwise_backend": result.backend,
+        "yieldwise_backend_version": result.backend_version,
+        "yieldwise_stan_version": result.stan_version,
+        "yieldwise_sampling_seconds": float(result.sampling_seconds),
+        "yieldwise_settings": json.dumps(settings, default=_jsonable),
+        "yieldwise_sampler": json.dumps(result.settings, default=_jsonable),
+        "yieldwise_prior": json.dumps(prior),
+        "yieldwise_classes": _json_labels(labels),
+        "yieldwise_transform": transform.to_json(),
+        "yieldwise_n_calibration": int(y.shape[0]),
+        "yieldwise_seed_used": int(result.settings["seed"]),
+        "yieldwise_design": json.dumps(design.record() if design is not None else {}),
+    }
+    idata = az.from_dict(
+        posterior=posterior,
+        sample_stats=result.sample_stats,
+        observed_data={"outputs": y, "class_index": class_index},
+        constant_data=constant,
+        coords=coords,
+        dims=dims,
+    )
+    # The metadata travels with the posterior group, which every reader of the file loads.
+    idata.posterior.attrs.update(attrs)
+    return idata
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
+
+
+
+def record_members(idata: Any, members: Mapping[str, list[str]]) -> None:
+    """Record a joint transducer's members (each classifier's output columns)."""
+    idata.posterior.attrs["yieldwise_members"] = json.dumps(dict(members))
+
+
+def record_classifier(idata: Any, name: str) -> None:
+    """Record the name of the classifier whose outputs were calibrated."""
+    idata.posterior.attrs["yieldwise_classifier"] = name
+
+
+def fit_record(idata: Any) -> dict[str, Any]:
+    """What the file records about its fit: ``settings`` (the constructor's), ``sampler``
+    (the backend's settings as run), ``sampling_seconds``, ``backend``,
+    ``backend_version``, ``stan_version`` and ``design`` (the kernels; empty for given
+    draws)."""
+    attrs = idata.posterior.attrs
+    return {
+        "settings": json.loads(attrs["yieldwise_settings"]),
+        "sampler": json.loads(attrs["yieldwise_sampler"]),
+        "sampling_seconds": float(attrs["yieldwise_sampling_seconds"]),
+        "backend": attrs["yieldwise_backend"],
+        "backend_version": attrs["yieldwise_backend_version"],
+        "stan_version": attrs["yieldwise_stan_version"],
+        "design": json.loads(attrs.get("yieldwise_design", "{}")),
+    }
+
+
+def write(idata: Any, path: Path) -> Path:
+    """Write a transducer's InferenceData to ``path`` with the format version (NetCDF, no
+    pickle), whole or not at all: into a temporary file beside ``path``, then renamed
+    over it."""
+    import os
+
+    idata.posterior.attrs[FORMAT_ATTRIBUTE] = FORMAT_VERSION
+    # a new name the writer creates (with the user's umask, unlike mkstemp's 0600)
+    partial = path.with_name(f".{path.name}.partial-{secrets.token_hex(6)}")
+    try:
+        idata.to_netcdf(partial)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    return path

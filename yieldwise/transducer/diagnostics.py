@@ -1,0 +1,148 @@
+"""Convergence diagnostics of a transducer fit, as pure functions of its draws.
+
+Components of the mixture may exchange labels between chains, so R-hat and effective
+sample sizes are computed on label-switching-invariant quantities only (docs/theory.md
+section 3.1): the calibration log-likelihood, and the transducer ``F_t(c | y)`` at fixed
+reference outputs. :func:`diagnose` tabulates them from the draws, :func:`sampler_summary`
+reads the sampler's own record, :func:`warn_on_invariants` says what to do when the table
+misses a threshold. :meth:`Transducer.diagnostics <yieldwise.Transducer.diagnostics>`
+and :meth:`~yieldwise.Transducer.sampler_summary` delegate here.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import Label
+from .io import fit_record
+
+__all__ = [
+    "ESS_MIN",
+    "RHAT_MAX",
+    "DiagnosticsWarning",
+    "diagnose",
+    "reference_rows",
+    "sampler_summary",
+    "warn_on_invariants",
+]
+
+#: Thresholds on the invariant quantities (R-hat and bulk ESS), as in the Stan guidance.
+RHAT_MAX = 1.01
+ESS_MIN = 400
+
+
+class DiagnosticsWarning(UserWarning):
+    """R-hat or effective sample size of an invariant quantity misses its threshold."""
+
+
+def reference_rows(y: np.ndarray, key: np.ndarray, n: int = 9) -> np.ndarray:
+    """Fixed calibration rows at which transducer values are diagnosed.
+
+    The rows of ``y`` at ``n`` evenly spaced ranks of ``key`` (their first model
+    coordinate), once over all items and once over the distinct rows, without repeats.
+    The second set matters for discrete outputs: when half the items are exact 0s, ranks
+    over all items fall mostly on 0 and miss the sparse middle of the range, where the
+    transducer is least certain. ``key`` maps rows to their ranking coordinate.
+    """
+    distinct = np.unique(y, axis=0)
+    picked = [_at_even_ranks(rows, key(rows), n) for rows in (y, distinct)]
+    return np.unique(np.concatenate(picked), axis=0)
+
+
+def diagnose(
+    log_lik: np.ndarray, proba: np.ndarray, reference: np.ndarray, classes: Sequence[Label]
+) -> pd.DataFrame:
+    """R-hat and effective sample sizes of label-switching-invariant quantities.
+
+    Parameters
+    ----------
+    log_lik : (chain, draw) array
+        The calibration log-likelihood per draw.
+    proba : (chain, draw, item, class) array
+        The per-draw transducer ``F_t(c | y)`` at the ``reference`` outputs.
+    reference : (item, columns) array
+        The reference outputs (for the table's ``output`` column).
+    classes : the class labels, in ``proba``'s order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows: the log-likelihood, and ``F_t(c | y)`` at each reference output for every
+        class but the last (determined by the others). Columns: quantity, output,
+        class, mean, r_hat, ess_bulk, ess_tail, ok (``r_hat <= 1.01`` and
+        ``ess_bulk >= 400``).
+    """
+    import arviz as az
+
+    series = {"log_lik": np.asarray(log_lik)}
+    described = [("log_lik", "", "")]
+    for i, row in enumerate(reference):
+        for j, label in enumerate(list(classes)[:-1]):
+            series[f"p_{i}_{j}"] = proba[:, :, i, j]
+            described.append(("p(class | output)", _format_row(row), label))
+    rows = []
+    for (quantity, output, label), values in zip(described, series.values(), strict=True):
+        rows.append(
+            {
+                "quantity": quantity,
+                "output": output,
+                "class": label,
+                "mean": float(values.mean()),
+                "r_hat": float(az.rhat(values)),
+                "ess_bulk": float(az.ess(values, method="bulk")),
+                "ess_tail": float(az.ess(values, method="tail")),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["ok"] = (table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN)
+    return table
+
+
+def sampler_summary(idata: Any) -> dict[str, Any]:
+    """Divergences, tree-depth saturation, step sizes and timing of a fit, from its
+    InferenceData (``sample_stats`` and the recorded settings)."""
+    stats = idata.sample_stats
+    record = fit_record(idata)
+    return {
+        "backend": record["backend"],
+        "chains": int(stats.sizes["chain"]),
+        "draws": int(stats.sizes["draw"]),
+        "divergent": int(stats["diverging"].values.sum()),
+        "max_treedepth_hits": int(
+            (stats["tree_depth"].values >= record["settings"]["max_treedepth"]).sum()
+        ),
+        "step_size": stats["step_size"].values.mean(axis=1).tolist(),
+        "sampling_seconds": record["sampling_seconds"],
+    }
+
+
+def warn_on_invariants(table: pd.DataFrame, stacklevel: int = 2) -> None:
+    """A :class:`DiagnosticsWarning` naming the worst quantity of a :func:`diagnose` table
+    and what to try, when any misses R-hat <= 1.01 or bulk ESS >= 400."""
+    bad = table[~table["ok"]]
+    if len(bad):
+        worst = bad.sort_values("r_hat", ascending=False).iloc[0]
+        warnings.warn(
+            f"{len(bad)} of {len(table)} invariant quantities miss R-hat <= {RHAT_MAX} or "
+            f"bulk ESS >= {ESS_MIN}; worst: {worst['quantity']} {worst['output']} "
+            f"(R-hat {worst['r_hat']:.3f}, bulk ESS {worst['ess_bulk']:.0f}). Run more "
+            "draws (draws=) or chains; with divergent transitions, raise adapt_delta "
+            "(0.95); see .diagnostics() and docs/model.md",
+            DiagnosticsWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def _format_row(row: np.ndarray) -> str:
+    return ", ".join(f"{v:.4g}" for v in row)
+
+
+def _at_even_ranks(rows: np.ndarray, key: np.ndarray, n: int) -> np.ndarray:
+    """The ``rows`` at ``n`` evenly spaced ranks of ``key`` (ties in input order)."""
+    order = np.argsort(key, kind="stable")
+    return rows[order[np.linspace(0, len(key) - 1, n).round().astype(int)]]
