@@ -6,8 +6,9 @@ PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-mono
 overlapping, two-logits, softmax-3, clipped), N the calibration items, drawn with the
 seed [1, 7, N]; key=value pairs override Transducer arguments (chains=2, adapt_delta=0.99).
 ``--no-whitening`` preconditions without the conditional whitening of the smooth blocks
-(yieldwise._stan_data.precondition(whiten=False); docs/model.md). Prints the sampling time, divergent transitions, tree-depth
-hits, mean leapfrog steps per iteration, step size, largest R-hat and smallest bulk ESS.
+(yieldwise._stan_data.precondition(whiten=False); docs/model.md). Prints the sampling
+time, divergent transitions, tree-depth hits, mean leapfrog steps per iteration, step
+size, largest R-hat and smallest bulk ESS.
 """
 
 from __future__ import annotations

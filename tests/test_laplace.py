@@ -62,9 +62,11 @@ def _random_whitening(data, rng):
     """Whitening data anywhere in their domain: random rotations, lambda >= 0, any kappa."""
     r, c1 = int(data["R"]), int(data["C"]) - 1
     rotations = np.stack([np.linalg.qr(rng.normal(size=(r, r)))[0] for _ in range(c1 + 1)])
-    return {**data, "white_a": rotations[0], "white_f": rotations[1:],
-            "white_a_lambda": rng.uniform(0, 5, r), "white_f_lambda": rng.uniform(0, 5, (r, c1)),
-            "white_a_kappa": rng.normal(size=r), "white_f_kappa": rng.normal(size=(r, c1))}  # fmt: skip
+    return {
+        **data, "white_a": rotations[0], "white_f": rotations[1:],
+        "white_a_lambda": rng.uniform(0, 5, r), "white_f_lambda": rng.uniform(0, 5, (r, c1)),
+        "white_a_kappa": rng.normal(size=r), "white_f_kappa": rng.normal(size=(r, c1)),
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
@@ -106,12 +108,12 @@ def test_prior_terms_match_the_stan_program():
         + norm.logpdf(ta, 0, data["tau_a_scale"]) + np.log(ta)
         + norm.logpdf(tf, 0, data["tau_f_scale"]).sum() + np.log(tf).sum()
     )  # fmt: skip
-    blocks = [("white_a", data["white_a"], ta, p["a_raw"], 0)] + [
-        ("white_f", data["white_f"][0], tf[0], p["f_raw"][:, 0], 0)
-    ]
-    for name, rotation, tau, e, column in blocks:
-        lam = np.asarray(data[f"{name}_lambda"]).reshape(len(e), -1)[:, column]
-        kappa = np.asarray(data[f"{name}_kappa"]).reshape(len(e), -1)[:, column]
+    blocks = [
+        (data["white_a"], data["white_a_lambda"], data["white_a_kappa"], ta, p["a_raw"]),
+        (data["white_f"][0], data["white_f_lambda"][:, 0], data["white_f_kappa"][:, 0], tf[0],
+         p["f_raw"][:, 0]),
+    ]  # fmt: skip
+    for rotation, lam, kappa, tau, e in blocks:
         v = 1 / (lam + tau**-2)
         b = rotation @ (v * kappa + np.sqrt(v) * e)
         jacobian = rotation * np.sqrt(v)  # d b / d e
@@ -261,14 +263,14 @@ def test_whitening_is_the_likelihood_precision_at_the_non_centred_mode():
 
     r = flat.R
     a_index = np.arange(flat.slices["a_raw"].start, flat.slices["a_raw"].stop)
-    f_index = [np.arange(flat.slices["f_raw"].start + c * r, flat.slices["f_raw"].start + (c + 1) * r)
-               for c in range(2)]  # fmt: skip
-    for index, tau, name, column in [(a_index, np.exp(p["log_tau_a"]), "white_a", None)] + [
-        (f_index[c], np.exp(p["log_tau_f"][c]), "white_f", c) for c in range(2)
-    ]:
+    first_f = flat.slices["f_raw"].start
+    f_index = [np.arange(first_f + c * r, first_f + (c + 1) * r) for c in range(2)]
+    blocks = [(a_index, np.exp(p["log_tau_a"]), np.asarray(mode["white_a_lambda"]))] + [
+        (f_index[c], np.exp(p["log_tau_f"][c]), np.asarray(mode["white_f_lambda"])[:, c])
+        for c in range(2)
+    ]
+    for index, tau, lam in blocks:
         expected = np.linalg.eigvalsh(hessian(flat, base, index) - np.eye(r)) / tau**2
-        lam = np.asarray(mode[f"{name}_lambda"])
-        lam = lam if column is None else lam[:, column]
         np.testing.assert_allclose(np.sort(lam), np.clip(expected, 0, None),
                                    atol=1e-3 * expected.max())  # fmt: skip
     # 400 outputs inform the density: its precision from the data exceeds the prior's 1 / tau^2
