@@ -48,6 +48,21 @@
 // dominates lambda (weak data or small tau), centred where lambda dominates. The prior of b
 // is unchanged (an exact change of variables, its log Jacobian sum(log v) / 2 added); with
 // lambda = 0 and kappa = 0 it is the plain non-centred b = tau e.
+functions {
+  // The smooth blocks' rotated coefficients tilde = v .* kappa + sqrt(v) .* e, with
+  // v = 1 / (lambda + tau^-2) (conditional whitening, above; b = Q * tilde), one column per
+  // block with its own log scale; adds to the target the prior b ~ N(0, tau^2 I), whose
+  // |b| = |tilde| (Q orthogonal), and the log Jacobian of e -> tilde.
+  matrix whitened_lp(matrix e, row_vector log_tau, matrix lambda, matrix kappa) {
+    int R = rows(e);
+    matrix[R, cols(e)] v = inv(lambda + rep_matrix(exp(-2 * log_tau), R));
+    matrix[R, cols(e)] tilde = v .* kappa + sqrt(v) .* e;
+    target += -0.5 * dot_product(columns_dot_self(tilde), exp(-2 * log_tau))
+              - R * sum(log_tau) + 0.5 * sum(log(v));
+    return tilde;
+  }
+}
+
 data {
   int<lower=1> N;                            // distinct calibration rows, sorted by class
   int<lower=2> C;                            // classes
@@ -105,24 +120,24 @@ transformed parameters {
   vector[U] u = u_centre + u_scale * z;
   real<lower=0> tau_a = exp(u[P1 + 1]);
   vector<lower=0>[C1] tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
-  // the smooth blocks in their rotated coordinates (b = Q * tilde) and conditional variances
-  vector[R] a_var = inv(white_a_lambda + exp(-2 * u[P1 + 1]));
-  vector[R] a_tilde = a_var .* white_a_kappa + sqrt(a_var) .* segment(u, P1 + 2, R);
-  matrix[R, C1] f_var = inv(white_f_lambda + rep_matrix(exp(-2 * log(tau_f')), R));
-  matrix[R, C1] f_tilde = f_var .* white_f_kappa
-                          + sqrt(f_var) .* to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
-                                                     R, C1);
   // log beta, up to the normalising constant: K x C
   matrix[K, C] theta;
   {
-    vector[K] a = smooth_basis * (white_a * a_tilde);
+    // the smooth blocks, column 1 the density's, then the log-odds' (their prior is added
+    // here, with the whitening's Jacobian)
+    matrix[R, C] tilde = whitened_lp(
+      append_col(segment(u, P1 + 2, R), to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
+                                                    R, C1)),
+      append_col(u[P1 + 1], log(tau_f')), append_col(white_a_lambda, white_f_lambda),
+      append_col(white_a_kappa, white_f_kappa));
+    vector[K] a = smooth_basis * (white_a * tilde[:, 1]);
     if (P > 1) {
       a += fixed_basis[:, 2:P] * segment(u, 1, P1);
     }
     matrix[P, C1] f_fixed = to_matrix(segment(u, at_f + 1, P * C1), P, C1);
     matrix[R, C1] f_smooth;
     for (c in 1:C1) {
-      f_smooth[:, c] = white_f[c] * f_tilde[:, c];
+      f_smooth[:, c] = white_f[c] * tilde[:, c + 1];
     }
     theta = rep_matrix(a, C);
     theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * f_smooth;
@@ -132,12 +147,6 @@ transformed parameters {
 model {
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
   segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
-  // smooth coefficients b ~ N(0, tau^2 I), |b| = |tilde| (Q orthogonal), and the log
-  // Jacobian of e -> tilde (conditional whitening, above)
-  target += -0.5 * dot_self(a_tilde) * exp(-2 * u[P1 + 1]) - R * u[P1 + 1]
-            + 0.5 * sum(log(a_var));
-  target += -0.5 * dot_product(columns_dot_self(f_tilde), exp(-2 * log(tau_f)))
-            - R * sum(log(tau_f)) + 0.5 * sum(log(f_var));
   // half-Normal scales sampled on the log scale: the density times its Jacobian tau
   tau_a ~ normal(0, tau_a_scale);
   tau_f ~ normal(0, tau_f_scale);
