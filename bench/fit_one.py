@@ -1,14 +1,14 @@
 """Fit one panel problem with the Transducer's defaults and print the sampler's figures.
 
-    python bench/fit_one.py PROBLEM N [--centre-density] [key=value ...]
+    python bench/fit_one.py PROBLEM N [--no-whitening] [key=value ...]
 
 PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-monotone,
 overlapping, two-logits, softmax-3, clipped), N the calibration items, drawn with the
 seed [1, 7, N]; key=value pairs override Transducer arguments (chains=2, adapt_delta=0.99).
-``--centre-density`` preconditions with the log density's smooth coordinates partially
-centred (yieldwise.transducer.stan_data.precondition(centre_density=True); docs/model.md, "Partial
-centring of the log density"). Prints the sampling time, divergent transitions, tree-depth
-hits, mean leapfrog steps per iteration, step size, largest R-hat and smallest bulk ESS.
+``--no-whitening`` preconditions without the conditional whitening of the smooth blocks
+(yieldwise.transducer.stan_data.precondition(whiten=False); docs/model.md). Prints the sampling
+time, divergent transitions, tree-depth hits, mean leapfrog steps per iteration, step
+size, largest R-hat and smallest bulk ESS.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def _value(text: str):
 
 
 def main(argv: list[str]) -> int:
-    centre = "--centre-density" in argv
-    args = [a for a in argv if a != "--centre-density"]
+    plain = "--no-whitening" in argv
+    args = [a for a in argv if a != "--no-whitening"]
     if len(args) < 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -51,8 +51,8 @@ def main(argv: list[str]) -> int:
         print(f"PROBLEM must be one of {sorted(problems)}, found {name!r}", file=sys.stderr)
         return 2
     options = {k: _value(v) for k, v in (a.split("=", 1) for a in args[2:])}
-    if centre:
-        stan_data.precondition = functools.partial(stan_data.precondition, centre_density=True)
+    if plain:
+        stan_data.precondition = functools.partial(stan_data.precondition, whiten=False)
     problem = problems[name]()
     outputs, labels = problem.sample(n, np.random.default_rng([1, 7, n]))
     started = time.perf_counter()
@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
     info, diag = t.sampler_summary(), t.diagnostics()
     stats = t.posterior_.sample_stats
     print(
-        f"{name} n={n} {options} centre_density={centre}: total {total:.1f} s, sampling "
+        f"{name} n={n} {options} whitening={not plain}: total {total:.1f} s, sampling "
         f"{info['sampling_seconds']:.1f} s, divergent {info['divergent']}, tree-depth hits "
         f"{info['max_treedepth_hits']}, steps {float(stats.n_steps.mean()):.1f}, step size "
         f"{float(stats.step_size.mean()):.3f}, R-hat max {float(diag.r_hat.max()):.3f}, "

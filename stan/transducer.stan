@@ -37,14 +37,32 @@
 // it removes the correlations between neighbouring kernels' coefficients that a diagonal
 // metric cannot (docs/model.md: two logits, 255 -> 31 leapfrog steps per iteration). With
 // u_centre = 0 and u_scale = I this is the plain non-centred model.
-// Partial centring. A linear map cannot undo the curvature between a scale tau and the
-// coordinates it multiplies: with strong data a non-centred coordinate a_raw = a / tau
-// bends with tau (a banana), with weak data a centred one narrows with tau (a funnel).
-// So each smooth coordinate v enters theta as tau^(1 - k) v with prior v ~ N(0, tau^k),
-// k in [0, 1] its centring (data): k = 0 non-centred, k = 1 centred. For a Normal
-// coordinate whose data alone would give variance s^2, the non-centred conditional
-// posterior variance is s^2 / (s^2 + tau^2) and the geometry is best near k = 1 minus
-// that variance; yieldwise takes k from the Hessian at the non-centred mode.
+// Conditional whitening. A linear map cannot undo the curvature between a scale tau and the
+// coefficients b ~ N(0, tau^2 I) it governs: with strong data the non-centred b / tau bends
+// with tau (a banana), with weak data a centred b narrows with tau (a funnel), and tau's
+// posterior can span two orders of magnitude. So each smooth block is sampled as
+//   b = Q (m(tau) + sqrt(v(tau)) .* e),  v = 1 / (lambda + tau^-2),  m = v .* kappa,
+// the mean and variance of b given tau under a Normal likelihood of precision
+// Q diag(lambda) Q' whose linear term is Q kappa (both data, taken from the Hessian at the
+// non-centred mode). For every tau, e is then close to N(0, I): non-centred where tau^-2
+// dominates lambda (weak data or small tau), centred where lambda dominates. The prior of b
+// is unchanged (an exact change of variables, its log Jacobian sum(log v) / 2 added); with
+// lambda = 0 and kappa = 0 it is the plain non-centred b = tau e.
+functions {
+  // The smooth blocks' rotated coefficients tilde = v .* kappa + sqrt(v) .* e, with
+  // v = 1 / (lambda + tau^-2) (conditional whitening, above; b = Q * tilde), one column per
+  // block with its own log scale; adds to the target the prior b ~ N(0, tau^2 I), whose
+  // |b| = |tilde| (Q orthogonal), and the log Jacobian of e -> tilde.
+  matrix whitened_lp(matrix e, row_vector log_tau, matrix lambda, matrix kappa) {
+    int R = rows(e);
+    matrix[R, cols(e)] v = inv(lambda + rep_matrix(exp(-2 * log_tau), R));
+    matrix[R, cols(e)] tilde = v .* kappa + sqrt(v) .* e;
+    target += -0.5 * dot_product(columns_dot_self(tilde), exp(-2 * log_tau))
+              - R * sum(log_tau) + 0.5 * sum(log(v));
+    return tilde;
+  }
+}
+
 data {
   int<lower=1> N;                            // distinct calibration rows, sorted by class
   int<lower=2> C;                            // classes
@@ -66,8 +84,13 @@ data {
   int<lower=1> U;                            // = (P - 1) + 1 + R + (C - 1) * (P + 1 + R)
   vector[U] u_centre;                        // preconditioning: u = u_centre + u_scale * z
   matrix[U, U] u_scale;
-  vector<lower=0, upper=1>[R] centring_a;    // partial centring of each smooth coordinate
-  matrix<lower=0, upper=1>[R, C - 1] centring_f;
+  // conditional whitening of the smooth blocks (above): rotation, precision, linear term
+  matrix[R, R] white_a;
+  vector<lower=0>[R] white_a_lambda;
+  vector[R] white_a_kappa;
+  array[C - 1] matrix[R, R] white_f;
+  matrix<lower=0>[R, C - 1] white_f_lambda;
+  matrix[R, C - 1] white_f_kappa;
 }
 
 transformed data {
@@ -100,27 +123,30 @@ transformed parameters {
   // log beta, up to the normalising constant: K x C
   matrix[K, C] theta;
   {
-    vector[R] a_raw = segment(u, P1 + 2, R);
-    vector[K] a = smooth_basis * (exp((1 - centring_a) * u[P1 + 1]) .* a_raw);
+    // the smooth blocks, column 1 the density's, then the log-odds' (their prior is added
+    // here, with the whitening's Jacobian)
+    matrix[R, C] tilde = whitened_lp(
+      append_col(segment(u, P1 + 2, R), to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
+                                                    R, C1)),
+      append_col(u[P1 + 1], log(tau_f')), append_col(white_a_lambda, white_f_lambda),
+      append_col(white_a_kappa, white_f_kappa));
+    vector[K] a = smooth_basis * (white_a * tilde[:, 1]);
     if (P > 1) {
       a += fixed_basis[:, 2:P] * segment(u, 1, P1);
     }
     matrix[P, C1] f_fixed = to_matrix(segment(u, at_f + 1, P * C1), P, C1);
-    matrix[R, C1] f_raw = to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1), R, C1);
-    matrix[R, C1] log_tau_f = rep_matrix(log(tau_f'), R);
+    matrix[R, C1] f_smooth;
+    for (c in 1:C1) {
+      f_smooth[:, c] = white_f[c] * tilde[:, c + 1];
+    }
     theta = rep_matrix(a, C);
-    theta[:, 2:C] += fixed_basis * f_fixed
-                     + smooth_basis * (exp((1 - centring_f) .* log_tau_f) .* f_raw);
+    theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * f_smooth;
   }
 }
 
 model {
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
-  // a smooth coordinate with centring k has prior N(0, tau^k) (k = 0: N(0, 1))
-  segment(u, P1 + 2, R) ~ normal(0, exp(centring_a * u[P1 + 1]));
   segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
-  segment(u, at_f + P * C1 + C1 + 1, R * C1)
-    ~ normal(0, to_vector(exp(centring_f .* rep_matrix(log(tau_f'), R))));
   // half-Normal scales sampled on the log scale: the density times its Jacobian tau
   tau_a ~ normal(0, tau_a_scale);
   tau_f ~ normal(0, tau_f_scale);

@@ -101,32 +101,34 @@ def test_result_layout(gaussian_fit, gaussian_data, record_property):
 
 
 @pytest.fixture(scope="module")
-def centred_data(gaussian_data):
-    """The Gaussian data with the log density's smooth coordinates partially centred."""
-    data = _stan_data.precondition(gaussian_data, centre_density=True)
-    assert np.asarray(data["centring_a"]).max() > 0.5
+def plain_data(gaussian_data):
+    """The Gaussian data preconditioned without the whitening (the plain non-centred
+    blocks); gaussian_data itself is whitened, the default."""
+    assert np.asarray(gaussian_data["white_a_lambda"]).max() > 0
+    data = _stan_data.precondition(gaussian_data, whiten=False)
+    assert np.array_equal(data["white_a"], np.eye(int(data["R"])))
     return data
 
 
 @pytest.fixture(scope="module")
-def centred_fit(transducer_program, centred_data):
-    init = _stan_data.sampler_inits(centred_data, 2, seed=5)
+def plain_fit(transducer_program, plain_data):
+    init = _stan_data.sampler_inits(plain_data, 2, seed=5)
     return transducer_program.sample(
-        centred_data, chains=2, warmup=100, draws=100, seed=5, init=init, progress=False
+        plain_data, chains=2, warmup=100, draws=100, seed=5, init=init, progress=False
     )
 
 
-@pytest.mark.parametrize("form", ["non-centred", "centred"])
+@pytest.mark.parametrize("form", ["non-centred", "whitened"])
 def test_stan_target_is_the_numpy_log_density(
-    form, gaussian_fit, gaussian_data, centred_fit, centred_data
+    form, gaussian_fit, gaussian_data, plain_fit, plain_data
 ):
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
-    partial centring, Jacobians of the log scales) at the same u, up to one constant: the
+    whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
     preconditioning map's log Jacobian. Checks the program's model block term by term
     against an implementation written separately (yieldwise/backends/_laplace.py)."""
     from yieldwise.backends._laplace import TransducerDensity
 
-    fit, data = (centred_fit, centred_data) if form == "centred" else (gaussian_fit, gaussian_data)
+    fit, data = (plain_fit, plain_data) if form == "non-centred" else (gaussian_fit, gaussian_data)
     model = TransducerDensity(data)
     u = fit.draws["u"].reshape(-1, model.size)
     numpy_lp = np.array([model.log_density(row)[0] for row in u[::5]])
@@ -135,13 +137,13 @@ def test_stan_target_is_the_numpy_log_density(
     assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(stan_lp).max())
 
 
-@pytest.mark.parametrize("form", ["non-centred", "centred"])
+@pytest.mark.parametrize("form", ["non-centred", "whitened"])
 def test_generated_mixture_is_the_softmax_of_theta(
-    form, gaussian_fit, gaussian_data, centred_fit, centred_data
+    form, gaussian_fit, gaussian_data, plain_fit, plain_data
 ):
     """w, alpha, mu, sigma as theory 3.1 reads them, recomputed from theta by numpy."""
-    if form == "centred":
-        gaussian_fit, gaussian_data = centred_fit, centred_data
+    if form == "non-centred":
+        gaussian_fit, gaussian_data = plain_fit, plain_data
     theta = _flat(gaussian_fit, "theta")
     beta = np.exp(theta - theta.max(axis=(1, 2), keepdims=True))
     beta /= beta.sum(axis=(1, 2), keepdims=True)
@@ -169,14 +171,24 @@ def test_generated_mixture_is_the_softmax_of_theta(
     f_raw = rest[:, p * c1 + c1 :].reshape(s, c1, r).transpose(0, 2, 1)
     np.testing.assert_allclose(_flat(gaussian_fit, "tau_a"), np.exp(log_tau_a), rtol=1e-12)
     np.testing.assert_allclose(_flat(gaussian_fit, "tau_f"), np.exp(log_tau_f), rtol=1e-12)
-    # theta[k, c] = a[k] + f_c[k] with f_1 = 0: the first class column is the density a,
-    # whose smooth coordinate with centring k enters as tau_a^(1 - k) a_raw
+    # theta[k, c] = a[k] + f_c[k] with f_1 = 0: the first class column is the density a.
+    # Each smooth block's coefficients are b = Q (v kappa + sqrt(v) e), v = 1 / (lambda +
+    # tau^-2) (the whitening; non-centred b = tau e when lambda = kappa = 0, Q = I)
     fixed, smooth = gaussian_data["fixed_basis"], gaussian_data["smooth_basis"]
-    ka = np.asarray(gaussian_data["centring_a"])
-    a = (np.exp(log_tau_a[:, None] * (1 - ka)) * a_raw) @ smooth.T + a_fixed @ fixed[:, 1:].T
+    d = gaussian_data
+
+    def coefficients(rotation, lam, kappa, log_tau, e):
+        v = 1 / (lam + np.exp(-2 * log_tau)[:, None])
+        return (v * kappa + np.sqrt(v) * e) @ np.asarray(rotation).T
+
+    a_smooth = coefficients(d["white_a"], d["white_a_lambda"], d["white_a_kappa"], log_tau_a, a_raw)
+    a = a_smooth @ smooth.T + a_fixed @ fixed[:, 1:].T
     np.testing.assert_allclose(theta[:, :, 0], a, atol=1e-9)
-    kf = np.asarray(gaussian_data["centring_f"])
-    f_smooth = f_raw * np.exp(log_tau_f[:, None, :] * (1 - kf))
+    f_smooth = np.stack([
+        coefficients(d["white_f"][c], d["white_f_lambda"][:, c], d["white_f_kappa"][:, c],
+                     log_tau_f[:, c], f_raw[:, :, c])
+        for c in range(c1)
+    ], axis=2)  # fmt: skip
     f = np.einsum("kp,spc->skc", fixed, f_fixed) + np.einsum("kr,src->skc", smooth, f_smooth)
     np.testing.assert_allclose(theta[:, :, 1:] - theta[:, :, :1], f, atol=1e-9)
 

@@ -58,16 +58,26 @@ def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
 
 
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
-@pytest.mark.parametrize("centring", ["none", "partial"])
-def test_gradient_equals_finite_differences(dims, classes, centring):
+def _random_whitening(data, rng):
+    """Whitening data anywhere in their domain: random rotations, lambda >= 0, any kappa."""
+    r, c1 = int(data["R"]), int(data["C"]) - 1
+    rotations = np.stack([np.linalg.qr(rng.normal(size=(r, r)))[0] for _ in range(c1 + 1)])
+    return {
+        **data, "white_a": rotations[0], "white_f": rotations[1:],
+        "white_a_lambda": rng.uniform(0, 5, r), "white_f_lambda": rng.uniform(0, 5, (r, c1)),
+        "white_a_kappa": rng.normal(size=r), "white_f_kappa": rng.normal(size=(r, c1)),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
+@pytest.mark.parametrize("whitening", ["none", "random"])
+def test_gradient_equals_finite_differences(dims, classes, whitening):
     data, *_ = _data(dims=dims, classes=classes)
     rng = np.random.default_rng(2)
-    r = int(data["R"])
-    if centring == "partial":  # every smooth coordinate somewhere in [0, 1]
-        data = {**data, "centring_a": rng.uniform(0, 1, r),
-                "centring_f": rng.uniform(0, 1, (r, classes - 1))}  # fmt: skip
-    else:
-        data = {**data, "centring_a": np.zeros(r), "centring_f": np.zeros((r, classes - 1))}
+    if whitening == "random":
+        data = _random_whitening(data, rng)
+    else:  # without whitening data the density is the plain non-centred model
+        data = {k: v for k, v in data.items() if not k.startswith("white_")}
     model = TransducerDensity(data)
     u = _random_u(model, rng)
     _, grad = model.log_density(u)
@@ -80,14 +90,13 @@ def test_gradient_equals_finite_differences(dims, classes, centring):
 
 
 def test_prior_terms_match_the_stan_program():
-    """With no data the log density is the sum of the priors written out by hand: a
-    smooth coordinate with centring k is N(0, tau^k) (here k anywhere in [0, 1])."""
+    """With no data the log density is the sum of the priors written out by hand: the
+    smooth coefficients b = Q (v kappa + sqrt(v) e), v = 1 / (lambda + tau^-2), have prior
+    N(0, tau^2 I), and the change of variables e -> b adds log |det(db/de)| (computed here
+    from the Jacobian matrix itself)."""
     data, *_ = _data(n=50)
     rng = np.random.default_rng(3)
-    r = int(data["R"])
-    ka, kf = rng.uniform(0, 1, r), rng.uniform(0, 1, (r, 1))
-    data = {**data, "count": np.zeros_like(np.asarray(data["count"])),
-            "centring_a": ka, "centring_f": kf}  # fmt: skip
+    data = {**_random_whitening(data, rng), "count": np.zeros_like(np.asarray(data["count"]))}
     model = TransducerDensity(data)
     u = _random_u(model, rng)
     p = model.unpack(u)
@@ -95,12 +104,20 @@ def test_prior_terms_match_the_stan_program():
     ta, tf = np.exp(p["log_tau_a"]), np.exp(p["log_tau_f"])
     by_hand = (
         norm.logpdf(p["a_fixed"], 0, fs[1:]).sum()
-        + norm.logpdf(p["a_raw"], 0, ta**ka).sum()
         + norm.logpdf(p["f_fixed"], 0, fs[:, None]).sum()
-        + norm.logpdf(p["f_raw"], 0, tf[None, :] ** kf).sum()
         + norm.logpdf(ta, 0, data["tau_a_scale"]) + np.log(ta)
         + norm.logpdf(tf, 0, data["tau_f_scale"]).sum() + np.log(tf).sum()
     )  # fmt: skip
+    blocks = [
+        (data["white_a"], data["white_a_lambda"], data["white_a_kappa"], ta, p["a_raw"]),
+        (data["white_f"][0], data["white_f_lambda"][:, 0], data["white_f_kappa"][:, 0], tf[0],
+         p["f_raw"][:, 0]),
+    ]  # fmt: skip
+    for rotation, lam, kappa, tau, e in blocks:
+        v = 1 / (lam + tau**-2)
+        b = rotation @ (v * kappa + np.sqrt(v) * e)
+        jacobian = rotation * np.sqrt(v)  # d b / d e
+        by_hand += norm.logpdf(b, 0, tau).sum() + np.linalg.slogdet(jacobian)[1]
     # up to each Normal's constant -log(2 pi) / 2, which Stan's `~` drops
     constants = (
         norm.logpdf(0, 0, fs[1:]).sum()
@@ -129,9 +146,9 @@ def test_fit_recovers_a_logistic_truth_and_is_deterministic():
     assert inside.mean() >= 7 / 9
     assert t.backend_ == "laplace" and t.sampler_summary()["divergent"] == 0
     again = Transducer(**kw).fit(y, c)
-    assert np.array_equal(again.posterior.w, t.posterior.w)
+    assert np.array_equal(again._w, t._w)
     other = Transducer(**{**kw, "seed": 6}).fit(y, c)
-    assert not np.array_equal(other.posterior.w, t.posterior.w)
+    assert not np.array_equal(other._w, t._w)
 
 
 def test_draws_spread_as_the_inverse_hessian():
@@ -145,13 +162,15 @@ def test_draws_spread_as_the_inverse_hessian():
     # (matrices column by column, as the model stores them)
     d = {name: v.swapaxes(-1, -2).reshape(8000, -1) if v.ndim == 4 else v.reshape(8000, -1)
          for name, v in result.draws.items()}  # fmt: skip
-    # a smooth coordinate with centring k is (its coefficient) / tau^(1 - k)
-    ka, kf = np.asarray(data["centring_a"]), np.asarray(data["centring_f"]).T.ravel()
-    us = np.column_stack([
-        d["a_fixed"], np.log(d["tau_a"]), d["a_smooth"] / d["tau_a"] ** (1 - ka), d["f_fixed"],
-        np.log(d["tau_f"]), d["f_raw"] * d["tau_f"] ** kf,
-    ])  # fmt: skip
     model = TransducerDensity(data)
+    us = np.column_stack([
+        d["a_fixed"], np.log(d["tau_a"]), d["a_smooth"], d["f_fixed"], np.log(d["tau_f"]),
+        d["f_raw"],
+    ])  # fmt: skip
+    # the smooth coordinates from the coefficients b (whitening: the density's inverse map)
+    f_raw = result.draws["f_raw"].reshape(8000, int(data["R"]), -1)
+    b = np.concatenate([d["a_smooth"][:, :, None], f_raw * d["tau_f"][:, None, :]], axis=2)
+    us = model.whitened(us, b)
     assert us.shape[1] == model.size
     centre = us.mean(axis=0)
     assert np.abs(model.log_density(centre)[1]).max() < 0.5  # (nearly) the mode
@@ -213,40 +232,56 @@ def test_preconditioning_is_the_mode_and_the_inverse_hessian():
     assert np.array_equal(z[2], sampler_inits(data, 3, seed=4)[2]["z"])
 
 
-def test_density_coordinates_are_centred_by_their_conditional_variance():
-    """precondition(centre_density=True) centres each smooth coordinate of the log density
-    by 1 minus its conditional posterior variance at the non-centred mode, from second
-    differences of the non-centred log density; the class log-odds stay non-centred (a
-    logistic truth needs no smooth part, and a centred one has no mode as tau_f -> 0).
-    Centring changes coordinates only: the centred mode maps to the same theta."""
+def test_whitening_is_the_likelihood_precision_at_the_non_centred_mode():
+    """precondition() whitens each smooth block with the likelihood's precision for its
+    coefficients at the non-centred mode, here recomputed from second differences of the
+    non-centred log density itself ((minus Hessian - I) / tau^2, the prior's I taken out);
+    the whitened coordinates describe the same model (same theta for the same point), and
+    at their mode the smooth blocks' curvature is close to the identity for every block."""
     from yieldwise.transducer.stan_data import precondition
 
-    data, *_ = _data(n=400)
-    r = int(data["R"])
-    plain = {**data, "centring_a": np.zeros(r), "centring_f": np.zeros((r, 1)),
-             "u_centre": np.zeros(int(data["U"])), "u_scale": np.eye(int(data["U"])),
-             "preconditioned": 0}  # fmt: skip
+    data, *_ = _data(n=400, classes=3)
+    plain = {k: v for k, v in data.items() if not k.startswith("white_")}
+    plain.update(u_centre=np.zeros(int(data["U"])), u_scale=np.eye(int(data["U"])),
+                 preconditioned=0)  # fmt: skip
     flat = TransducerDensity(plain)
-    assert np.all(np.asarray(precondition(plain, seed=0)["centring_a"]) == 0)  # default
-    mode = precondition(plain, seed=0, centre_density=True)
-    ka = np.asarray(mode["centring_a"])
-    assert np.all(np.asarray(mode["centring_f"]) == 0)
-    assert ka.max() > 0.5  # 400 outputs inform the density's smoothest coordinates
-    # the non-centred mode, recovered from the centred one (a_raw = v / tau^k)
-    centred = TransducerDensity(mode)
-    c = np.asarray(mode["u_centre"])
-    p = centred.unpack(c)
-    u0 = c.copy()
-    u0[flat.slices["a_raw"]] = p["a_raw"] * np.exp(-ka * p["log_tau_a"])
-    from scipy.optimize import minimize
-
-    found = minimize(lambda u: tuple(-x for x in flat.log_density(u)), u0, jac=True,
-                     method="BFGS", options={"gtol": 1e-8})  # fmt: skip
+    base = np.asarray(precondition(plain, seed=0, whiten=False)["u_centre"])
+    mode = precondition(plain, seed=0)
+    white = TransducerDensity(mode)
+    p = flat.unpack(base)
     h = 1e-4
-    for j, i in enumerate(range(flat.slices["a_raw"].start, flat.slices["a_raw"].stop)):
-        e = np.eye(flat.size)[i] * h
-        second = (flat.log_density(found.x + e)[0] - 2 * flat.log_density(found.x)[0]
-                  + flat.log_density(found.x - e)[0]) / h**2  # fmt: skip
-        assert ka[j] == pytest.approx(np.clip(1 + 1 / second, 0, 1), abs=0.02)
-    # same theta, same likelihood: the centred and plain coordinates describe one model
-    np.testing.assert_allclose(centred.theta(c), flat.theta(u0), atol=1e-10)
+
+    def hessian(model, u, index):
+        out = np.empty((index.size, index.size))
+        for i, a in enumerate(index):
+            for j, b in enumerate(index):
+                ea, eb = np.eye(model.size)[a] * h, np.eye(model.size)[b] * h
+                out[i, j] = (model.log_density(u + ea + eb)[0] - model.log_density(u + ea - eb)[0]
+                             - model.log_density(u - ea + eb)[0]
+                             + model.log_density(u - ea - eb)[0]) / (4 * h * h)  # fmt: skip
+        return -out
+
+    r = flat.R
+    a_index = np.arange(flat.slices["a_raw"].start, flat.slices["a_raw"].stop)
+    first_f = flat.slices["f_raw"].start
+    f_index = [np.arange(first_f + c * r, first_f + (c + 1) * r) for c in range(2)]
+    blocks = [(a_index, np.exp(p["log_tau_a"]), np.asarray(mode["white_a_lambda"]))] + [
+        (f_index[c], np.exp(p["log_tau_f"][c]), np.asarray(mode["white_f_lambda"])[:, c])
+        for c in range(2)
+    ]
+    for index, tau, lam in blocks:
+        expected = np.linalg.eigvalsh(hessian(flat, base, index) - np.eye(r)) / tau**2
+        np.testing.assert_allclose(np.sort(lam), np.clip(expected, 0, None),
+                                   atol=1e-3 * expected.max())  # fmt: skip
+    # 400 outputs inform the density: its precision from the data exceeds the prior's 1 / tau^2
+    assert np.asarray(mode["white_a_lambda"]).max() * np.exp(2 * p["log_tau_a"]) > 1
+    # one model: the non-centred mode mapped into the whitened coordinates has its theta
+    b = flat.smooth_blocks(base)["b"]
+    np.testing.assert_allclose(white.theta(white.whitened(base, b)), flat.theta(base), atol=1e-10)
+    # at the whitened mode the smooth coordinates are close to standard Normal, where the
+    # non-centred ones at their mode are far from it (the density's curvature ~ tau^2 lambda)
+    centre = np.asarray(mode["u_centre"])
+    for index in [a_index, *f_index]:
+        curvature = np.diag(hessian(white, centre, index))
+        assert np.all(np.abs(curvature - 1) < 0.5), curvature.round(2)
+    assert np.diag(hessian(flat, base, a_index)).max() > 5

@@ -167,7 +167,8 @@ def _votes(rng, n=500, trees=200, positives=0.15):
 DATA_KEYS = {
     "N", "C", "D", "K", "cls", "count", "kern", "kern_log_scale", "loc", "width", "P",
     "fixed_basis", "fixed_scale", "R", "smooth_basis", "tau_a_scale", "tau_f_scale",
-    "U", "u_centre", "u_scale", "centring_a", "centring_f",
+    "U", "u_centre", "u_scale", "white_a", "white_a_lambda",
+    "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)
@@ -205,7 +206,7 @@ def test_the_data_contract_checks_shapes_naming_the_field():
     with pytest.raises(ValueError, match=rf"StanData\.kern must have shape \(N, K\) = "
                                          rf"\({n}, {k}\), found \({n}, {k - 1}\)"):
         _stan_data.StanData.from_mapping(dict(data, kern=data["kern"][:, 1:]))
-    with pytest.raises(ValueError, match=r"StanData\.centring_f must have shape \(R, C - 1\)"):
+    with pytest.raises(ValueError, match=r"StanData\.white_f must have shape \(C - 1, R, R\)"):
         _stan_data.StanData.from_mapping(dict(data, C=3))
     with pytest.raises(ValueError, match=r"lack \['u_scale'\]"):
         _stan_data.StanData.from_mapping({key: data[key] for key in data if key != "u_scale"})

@@ -64,11 +64,17 @@ class TransducerDensity:
         self.tau_f_scale = float(data["tau_f_scale"])
         self.total = float(self.count.sum())
         c1, p1, r = self.C - 1, self.P - 1, self.R
-        # partial centring (stan/transducer.stan, "Geometry"): 0 non-centred, 1 centred
-        self.centring_a = np.asarray(data.get("centring_a", np.zeros(r)), dtype=float).reshape(r)
-        self.centring_f = np.asarray(
-            data.get("centring_f", np.zeros((r, c1))), dtype=float
-        ).reshape(r, c1)
+        # conditional whitening (stan/transducer.stan, "Conditional whitening"), one block
+        # per scale: column 0 the log density's (tau_a), column c the class c log-odds'
+        # (tau_f[c]); the identity rotation with lambda = kappa = 0 is the non-centred model
+        rot_f = data.get("white_f")
+        self.rotation = np.concatenate([
+            np.asarray(data.get("white_a", np.eye(r)), dtype=float).reshape(1, r, r),
+            np.broadcast_to(np.eye(r), (c1, r, r)) if rot_f is None
+            else np.asarray(rot_f, dtype=float).reshape(c1, r, r),
+        ])  # fmt: skip
+        self.lam = self._columns(data, "lambda")
+        self.kappa = self._columns(data, "kappa")
         sizes = [("a_fixed", p1), ("log_tau_a", 1), ("a_raw", r), ("f_fixed", self.P * c1),
                  ("log_tau_f", c1), ("f_raw", r * c1)]  # fmt: skip
         self.slices: dict[str, slice] = {}
@@ -77,6 +83,13 @@ class TransducerDensity:
             self.slices[name] = slice(start, start + size)
             start += size
         self.size = start
+
+    def _columns(self, data: Mapping[str, Any], name: str) -> np.ndarray:
+        """(R, C) whitening vectors: the density's in column 0, the log-odds' after it."""
+        r, c1 = self.R, self.C - 1
+        a = np.asarray(data.get(f"white_a_{name}", np.zeros(r)), dtype=float).reshape(r, 1)
+        f = np.asarray(data.get(f"white_f_{name}", np.zeros((r, c1))), dtype=float).reshape(r, c1)
+        return np.concatenate([a, f], axis=1)
 
     def unpack(self, u: np.ndarray) -> dict[str, np.ndarray]:
         """The blocks of ``u``; matrices are stored column by column, as Stan's to_matrix."""
@@ -92,30 +105,30 @@ class TransducerDensity:
             "f_raw": u[..., s["f_raw"]].reshape(*lead, c1, self.R).swapaxes(-1, -2),
         }
 
-    def scales(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """What multiplies each smooth coordinate in theta, and its prior sd, for ``u``.
+    def smooth_blocks(self, u: np.ndarray) -> dict[str, np.ndarray]:
+        """The smooth coefficients of ``u`` and the pieces of their whitening.
 
-        With centring k a coordinate v has prior N(0, tau^k) and enters theta as
-        tau^(1 - k) v: k = 0 is the non-centred v ~ N(0, 1), k = 1 the centred one.
-        Returns (..., R) and (..., R, C - 1) arrays: ``mult_a, sd_a, mult_f, sd_f``.
+        Column 0 is the log density's block, column c the class c log-odds'; for each,
+        with e the sampled coordinates and t the log scale (stan/transducer.stan,
+        "Conditional whitening"): ``v = 1 / (lambda + exp(-2 t))``,
+        ``tilde = v kappa + sqrt(v) e`` and the coefficients ``b = Q tilde``.
+        Returns (..., R, C) arrays ``e, v, tilde, b`` and the (..., C) log scales ``t``.
         """
         p = self.unpack(u)
-        log_a = p["log_tau_a"][..., None]
-        log_f = p["log_tau_f"][..., None, :]
-        return (
-            np.exp((1 - self.centring_a) * log_a),
-            np.exp(self.centring_a * log_a),
-            np.exp((1 - self.centring_f) * log_f),
-            np.exp(self.centring_f * log_f),
-        )
+        e = np.concatenate([p["a_raw"][..., None], p["f_raw"]], axis=-1)
+        t = np.concatenate([p["log_tau_a"][..., None], p["log_tau_f"]], axis=-1)
+        v = 1.0 / (self.lam + np.exp(-2.0 * t)[..., None, :])
+        tilde = v * self.kappa + np.sqrt(v) * e
+        b = np.einsum("crs,...sc->...rc", self.rotation, tilde)
+        return {"e": e, "t": t, "v": v, "tilde": tilde, "b": b}
 
     def theta(self, u: np.ndarray) -> np.ndarray:
         """(..., K, C) log beta up to its normaliser, for one or many ``u``."""
         p = self.unpack(u)
-        mult_a, _, mult_f, _ = self.scales(u)
+        b = self.smooth_blocks(u)["b"]
         # matrix products (BLAS) over the leading draw axis: (..., r) @ (r, k)
-        a = (mult_a * p["a_raw"]) @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
-        f = self.fixed @ p["f_fixed"] + self.smooth @ (p["f_raw"] * mult_f)
+        a = b[..., 0] @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
+        f = self.fixed @ p["f_fixed"] + self.smooth @ b[..., 1:]
         return np.concatenate([a[..., None], a[..., None] + f], axis=-1)
 
     def _lik(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -138,8 +151,6 @@ class TransducerDensity:
             ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
         tau_a = float(np.exp(p["log_tau_a"]))
         tau_f = np.exp(p["log_tau_f"])
-        mult_a, sd_a, mult_f, sd_f = self.scales(u)
-        ka, kf = self.centring_a, self.centring_f
         fs = self.fixed_scale
         lp = ll + float(self.log_prior(u))
         # d ll / d theta[k, c] = sum_{n: c_n = c} count_n kern[n, k] beta_kc / lik_n
@@ -149,28 +160,30 @@ class TransducerDensity:
         g_theta = (self.kern.T @ weight) * e - self.total * np.exp(theta - log_norm)
         g_a = g_theta.sum(axis=1)
         g_f = g_theta[:, 1:]
-        h_a = self.smooth.T @ g_a  # (R,): d ll / d (the coefficient mult_a * a_raw)
-        h_f = self.smooth.T @ g_f  # (R, C - 1)
-        z_a = p["a_raw"] / sd_a  # standardised coordinates of the prior
-        z_f = p["f_raw"] / sd_f
+        # d ll / d b for each block (R, C), then through b = Q tilde, tilde(e, t)
+        h = self.smooth.T @ np.column_stack([g_a, g_f])
+        w = self.smooth_blocks(u)
+        v, tilde, inv_tau2 = w["v"], w["tilde"], np.exp(-2.0 * w["t"])
+        g_tilde = np.einsum("crs,rc->sc", self.rotation, h) - tilde * inv_tau2
+        # d tilde / d t = (2 v^2 kappa + v^(3/2) e) exp(-2 t)
+        d_tilde = (2 * v**2 * self.kappa + v**1.5 * w["e"]) * inv_tau2
+        g_t = (
+            np.sum(g_tilde * d_tilde, axis=0)
+            + np.sum(tilde**2, axis=0) * inv_tau2  # the prior's explicit t
+            - self.R
+            + np.sum(v, axis=0) * inv_tau2  # the whitening's log Jacobian
+            - np.concatenate([[tau_a / self.tau_a_scale], tau_f / self.tau_f_scale]) ** 2
+            + 1
+        )
+        g_e = np.sqrt(v) * g_tilde
         grad = np.empty_like(u)
         s = self.slices
         grad[s["a_fixed"]] = self.fixed[:, 1:].T @ g_a - p["a_fixed"] / fs[1:] ** 2
-        grad[s["a_raw"]] = mult_a * h_a - z_a / sd_a
-        grad[s["log_tau_a"]] = (
-            float(np.sum((1 - ka) * mult_a * p["a_raw"] * h_a))
-            + float(np.sum(ka * (z_a**2 - 1)))
-            - (tau_a / self.tau_a_scale) ** 2
-            + 1
-        )
+        grad[s["a_raw"]] = g_e[:, 0]
+        grad[s["log_tau_a"]] = g_t[0]
         grad[s["f_fixed"]] = (self.fixed.T @ g_f - p["f_fixed"] / fs[:, None] ** 2).ravel("F")
-        grad[s["f_raw"]] = (mult_f * h_f - z_f / sd_f).ravel("F")
-        grad[s["log_tau_f"]] = (
-            np.sum((1 - kf) * mult_f * p["f_raw"] * h_f, axis=0)
-            + np.sum(kf * (z_f**2 - 1), axis=0)
-            - (tau_f / self.tau_f_scale) ** 2
-            + 1
-        )
+        grad[s["f_raw"]] = g_e[:, 1:].ravel("F")
+        grad[s["log_tau_f"]] = g_t[1:]
         return lp, grad
 
     def start(self, init: Mapping[str, Any] | None) -> np.ndarray:
@@ -183,16 +196,26 @@ class TransducerDensity:
             return u
         tau_a = float(np.asarray(init["tau_a"]))
         tau_f = np.asarray(init["tau_f"], dtype=float).reshape(self.C - 1)
-        # a_smooth is the coefficient tau_a * (non-centred a_raw); f_raw is non-centred
+        # a_smooth is the coefficient b of the density; f_raw is the non-centred b / tau_f
         a_smooth = np.asarray(init["a_smooth"], dtype=float).reshape(-1)
         f_raw = np.asarray(init["f_raw"], dtype=float).reshape(self.R, -1)
         u[s["a_fixed"]] = np.asarray(init["a_fixed"], dtype=float).reshape(-1)
         u[s["log_tau_a"]] = np.log(tau_a)
-        u[s["a_raw"]] = a_smooth * tau_a ** (self.centring_a - 1)
         u[s["f_fixed"]] = np.asarray(init["f_fixed"], dtype=float).reshape(self.P, -1).ravel("F")
         u[s["log_tau_f"]] = np.log(tau_f)
-        u[s["f_raw"]] = (f_raw * tau_f[None, :] ** self.centring_f).ravel("F")
-        return u
+        return self.whitened(u, np.column_stack([a_smooth, f_raw * tau_f[None, :]]))
+
+    def whitened(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``u`` (..., size) with its smooth coordinates set so that the coefficients are
+        ``b`` (..., R, C): the inverse of :meth:`smooth_blocks`'s map, for one or many."""
+        out = np.array(u, dtype=float)
+        t = np.concatenate([out[..., self.slices["log_tau_a"]], out[..., self.slices["log_tau_f"]]],
+                           axis=-1)  # fmt: skip
+        v = 1.0 / (self.lam + np.exp(-2.0 * t)[..., None, :])
+        e = (np.einsum("crs,...rc->...sc", self.rotation, b) - v * self.kappa) / np.sqrt(v)
+        out[..., self.slices["a_raw"]] = e[..., 0]
+        out[..., self.slices["f_raw"]] = e[..., 1:].swapaxes(-1, -2).reshape(*e.shape[:-2], -1)
+        return out
 
     def log_prior(self, us: np.ndarray) -> np.ndarray:
         """The prior and Jacobian terms of :meth:`log_density` for each row of ``us``."""
@@ -200,14 +223,17 @@ class TransducerDensity:
         fs = self.fixed_scale
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
-        _, sd_a, _, sd_f = self.scales(us)
+        w = self.smooth_blocks(us)
+        # b ~ N(0, tau^2 I) with |b| = |tilde|, plus the log Jacobian of e -> tilde
+        smooth = (
+            -0.5 * np.sum(w["tilde"] ** 2, axis=-2) * np.exp(-2.0 * w["t"])
+            - self.R * w["t"]
+            + 0.5 * np.sum(np.log(w["v"]), axis=-2)
+        )
         return (
             -0.5 * np.sum((p["a_fixed"] / fs[1:]) ** 2, axis=-1)
-            - 0.5 * np.sum((p["a_raw"] / sd_a) ** 2, axis=-1)
-            - np.sum(np.log(sd_a), axis=-1)
             - 0.5 * np.sum((p["f_fixed"] / fs[:, None]) ** 2, axis=(-2, -1))
-            - 0.5 * np.sum((p["f_raw"] / sd_f) ** 2, axis=(-2, -1))
-            - np.sum(np.log(sd_f), axis=(-2, -1))
+            + np.sum(smooth, axis=-1)
             - 0.5 * (tau_a / self.tau_a_scale) ** 2
             + p["log_tau_a"]
             - 0.5 * np.sum((tau_f / self.tau_f_scale) ** 2, axis=-1)
@@ -239,14 +265,14 @@ class TransducerDensity:
             log_lik = np.log(lik) @ self.count + float(self.count @ self.kern_log_scale)
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
-        mult_a, _, mult_f, _ = self.scales(us)
+        b = self.smooth_blocks(us)["b"]
         return {
             "a_fixed": p["a_fixed"],
             "tau_a": tau_a,
-            "a_smooth": p["a_raw"] * mult_a,
+            "a_smooth": b[..., 0],
             "f_fixed": p["f_fixed"],
             "tau_f": tau_f,
-            "f_raw": p["f_raw"] * mult_f / tau_f[:, None, :],  # non-centred
+            "f_raw": b[..., 1:] / tau_f[:, None, :],  # non-centred
             "theta": theta,
             "w": w,
             "alpha": alpha,

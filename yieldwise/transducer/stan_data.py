@@ -84,8 +84,12 @@ class StanData(Mapping[str, Any]):
     U: int = field(metadata={"stan": "int<lower=1>"})
     u_centre: np.ndarray = field(metadata={"stan": "vector[U]"})
     u_scale: np.ndarray = field(metadata={"stan": "matrix[U, U]"})
-    centring_a: np.ndarray = field(metadata={"stan": "vector<lower=0, upper=1>[R]"})
-    centring_f: np.ndarray = field(metadata={"stan": "matrix<lower=0, upper=1>[R, C - 1]"})
+    white_a: np.ndarray = field(metadata={"stan": "matrix[R, R]"})
+    white_a_lambda: np.ndarray = field(metadata={"stan": "vector<lower=0>[R]"})
+    white_a_kappa: np.ndarray = field(metadata={"stan": "vector[R]"})
+    white_f: np.ndarray = field(metadata={"stan": "array[C - 1] matrix[R, R]"})
+    white_f_lambda: np.ndarray = field(metadata={"stan": "matrix<lower=0>[R, C - 1]"})
+    white_f_kappa: np.ndarray = field(metadata={"stan": "matrix[R, C - 1]"})
     y_lower: np.ndarray = field(metadata={"stan": None})
     y_upper: np.ndarray = field(metadata={"stan": None})
     censored: np.ndarray = field(metadata={"stan": None})
@@ -155,7 +159,9 @@ _SHAPES = {
     "cls": ("N",), "count": ("N",), "kern": ("N", "K"), "kern_log_scale": ("N",),
     "loc": ("K", "D"), "width": ("K", "D"), "fixed_basis": ("K", "P"), "fixed_scale": ("P",),
     "smooth_basis": ("K", "R"), "u_centre": ("U",), "u_scale": ("U", "U"),
-    "centring_a": ("R",), "centring_f": ("R", "C - 1"), "y_lower": ("N", "D"),
+    "white_a": ("R", "R"), "white_a_lambda": ("R",), "white_a_kappa": ("R",),
+    "white_f": ("C - 1", "R", "R"), "white_f_lambda": ("R", "C - 1"),
+    "white_f_kappa": ("R", "C - 1"), "y_lower": ("N", "D"),
     "y_upper": ("N", "D"), "censored": ("D",),
 }  # fmt: skip
 _FIELD_NAMES = tuple(f.name for f in fields(StanData))
@@ -437,14 +443,56 @@ def build_stan_data(
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
     u = (p_ - 1) + 1 + r_ + c1 * (p_ + 1 + r_)
     data = StanData(**values, U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
-                    centring_a=np.zeros(r_), centring_f=np.zeros((r_, c1)))  # fmt: skip
+                    **_no_whitening(r_, c1))  # fmt: skip
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
 
 
+def _no_whitening(r: int, c1: int) -> dict[str, np.ndarray]:
+    """Whitening data that leave the plain non-centred model (stan/transducer.stan)."""
+    return {
+        "white_a": np.eye(r), "white_a_lambda": np.zeros(r), "white_a_kappa": np.zeros(r),
+        "white_f": np.broadcast_to(np.eye(r), (c1, r, r)).copy(),
+        "white_f_lambda": np.zeros((r, c1)), "white_f_kappa": np.zeros((r, c1)),
+    }  # fmt: skip
+
+
+def whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
+    """The conditional whitening (stan/transducer.stan) from a non-centred Laplace fit.
+
+    At the non-centred mode u* each smooth block's coordinates e = b / tau have minus
+    Hessian ``tau*^2 H + I`` (the prior adds I), so the likelihood's precision for the
+    coefficients b is ``H = (block - I) / tau*^2 = Q diag(lambda) Q'``; the mode b*
+    satisfies ``H (b_hat - b*) = b* / tau*^2``, which gives the likelihood's linear term
+    ``kappa = Q' H b_hat = (lambda + tau*^-2) Q' b*`` without inverting H. Both are kept
+    fixed; the whitening then adapts to every tau the sampler visits.
+    """
+    p = model.unpack(fit.mode)
+    r, c1 = model.R, model.C - 1
+    t = np.concatenate([[p["log_tau_a"]], p["log_tau_f"]])
+    first_f = model.slices["f_raw"].start  # the log-odds' blocks are stored class by class
+    coords = [np.arange(model.slices["a_raw"].start, model.slices["a_raw"].stop)] + [
+        np.arange(first_f + c * r, first_f + (c + 1) * r) for c in range(c1)
+    ]
+    e = np.concatenate([p["a_raw"][:, None], p["f_raw"]], axis=1)
+    rotation = np.empty((c1 + 1, r, r))
+    lam = np.empty((r, c1 + 1))
+    kappa = np.empty((r, c1 + 1))
+    for c, at in enumerate(coords):  # one block per scale (C of them), not per item or draw
+        block = fit.precision[np.ix_(at, at)]
+        values, vectors = np.linalg.eigh((block - np.eye(r)) * np.exp(-2 * t[c]))
+        values = np.clip(values, 0.0, None)
+        rotation[c], lam[:, c] = vectors, values
+        kappa[:, c] = (values + np.exp(-2 * t[c])) * (vectors.T @ (np.exp(t[c]) * e[:, c]))
+    return {
+        "white_a": rotation[0], "white_a_lambda": lam[:, 0], "white_a_kappa": kappa[:, 0],
+        "white_f": rotation[1:], "white_f_lambda": lam[:, 1:], "white_f_kappa": kappa[:, 1:],
+    }  # fmt: skip
+
+
 def precondition(
-    data: Mapping[str, object], *, seed: int = 0, centre_density: bool = False
+    data: Mapping[str, object], *, seed: int = 0, whiten: bool = True
 ) -> StanData:
     """The data with ``u_centre`` the posterior mode and ``u_scale`` a square root of the
     inverse Hessian there (``stan/transducer.stan``, "Geometry"; the Laplace approximation
@@ -455,20 +503,17 @@ def precondition(
     steps per iteration. When no finite mode is found the data keep the identity (the
     plain non-centred model) and a :class:`PreconditioningWarning` says so.
 
-    ``centre_density=True`` also centres the log density's smooth coordinates partially
-    (``centring_a``; stan/transducer.stan, "Partial centring"). Off by default: measured
-    on 2026-11-24 (docs/model.md) it cut the leapfrog steps where the data are strong
-    (logistic n = 3,600: 121 -> 31, 160 s -> 37 s; beta n = 3,600: 123 -> 73) but brought
-    divergent transitions where the non-centred form had none (beta n = 1,000: 8 vs 1;
-    votes n = 3,600: 3 vs 0; 300 Gaussian outputs: 1-4 vs 0 in three seeds), and clean
-    sampling comes before speed.
+    ``whiten`` (default) also whitens the smooth blocks conditionally on their scales
+    (:func:`whitening`; stan/transducer.stan, "Conditional whitening"), then finds the
+    mode and Hessian again in the new coordinates, from the same point mapped into them.
     """
     import warnings
 
     from ..backends._base import SamplingError
     from ..backends._laplace import TransducerDensity, laplace
 
-    out = StanData.from_mapping(data)
+    # the mode and Hessian of the non-centred model, whatever whitening ``data`` carry
+    out = StanData.from_mapping({**data, **_no_whitening(int(data["R"]), int(data["C"]) - 1)})  # type: ignore[call-overload]
     try:
         fit = laplace(out, initial_values(out, 1, seed)[0])
     except (SamplingError, np.linalg.LinAlgError, FloatingPointError) as exc:
@@ -480,47 +525,26 @@ def precondition(
         )
         return out
     out = replace(out, u_centre=fit.mode, u_scale=fit.scale, preconditioned=1)
-    if not centre_density:
+    if not whiten or out.R == 0:
         return out
-    # Partial centring (stan/transducer.stan, "Geometry"): each smooth coordinate of the
-    # log density is centred by 1 minus its conditional posterior variance at the
-    # non-centred mode (its prior variance there is 1); then the mode and Hessian are
-    # found again in the new coordinates, from the same point mapped into them. The class
-    # log-odds stay non-centred: their scale tau_f spans two orders of magnitude in the
-    # posterior (0.3-10 on the panel's votes), and centring them, fully or by 0.3 of the
-    # same rule, gave 106-236 and 6-10 divergent transitions where non-centred log-odds
-    # gave 3-8 (beta n = 1,000, votes n = 3,600; 2026-11-24, docs/model.md).
     model = TransducerDensity(out)
-    conditional = 1.0 / np.diag(fit.precision)
-    slices = model.slices
-    centring_a = np.clip(1.0 - conditional[slices["a_raw"]], 0.0, 1.0)
-    centring_f = np.zeros((model.R, model.C - 1))
-    centred = replace(out, centring_a=centring_a, centring_f=centring_f)
-    p = model.unpack(fit.mode)
-    start = fit.mode.copy()
-    start[slices["a_raw"]] = p["a_raw"] * np.exp(centring_a * p["log_tau_a"])
+    whitened = replace(out, **whitening(model, fit))
+    # the same point in the whitened coordinates (its smooth coordinates are 0)
+    b = model.smooth_blocks(fit.mode)["b"]
+    start = TransducerDensity(whitened).whitened(fit.mode, b)
     try:
-        again = laplace(centred, start=start)
+        again = laplace(whitened, start=start)
     except (SamplingError, np.linalg.LinAlgError, FloatingPointError):
         return out  # the non-centred preconditioning stands
-    # A centred coordinate has a mode only while the data keep it away from 0: a scale
-    # heading for 0 with its coordinates (a smooth part the data do not need, as for a
-    # logistic truth's log-odds) is the funnel's neck, not a mode. Then, or when the
-    # search did not converge, the non-centred preconditioning stands.
-    found = model.unpack(again.mode)
-    shift = np.abs(found["log_tau_f"] - p["log_tau_f"]).max(initial=0.0)
-    shift = max(shift, abs(float(found["log_tau_a"] - p["log_tau_a"])))
     gradient = np.abs(again.result.jac).max()  # the search's last gradient, at the mode
-    if not (shift < _CENTRING_SHIFT and gradient < _CENTRING_GRADIENT):
+    if not gradient < _WHITENING_GRADIENT:
         return out
-    return replace(centred, u_centre=again.mode, u_scale=again.scale)
+    return replace(whitened, u_centre=again.mode, u_scale=again.scale)
 
 
-#: Partial centring is kept when the centred mode's log scales lie within this distance of
-#: the non-centred mode's (a factor e^2 ~ 7.4) ...
-_CENTRING_SHIFT = 2.0
-#: ... and the search there converged (largest |gradient| of the log density).
-_CENTRING_GRADIENT = 1e-2
+#: The whitened preconditioning is kept when the search for its mode converged (largest
+#: |gradient| of the log density there).
+_WHITENING_GRADIENT = 1e-2
 
 
 class PreconditioningWarning(UserWarning):
