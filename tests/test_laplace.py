@@ -146,9 +146,9 @@ def test_fit_recovers_a_logistic_truth_and_is_deterministic():
     assert inside.mean() >= 7 / 9
     assert t.backend_ == "laplace" and t.sampler_summary()["divergent"] == 0
     again = Transducer(**kw).fit(y, c)
-    assert np.array_equal(again._w, t._w)
+    assert np.array_equal(again.posterior.w, t.posterior.w)
     other = Transducer(**{**kw, "seed": 6}).fit(y, c)
-    assert not np.array_equal(other._w, t._w)
+    assert not np.array_equal(other.posterior.w, t.posterior.w)
 
 
 def test_draws_spread_as_the_inverse_hessian():
