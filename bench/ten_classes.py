@@ -15,6 +15,9 @@ Keys (defaults in brackets):
   calibrates on every item (no held-out figures);
 * ``centre`` [0]: 1 preconditions with the log density's smooth coordinates partially
   centred (``yieldwise._stan_data.precondition(centre_density=True)``);
+* ``profile`` [0]: 1 only prints the log density and the largest curvature along the
+  flattest direction of the Laplace preconditioning, 1, 2 and 3 units either side of the
+  mode (the preconditioned coordinate is standard Normal if the approximation holds);
 * ``n`` [none]: calibrate on ``n`` items drawn with replacement (seed [2026, n]) from the
   calibration half (``split=half``) or from all items (``split=all``); duplicated items
   are merged into counted rows by the transducer, as any repeated output would be.
@@ -58,6 +61,32 @@ def _value(text: str):
     return text
 
 
+def profile(cal, cols, seed: int) -> None:
+    """The posterior along the flattest preconditioned direction, against the Normal."""
+    from yieldwise._stan_data import build_stan_data, initial_values
+    from yieldwise.backends._laplace import TransducerDensity, laplace
+    from yieldwise.transforms import choose_transform
+
+    y = cal[cols].to_numpy()
+    lower, upper, censored = choose_transform(y, tuple(cols), "auto", "auto").intervals(y)
+    data, _ = build_stan_data(
+        cal["label"].cat.codes.to_numpy(), lower, upper, censored, len(cols), seed=seed,
+        preconditioned=False,
+    )  # fmt: skip
+    model = TransducerDensity(data)
+    fit = laplace(data, initial_values(data, 1, seed)[0])
+    scale = fit.scale  # columns: Hessian eigenvectors, flattest first
+    direction = scale[:, 0]
+    print(f"U {data['U']}; flattest direction: sd {np.linalg.norm(direction):.1f} in u")
+    for t in (-3, -2, -1, 0, 1, 2, 3):
+        u = fit.mode + t * direction
+        lp, _ = model.log_density(u)
+        curvature = scale.T @ -model.hessian(u) @ scale
+        top = np.linalg.eigvalsh(0.5 * (curvature + curvature.T)).max()
+        print(f"z {t:+d}: log density - mode {lp - fit.lp_mode:10.2f} (Normal {-t * t / 2:5.1f}), "
+              f"largest curvature {top:8.1f} (Normal 1)", flush=True)  # fmt: skip
+
+
 def main(argv: list[str]) -> int:
     opts = {k: _value(v) for k, v in (a.split("=", 1) for a in argv)}
     if "share" in opts:
@@ -78,6 +107,9 @@ def main(argv: list[str]) -> int:
         n = int(opts["n"])
         cal = cal.iloc[np.random.default_rng([2026, n]).integers(0, len(cal), n)]
 
+    if opts.get("profile"):
+        profile(cal, cols, int(opts.get("seed", 1)))
+        return 0
     record: dict[str, object] = {"options": dict(opts), "items": len(cal)}
     original = stan_data.precondition
 
