@@ -297,7 +297,8 @@ def test_centres_are_a_fixed_point_of_weighted_k_means():
         np.testing.assert_allclose(centres_u[j], mean, atol=1e-7)
 
 
-def test_centres_gp_basis_is_orthogonal_to_the_linear_functions():
+def test_centres_gp_basis_is_orthogonal_to_the_linear_functions(monkeypatch):
+    monkeypatch.setattr(_design, "GP_VARIANCE_SHARE", None)  # the untruncated process
     rng = np.random.default_rng(7)
     y, counts = _blobs(rng)
     design = _design.design_kernels(y, y, counts, seed=0)
@@ -318,6 +319,86 @@ def test_centres_gp_basis_is_orthogonal_to_the_linear_functions():
     top = np.linalg.eigvalsh(target).max()
     np.testing.assert_allclose(smooth @ smooth.T, target, atol=1e-5 * top)
     assert smooth.shape[1] <= len(u) - 4  # the four fixed functions are not among them
+
+
+def _gp_target(design):
+    """The centres' GP covariance with [1, u] projected out, written out independently."""
+    u = design.fixed_basis[:, 1:]
+    dist = cdist(u, u)
+    np.fill_diagonal(dist, np.inf)
+    ell = _design.GP_LENGTHSCALE_FACTOR * np.median(dist.min(axis=1))
+    np.fill_diagonal(dist, 0.0)
+    cov = np.exp(-0.5 * (dist / ell) ** 2)
+    proj = np.eye(len(u)) - design.fixed_basis @ np.linalg.pinv(design.fixed_basis)
+    return proj @ cov @ proj
+
+
+@pytest.mark.parametrize("share", [0.5, 0.9, 0.95, 0.99])
+def test_centres_basis_keeps_the_stated_share_of_the_prior_variance(monkeypatch, share):
+    """The kept functions carry at least ``share`` of the GP prior's total variance (the
+    trace of its covariance, brute force), and one function fewer would not."""
+    monkeypatch.setattr(_design, "GP_VARIANCE_SHARE", share)
+    y, counts = _blobs(np.random.default_rng(11))
+    design = _design.design_kernels(y, y, counts, seed=2)
+    smooth, total = design.smooth_basis, np.trace(_gp_target(design))
+    kept = np.trace(smooth @ smooth.T)
+    assert kept >= share * total * (1 - 1e-9)
+    variances = (smooth**2).sum(axis=0)  # of each kept function, largest first
+    assert np.all(np.diff(variances) <= 1e-12 * variances[0])
+    assert kept - variances[-1] < share * total
+
+
+@pytest.mark.parametrize("share", [0.9, 0.99])
+def test_centres_truncated_basis_spans_the_leading_eigenspace(monkeypatch, share):
+    """smooth @ smooth.T is the covariance's best rank-R approximation: its R leading
+    eigenvalues and eigenvectors (numpy's eigh on the covariance written out)."""
+    monkeypatch.setattr(_design, "GP_VARIANCE_SHARE", share)
+    y, counts = _blobs(np.random.default_rng(12))
+    design = _design.design_kernels(y, y, counts, seed=4)
+    smooth = design.smooth_basis
+    r = smooth.shape[1]
+    values, vectors = np.linalg.eigh(_gp_target(design))
+    lead = vectors[:, ::-1][:, :r]
+    assert r < len(values) - 4  # truncated: fewer than the non-fixed functions
+    np.testing.assert_allclose(smooth @ smooth.T, (lead * values[::-1][:r]) @ lead.T,
+                               atol=1e-9 * values.max())  # fmt: skip
+    # the span: every kept function lies in the leading eigenspace and vice versa
+    np.testing.assert_allclose(lead @ (lead.T @ smooth), smooth, atol=1e-9)
+    assert np.linalg.matrix_rank(smooth, tol=1e-9 * values.max()) == r
+    np.testing.assert_allclose(design.fixed_basis.T @ smooth, 0.0, atol=1e-9)
+
+
+def test_variance_share_leaves_the_grids_alone(monkeypatch):
+    """One and two output dimensions keep every penalised random-walk function."""
+    rng = np.random.default_rng(13)
+    y1, y2 = rng.normal(size=(300, 1)), rng.normal(size=(300, 2))
+    before = [_design.design_kernels(y, y, np.ones(300, int)).smooth_basis for y in (y1, y2)]
+    monkeypatch.setattr(_design, "GP_VARIANCE_SHARE", 0.5)
+    after = [_design.design_kernels(y, y, np.ones(300, int)).smooth_basis for y in (y1, y2)]
+    for b, a in zip(before, after, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert before[0].shape[1] == _design.GRID_1D - 2
+    assert before[1].shape[1] == _design.GRID_2D**2 - 4
+
+
+def test_centres_record_names_the_smoothing_basis():
+    """A saved transducer records how the centres' basis was cut (the predictions need
+    only the stored kernels: mu, sigma, w and alpha are draws in the file)."""
+    y, counts = _blobs(np.random.default_rng(14))
+    design = _design.design_kernels(y, y, counts, seed=0)
+    record = design.record()
+    assert record["kind"] == "centres"
+    assert record["n_smooth"] == design.smooth_basis.shape[1]
+    total = np.trace(_gp_target(design))
+    kept = np.trace(design.smooth_basis @ design.smooth_basis.T)
+    np.testing.assert_allclose(record["gp_variance_share"], kept / total, rtol=1e-9)
+    assert record["gp_variance_share"] >= _design.GP_VARIANCE_SHARE
+    u = design.fixed_basis[:, 1:]
+    dist = cdist(u, u)
+    np.fill_diagonal(dist, np.inf)
+    np.testing.assert_allclose(record["gp_lengthscale"], 2.0 * np.median(dist.min(axis=1)))
+    grid = _design.design_kernels(y[:, :1], y[:, :1], counts).record()
+    assert "gp_variance_share" not in grid and "n_smooth" not in grid
 
 
 # --- n_components -------------------------------------------------------------------
