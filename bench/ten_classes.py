@@ -13,8 +13,8 @@ Keys (defaults in brackets):
 * ``split`` [half]: ``half`` calibrates on a seeded half of ``yieldwise.datasets.
   load_digits_ten()`` (permutation seed 2026) and evaluates on the other half; ``all``
   calibrates on every item (no held-out figures);
-* ``centre`` [0]: 1 preconditions with the log density's smooth coordinates partially
-  centred (``yieldwise._stan_data.precondition(centre_density=True)``);
+* ``whiten`` [1]: 0 preconditions without the conditional whitening of the smooth blocks
+  (``yieldwise.transducer.stan_data.precondition(whiten=False)``);
 * ``profile`` [0]: 1 only prints the log density and the largest curvature along the
   flattest direction of the Laplace preconditioning, 1, 2 and 3 units either side of the
   mode (the preconditioned coordinate is standard Normal if the approximation holds);
@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 import yieldwise._design as design
-import yieldwise._stan_data as stan_data
+import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 from yieldwise.datasets import load_digits_ten
 
@@ -63,8 +63,8 @@ def _value(text: str):
 
 def profile(cal, cols, seed: int) -> None:
     """The posterior along the flattest preconditioned direction, against the Normal."""
-    from yieldwise._stan_data import build_stan_data, initial_values
     from yieldwise.backends._laplace import TransducerDensity, laplace
+    from yieldwise.transducer.stan_data import build_stan_data, initial_values
     from yieldwise.transforms import choose_transform
 
     y = cal[cols].to_numpy()
@@ -136,8 +136,8 @@ def main(argv: list[str]) -> int:
         )
         return out
 
-    if opts.get("centre"):
-        original = functools.partial(original, centre_density=True)
+    if not opts.get("whiten", 1):
+        original = functools.partial(original, whiten=False)
     stan_data.precondition = timed
     settings = {k: int(opts[k]) for k in ("chains", "warmup", "draws") if k in opts}
     if "backend" in opts:
