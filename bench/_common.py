@@ -48,3 +48,15 @@ def write_whole(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def parse_value(text: str):
+    """A ``key=value`` option's value: None for ``none``, else an int, a float or the text."""
+    if text.lower() == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

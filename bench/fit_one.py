@@ -24,19 +24,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import parse_value
 from _problems import PANEL
 
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
-
-
-def _value(text: str):
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def main(argv: list[str]) -> int:
@@ -50,7 +42,7 @@ def main(argv: list[str]) -> int:
     if name not in problems:
         print(f"PROBLEM must be one of {sorted(problems)}, found {name!r}", file=sys.stderr)
         return 2
-    options = {k: _value(v) for k, v in (a.split("=", 1) for a in args[2:])}
+    options = {k: parse_value(v) for k, v in (a.split("=", 1) for a in args[2:])}
     if plain:
         stan_data.precondition = functools.partial(stan_data.precondition, whiten=False)
     problem = problems[name]()

@@ -43,22 +43,12 @@ import time
 import warnings
 
 import numpy as np
+from _common import parse_value
 
 import yieldwise._design as design
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 from yieldwise.datasets import load_digits_ten
-
-
-def _value(text: str):
-    if text.lower() == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def profile(cal, cols, seed: int) -> None:
@@ -88,7 +78,7 @@ def profile(cal, cols, seed: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    opts = {k: _value(v) for k, v in (a.split("=", 1) for a in argv)}
+    opts = {k: parse_value(v) for k, v in (a.split("=", 1) for a in argv)}
     if "share" in opts:
         design.GP_VARIANCE_SHARE = opts["share"]
     if "per_dim" in opts:
