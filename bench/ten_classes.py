@@ -13,8 +13,8 @@ Keys (defaults in brackets):
 * ``split`` [half]: ``half`` calibrates on a seeded half of ``yieldwise.datasets.
   load_digits_ten()`` (permutation seed 2026) and evaluates on the other half; ``all``
   calibrates on every item (no held-out figures);
-* ``whiten`` [1]: 0 preconditions without the conditional whitening of the smooth blocks
-  (``yieldwise.transducer.stan_data.precondition(whiten=False)``);
+* ``whiten`` [the default: off for D >= 3]: 1 forces the conditional whitening of the
+  smooth blocks, 0 turns it off (``yieldwise.transducer.stan_data.precondition(whiten=)``);
 * ``profile`` [0]: 1 only prints the log density and the largest curvature along the
   flattest direction of the Laplace preconditioning, 1, 2 and 3 units either side of the
   mode (the preconditioned coordinate is standard Normal if the approximation holds);
@@ -126,8 +126,8 @@ def main(argv: list[str]) -> int:
         )
         return out
 
-    if not opts.get("whiten", 1):
-        original = functools.partial(original, whiten=False)
+    if "whiten" in opts:
+        original = functools.partial(original, whiten=bool(opts["whiten"]))
     stan_data.precondition = timed
     settings = {k: int(opts[k]) for k in ("chains", "warmup", "draws") if k in opts}
     if "backend" in opts:

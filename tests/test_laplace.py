@@ -285,3 +285,21 @@ def test_whitening_is_the_likelihood_precision_at_the_non_centred_mode():
         curvature = np.diag(hessian(white, centre, index))
         assert np.all(np.abs(curvature - 1) < 0.5), curvature.round(2)
     assert np.diag(hessian(flat, base, a_index)).max() > 5
+
+
+def test_default_whitens_the_grid_designs_only():
+    """precondition's default: the whitening for one or two output dimensions (kernels on a
+    grid), the plain non-centred blocks for three or more (centres), where it was measured
+    to bring divergent transitions (docs/model.md); whiten=True forces it anywhere."""
+    from yieldwise.transducer.stan_data import precondition
+
+    for dims, whitened in [(1, True), (2, True), (3, False)]:
+        data, *_ = _data(n=200, dims=dims, classes=2)
+        assert int(data["D"]) == dims
+        r = int(data["R"])
+        assert bool(np.asarray(data["white_a_lambda"]).max() > 0) == whitened, dims
+        if not whitened:
+            np.testing.assert_array_equal(data["white_a"], np.eye(r))
+            np.testing.assert_array_equal(data["white_f_kappa"], np.zeros((r, 1)))
+            forced = precondition(data, whiten=True)
+            assert np.asarray(forced["white_a_lambda"]).max() > 0

@@ -492,7 +492,7 @@ def whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
 
 
 def precondition(
-    data: Mapping[str, object], *, seed: int = 0, whiten: bool = True
+    data: Mapping[str, object], *, seed: int = 0, whiten: bool | None = None
 ) -> StanData:
     """The data with ``u_centre`` the posterior mode and ``u_scale`` a square root of the
     inverse Hessian there (``stan/transducer.stan``, "Geometry"; the Laplace approximation
@@ -503,9 +503,15 @@ def precondition(
     steps per iteration. When no finite mode is found the data keep the identity (the
     plain non-centred model) and a :class:`PreconditioningWarning` says so.
 
-    ``whiten`` (default) also whitens the smooth blocks conditionally on their scales
+    ``whiten`` True also whitens the smooth blocks conditionally on their scales
     (:func:`whitening`; stan/transducer.stan, "Conditional whitening"), then finds the
     mode and Hessian again in the new coordinates, from the same point mapped into them.
+    None (the default) whitens the grid designs (one or two output dimensions) only:
+    measured 2026-11-24 (docs/model.md), it took the 1-D panel cells from 35-123 leapfrog
+    steps per iteration to 15 and two logits from 1 divergence to 0, but on the 10-class
+    digits (D = 9, centres) it kept 248 steps (255 without) and brought 10 divergent
+    transitions where the plain form had none, because there the Normal approximation at
+    the mode misses the posterior's walls a unit or two away.
     """
     import warnings
 
@@ -525,6 +531,8 @@ def precondition(
         )
         return out
     out = replace(out, u_centre=fit.mode, u_scale=fit.scale, preconditioned=1)
+    if whiten is None:
+        whiten = out.D <= 2
     if not whiten or out.R == 0:
         return out
     model = TransducerDensity(out)
