@@ -730,7 +730,7 @@ def render(results: dict) -> str:
         if f["divergent"] or f["treedepth"]
     ]
     lines += [
-        f"yieldwise fits (default settings, 4 chains x 750 draws, K ladder 5 then 4): "
+        f"yieldwise fits (default settings, 4 chains x 750 draws): "
         f"{sum(f['seconds'] for f in fits) / 60:.1f} min in total, "
         f"{sum(f['divergent'] for f in fits)} divergent transitions and "
         f"{sum(f['treedepth'] for f in fits)} tree-depth hits over {len(fits)} fits of "
