@@ -117,15 +117,21 @@ class TransducerDensity:
         p = self.unpack(u)
         e = np.concatenate([p["a_raw"][..., None], p["f_raw"]], axis=-1)
         t = np.concatenate([p["log_tau_a"][..., None], p["log_tau_f"]], axis=-1)
-        v = 1.0 / (self.lam + np.exp(-2.0 * t)[..., None, :])
+        v = self._variances(t)
         tilde = v * self.kappa + np.sqrt(v) * e
         b = np.einsum("crs,...sc->...rc", self.rotation, tilde)
         return {"e": e, "t": t, "v": v, "tilde": tilde, "b": b}
 
-    def theta(self, u: np.ndarray) -> np.ndarray:
-        """(..., K, C) log beta up to its normaliser, for one or many ``u``."""
+    def _variances(self, t: np.ndarray) -> np.ndarray:
+        """(..., R, C) conditional variances ``1 / (lambda + exp(-2 t))`` of the smooth
+        blocks for the (..., C) log scales ``t``."""
+        return 1.0 / (self.lam + np.exp(-2.0 * t)[..., None, :])
+
+    def theta(self, u: np.ndarray, blocks: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+        """(..., K, C) log beta up to its normaliser, for one or many ``u`` (``blocks``:
+        :meth:`smooth_blocks` of ``u`` when the caller has it already)."""
         p = self.unpack(u)
-        b = self.smooth_blocks(u)["b"]
+        b = (self.smooth_blocks(u) if blocks is None else blocks)["b"]
         # matrix products (BLAS) over the leading draw axis: (..., r) @ (r, k)
         a = b[..., 0] @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
         f = self.fixed @ p["f_fixed"] + self.smooth @ b[..., 1:]
@@ -145,14 +151,15 @@ class TransducerDensity:
     def log_density(self, u: np.ndarray) -> tuple[float, np.ndarray]:
         """Log posterior (Stan's target, Jacobians of the log scales included) and gradient."""
         p = self.unpack(u)
-        theta = self.theta(u)
+        w = self.smooth_blocks(u)  # once, for theta, the prior and the gradient
+        theta = self.theta(u, w)
         e, lik, top, log_norm = self._lik(theta)
         with np.errstate(divide="ignore"):
             ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
         tau_a = float(np.exp(p["log_tau_a"]))
         tau_f = np.exp(p["log_tau_f"])
         fs = self.fixed_scale
-        lp = ll + float(self.log_prior(u))
+        lp = ll + float(self.log_prior(u, w))
         # d ll / d theta[k, c] = sum_{n: c_n = c} count_n kern[n, k] beta_kc / lik_n
         #                        - total softmax(theta)[k, c]
         weight = np.zeros((self.cls.size, self.C))
@@ -162,7 +169,6 @@ class TransducerDensity:
         g_f = g_theta[:, 1:]
         # d ll / d b for each block (R, C), then through b = Q tilde, tilde(e, t)
         h = self.smooth.T @ np.column_stack([g_a, g_f])
-        w = self.smooth_blocks(u)
         v, tilde, inv_tau2 = w["v"], w["tilde"], np.exp(-2.0 * w["t"])
         g_tilde = np.einsum("crs,rc->sc", self.rotation, h) - tilde * inv_tau2
         # d tilde / d t = (2 v^2 kappa + v^(3/2) e) exp(-2 t)
@@ -211,19 +217,22 @@ class TransducerDensity:
         out = np.array(u, dtype=float)
         t = np.concatenate([out[..., self.slices["log_tau_a"]], out[..., self.slices["log_tau_f"]]],
                            axis=-1)  # fmt: skip
-        v = 1.0 / (self.lam + np.exp(-2.0 * t)[..., None, :])
+        v = self._variances(t)
         e = (np.einsum("crs,...rc->...sc", self.rotation, b) - v * self.kappa) / np.sqrt(v)
         out[..., self.slices["a_raw"]] = e[..., 0]
         out[..., self.slices["f_raw"]] = e[..., 1:].swapaxes(-1, -2).reshape(*e.shape[:-2], -1)
         return out
 
-    def log_prior(self, us: np.ndarray) -> np.ndarray:
-        """The prior and Jacobian terms of :meth:`log_density` for each row of ``us``."""
+    def log_prior(
+        self, us: np.ndarray, blocks: Mapping[str, np.ndarray] | None = None
+    ) -> np.ndarray:
+        """The prior and Jacobian terms of :meth:`log_density` for each row of ``us``
+        (``blocks``: :meth:`smooth_blocks` of ``us`` when the caller has it already)."""
         p = self.unpack(us)
         fs = self.fixed_scale
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
-        w = self.smooth_blocks(us)
+        w = self.smooth_blocks(us) if blocks is None else blocks
         # b ~ N(0, tau^2 I) with |b| = |tilde|, plus the log Jacobian of e -> tilde
         smooth = (
             -0.5 * np.sum(w["tilde"] ** 2, axis=-2) * np.exp(-2.0 * w["t"])
@@ -253,7 +262,8 @@ class TransducerDensity:
     def quantities(self, us: np.ndarray) -> dict[str, np.ndarray]:
         """Parameters and generated quantities of each row of ``us`` (S, size), as Stan's."""
         p = self.unpack(us)
-        theta = self.theta(us)  # (S, K, C)
+        blocks = self.smooth_blocks(us)
+        theta = self.theta(us, blocks)  # (S, K, C)
         from scipy.special import logsumexp
 
         log_norm = logsumexp(theta, axis=(1, 2), keepdims=True)
@@ -265,7 +275,7 @@ class TransducerDensity:
             log_lik = np.log(lik) @ self.count + float(self.count @ self.kern_log_scale)
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
-        b = self.smooth_blocks(us)["b"]
+        b = blocks["b"]
         return {
             "a_fixed": p["a_fixed"],
             "tau_a": tau_a,

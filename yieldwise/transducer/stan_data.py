@@ -537,11 +537,11 @@ def precondition(
         return out
     model = TransducerDensity(out)
     whitened = replace(out, **whitening(model, fit))
+    white_model = TransducerDensity(whitened)
     # the same point in the whitened coordinates (its smooth coordinates are 0)
-    b = model.smooth_blocks(fit.mode)["b"]
-    start = TransducerDensity(whitened).whitened(fit.mode, b)
+    start = white_model.whitened(fit.mode, model.smooth_blocks(fit.mode)["b"])
     try:
-        again = laplace(whitened, start=start)
+        again = laplace(whitened, model=white_model, start=start)
     except (SamplingError, np.linalg.LinAlgError, FloatingPointError):
         return out  # the non-centred preconditioning stands
     gradient = np.abs(again.result.jac).max()  # the search's last gradient, at the mode
