@@ -101,6 +101,27 @@ transformed data {
   for (n in 1:N) {
     pick[n] = (cls[n] - 1) * N + n;
   }
+  // the rows of class c are first[c]:last[c] (rows are sorted by class; a class with no
+  // rows has last = first - 1), so the likelihood needs only each row's own class's
+  // column of kern * beta
+  array[C] int first;
+  array[C] int last;
+  {
+    array[C] int rows_of = rep_array(0, C);
+    for (n in 1:N) {
+      if (n > 1 && cls[n] < cls[n - 1]) {
+        reject("cls must be sorted (non-decreasing); row ", n, " has class ", cls[n],
+               " after ", cls[n - 1]);
+      }
+      rows_of[cls[n]] += 1;
+    }
+    int start = 1;
+    for (c in 1:C) {
+      first[c] = start;
+      last[c] = start + rows_of[c] - 1;
+      start += rows_of[c];
+    }
+  }
   int P1 = P - 1;
   int C1 = C - 1;
   // where each block starts in u
@@ -152,14 +173,19 @@ model {
   tau_f ~ normal(0, tau_f_scale);
   target += u[P1 + 1] + sum(segment(u, at_f + P * C1 + 1, C1));
   {
-    // beta = exp(theta - log_norm): the rows' likelihoods are one (N x K) by (K x C)
-    // product, each column shifted by its largest theta so that nothing overflows
+    // beta = exp(theta - log_norm): the likelihood of the rows of class c is their block
+    // of kern times column c of beta (C products of (rows of c) x K by K, together one
+    // N x K by K product), each column shifted by its largest theta so that nothing
+    // overflows
     real log_norm = log_sum_exp(theta);
     row_vector[C] top;
+    vector[N] lik;
     for (c in 1:C) {
       top[c] = max(theta[:, c]);
+      if (last[c] >= first[c]) {
+        lik[first[c]:last[c]] = kern[first[c]:last[c]] * exp(theta[:, c] - top[c]);
+      }
     }
-    vector[N] lik = to_vector(kern * exp(theta - rep_matrix(top, K)))[pick];
     target += dot_product(count_vec, log(lik) + top[cls]' - log_norm);
   }
 }

@@ -276,7 +276,7 @@ def test_far_outlier_row_is_carried_by_its_log_scale(transducer_program, dims):
     their largest, and that largest's log in kern_log_scale, so Stan's log-likelihood
     stays finite and equals numpy's log-space computation from w, alpha, mu, sigma."""
     rng = np.random.default_rng(3)
-    n = 600  # one item in 601 is below the 0.2 % the grid's range leaves out
+    n = 600  # one item in 601 is below the 1 % the grid's range leaves out
     cls = np.r_[(rng.random(n) < 0.5).astype(int), 1]
     values = np.r_[rng.integers(0, 21, n) / 20, 50.0]  # one item at 50, far from [0, 1]
     lo, hi = encoding.resolution_bins(values, 1 / 20)
@@ -485,3 +485,35 @@ def test_a_profiler_that_never_lets_go_gets_an_actionable_error(transducer_progr
         _sample_with_hook(transducer_program, gaussian_data, hook)
     assert "distributed.worker.profile.enabled" in str(info.value)
     assert hook.calls == 5
+
+
+def test_a_class_without_rows_leaves_the_target_the_numpy_log_density(transducer_program):
+    """The likelihood multiplies each class's block of rows by its own column of beta; a
+    class with no calibration rows (here the middle one of three) has an empty block, and
+    lp__ still equals the numpy density (which multiplies every row by every column)."""
+    from yieldwise.backends._laplace import TransducerDensity
+
+    rng = np.random.default_rng(8)
+    cls = np.where(rng.random(240) < 0.5, 0, 2)
+    y = rng.normal(np.where(cls == 2, 1.0, -1.0), 1.0)
+    data = _stan_data.build_stan_data(cls, y, y, [0], 3, 6)[0]
+    assert 2 not in set(np.asarray(data["cls"]))  # class index 1 (Stan's 2) has no rows
+    fit = _short_fit(transducer_program, data, 9)
+    model = TransducerDensity(data)
+    u = fit.draws["u"].reshape(-1, model.size)
+    difference = fit.sample_stats["lp"].reshape(-1)[::7] - np.array(
+        [model.log_density(row)[0] for row in u[::7]]
+    )
+    assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(fit.sample_stats["lp"]).max())
+
+
+def test_rows_out_of_class_order_are_refused(transducer_program):
+    rng = np.random.default_rng(10)
+    cls = (rng.random(80) < 0.5).astype(int)
+    y = rng.normal(cls, 1.0)
+    data = dict(_stan_data.build_stan_data(cls, y, y, [0], 2, 5)[0])
+    data["cls"] = np.asarray(data["cls"])[::-1].copy()
+    from yieldwise.backends import SamplingError
+
+    with pytest.raises(SamplingError, match="cls must be sorted"):
+        transducer_program.sample(data, chains=1, warmup=10, draws=10, seed=1, progress=False)

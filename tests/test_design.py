@@ -18,11 +18,15 @@ from yieldwise.transducer import encoding
 from yieldwise.transducer import stan_data as _stan_data
 from yieldwise.transducer.estimator import check_components
 
-RANGE = (0.002, 0.998)  # the count-weighted quantiles the grid must span (docs/model.md)
+RANGE = (0.01, 0.99)  # the count-weighted quantiles the grid must span (docs/model.md)
+
+
+def test_range_is_the_documented_one():
+    assert _design.RANGE_QUANTILES == RANGE
 
 
 def _item_quantiles(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The 0.2 % and 99.8 % quantiles of the values repeated item by item.
+    """The 1 % and 99 % quantiles of the values repeated item by item.
 
     ``inverted_cdf``: the smallest value whose share of items at or below reaches q.
     """
@@ -70,7 +74,8 @@ def test_grid_spans_the_quantiles_of_bins_midpoints_and_finite_edges():
     """A bin's representative is its midpoint, or its finite edge when the other is infinite.
 
     Here over 2 % of the items sit in each end bin (votes 0/200 and 200/200), so the
-    0.2 % and 99.8 % quantiles are the finite edges logit(1/400) and logit(399/400).
+    1 % and 99 % quantiles are the finite edges logit(1/400) and logit(399/400): censored
+    bins are not atoms, whatever their share.
     """
     rng = np.random.default_rng(1)
     _, bounds, counts = _vote_rows(rng)
@@ -90,7 +95,7 @@ def test_grid_spans_the_quantiles_of_bins_midpoints_and_finite_edges():
     np.testing.assert_allclose(design2.loc[[0, -1], 0], [low2, high2], atol=1e-12)
 
 
-def test_two_dimensional_grid_is_a_tensor_grid_with_width_equal_to_spacing():
+def test_two_dimensional_grid_is_a_tensor_grid_with_width_half_the_spacing():
     rng = np.random.default_rng(2)
     y = np.column_stack([rng.normal(0, 1, 800), rng.gamma(2.0, 3.0, 800)])
     counts = np.ones(800, int)
@@ -102,7 +107,8 @@ def test_two_dimensional_grid_is_a_tensor_grid_with_width_equal_to_spacing():
         # index i * 7 + j: axis 0 varies slowest
         grid = design.loc[:, axis].reshape(7, 7)
         np.testing.assert_allclose(grid if axis == 0 else grid.T, np.repeat(nodes[:, None], 7, 1))
-        assert design.width[axis] == pytest.approx((high - low) / 6, rel=1e-12)
+        assert design.width[axis] == pytest.approx(0.5 * (high - low) / 6, rel=1e-12)
+    assert _design.WIDTH_FACTOR_2D == 0.5
 
 
 def test_one_dimensional_width_equals_spacing_and_a_single_value_gets_a_unit_range():
@@ -112,6 +118,49 @@ def test_one_dimensional_width_equals_spacing_and_a_single_value_gets_a_unit_ran
     same = np.full((20, 1), 2.5)
     single = _design.design_kernels(same, same, np.ones(20, int), 5)
     np.testing.assert_allclose(single.loc[:, 0], np.linspace(2.0, 3.0, 5))
+
+
+def test_edge_atoms_of_exact_values_are_left_out_of_the_range():
+    """Scores clipped to [0, 1]: exact 0s (here 17 %) and 1s (3 %) squeezed to single
+    values far out on the logit scale. The grid spans the 1 % / 99 % quantiles of the
+    other items; an atom under 1 % of the items, or in the middle, stays in."""
+    rng = np.random.default_rng(4)
+    inner = rng.normal(0.0, 1.0, 800)
+    values = np.r_[inner, np.full(170, -6.9), np.full(30, 6.9)]
+    _, rows, counts = _stan_data.merge_rows(np.zeros(values.size, int), values)
+    design = _design.design_kernels(rows, rows, counts)
+    low, high = np.quantile(inner, RANGE, method="inverted_cdf")
+    np.testing.assert_allclose(design.loc[[0, -1], 0], [low, high], atol=1e-12)
+    # the same atoms count by count: the range is the quantiles of every item
+    small = np.r_[inner, np.full(5, -6.9), np.full(5, 6.9)]  # 0.6 % each
+    _, rows, counts = _stan_data.merge_rows(np.zeros(small.size, int), small)
+    design = _design.design_kernels(rows, rows, counts)
+    np.testing.assert_allclose(
+        design.loc[[0, -1], 0], np.quantile(small, RANGE, method="inverted_cdf"), atol=1e-12
+    )
+    # an atom inside the range is no edge atom
+    middle = np.r_[inner, np.full(170, 0.0)]
+    _, rows, counts = _stan_data.merge_rows(np.zeros(middle.size, int), middle)
+    design = _design.design_kernels(rows, rows, counts)
+    np.testing.assert_allclose(
+        design.loc[[0, -1], 0], np.quantile(middle, RANGE, method="inverted_cdf"), atol=1e-12
+    )
+    # two values only, both atoms: nothing would remain, so both stay
+    two = np.r_[np.zeros(50), np.ones(50)]
+    _, rows, counts = _stan_data.merge_rows(np.zeros(two.size, int), two)
+    np.testing.assert_allclose(_design.design_kernels(rows, rows, counts).loc[[0, -1], 0], [0, 1])
+
+
+def test_edge_atoms_in_two_dimensions_are_per_axis():
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(900, 2))
+    z[:150, 0] = -8.0  # an atom on axis 0 only
+    design = _design.design_kernels(z, z, np.ones(900, int))
+    low0, high0 = np.quantile(z[150:, 0], RANGE, method="inverted_cdf")
+    low1, high1 = np.quantile(z[:, 1], RANGE, method="inverted_cdf")
+    np.testing.assert_allclose(design.loc[:, 0].min(), low0, atol=1e-12)
+    np.testing.assert_allclose(design.loc[:, 0].max(), high0, atol=1e-12)
+    np.testing.assert_allclose([design.loc[:, 1].min(), design.loc[:, 1].max()], [low1, high1])
 
 
 # --- the second-order random-walk prior ------------------------------------------------
