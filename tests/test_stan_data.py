@@ -284,7 +284,13 @@ def test_default_prior_and_overrides():
         "tau_a_scale": _design.TAU_DENSITY_SCALE, "tau_f_scale": _design.TAU_CLASS_SCALE,
         "intercept_scale": _design.INTERCEPT_SCALE, "slope_scale": _design.SLOPE_SCALE,
     }  # fmt: skip
-    np.testing.assert_array_equal(data["fixed_scale"], [5.0, 15.0, 15.0, 15.0])
+    np.testing.assert_array_equal(data["fixed_scale"], [5.0, 40.0, 40.0, 40.0])
+    # scattered centres (three dimensions or more) keep the narrower slope prior
+    y3 = rng.normal(size=(300, 3))
+    data_c, design_c = _stan_data.build_stan_data(cls, y3, y3, None, 2, 12)
+    assert design_c.kind == "centres"
+    np.testing.assert_array_equal(data_c["fixed_scale"], [5.0, 15.0, 15.0, 15.0])
+    assert _stan_data.default_prior(design_c)["slope_scale"] == _design.CENTRES_SLOPE_SCALE
     prior = {"tau_a_scale": 3.0, "tau_f_scale": 0.5, "intercept_scale": 2.0, "slope_scale": 7}
     data2, design2 = _stan_data.build_stan_data(cls, y, y, None, 2, 16, prior)
     assert (data2["tau_a_scale"], data2["tau_f_scale"]) == (3.0, 0.5)
@@ -308,7 +314,7 @@ def test_transducer_docstring_names_exactly_the_prior_keys_and_their_defaults():
 
     doc = Transducer.__doc__
     assert set(re.findall(r"\b\w+_scale\b", doc)) == set(_stan_data.PRIOR_KEYS)
-    stated = dict(re.findall(r"``(\w+_scale)`` \(default ([0-9.]+)\)", doc))
+    stated = dict(re.findall(r"``(\w+_scale)`` \(default ([0-9.]+)[;)]", doc))
     y = np.linspace(-2.0, 2.0, 40)
     _, design = _stan_data.build_stan_data(np.arange(40) % 2, y, y, None, 2)
     defaults = _stan_data.default_prior(design)

@@ -99,7 +99,9 @@ class Transducer:
           class log-odds (the size, in log units, of their non-linear part over the
           outputs' range);
         * ``intercept_scale`` (default 5): Normal sd of the class log-odds' intercepts;
-        * ``slope_scale`` (default 15): Normal sd of every other fixed-effect coefficient
+        * ``slope_scale`` (default 40; 15 for three or more output dimensions, where
+          the kernels are scattered centres): Normal sd of every other fixed-effect
+          coefficient
           (the linear terms of the log-density and of the log-odds, per unit of the
           outputs' standardised range).
     chains, warmup, draws : int

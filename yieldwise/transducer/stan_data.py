@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._design import (
+    SLOPE_SCALE,
     TAU_CLASS_SCALE,
     TAU_DENSITY_SCALE,
     KernelDesign,
@@ -232,7 +233,7 @@ def default_prior(design: KernelDesign) -> dict[str, float]:
         "tau_a_scale": float(design.tau_a_scale),
         "tau_f_scale": float(design.tau_f_scale),
         "intercept_scale": float(design.fixed_scale[0]),
-        "slope_scale": float(design.fixed_scale[1]) if design.fixed_scale.size > 1 else 15.0,
+        "slope_scale": float(design.fixed_scale[1] if design.fixed_scale.size > 1 else SLOPE_SCALE),
     }
 
 
