@@ -454,10 +454,28 @@ def run_coverage(reps: int, n: int, seed: int, done: dict | None = None, save=No
     return results
 
 
-def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, save=None) -> dict:
+#: The shipped data sets of the real-data stage, in the order they run.
+CASES_REAL = [
+    "digits: forest votes",
+    "digits: network logits",
+    "digits: 50-NN votes",
+    "digits 3/5/8: network",
+    "digits 0-9: network",
+]
+
+
+def run_real(
+    splits: int,
+    n_matrices: int,
+    seed: int,
+    done: dict | None = None,
+    save=None,
+    cases: list[str] | None = None,
+) -> dict:
     """Shipped data: calibrate on one half, count held-out yields on the other.
 
-    Each split's summary is kept under ``"case|split"`` (see run_coverage).
+    Each split's summary is kept under ``"case|split"`` (see run_coverage). ``cases``:
+    the names of the cases to run (None: all of them).
     """
     from yieldwise.datasets import load_digits_binary, load_digits_ten, load_digits_three
 
@@ -469,7 +487,7 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
     ten = load_digits_ten()
     truth10 = ten["label"].cat.codes.to_numpy().astype(int)  # categories zero, ..., nine
     columns10 = [f"p_{name}" for name in ten["label"].cat.categories]
-    cases = {
+    table = {
         "digits: forest votes": (binary, truth2, ["forest_votes"], _lattice_problem(200)),
         "digits: network logits": (
             binary,
@@ -486,6 +504,12 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
         ),
         "digits 0-9: network": (ten, truth10, columns10, _simplex_problem(10)),
     }
+    if cases is not None:
+        unknown = sorted(set(cases) - set(CASES_REAL))
+        if unknown:
+            raise ValueError(f"cases must be among {CASES_REAL}, found {unknown}")
+    if list(table) != CASES_REAL:
+        raise RuntimeError(f"CASES_REAL {CASES_REAL} must name the cases {list(table)}")
     results = {}
     cells: dict[str, Any] = dict(done or {})
     rng = np.random.default_rng([seed, 300])
@@ -493,7 +517,9 @@ def run_real(splits: int, n_matrices: int, seed: int, done: dict | None = None, 
     # drawn in this order, so that adding a class count leaves the others' matrices as they were
     matrices = {2: (bin_u, bin_names), 3: multiclass_matrices(rng, n_matrices // 10, 3)}
     matrices[10] = multiclass_matrices(rng, n_matrices // 10, 10)
-    for name, (frame, truth, columns, problem) in cases.items():
+    for name, (frame, truth, columns, problem) in table.items():
+        if cases is not None and name not in cases:
+            continue
         utilities, names = matrices[problem.n_classes]
         for s in range(splits):
             if f"{name}|{s}" in cells:  # every split is seeded on its own
@@ -971,6 +997,9 @@ def main() -> None:
     parser.add_argument("--matrices", type=int, default=10_000)
     parser.add_argument("--reps", type=int, default=20, help="coverage simulations")
     parser.add_argument("--splits", type=int, default=5, help="real-data splits")
+    parser.add_argument(
+        "--real-cases", nargs="+", default=None, help=f"real-data cases to run (of {CASES_REAL})"
+    )
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--quick", action="store_true", help="sizes 300, 4 reps, 2 splits")
     parser.add_argument("--render", action="store_true", help="report cached results only")
@@ -1021,12 +1050,19 @@ def main() -> None:
             "panel": lambda: run_panel(args.sizes, args.matrices, args.seed, **partial("panel")),
             "prior_shift": lambda: run_prior_shift(1000, args.matrices, args.seed),
             "coverage": lambda: run_coverage(args.reps, 1000, args.seed, **partial("coverage")),
-            "real": lambda: run_real(args.splits, args.matrices, args.seed, **partial("real")),
+            "real": lambda: run_real(
+                args.splits, args.matrices, args.seed, **partial("real"), cases=args.real_cases
+            ),
         }
         command = (
             f"python bench/decision_quality.py --sizes {' '.join(map(str, args.sizes))} "
             f"--reps {args.reps} --splits {args.splits} --seed {args.seed}"
             + (f" --stages {' '.join(args.stages)}" if args.stages else "")
+            + (
+                " --real-cases " + " ".join(repr(c) for c in args.real_cases)
+                if args.real_cases
+                else ""
+            )
         )
         for stage, run in stages.items():
             if stage not in results and (args.stages is None or stage in args.stages):
