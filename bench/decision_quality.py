@@ -719,7 +719,7 @@ def render(results: dict) -> str:
         for name, n, mine, peer, theirs in losses
     ]
     best_method = min(means, key=means.get)
-    over_twice = [x for x in losses if x[2] > 2 * x[4]]
+    over_twice, failing = twice_goal(losses)
     lines += [
         "",
         "### Goals (measured against, not tests)",
@@ -730,10 +730,10 @@ def render(results: dict) -> str:
         f"{'met' if best_method == 'yieldwise' else 'not met'}: "
         + ", ".join(f"{m} {v:.4f}" for m, v in sorted(means.items(), key=lambda kv: kv[1])[:3])
         + " |",
-        f"| never above twice the best peer's on one problem | "
-        f"{'met' if not over_twice else 'not met'}: {len(over_twice)} of {len(panel)} "
-        f"problem-size cells above twice, of which "
-        f"{sum(x[2] - x[4] < 5e-4 for x in over_twice)} differ by less than 0.0005 |",
+        f"| never above twice the best peer's on one problem, unless the two differ by less "
+        f"than 0.0005 | {'met' if not failing else 'not met'}: {len(over_twice)} of "
+        f"{len(panel)} problem-size cells above twice, of which "
+        f"{len(over_twice) - len(failing)} differ by less than 0.0005 |",
     ]
     if "coverage" in results:
         gaps = [
@@ -794,6 +794,19 @@ def _rows(
         f"| {name} | {n} | " + " | ".join(fmt.format(s[m][key]) for m in methods) + " |"
         for name, n, s in _summaries(panel, problems, sizes)
     ]
+
+
+#: The regret goal's allowance: a cell above twice the best peer's mean regret still
+#: meets it when the two differ by less than this (issue 16, item 7).
+TWICE_ALLOWANCE = 5e-4
+
+
+def twice_goal(losses: list[tuple[str, int, float, str, float]]) -> tuple[list, list]:
+    """The cells of ``losses`` (from :func:`_losses`) above twice the best peer's mean
+    regret, and of those the ones that fail the goal: the difference is TWICE_ALLOWANCE
+    or more."""
+    over = [x for x in losses if x[2] > 2 * x[4]]
+    return over, [x for x in over if x[2] - x[4] >= TWICE_ALLOWANCE]
 
 
 def _losses(panel: dict) -> list[tuple[str, int, float, str, float]]:

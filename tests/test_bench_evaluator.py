@@ -269,3 +269,20 @@ def test_panel_stores_and_reports_the_brier_decomposition(bench, monkeypatch):
     for c in panel.values():
         del c["brier"]
     assert "Not measured in this run: its panel cells predate" in dq.render(results)
+
+
+def test_twice_goal_allows_small_differences(bench):
+    """Issue 16's regret goal, worked by hand: above twice the best peer's mean regret
+    fails only when the two differ by 0.0005 or more."""
+    dq, _ = bench
+
+    losses = [
+        ("votes", 1000, 0.00009, "sigmoid (Platt)", 0.00003),  # 3x, differ by 0.00006
+        ("two-logits", 1000, 0.0026, "beta", 0.00035),  # 7.4x, differ by 0.00225
+        ("logistic", 1000, 0.00035, "beta", 0.00023),  # 1.5x
+        ("beta", 300, 0.0012, "beta", 0.0006),  # exactly twice: not above
+    ]
+    over, failing = dq.twice_goal(losses)
+    assert [x[0] for x in over] == ["votes", "two-logits"]
+    assert [x[0] for x in failing] == ["two-logits"]
+    assert dq.twice_goal(losses[:1] + losses[2:]) == ([losses[0]], [])
