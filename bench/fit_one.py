@@ -57,7 +57,8 @@ def main(argv: list[str]) -> int:
     info, diag = t.sampler_summary(), t.diagnostics()
     stats = t.posterior_.sample_stats
     print(
-        f"{name} n={n} {options} whitening={not plain}: total {total:.1f} s, sampling "
+        f"{name} n={n} {options} whitening={'off' if plain else 'default'}: "
+        f"total {total:.1f} s, sampling "
         f"{info['sampling_seconds']:.1f} s, divergent {info['divergent']}, tree-depth hits "
         f"{info['max_treedepth_hits']}, steps {float(stats.n_steps.mean()):.1f}, step size "
         f"{float(stats.step_size.mean()):.3f}, R-hat max {float(diag.r_hat.max()):.3f}, "
