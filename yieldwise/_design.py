@@ -73,7 +73,7 @@ EDGE_ATOM_SHARE = 0.01
 #: moves the log-odds by 40 over the outputs' range). A nearly separating classifier's
 #: log-odds change by 30-60 over its outputs' range (the votes panel problem: about 58),
 #: and the earlier sd of 15 shrank such slopes: at n = 300 the votes bands for p(c | y)
-#: missed the truth at 14 of 18 checks (2 fits x 9 outputs, 95 %), all on the side of a
+#: missed the truth at 11 of 18 checks (2 fits x 9 outputs, 95 %), all on the side of a
 #: flatter curve, and at 1 of 18 with sd 40 (0 with 100). Mean regret with 40 against 15
 #: (Laplace backend, 3 calibration sets, n = 300): votes 0.0011 -> 0.0008, two logits
 #: 0.0010 -> 0.0007, beta 0.0012 -> 0.0012, logistic, non-monotone, overlapping and
