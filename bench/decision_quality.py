@@ -179,15 +179,19 @@ def bounds(utilities: np.ndarray, frequencies: np.ndarray) -> tuple[np.ndarray, 
 
 
 # ------------------------------------------------------------------ methods
-def fit_methods(problem: Problem, outputs: np.ndarray, labels: np.ndarray, seed: int):
-    """Every method, fitted on one calibration set: name -> (cells' outputs -> probabilities)."""
+def fit_methods(
+    problem: Problem, outputs: np.ndarray, labels: np.ndarray, seed: int, backend: str = "auto"
+):
+    """Every method, fitted on one calibration set: name -> (cells' outputs -> probabilities).
+
+    ``backend``: the transducer's (bench/design_probe.py passes ``"laplace"``)."""
     from yieldwise import Transducer
 
     k = problem.n_classes
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        transducer = Transducer(seed=seed, progress=False).fit(
+        transducer = Transducer(seed=seed, progress=False, backend=backend).fit(
             pd.DataFrame(outputs, columns=problem.columns), labels
         )
     info = transducer.sampler_summary()
@@ -1011,8 +1015,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20, help="coverage simulations")
     parser.add_argument("--splits", type=int, default=5, help="real-data splits")
     parser.add_argument(
-        "--real-cases", nargs="+", default=None, help=f"real-data cases to run (of {CASES_REAL})"
-    )
+        "--real-cases", nargs="+", default=None, choices=CASES_REAL,
+        help="real-data cases to run (default: all)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--quick", action="store_true", help="sizes 300, 4 reps, 2 splits")
     parser.add_argument("--render", action="store_true", help="report cached results only")

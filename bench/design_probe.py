@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -31,13 +30,8 @@ import decision_quality as dq
 from _problems import PANEL
 
 import yieldwise._design as design
-from yieldwise import Transducer
 
 SHOWN = ["yieldwise", "isotonic", "sigmoid (Platt)", "beta"]
-
-
-def _predictor(transducer: Transducer, columns: list[str]):
-    return lambda y: transducer.predict_proba(pd.DataFrame(y, columns=columns))
 
 
 def main(argv: list[str]) -> int:
@@ -67,16 +61,9 @@ def main(argv: list[str]) -> int:
     rows = []
     for rep in range(reps):
         outputs, labels = problem.sample(n, np.random.default_rng([2026, index, n, rep]))
-        frame = pd.DataFrame(outputs, columns=problem.columns)
-        started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = Transducer(seed=rep, progress=False, backend=backend).fit(frame, labels)
-            seconds = time.perf_counter() - started
-            predictors = {"yieldwise": _predictor(t, problem.columns)}
-            for peer_name, peer in dq.calibrators().items():
-                peer.fit(problem.score(outputs), labels, classes=range(problem.n_classes))
-                predictors[peer_name] = lambda y, peer=peer: peer.predict_proba(problem.score(y))
+            predictors, _, fit = dq.fit_methods(problem, outputs, labels, rep, backend=backend)
             values = dq.evaluate(problem, predictors, utilities)
             held, held_labels = problem.sample(
                 5000, np.random.default_rng([2026, index, n, rep, 1])
@@ -85,7 +72,7 @@ def main(argv: list[str]) -> int:
         summary = dq.summarise(values, utilities, problem.prevalences, names)
         row = {m: summary[m]["mean_regret"] for m in SHOWN}
         row["reliability"] = brier["yieldwise"]["reliability"]
-        row["seconds"] = seconds
+        row["seconds"] = fit["seconds"]
         rows.append(row)
         print(rep, {k: round(v, 5) for k, v in row.items()}, flush=True)
     mean = pd.DataFrame(rows).mean()
