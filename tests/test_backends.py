@@ -517,3 +517,22 @@ def test_rows_out_of_class_order_are_refused(transducer_program):
 
     with pytest.raises(SamplingError, match="cls must be sorted"):
         transducer_program.sample(data, chains=1, warmup=10, draws=10, seed=1, progress=False)
+
+
+def test_large_data_raise_no_transport_warning(transducer_program):
+    """A few thousand rows (data over aiohttp's 1 MiB raw-body limit) sample without
+    httpstan's transport notices reaching the user; the user's own warnings still pass."""
+    import json
+
+    rng = np.random.default_rng(12)
+    cls = np.repeat([0, 1], 1500)
+    y = rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
+    data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 30, preconditioned=False)
+    payload = {k: np.asarray(v).tolist() for k, v in data.as_dict().items()}
+    assert len(json.dumps(payload)) > 2**20  # aiohttp warns above 1 MiB
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        transducer_program.sample(data, chains=1, warmup=10, draws=10, seed=4, progress=False)
+        warnings.warn("the user's own", ResourceWarning, stacklevel=1)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert messages == ["the user's own"]

@@ -152,13 +152,18 @@ def _ensure_event_loop_reentrant() -> None:
 def _captured_output(show: bool):
     """Capture PyStan's console output (kept for error messages); echo it when ``show``.
 
-    Also hides the deprecation notices httpstan's own dependencies emit on every call
-    (they are not the user's concern); other warnings pass through.
+    Also hides the notices httpstan's own dependencies emit on every call (they are not
+    the user's concern): deprecations, and aiohttp's ResourceWarning about posting a large
+    body as raw bytes, which every fit of a few thousand rows raised six times (the data
+    and the draws travel over httpstan's local socket). Other warnings pass through.
     """
     buffer = io.StringIO()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", message="It is recommended to use web.AppKey")
+        warnings.filterwarnings(
+            "ignore", category=ResourceWarning, message="Sending a large body directly"
+        )
         if show:
             yield buffer
             return
