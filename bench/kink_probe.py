@@ -1,0 +1,189 @@
+"""Probe priors that let the class log-odds bend sharply: the non-monotone problem's valley.
+
+    python bench/kink_probe.py PROBLEM N [--reps 1] [--variant t] [--scale 1] [--nu 1]
+                               [--inner 0.05]
+
+Why: on the panel's non-monotone problem the true log-odds fall into a valley about 0.3
+wide around y = 0 (p(1 | y) 0.0004-0.009 where the shipped model's posterior mean is
+0.010-0.024), and the 95 % bands miss there at every n (docs/model.md, "Sharp valleys").
+The second-order random walk cannot make the valley without raising its smoothness scale
+everywhere.
+
+What it does: fits the panel problem's coverage-study calibration sets (the samples and
+seeds of bench/coverage.py, repetitions ``0 .. reps-1``) with the shipped program plus
+*hinge* terms on the class log-odds (1-D outputs, two classes), and prints, beside the
+shipped model's record for the same set in bench/results/coverage.json, the band and
+long-run-interval hits at 50 / 75 / 95 %, the posterior means at the nine outputs, and
+the sampler's health. The variant programs are written from stan/transducer.stan at run
+time (each edit is checked), so they follow the shipped program:
+
+* ``t``: ``f_c += sum_j kink[j, c] * |u - u_j|`` over the interior grid nodes ``u_j``
+  (grid coordinate u in [0, 1]) with ``kink ~ student_t(nu, 0, scale)``, centred;
+* ``t-noncentred``: the same prior as a scale mixture, ``kink = scale * z * sqrt(lam)``,
+  ``z ~ N(0, 1)``, ``lam ~ InvGamma(nu / 2, nu / 2)``;
+* ``moving``: one smooth hinge per class, ``kink * sqrt((u - at)^2 + eps^2)`` with
+  ``kink ~ N(0, scale)`` and ``at`` uniform over the data's range, ``eps`` half a spacing.
+
+``--inner q`` keeps hinges (or ``at``) between the data's q and 1 - q quantiles. Used for
+docs/model.md, "Sharp valleys: a lead, not taken"; not part of the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import coverage as cov
+from _problems import PANEL
+
+import yieldwise.backends as backends
+import yieldwise.transducer.stan_data as stan_data
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = ROOT / "stan" / "transducer.stan"
+DATA_END = "  matrix[R, C - 1] white_f_kappa;\n}"
+PARAMS = "parameters {\n  vector[U] z;\n}"
+THETA = "    theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * f_smooth;"
+MODEL = "model {\n"
+HINGE_DATA = (
+    "  int<lower=0> H;\n  matrix[K, H] hinge;\n  real<lower=0> kink_scale;\n"
+    "  real<lower=0> kink_nu;\n  real kink_lo;\n  real kink_hi;\n  real<lower=0> kink_eps;\n}"
+)
+EDITS = {
+    "t": [
+        (DATA_END, DATA_END[:-1] + HINGE_DATA),
+        (PARAMS, PARAMS[:-1] + "  matrix[H, C - 1] kink;\n}"),
+        (THETA, THETA[:-1] + " + hinge * kink;"),
+        (MODEL, MODEL + "  to_vector(kink) ~ student_t(kink_nu, 0, kink_scale);\n"),
+    ],
+    "t-noncentred": [
+        (DATA_END, DATA_END[:-1] + HINGE_DATA),
+        (PARAMS, PARAMS[:-1] + "  matrix[H, C - 1] kink_z;\n"
+                               "  matrix<lower=0>[H, C - 1] kink_lam;\n}"),
+        (THETA, THETA[:-1] + " + hinge * (kink_scale * kink_z .* sqrt(kink_lam));"),
+        (MODEL, MODEL + "  to_vector(kink_z) ~ std_normal();\n"
+                        "  to_vector(kink_lam) ~ inv_gamma(0.5 * kink_nu, 0.5 * kink_nu);\n"),
+    ],
+    "moving": [
+        (DATA_END, DATA_END[:-1] + HINGE_DATA),
+        (PARAMS, PARAMS[:-1] + "  vector[C - 1] kink;\n"
+                               "  vector<lower=kink_lo, upper=kink_hi>[C - 1] kink_at;\n}"),
+        (THETA, THETA + "\n    for (c in 1:C1) {\n      theta[:, c + 1] += kink[c] * sqrt("
+                        "square(hinge[:, 1] - kink_at[c]) + square(kink_eps));\n    }"),
+        (MODEL, MODEL + "  kink ~ normal(0, kink_scale);\n"),
+    ],
+}  # fmt: skip
+
+
+def variant_program(variant: str, directory: Path) -> Path:
+    """Write the variant of stan/transducer.stan; fail loudly if an edit no longer applies."""
+    code = BASE.read_text()
+    for old, new in EDITS[variant]:
+        if code.count(old) != 1:
+            raise RuntimeError(
+                f"stan/transducer.stan changed: the {variant!r} edit expects {old!r} exactly once"
+            )
+        code = code.replace(old, new)
+    path = directory / f"transducer_kink_{variant.replace('-', '_')}.stan"
+    path.write_text(code)
+    return path
+
+
+class _Data(dict):
+    """The shipped StanData's mapping plus the hinge fields (Stan reads the dict)."""
+
+    def as_dict(self) -> dict:
+        return dict(self)
+
+
+def hinge_builder(variant: str, scale: float, nu: float, inner: float):
+    original = stan_data.build_stan_data
+
+    def build(*args, **kwargs):
+        data, design = original(*args, **kwargs)
+        d = _Data(data.as_dict())
+        loc = np.asarray(d["loc"], float)
+        if loc.shape[1] != 1 or int(d["C"]) != 2:
+            raise SystemExit("kink_probe handles 1-D outputs of two classes only")
+        loc = loc[:, 0]
+        u = (loc - loc.min()) / (loc.max() - loc.min())
+        lo, hi = np.asarray(d["y_lower"])[:, 0], np.asarray(d["y_upper"])[:, 0]
+        mid = np.where(np.isfinite(lo) & np.isfinite(hi), (lo + hi) / 2,
+                       np.where(np.isfinite(lo), lo, hi))  # fmt: skip
+        order = np.argsort(mid)
+        cum = np.cumsum(np.asarray(d["count"])[order]) / np.sum(d["count"])
+        q_lo = mid[order][np.searchsorted(cum, inner)]
+        q_hi = mid[order][min(np.searchsorted(cum, 1 - inner), cum.size - 1)]
+        nodes = [j for j in range(1, u.size - 1) if q_lo <= loc[j] <= q_hi]
+        span = loc.max() - loc.min()
+        if variant == "moving":
+            d["H"], d["hinge"] = 1, u[:, None]
+        else:
+            d["H"], d["hinge"] = len(nodes), np.abs(u[:, None] - u[None, nodes])
+        d.update(
+            kink_scale=scale, kink_nu=nu, kink_eps=0.5 / (u.size - 1),
+            kink_lo=float(max((q_lo - loc.min()) / span, 0.0)),
+            kink_hi=float(min((q_hi - loc.min()) / span, 1.0)),
+        )  # fmt: skip
+        print(f"  hinges: {d['H']} ({len(nodes)} grid nodes inside the data's range)")
+        return d, design
+
+    return build
+
+
+def counts(record: dict) -> str:
+    bands = [cov.band_counts(record, p, True)[0] for p in cov.PROBS]
+    checks = cov.band_counts(record, 0.5, True)[1]
+    runs = [cov.interval_counts(record, p)[0] for p in cov.PROBS]
+    means = " ".join(f"{m[-1]:.4f}" for m in record["bands"]["mean"])
+    return (f"bands {bands}/{checks}, long-run {runs}/{cov.interval_counts(record, 0.5)[1]}, "
+            f"means {means}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("problem", choices=[make().name for make in PANEL])
+    parser.add_argument("n", type=int)
+    parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--variant", choices=sorted(EDITS), default="t")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--nu", type=float, default=1.0)
+    parser.add_argument("--inner", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=2026, help="the coverage study's seed")
+    args = parser.parse_args(argv)
+    index = [make().name for make in PANEL].index(args.problem)
+    problem = PANEL[index]()
+    shipped = {}
+    if cov.RESULTS.exists():
+        shipped = json.loads(cov.RESULTS.read_text())["fits"]
+    with tempfile.TemporaryDirectory() as tmp:
+        program = variant_program(args.variant, Path(tmp))
+        stan_data.build_stan_data = hinge_builder(args.variant, args.scale, args.nu, args.inner)
+        backends.stan_file = lambda name: program
+        for rep in range(args.reps):
+            started = time.perf_counter()
+            record = cov.run_fit(problem, index, args.n, rep, args.seed)
+            s = record["sampler"]
+            print(f"{args.problem} n={args.n} rep {rep} ({args.variant}, scale {args.scale}, "
+                  f"nu {args.nu}, inner {args.inner}): {time.perf_counter() - started:.0f} s, "
+                  f"{s['divergent']} divergent, {s['treedepth']} tree-depth hits, "
+                  f"R-hat {s['max_rhat']:.3f}, bulk ESS {s['min_ess_bulk']:.0f}")  # fmt: skip
+            print(f"  kinks:   {counts(record)}")
+            base = shipped.get(f"{args.problem}|{args.n}|{rep}")
+            if base is not None:
+                print(f"  shipped: {counts(base)}")
+            truth = " ".join(f"{t[-1]:.4f}" for t in record["bands"]["truth"])
+            print(f"  truth:   {truth}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
