@@ -1,0 +1,59 @@
+"""bench/kink_probe.py: its variant programs follow stan/transducer.stan and are valid Stan;
+its hinge data are the distances worked out here by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def probe(bench_import):
+    pytest.importorskip("sklearn")  # bench/coverage.py -> decision_quality.py's peers
+    pytest.importorskip("betacal")
+    return bench_import("kink_probe")
+
+
+@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving"])
+def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path):
+    code = probe.variant_program(variant, tmp_path).read_text()
+    base = probe.BASE.read_text()
+    for old, new in probe.EDITS[variant]:
+        assert new in code
+        code = code.replace(new, old, 1)
+    assert code == base  # nothing else changed
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # httpstan's importlib use
+@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving"])
+def test_variant_compiles_with_stanc(probe, variant, tmp_path):
+    compile_stan = pytest.importorskip("httpstan.compile").compile
+    cpp, _warnings = compile_stan(probe.variant_program(variant, tmp_path).read_text(), "m")
+    assert "kink" in cpp
+
+
+def test_a_changed_shipped_program_fails_loudly(probe, tmp_path, monkeypatch):
+    changed = tmp_path / "transducer.stan"
+    changed.write_text(probe.BASE.read_text().replace("vector[U] z;", "vector[U] zz;"))
+    monkeypatch.setattr(probe, "BASE", changed)
+    with pytest.raises(RuntimeError, match="'t' edit expects"):
+        probe.variant_program("t", tmp_path)
+
+
+def test_hinges_are_distances_on_the_grid_inside_the_data(probe):
+    build = probe.hinge_builder("t", scale=1.0, nu=2.0, inner=0.25)
+    # 8 items at 0, 1, ..., 7 (two classes); 4 kernels: the grid is 4 nodes
+    y = np.arange(8.0)
+    data, _ = build(np.arange(8) % 2, y, y, [0], 2, 4, preconditioned=False)
+    loc = np.asarray(data["loc"])[:, 0]
+    u = (loc - loc[0]) / (loc[-1] - loc[0])
+    assert np.allclose(u, [0, 1 / 3, 2 / 3, 1])
+    # the items' 25 % / 75 % quantiles by count are 1 and 5 (the first item whose
+    # cumulative share reaches 0.25 is y = 1, and 0.75 is reached at y = 5); interior
+    # nodes j = 1, 2 lie inside [1, 5] only if loc[j] does
+    inside = [j for j in (1, 2) if 1 <= loc[j] <= 5]
+    assert inside == [1, 2]  # the grid spans about [0.07, 6.93]: nodes 2.36 and 4.64
+    assert data["H"] == len(inside)
+    assert np.allclose(data["hinge"], np.abs(u[:, None] - u[None, inside]))
+    assert data["kink_scale"] == 1.0 and data["kink_nu"] == 2.0
+    assert data["kink_eps"] == pytest.approx(0.5 / 3)
