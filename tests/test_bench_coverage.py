@@ -74,6 +74,42 @@ def test_nine_outputs_are_the_cells_at_the_quantiles(cov):
     np.testing.assert_array_equal(cov.coverage_outputs(nine_cell_problem(cov), 9), np.arange(9))
 
 
+def test_decision_outputs_are_the_informative_cells_at_the_quantiles(cov):
+    # TRUTH's cells 1..7 lie inside [0.001, 0.999], equally likely: restricted cumulative
+    # masses k / 7 = 0.143, 0.286, 0.429, 0.571, 0.714, 0.857, 1. The quantiles 0.05,
+    # 0.1625, 0.275, 0.3875, 0.5, 0.6125, 0.725, 0.8375, 0.95 fall in the 1st, 2nd, 2nd,
+    # 3rd, 4th, 5th, 6th, 6th and 7th of them.
+    picks = cov.decision_outputs(nine_cell_problem(cov), 9)
+    np.testing.assert_array_equal(picks, [1, 2, 2, 3, 4, 5, 6, 6, 7])
+    # ordered by the truth, not by the output: reversed truths reverse the picks
+    reversed_problem = nine_cell_problem(cov, truth=TRUTH[::-1])
+    np.testing.assert_array_equal(
+        cov.decision_outputs(reversed_problem, 9), [7, 6, 6, 5, 4, 3, 2, 2, 1]
+    )
+    with pytest.raises(ValueError, match="no output with a truth inside"):
+        cov.decision_outputs(nine_cell_problem(cov, truth=np.full(9, 0.9999)), 9)
+
+
+def test_measure_records_bands_where_decisions_are_uncertain(cov):
+    problem = nine_cell_problem(cov)
+    matrices, _ = cov.utility_matrices(problem, 1, 2026)
+    picks = cov.decision_outputs(problem, 9)
+    record = cov.measure(problem, given_transducer(), np.arange(9), matrices, picks)
+    decision = record["bands_decision"]
+    np.testing.assert_allclose(np.ravel(decision["truth"]), TRUTH[picks], rtol=1e-12)
+    np.testing.assert_allclose(decision["lower"]["0.5"], np.full((9, 1), BANDS[0.5][0]))
+    # truths .12 .15 .15 .2 .25 .35 .39 .39 .5 against the bands of BANDS:
+    #   50 % [0.175, 0.325]: .2, .25 -> 2; 75 % [0.1375, 0.3625]: .15 x 2, .2, .25, .35 -> 5;
+    #   95 % [0.1075, 0.3925]: all but .5 -> 8
+    for p, hits in ((0.5, 2), (0.75, 5), (0.95, 8)):
+        assert cov.band_counts(record, p, True, key="bands_decision") == (hits, 9)
+    # the nine outputs of the output law are unchanged by it
+    assert cov.band_counts(record, 0.5, inside_only=True) == (2, 7)
+    # a fit recorded before the decision outputs were measured has no such checks
+    del record["bands_decision"]
+    assert cov.band_counts(record, 0.5, True, key="bands_decision") == (0, 0)
+
+
 def test_measure_records_bands_and_intervals_worked_by_hand(cov):
     problem = nine_cell_problem(cov)
     matrices, _ = cov.utility_matrices(problem, 1, 2026)  # the four named binary matrices
@@ -232,6 +268,13 @@ def test_summary_and_report_goals_by_hand(cov):
     assert "| long-run-utility intervals within 7 points of nominal | not met: 0 of 2" in text
     assert "| every fit clean" in text and "not met: 2 of 3 fits" in text
     assert "fits: SamplerWarning x 1; while measuring (bands, long-run draws): none." in text
+    # these records predate the decision outputs: reported as missing, never as coverage
+    assert cell["decision_fits"] == 0
+    assert "| logistic | 300 | 0 | 0 | n/a | n/a | n/a | n/a (no checks) |" in text
+    assert (
+        "| the same at nine outputs where decisions are uncertain | not met: 0 of 2 "
+        "problem-size cells (2 without checks); no checks yet |"
+    ) in text
 
 
 def run_record(command):
