@@ -472,6 +472,25 @@ def _percent(counts: tuple[int, int], prob: float) -> str:
     return f"{100 * hits / checks:.0f} ({100 * standard_error(prob, checks):.1f})"
 
 
+def pooled_line(summary: dict, kind: str, label: str = "Pooled over the panel") -> str:
+    """Coverage pooled over every problem and size (each check counted once): a panel-wide
+    figure beside the per-cell ones, whose few repetitions make them noisy."""
+    total = {p: [0, 0] for p in PROBS}
+    for cell in summary.values():
+        for p, (hits, checks) in cell[kind].items():
+            total[p][0] += hits
+            total[p][1] += checks
+    if not total[PROBS[0]][1]:
+        return f"{label}: no checks yet."
+    return (
+        f"{label} ({total[PROBS[0]][1]} checks per level): "
+        + " / ".join(f"{100 * h / c:.0f} %" for h, c in total.values())
+        + " at nominal "
+        + " / ".join(f"{100 * p:.0f}" for p in PROBS)
+        + " %."
+    )
+
+
 def _verdict(met: bool | None) -> str:
     return {True: "yes", False: "**no**", None: "n/a (no checks)"}[met]
 
@@ -567,6 +586,10 @@ def render(results: dict) -> str:
         )
     lines += [
         "",
+        pooled_line(summary, "bands_inside")
+        + " "
+        + pooled_line(summary, "bands_all", "At all nine outputs, pooled"),
+        "",
         "### Bands where decisions are uncertain",
         "",
         "The nine outputs above follow the whole output law, so on nearly separable problems "
@@ -588,6 +611,8 @@ def render(results: dict) -> str:
         )
     lines += [
         "",
+        pooled_line(summary, "bands_decision"),
+        "",
         "### Long-run-utility intervals",
         "",
         "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 7 points |",
@@ -602,6 +627,8 @@ def render(results: dict) -> str:
         )
     clean = sum(cell["clean"] for cell in summary.values())
     lines += [
+        "",
+        pooled_line(summary, "long_run"),
         "",
         "### Sampler",
         "",

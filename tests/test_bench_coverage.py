@@ -268,7 +268,15 @@ def test_summary_and_report_goals_by_hand(cov):
     assert "| long-run-utility intervals within 7 points of nominal | not met: 0 of 2" in text
     assert "| every fit clean" in text and "not met: 2 of 3 fits" in text
     assert "fits: SamplerWarning x 1; while measuring (bands, long-run draws): none." in text
+    # pooled over the panel: 50 % holds 5 + 4 + 3 of 30 checks, 75 and 95 % all 30; the
+    # long-run intervals all 2 x 3
+    assert (
+        "Pooled over the panel (30 checks per level): 40 % / 100 % / 100 % at nominal "
+        "50 / 75 / 95 %."
+    ) in text
+    assert "Pooled over the panel (6 checks per level): 100 % / 100 % / 100 %" in text
     # these records predate the decision outputs: reported as missing, never as coverage
+    assert "Pooled over the panel: no checks yet." in text
     assert cell["decision_fits"] == 0
     assert "| logistic | 300 | 0 | 0 | n/a | n/a | n/a | n/a (no checks) |" in text
     assert (
