@@ -491,6 +491,19 @@ def pooled_line(summary: dict, kind: str, label: str = "Pooled over the panel") 
     )
 
 
+def _coverage_rows(summary: dict, kind: str, fits_key: str, tolerance: float) -> list[str]:
+    """One table row per problem and size: fits, checks, coverage per level, the goal."""
+    rows = []
+    for (name, n), cell in summary.items():
+        counts = cell[kind]
+        rows.append(
+            f"| {name} | {n} | {cell[fits_key]} | {counts[0.5][1]} | "
+            + " | ".join(_percent(counts[p], p) for p in PROBS)
+            + f" | {_verdict(goal_met(counts, tolerance))} |"
+        )
+    return rows
+
+
 def _verdict(met: bool | None) -> str:
     return {True: "yes", False: "**no**", None: "n/a (no checks)"}[met]
 
@@ -602,13 +615,7 @@ def render(results: dict) -> str:
         "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 5 points |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for (name, n), cell in summary.items():
-        decision = cell["bands_decision"]
-        lines.append(
-            f"| {name} | {n} | {cell['decision_fits']} | {decision[0.5][1]} | "
-            + " | ".join(_percent(decision[p], p) for p in PROBS)
-            + f" | {_verdict(goal_met(decision, TOLERANCE['bands']))} |"
-        )
+    lines += _coverage_rows(summary, "bands_decision", "decision_fits", TOLERANCE["bands"])
     lines += [
         "",
         pooled_line(summary, "bands_decision"),
@@ -618,13 +625,7 @@ def render(results: dict) -> str:
         "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 7 points |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for (name, n), cell in summary.items():
-        lr = cell["long_run"]
-        lines.append(
-            f"| {name} | {n} | {cell['fits']} | {lr[0.5][1]} | "
-            + " | ".join(_percent(lr[p], p) for p in PROBS)
-            + f" | {_verdict(goal_met(lr, TOLERANCE['long_run']))} |"
-        )
+    lines += _coverage_rows(summary, "long_run", "fits", TOLERANCE["long_run"])
     clean = sum(cell["clean"] for cell in summary.values())
     lines += [
         "",
