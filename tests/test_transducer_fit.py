@@ -256,12 +256,13 @@ def _sbc_design_data():
 
 def _draw_prior(data, rng):
     """theta = a + f from the program's prior: fixed parts Normal(0, fixed_scale), smooth
-    parts tau * smooth_basis @ N(0, 1), tau half-Normal (docs/model.md)."""
+    parts tau * smooth_basis @ N(0, 1), tau_a half-Normal, tau_f half-Student-t
+    (docs/model.md)."""
     fixed, smooth = np.asarray(data["fixed_basis"]), np.asarray(data["smooth_basis"])
     scale = np.asarray(data["fixed_scale"])
     tau_a = abs(rng.normal(0.0, data["tau_a_scale"]))
     a = fixed[:, 1:] @ rng.normal(0.0, scale[1:]) + tau_a * smooth @ rng.normal(size=data["R"])
-    tau_f = abs(rng.normal(0.0, data["tau_f_scale"]))
+    tau_f = abs(data["tau_f_scale"] * rng.standard_t(data["tau_f_df"]))
     f = fixed @ rng.normal(0.0, scale) + tau_f * smooth @ rng.normal(size=data["R"])
     theta = np.column_stack([a, a + f])
     beta = np.exp(theta - theta.max())

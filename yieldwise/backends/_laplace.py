@@ -62,6 +62,7 @@ class TransducerDensity:
         self.smooth = np.asarray(data["smooth_basis"], dtype=float).reshape(self.K, self.R)
         self.tau_a_scale = float(data["tau_a_scale"])
         self.tau_f_scale = float(data["tau_f_scale"])
+        self.tau_f_df = float(data["tau_f_df"])
         self.total = float(self.count.sum())
         c1, p1, r = self.C - 1, self.P - 1, self.R
         # conditional whitening (stan/transducer.stan, "Conditional whitening"), one block
@@ -178,7 +179,7 @@ class TransducerDensity:
             + np.sum(tilde**2, axis=0) * inv_tau2  # the prior's explicit t
             - self.R
             + np.sum(v, axis=0) * inv_tau2  # the whitening's log Jacobian
-            - np.concatenate([[tau_a / self.tau_a_scale], tau_f / self.tau_f_scale]) ** 2
+            + np.concatenate([[-((tau_a / self.tau_a_scale) ** 2)], self._tau_f_slope(tau_f)])
             + 1
         )
         g_e = np.sqrt(v) * g_tilde
@@ -245,9 +246,20 @@ class TransducerDensity:
             + np.sum(smooth, axis=-1)
             - 0.5 * (tau_a / self.tau_a_scale) ** 2
             + p["log_tau_a"]
-            - 0.5 * np.sum((tau_f / self.tau_f_scale) ** 2, axis=-1)
+            + np.sum(self._tau_f_log_prior(tau_f), axis=-1)
             + np.sum(p["log_tau_f"], axis=-1)
         )
+
+    def _tau_f_log_prior(self, tau_f: np.ndarray) -> np.ndarray:
+        """Half-Student-t(df, 0, scale) log density of ``tau_f`` up to its constant
+        (Stan's ``student_t`` with ``~``): ``-(df + 1) / 2 log(1 + (tau / scale)^2 / df)``."""
+        q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
+        return -0.5 * (self.tau_f_df + 1.0) * np.log1p(q)
+
+    def _tau_f_slope(self, tau_f: np.ndarray) -> np.ndarray:
+        """Derivative of :meth:`_tau_f_log_prior` with respect to ``log tau_f``."""
+        q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
+        return -(self.tau_f_df + 1.0) * q / (1.0 + q)
 
     def hessian(self, u: np.ndarray) -> np.ndarray:
         """Central differences of the exact gradient, symmetrised."""

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._design import (
     SLOPE_SCALE,
+    TAU_CLASS_DF,
     TAU_CLASS_SCALE,
     TAU_DENSITY_SCALE,
     KernelDesign,
@@ -82,6 +83,7 @@ class StanData(Mapping[str, Any]):
     smooth_basis: np.ndarray = field(metadata={"stan": "matrix[K, R]"})
     tau_a_scale: float = field(metadata={"stan": "real<lower=0>"})
     tau_f_scale: float = field(metadata={"stan": "real<lower=0>"})
+    tau_f_df: float = field(metadata={"stan": "real<lower=0>"})
     U: int = field(metadata={"stan": "int<lower=1>"})
     u_centre: np.ndarray = field(metadata={"stan": "vector[U]"})
     u_scale: np.ndarray = field(metadata={"stan": "matrix[U, U]"})
@@ -216,15 +218,17 @@ def merge_rows(
     return unique[:, 0].astype(np.int64), unique[:, 1:], counts.astype(np.int64)
 
 
-PRIOR_KEYS = ("tau_a_scale", "tau_f_scale", "intercept_scale", "slope_scale")
+PRIOR_KEYS = ("tau_a_scale", "tau_f_scale", "tau_f_df", "intercept_scale", "slope_scale")
 
 
 def default_prior(design: KernelDesign) -> dict[str, float]:
     """The hyper-parameters of a design, as a mapping (docs/model.md, :mod:`._design`).
 
     * ``tau_a_scale``: half-Normal scale of the outputs' log-density's smoothing sd;
-    * ``tau_f_scale``: half-Normal scale of the class log-odds' smoothing sd (the size,
-      in log units, of their non-linear part over the outputs' range);
+    * ``tau_f_scale``: half-Student-t scale of the class log-odds' smoothing sd (the
+      size, in log units, of their non-linear part over the outputs' range);
+    * ``tau_f_df``: that half-Student-t's degrees of freedom (large values approach a
+      half-Normal; docs/model.md, "The log-odds' smoothness prior");
     * ``intercept_scale``, ``slope_scale``: Normal sd's of the class log-odds' intercept
       and of every other fixed-effect coefficient (slopes per unit of the outputs'
       standardised range).
@@ -232,6 +236,7 @@ def default_prior(design: KernelDesign) -> dict[str, float]:
     return {
         "tau_a_scale": float(design.tau_a_scale),
         "tau_f_scale": float(design.tau_f_scale),
+        "tau_f_df": float(design.tau_f_df),
         "intercept_scale": float(design.fixed_scale[0]),
         "slope_scale": float(design.fixed_scale[1] if design.fixed_scale.size > 1 else SLOPE_SCALE),
     }
@@ -409,6 +414,7 @@ def build_stan_data(
         lo_u, hi_u, cnt, n_components, seed=seed,
         tau_a_scale=overrides.get("tau_a_scale", TAU_DENSITY_SCALE),
         tau_f_scale=overrides.get("tau_f_scale", TAU_CLASS_SCALE),
+        tau_f_df=overrides.get("tau_f_df", TAU_CLASS_DF),
     )  # fmt: skip
     if "intercept_scale" in overrides or "slope_scale" in overrides:
         scale = design.fixed_scale.copy()
@@ -435,6 +441,7 @@ def build_stan_data(
         "smooth_basis": design.smooth_basis,
         "tau_a_scale": float(design.tau_a_scale),
         "tau_f_scale": float(design.tau_f_scale),
+        "tau_f_df": float(design.tau_f_df),
         # the merged rows themselves, kept with a fitted transducer (not read by Stan)
         "y_lower": lo_u,
         "y_upper": hi_u,
