@@ -25,7 +25,7 @@ time (each edit is checked), so they follow the shipped program:
   ``kink ~ N(0, scale)`` and ``at`` uniform over the data's range, ``eps`` half a spacing.
 
 ``--inner q`` keeps hinges (or ``at``) between the data's q and 1 - q quantiles. Used for
-docs/model.md, "Sharp valleys: a lead, not taken"; not part of the package.
+docs/model.md, "Sharp valleys: hinges measured, not adopted"; not part of the package.
 """
 
 from __future__ import annotations
