@@ -18,8 +18,9 @@
 //   a   = fixed_basis[:, 2:P] * a_fixed + tau_a    * smooth_basis * a_raw,
 //   f_c = fixed_basis * f_fixed[:, c]   + tau_f[c] * smooth_basis * f_raw[:, c],
 //   a_raw, f_raw ~ N(0, 1),  tau_a ~ N+(0, tau_a_scale),
-//   tau_f ~ half-Student-t(tau_f_df, 0, tau_f_scale)  (heavy-tailed: docs/model.md,
-//   "The log-odds' smoothness prior"; a half-Normal truncated non-monotone truths),
+//   tau_f ~ half-Student-t(tau_f_df, 0, tau_f_scale) for one output dimension (heavy
+//   tailed: a half-Normal truncated non-monotone truths), N+(0, tau_f_scale) for more
+//   (tau_f_df = 0; docs/model.md, "The log-odds' smoothness prior"),
 // fixed_basis the functions the smoothing penalty leaves free (constant and linear terms:
 // for a grid the null space of the second-difference penalty) with weak Normal priors,
 // smooth_basis the penalty's other eigenvectors scaled by the inverse square roots of their
@@ -83,7 +84,7 @@ data {
   matrix[K, R] smooth_basis;
   real<lower=0> tau_a_scale;                 // half-Normal scale of the density's smoothness
   real<lower=0> tau_f_scale;                 // half-Student-t scale of the log-odds' smoothness
-  real<lower=0> tau_f_df;                    // ... and its degrees of freedom
+  real<lower=0> tau_f_df;                    // ... and its degrees of freedom (0: half-Normal)
   int<lower=1> U;                            // = (P - 1) + 1 + R + (C - 1) * (P + 1 + R)
   vector[U] u_centre;                        // preconditioning: u = u_centre + u_scale * z
   matrix[U, U] u_scale;
@@ -174,7 +175,11 @@ model {
   // half-Normal and half-Student-t scales sampled on the log scale: the density times
   // its Jacobian tau
   tau_a ~ normal(0, tau_a_scale);
-  tau_f ~ student_t(tau_f_df, 0, tau_f_scale);
+  if (tau_f_df > 0) {
+    tau_f ~ student_t(tau_f_df, 0, tau_f_scale);
+  } else {
+    tau_f ~ normal(0, tau_f_scale);
+  }
   target += u[P1 + 1] + sum(segment(u, at_f + P * C1 + 1, C1));
   {
     // beta = exp(theta - log_norm): the likelihood of the rows of class c is their block

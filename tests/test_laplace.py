@@ -58,7 +58,6 @@ def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
     assert np.allclose(q["alpha"][0], beta / beta.sum(axis=1, keepdims=True))
 
 
-@pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
 def _random_whitening(data, rng):
     """Whitening data anywhere in their domain: random rotations, lambda >= 0, any kappa."""
     r, c1 = int(data["R"]), int(data["C"]) - 1
@@ -90,14 +89,21 @@ def test_gradient_equals_finite_differences(dims, classes, whitening):
         assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
 
 
-def test_prior_terms_match_the_stan_program():
+@pytest.mark.parametrize("tau_f_df", [3.0, 0.0])  # the 1-D default; 0: half-Normal
+def test_prior_terms_match_the_stan_program(tau_f_df):
     """With no data the log density is the sum of the priors written out by hand: the
     smooth coefficients b = Q (v kappa + sqrt(v) e), v = 1 / (lambda + tau^-2), have prior
-    N(0, tau^2 I), and the change of variables e -> b adds log |det(db/de)| (computed here
-    from the Jacobian matrix itself)."""
+    N(0, tau^2 I), tau_f a half-Student-t (or half-Normal) scale, and the change of
+    variables e -> b adds log |det(db/de)| (computed here from the Jacobian matrix)."""
     data, *_ = _data(n=50)
+    assert data["tau_f_df"] == 3.0  # one output dimension: the half-t by default
     rng = np.random.default_rng(3)
-    data = {**_random_whitening(data, rng), "count": np.zeros_like(np.asarray(data["count"]))}
+    data = {**_random_whitening(data, rng), "count": np.zeros_like(np.asarray(data["count"])),
+            "tau_f_df": tau_f_df}  # fmt: skip
+    if tau_f_df > 0:
+        tau_f_prior = lambda t: halft.logpdf(t, tau_f_df, 0, data["tau_f_scale"])  # noqa: E731
+    else:
+        tau_f_prior = lambda t: norm.logpdf(t, 0, data["tau_f_scale"])  # noqa: E731
     model = TransducerDensity(data)
     u = _random_u(model, rng)
     p = model.unpack(u)
@@ -107,7 +113,7 @@ def test_prior_terms_match_the_stan_program():
         norm.logpdf(p["a_fixed"], 0, fs[1:]).sum()
         + norm.logpdf(p["f_fixed"], 0, fs[:, None]).sum()
         + norm.logpdf(ta, 0, data["tau_a_scale"]) + np.log(ta)
-        + halft.logpdf(tf, data["tau_f_df"], 0, data["tau_f_scale"]).sum() + np.log(tf).sum()
+        + tau_f_prior(tf).sum() + np.log(tf).sum()
     )  # fmt: skip
     blocks = [
         (data["white_a"], data["white_a_lambda"], data["white_a_kappa"], ta, p["a_raw"]),
@@ -126,7 +132,7 @@ def test_prior_terms_match_the_stan_program():
         + (norm.logpdf(0, 0, fs)[:, None] * np.ones_like(p["f_fixed"])).sum()
         + p["f_raw"].size * norm.logpdf(0)
         + norm.logpdf(0, 0, data["tau_a_scale"])
-        + len(tf) * halft.logpdf(0, data["tau_f_df"], 0, data["tau_f_scale"])
+        + len(tf) * tau_f_prior(0.0)
     )
     assert model.log_density(u)[0] == pytest.approx(by_hand - constants, rel=1e-12)
 

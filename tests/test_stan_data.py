@@ -282,10 +282,19 @@ def test_default_prior_and_overrides():
     assert set(defaults) == set(_stan_data.PRIOR_KEYS)
     assert defaults == {
         "tau_a_scale": _design.TAU_DENSITY_SCALE, "tau_f_scale": _design.TAU_CLASS_SCALE,
-        "tau_f_df": _design.TAU_CLASS_DF, "intercept_scale": _design.INTERCEPT_SCALE,
+        "tau_f_df": None, "intercept_scale": _design.INTERCEPT_SCALE,
         "slope_scale": _design.SLOPE_SCALE,
     }  # fmt: skip
-    assert (data["tau_f_scale"], data["tau_f_df"]) == (5.0, 3.0)
+    # two output dimensions keep a half-Normal tau_f, which the program reads as df 0; one
+    # dimension takes the half-Student-t with TAU_CLASS_DF degrees of freedom
+    assert (data["tau_f_scale"], data["tau_f_df"]) == (5.0, 0.0)
+    y1 = rng.normal(size=300)
+    data_1, design_1 = _stan_data.build_stan_data(cls, y1, y1, None, 2)
+    assert (design_1.tau_f_df, data_1["tau_f_df"]) == (_design.TAU_CLASS_DF, 3.0)
+    assert design_1.record()["tau_f_df"] == 3.0 and design.record()["tau_f_df"] is None
+    # the user chooses either family in any dimension
+    data_n, design_n = _stan_data.build_stan_data(cls, y1, y1, None, 2, None, {"tau_f_df": None})
+    assert (design_n.tau_f_df, data_n["tau_f_df"]) == (None, 0.0)
     np.testing.assert_array_equal(data["fixed_scale"], [5.0, 40.0, 40.0, 40.0])
     # scattered centres (three dimensions or more) keep the narrower slope prior
     y3 = rng.normal(size=(300, 3))
@@ -300,10 +309,11 @@ def test_default_prior_and_overrides():
     assert design2.record()["tau_f_df"] == 7.0  # kept with a saved transducer
     np.testing.assert_array_equal(data2["fixed_scale"], [2.0, 7.0, 7.0, 7.0])
     assert _stan_data.default_prior(design2) == {key: float(v) for key, v in prior.items()}
+    assert _stan_data.default_prior(design_c)["tau_f_df"] is None  # centres: half-Normal
     # one override leaves the others at their defaults
     data3, _ = _stan_data.build_stan_data(cls, y, y, None, 2, 16, {"slope_scale": 1.5})
     np.testing.assert_array_equal(data3["fixed_scale"], [5.0, 1.5, 1.5, 1.5])
-    assert (data3["tau_f_scale"], data3["tau_f_df"]) == (_design.TAU_CLASS_SCALE, 3.0)
+    assert (data3["tau_f_scale"], data3["tau_f_df"]) == (_design.TAU_CLASS_SCALE, 0.0)
     # the kernels do not depend on the prior
     np.testing.assert_array_equal(data2["kern"], data["kern"])
 
@@ -336,7 +346,8 @@ def test_transducer_docstring_names_exactly_the_prior_keys_and_their_defaults():
                                                 r"\['alpha_conc', 'eta_scale'\]"),
         ({"tau_f_scale": -1.0}, r"prior\['tau_f_scale'\] must be a positive number, found -1"),
         ({"slope_scale": 0}, r"prior\['slope_scale'\] must be a positive number, found 0"),
-        ({"tau_f_df": 0.0}, r"prior\['tau_f_df'\] must be a positive number, found 0.0"),
+        ({"tau_f_df": 0.0}, r"prior\['tau_f_df'\] must be a positive number \(or None for a "
+                            r"half-Normal scale\), found 0.0"),
         ({"tau_a_scale": np.nan}, r"prior\['tau_a_scale'\] must be a positive number, found nan"),
         ({"intercept_scale": np.inf}, r"prior\['intercept_scale'\] must be a positive number"),
         ({"tau_f_scale": "wide"}, r"prior\['tau_f_scale'\] must be a positive number, "

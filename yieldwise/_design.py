@@ -96,8 +96,17 @@ TAU_CLASS_SCALE = 5.0
 #: sd's out, and the 95 % bands missed the valley's truth at 2-4 of 8 outputs; with 3
 #: degrees of freedom the median is 30-38 and they miss at 0-2, while problems whose data
 #: want a smooth curve keep tau_f's posterior (votes: median 4) and every fit stays clean
-#: (docs/model.md, "The log-odds' smoothness prior").
+#: (docs/model.md, "The log-odds' smoothness prior"). For one output dimension only:
 TAU_CLASS_DF = 3.0
+#: ... for two or more (a 2-D grid, scattered centres) the half-Normal stays (None). On two
+#: logits (n = 1,000, coverage repetition 0) the half-t's tail cost 10 divergent transitions,
+#: every one at tau_f above its posterior's 94th percentile (14.8-38.8), and 36.9 leapfrog
+#: steps per iteration; the half-Normal fit of the same set has 0 and 31.0, and its 31
+#: two-logit and softmax-3 fits in the coverage study had none. There the data leave tau_f
+#: to the prior (posterior 5-95 %: 0.3-9.2, the half-Normal's own 0.3-9.8), so its tail buys
+#: nothing; a tensor grid has kernels far from every item, whose log-odds a large tau_f lets
+#: run off.
+TAU_CLASS_DF_MULTI: float | None = None
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
 GP_EIGEN_CUTOFF = 1e-6
@@ -130,7 +139,7 @@ class KernelDesign:
     smooth_basis : (K, R) penalised functions, scaled so that coefficients are N(0, 1)
     tau_a_scale : half-Normal scale of the log-density's smoothing sd
     tau_f_scale : half-Student-t scale of the class log-odds' smoothing sd
-    tau_f_df : its degrees of freedom
+    tau_f_df : its degrees of freedom; None for a half-Normal scale
     gp_lengthscale : the centres' Gaussian-process lengthscale (standardised scale), None
         for a grid
     gp_variance_share : the share of that process's variance its kept functions carry (at
@@ -146,7 +155,7 @@ class KernelDesign:
     smooth_basis: np.ndarray
     tau_a_scale: float = TAU_DENSITY_SCALE
     tau_f_scale: float = TAU_CLASS_SCALE
-    tau_f_df: float = TAU_CLASS_DF
+    tau_f_df: float | None = TAU_CLASS_DF
     gp_lengthscale: float | None = None
     gp_variance_share: float | None = None
 
@@ -363,12 +372,13 @@ def design_kernels(
     seed: int = 0,
     tau_a_scale: float = TAU_DENSITY_SCALE,
     tau_f_scale: float = TAU_CLASS_SCALE,
-    tau_f_df: float = TAU_CLASS_DF,
+    tau_f_df: float | str | None = "auto",
 ) -> KernelDesign:
     """The kernel design for calibration rows (model-scale bins or points, (n, D)).
 
     ``n_components`` None takes :func:`auto_components`; for a 2-D grid it is rounded to
-    the nearest square (nodes per axis ``round(sqrt(K))``).
+    the nearest square (nodes per axis ``round(sqrt(K))``). ``tau_f_df`` ``"auto"`` takes
+    :data:`TAU_CLASS_DF` for one output dimension and :data:`TAU_CLASS_DF_MULTI` for more.
     """
     lo = np.asarray(lower, float)
     hi = np.asarray(upper, float)
@@ -389,7 +399,9 @@ def design_kernels(
         if k < d + 2:
             raise ValueError(f"n_components must be at least {d + 2} for {d} output dimensions")
         design = _centres_design(rep, weights, k, seed, tau_a_scale, tau_f_scale)
-    return replace(design, tau_f_df=float(tau_f_df))
+    if tau_f_df == "auto":
+        tau_f_df = TAU_CLASS_DF if d == 1 else TAU_CLASS_DF_MULTI
+    return replace(design, tau_f_df=None if tau_f_df is None else float(tau_f_df))
 
 
 def kernel_matrix(

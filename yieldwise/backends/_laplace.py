@@ -62,7 +62,7 @@ class TransducerDensity:
         self.smooth = np.asarray(data["smooth_basis"], dtype=float).reshape(self.K, self.R)
         self.tau_a_scale = float(data["tau_a_scale"])
         self.tau_f_scale = float(data["tau_f_scale"])
-        self.tau_f_df = float(data["tau_f_df"])
+        self.tau_f_df = float(data["tau_f_df"])  # 0: a half-Normal scale
         self.total = float(self.count.sum())
         c1, p1, r = self.C - 1, self.P - 1, self.R
         # conditional whitening (stan/transducer.stan, "Conditional whitening"), one block
@@ -246,18 +246,24 @@ class TransducerDensity:
             + np.sum(smooth, axis=-1)
             - 0.5 * (tau_a / self.tau_a_scale) ** 2
             + p["log_tau_a"]
-            + np.sum(self._tau_f_log_prior(tau_f), axis=-1)
+            + self._tau_f_log_prior(tau_f)
             + np.sum(p["log_tau_f"], axis=-1)
         )
 
     def _tau_f_log_prior(self, tau_f: np.ndarray) -> np.ndarray:
-        """Half-Student-t(df, 0, scale) log density of ``tau_f`` up to its constant
-        (Stan's ``student_t`` with ``~``): ``-(df + 1) / 2 log(1 + (tau / scale)^2 / df)``."""
+        """Log prior of ``tau_f`` (..., C - 1), summed over the classes, up to its constant
+        (Stan's ``~``): half-Student-t(df, 0, scale), ``-(df + 1) / 2 log(1 + (tau /
+        scale)^2 / df)`` per class; for ``df`` 0 the half-Normal's ``-(tau / scale)^2 / 2``
+        (written as before the half-t existed, so that those fits reproduce exactly)."""
+        if self.tau_f_df == 0:
+            return -0.5 * np.sum((tau_f / self.tau_f_scale) ** 2, axis=-1)
         q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
-        return -0.5 * (self.tau_f_df + 1.0) * np.log1p(q)
+        return np.sum(-0.5 * (self.tau_f_df + 1.0) * np.log1p(q), axis=-1)
 
     def _tau_f_slope(self, tau_f: np.ndarray) -> np.ndarray:
         """Derivative of :meth:`_tau_f_log_prior` with respect to ``log tau_f``."""
+        if self.tau_f_df == 0:
+            return -((tau_f / self.tau_f_scale) ** 2)
         q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
         return -(self.tau_f_df + 1.0) * q / (1.0 + q)
 

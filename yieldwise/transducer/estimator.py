@@ -99,8 +99,8 @@ class Transducer:
           the class log-odds (the size, in log units, of their non-linear part over
           the outputs' range);
         * ``tau_f_df`` (default 3): that half-Student-t's degrees of freedom (heavy
-          tailed, so that data wanting a sharply bent curve get one; large values
-          approach a half-Normal);
+          tailed, so that data wanting a sharply bent curve get one), or None for a
+          half-Normal scale, the default for two or more output dimensions;
         * ``intercept_scale`` (default 5): Normal sd of the class log-odds' intercepts;
         * ``slope_scale`` (default 40; 15 for three or more output dimensions, where
           the kernels are scattered centres): Normal sd of every other fixed-effect

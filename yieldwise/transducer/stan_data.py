@@ -26,7 +26,6 @@ import numpy as np
 
 from .._design import (
     SLOPE_SCALE,
-    TAU_CLASS_DF,
     TAU_CLASS_SCALE,
     TAU_DENSITY_SCALE,
     KernelDesign,
@@ -83,7 +82,7 @@ class StanData(Mapping[str, Any]):
     smooth_basis: np.ndarray = field(metadata={"stan": "matrix[K, R]"})
     tau_a_scale: float = field(metadata={"stan": "real<lower=0>"})
     tau_f_scale: float = field(metadata={"stan": "real<lower=0>"})
-    tau_f_df: float = field(metadata={"stan": "real<lower=0>"})
+    tau_f_df: float = field(metadata={"stan": "real<lower=0>"})  # 0: half-Normal
     U: int = field(metadata={"stan": "int<lower=1>"})
     u_centre: np.ndarray = field(metadata={"stan": "vector[U]"})
     u_scale: np.ndarray = field(metadata={"stan": "matrix[U, U]"})
@@ -221,14 +220,15 @@ def merge_rows(
 PRIOR_KEYS = ("tau_a_scale", "tau_f_scale", "tau_f_df", "intercept_scale", "slope_scale")
 
 
-def default_prior(design: KernelDesign) -> dict[str, float]:
+def default_prior(design: KernelDesign) -> dict[str, float | None]:
     """The hyper-parameters of a design, as a mapping (docs/model.md, :mod:`._design`).
 
     * ``tau_a_scale``: half-Normal scale of the outputs' log-density's smoothing sd;
     * ``tau_f_scale``: half-Student-t scale of the class log-odds' smoothing sd (the
       size, in log units, of their non-linear part over the outputs' range);
-    * ``tau_f_df``: that half-Student-t's degrees of freedom (large values approach a
-      half-Normal; docs/model.md, "The log-odds' smoothness prior");
+    * ``tau_f_df``: that half-Student-t's degrees of freedom, or None for a half-Normal
+      scale (the default for two or more output dimensions; docs/model.md, "The
+      log-odds' smoothness prior");
     * ``intercept_scale``, ``slope_scale``: Normal sd's of the class log-odds' intercept
       and of every other fixed-effect coefficient (slopes per unit of the outputs'
       standardised range).
@@ -236,13 +236,13 @@ def default_prior(design: KernelDesign) -> dict[str, float]:
     return {
         "tau_a_scale": float(design.tau_a_scale),
         "tau_f_scale": float(design.tau_f_scale),
-        "tau_f_df": float(design.tau_f_df),
+        "tau_f_df": design.tau_f_df,
         "intercept_scale": float(design.fixed_scale[0]),
         "slope_scale": float(design.fixed_scale[1] if design.fixed_scale.size > 1 else SLOPE_SCALE),
     }
 
 
-def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float]:
+def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float | None]:
     if prior is None:
         return {}
     unknown = set(prior) - set(PRIOR_KEYS)
@@ -250,8 +250,11 @@ def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float]:
         raise ValueError(
             f"prior has unknown hyper-parameters {sorted(unknown)}; valid: {list(PRIOR_KEYS)}"
         )
-    checked = {}
+    checked: dict[str, float | None] = {}
     for key, value in prior.items():
+        if key == "tau_f_df" and value is None:  # a half-Normal scale
+            checked[key] = None
+            continue
         # a real number (Python or numpy scalar, or a 0-d array); bool is not a scale
         ok = np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_, str, bytes))
         try:
@@ -259,7 +262,8 @@ def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float]:
         except (TypeError, ValueError):
             number = np.nan
         if not np.isfinite(number) or number <= 0:
-            raise ValueError(f"prior[{key!r}] must be a positive number, found {value!r}")
+            also = " (or None for a half-Normal scale)" if key == "tau_f_df" else ""
+            raise ValueError(f"prior[{key!r}] must be a positive number{also}, found {value!r}")
         checked[key] = number
     return checked
 
@@ -414,7 +418,7 @@ def build_stan_data(
         lo_u, hi_u, cnt, n_components, seed=seed,
         tau_a_scale=overrides.get("tau_a_scale", TAU_DENSITY_SCALE),
         tau_f_scale=overrides.get("tau_f_scale", TAU_CLASS_SCALE),
-        tau_f_df=overrides.get("tau_f_df", TAU_CLASS_DF),
+        tau_f_df=overrides.get("tau_f_df", "auto"),
     )  # fmt: skip
     if "intercept_scale" in overrides or "slope_scale" in overrides:
         scale = design.fixed_scale.copy()
@@ -441,7 +445,8 @@ def build_stan_data(
         "smooth_basis": design.smooth_basis,
         "tau_a_scale": float(design.tau_a_scale),
         "tau_f_scale": float(design.tau_f_scale),
-        "tau_f_df": float(design.tau_f_df),
+        # the program reads 0 as "half-Normal" (stan/transducer.stan)
+        "tau_f_df": 0.0 if design.tau_f_df is None else float(design.tau_f_df),
         # the merged rows themselves, kept with a fitted transducer (not read by Stan)
         "y_lower": lo_u,
         "y_upper": hi_u,
