@@ -58,6 +58,35 @@ def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
     assert np.allclose(q["alpha"][0], beta / beta.sum(axis=1, keepdims=True))
 
 
+
+
+@pytest.mark.parametrize(("dims", "classes"), [(1, 2), (1, 3), (2, 2)])
+def test_theta_is_class_one_log_weight_plus_log_odds(dims, classes):
+    """w and alpha from theta[k, c] = a[k] + f_c[k] (f_1 = 0), with a and f the bases times
+    the coefficients, written out by hand (non-centred, no whitening): alpha_k =
+    softmax(0, f_2[k], ..., f_C[k]) and w_k proportional to exp(a_k) sum_c exp(f_c[k]), so
+    a is the first class's log weight (docs/model.md, "The density block")."""
+    rng = np.random.default_rng(2)
+    c = rng.integers(0, classes, 300)
+    y = rng.normal(c[:, None] * 1.5, 1.0, (300, dims))
+    k = 9 if dims == 2 else 12
+    data, _ = build_stan_data(c, y, y, None, classes, n_components=k, preconditioned=False)
+    model = TransducerDensity(data)
+    u = _random_u(model, rng)
+    s, c1 = model.slices, classes - 1
+    fixed, smooth = np.asarray(data["fixed_basis"]), np.asarray(data["smooth_basis"])
+    a = fixed[:, 1:] @ u[s["a_fixed"]] + np.exp(u[s["log_tau_a"]][0]) * smooth @ u[s["a_raw"]]
+    f_fixed = u[s["f_fixed"]].reshape(c1, -1).T  # column-major, as Stan's to_matrix
+    f_raw = u[s["f_raw"]].reshape(c1, -1).T
+    f = fixed @ f_fixed + smooth @ (f_raw * np.exp(u[s["log_tau_f"]]))
+    q = model.quantities(u[None])
+    odds = np.column_stack([np.zeros(a.size), f])
+    weight = np.exp(a) * np.exp(odds).sum(axis=1)
+    np.testing.assert_allclose(q["w"][0], weight / weight.sum(), rtol=1e-10)
+    expected = np.exp(odds) / np.exp(odds).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(q["alpha"][0], expected, rtol=1e-10)
+
+
 def _random_whitening(data, rng):
     """Whitening data anywhere in their domain: random rotations, lambda >= 0, any kappa."""
     r, c1 = int(data["R"]), int(data["C"]) - 1
