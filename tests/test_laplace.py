@@ -58,8 +58,6 @@ def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
     assert np.allclose(q["alpha"][0], beta / beta.sum(axis=1, keepdims=True))
 
 
-
-
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (1, 3), (2, 2)])
 def test_theta_is_class_one_log_weight_plus_log_odds(dims, classes):
     """w and alpha from theta[k, c] = a[k] + f_c[k] (f_1 = 0), with a and f the bases times
