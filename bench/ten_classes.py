@@ -7,7 +7,8 @@ Keys (defaults in brackets):
 * ``share`` [the design's GP_VARIANCE_SHARE]: variance share the centres' Gaussian-process
   basis keeps (``none``: only the 1e-6 eigenvalue cutoff);
 * ``per_dim`` [CENTRES_PER_DIM]: centres per output dimension; ``ell`` [GP_LENGTHSCALE_FACTOR]:
-  the GP lengthscale as a multiple of the median nearest-centre distance;
+  the GP lengthscale as a multiple of the median nearest-centre distance; ``width``
+  [CENTRES_WIDTH_FACTOR]: the kernels' sd as a multiple of the nearest-centre distance;
 * ``chains``, ``warmup``, ``draws``, ``backend`` [the Transducer's defaults], ``seed`` [1]
   (``backend=laplace``: the Normal approximation, for a quick look at held-out quality);
 * ``split`` [half]: ``half`` calibrates on a seeded half of ``yieldwise.datasets.
@@ -85,6 +86,8 @@ def main(argv: list[str]) -> int:
         design.CENTRES_PER_DIM = int(opts["per_dim"])
     if "ell" in opts:
         design.GP_LENGTHSCALE_FACTOR = float(opts["ell"])
+    if "width" in opts:
+        design.CENTRES_WIDTH_FACTOR = float(opts["width"])
     frame = load_digits_ten()
     cols = [c for c in frame.columns if c.startswith("p_")]
     order = np.random.default_rng(2026).permutation(len(frame))

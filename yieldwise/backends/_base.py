@@ -19,6 +19,13 @@ logger = logging.getLogger("yieldwise.backends")
 #: E-BFMI below this value in a chain is reported (Betancourt 2016; Stan uses 0.3).
 EBFMI_THRESHOLD = 0.3
 
+
+def pareto_k_threshold(n_draws: int) -> float:
+    """Largest Pareto shape k at which importance ratios of ``n_draws`` draws still give
+    reliable estimates: ``min(1 - 1 / log10(S), 0.7)`` (Vehtari, Simpson, Gelman, Yao and
+    Gabry 2024, "Pareto smoothed importance sampling", section 3.2.4)."""
+    return min(1.0 - 1.0 / np.log10(max(n_draws, 11)), 0.7)
+
 #: ArviZ names of the sampler statistics in :attr:`SampleResult.sample_stats`, keyed by
 #: Stan's own column names.
 STAN_TO_ARVIZ = {
@@ -50,7 +57,8 @@ class CompilationError(RuntimeError):
 
 
 class SamplerWarning(UserWarning):
-    """Sampler diagnostics flagged a problem (divergences, tree depth, E-BFMI)."""
+    """Sampler diagnostics flagged a problem (divergences, tree depth, E-BFMI; for the
+    Laplace approximation, draws that misstate the posterior)."""
 
 
 @dataclass
@@ -138,6 +146,19 @@ def warn_on_diagnostics(result: SampleResult, stacklevel: int = 3) -> None:
             SamplerWarning,
             stacklevel=stacklevel,
         )
+    k = result.settings.get("pareto_k")
+    if k is not None:
+        limit = pareto_k_threshold(total)
+        if not k <= limit:  # NaN too: the ratios could not be smoothed
+            warnings.warn(
+                f"the Laplace approximation misstates this posterior: the Pareto shape of "
+                f"the importance ratios (posterior / approximation) of its {total} draws is "
+                f"k = {k:.2f}, above {limit:.2f}, so its bands, intervals and probabilities "
+                "are not reliable. Use it only for a first look or a dry run, and refit with "
+                "the default backend (Stan's sampler) before deciding anything.",
+                SamplerWarning,
+                stacklevel=stacklevel,
+            )
 
 
 class CompiledProgram(abc.ABC):

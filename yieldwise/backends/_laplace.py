@@ -19,12 +19,24 @@ when decisions rest on the uncertainty. It is never chosen by ``"auto"``; it exi
 dry runs of a report's layout, for plumbing tests and for a first look at large batches.
 Its "sampler statistics" say so: no divergences or tree depths exist, and the result's
 ``settings["approximation"]`` is ``"laplace"``.
+
+How rough, each fit measures: ``settings["pareto_k"]`` is the Pareto shape of the
+importance ratios posterior / approximation over its own draws (PSIS; Yao et al. 2018),
+reported by ``Transducer.sampler_summary()`` and its repr, and a :class:`SamplerWarning`
+says so above ``min(1 - 1 / log10(S), 0.7)`` for S draws. Measured on 2026-11-25 (seed 1,
+4 x 750 draws): 0.37-0.89 on the panel's 1-D problems (n = 300, 1,000, 3,600; 7 of 18
+above 0.7), 0.81-1.18 on two logits, 0.49-0.99 on softmax-3, and 131 on the ten-class
+digits, where the approximation's decisions are right for 0.4 % of held-out items
+against 94 % for the posterior mode (the draws spread along directions the data leave
+flat at the mode and close off a little further on: docs/model.md, "Centres for three
+or more dimensions").
 """
 
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -408,6 +420,7 @@ class TransducerLaplace(CompiledProgram):
         lp = out["log_lik"] - float(model.count @ model.kern_log_scale) + model.log_prior(us)
         # the approximation's log density at each draw (Stan's "energy" has no analogue)
         log_q = -0.5 * np.sum(z**2, axis=1).reshape(shape)
+        pareto_k = _pareto_k(lp.reshape(-1) - lp_mode - log_q.reshape(-1))
         stats = {
             "lp": lp.reshape(shape),
             "diverging": np.zeros(shape, dtype=bool),
@@ -428,9 +441,26 @@ class TransducerLaplace(CompiledProgram):
                 "approximation": "laplace",
                 "optimizer_iterations": int(found.nit) if found is not None else 0,
                 "flat_directions": flat,
+                "pareto_k": pareto_k,
             },
             sampling_seconds=time.perf_counter() - started,
         )
+
+
+def _pareto_k(log_ratio: np.ndarray) -> float:
+    """Pareto shape of the importance ratios ``log p(u) - log q(u)`` (up to a constant)
+    of draws from the approximation ``q``: how far ``q`` is from the posterior ``p``
+    (Yao, Vehtari, Simpson and Gelman 2018, "Yes, but did it work?": below about 0.7 the
+    approximation's estimates can be trusted; above it they cannot, and above 1 the
+    ratios have no finite mean). NaN when the ratios are not all finite."""
+    if not np.isfinite(log_ratio).all():
+        return float("nan")
+    import arviz as az
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ's own note on large k: ours is the warning
+        _, k = az.psislw(log_ratio - log_ratio.max())
+    return float(k)
 
 
 class LaplaceBackend(StanBackend):

@@ -105,7 +105,9 @@ def diagnose(
 
 def sampler_summary(idata: Any) -> dict[str, Any]:
     """Divergences, tree-depth saturation, step sizes and timing of a fit, from its
-    InferenceData (``sample_stats`` and the recorded settings)."""
+    InferenceData (``sample_stats`` and the recorded settings); for a Laplace
+    approximation also ``pareto_k``, the Pareto shape of its draws' importance ratios
+    (above about 0.7 its draws misstate the posterior; None for MCMC)."""
     stats = idata.sample_stats
     record = fit_record(idata)
     return {
@@ -118,6 +120,7 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         ),
         "step_size": stats["step_size"].values.mean(axis=1).tolist(),
         "sampling_seconds": record["sampling_seconds"],
+        "pareto_k": record["sampler"].get("pareto_k"),
     }
 
 

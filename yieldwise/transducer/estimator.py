@@ -866,7 +866,10 @@ class Transducer:
             f"{info['sampling_seconds']:.1f} s)",
             f"divergent transitions: {info['divergent']}, max tree depth hits: "
             f"{info['max_treedepth_hits']}",
-        ]
+        ] + ([] if info["pareto_k"] is None else [
+            f"Laplace approximation: Pareto k {info['pareto_k']:.2f} (above 0.7 its draws "
+            "misstate the posterior)"
+        ])  # fmt: skip
 
     def _design_note(self) -> str:
         design = fit_record(self.posterior_)["design"]
