@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 import warnings
 
@@ -144,6 +145,13 @@ def test_html_is_self_contained_and_escapes_names(report):
     # fitted with the Laplace approximation: the page says so, naming both (escaped)
     banner = page.split("id='approximation'>")[1].split("</p>")[0]
     assert "forest" in banner and "&lt;b&gt;net &amp; co" in banner and "not Stan" in banner
+    # with each one's Pareto k, as its fit recorded it
+    shown = [float(k) for k in re.findall(r"\(Pareto k (\d+\.\d\d)\)", banner)]
+    saved = [
+        Transducer.load(report / f).sampler_summary()["pareto_k"]
+        for f in ("transducer_forest.nc", "transducer__b_net___co___foo___b_.nc")
+    ]
+    assert sorted(shown) == pytest.approx(sorted(round(k, 2) for k in saved), abs=1e-9)
 
 
 @pytest.mark.parametrize(

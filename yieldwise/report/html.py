@@ -272,14 +272,22 @@ def _approximation_warning(fits) -> list[str]:
     ]  # fmt: skip
     if not approximate:
         return []
-    names = ", ".join(html.escape(str(name)) for _, name in approximate)
+    def named(dataset, name) -> str:
+        # the approximation's own check (yieldwise.backends._laplace): the Pareto shape of
+        # its draws' importance ratios, above about 0.7 where they misstate the posterior
+        k = fits[dataset][name].sampler_summary().get("pareto_k")
+        shown = "" if k is None else f" (Pareto k {k:.2f})"
+        return html.escape(str(name)) + shown
+
+    names = ", ".join(named(dataset, name) for dataset, name in approximate)
     return [
         "<p class='warning' id='approximation'><strong>Approximate posteriors.</strong> "
         f"The transducers of {names} were fitted with backend 'laplace': a Normal "
         "approximation at the posterior mode, not Stan's sampler. Its intervals and "
-        "probabilities of superiority are not checked for coverage; use this report to "
-        "check the configuration and layout, and refit with the default backend before "
-        "deciding anything.</p>"
+        "probabilities of superiority are not checked for coverage, and where the Pareto k "
+        "of its draws is above 0.7 they misstate the posterior; use this report to check "
+        "the configuration and layout, and refit with the default backend before deciding "
+        "anything.</p>"
     ]
 
 
