@@ -85,6 +85,7 @@ data {
   real<lower=0> tau_a_scale;                 // half-Normal scale of the density's smoothness
   real<lower=0> tau_f_scale;                 // half-Student-t scale of the log-odds' smoothness
   real<lower=0> tau_f_df;                    // ... and its degrees of freedom (0: half-Normal)
+  real<lower=0> tau_f_floor;                 // soft floor under tau_f (0: none), below
   int<lower=1> U;                            // = (P - 1) + 1 + R + (C - 1) * (P + 1 + R)
   vector[U] u_centre;                        // preconditioning: u = u_centre + u_scale * z
   matrix[U, U] u_scale;
@@ -181,6 +182,11 @@ model {
     tau_f ~ normal(0, tau_f_scale);
   }
   target += u[P1 + 1] + sum(segment(u, at_f + P * C1 + 1, C1));
+  // the soft floor: tau_f's density times 1 - exp(-(tau_f / floor)^2), about
+  // (tau_f / floor)^2 below the floor, keeps the sampler out of the funnel's neck
+  if (tau_f_floor > 0) {
+    target += sum(log1m_exp(-square(tau_f / tau_f_floor)));
+  }
   {
     // beta = exp(theta - log_norm): the likelihood of the rows of class c is their block
     // of kern times column c of beta (C products of (rows of c) x K by K, together one

@@ -129,9 +129,21 @@ def plain_fit(transducer_program, plain_data):
     )
 
 
-@pytest.mark.parametrize("form", ["non-centred", "whitened"])
+@pytest.fixture(scope="module")
+def floored(transducer_program):
+    """The Gaussian data with a soft floor under tau_f (prior key tau_f_floor), and a
+    short fit of them."""
+    rng = np.random.default_rng(7)
+    cls = np.repeat([0, 1], 150)
+    y = rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
+    data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 12, {"tau_f_floor": 1.0})
+    assert data["tau_f_floor"] == 1.0
+    return _short_fit(transducer_program, data, 5), data
+
+
+@pytest.mark.parametrize("form", ["non-centred", "whitened", "floored"])
 def test_stan_target_is_the_numpy_log_density(
-    form, gaussian_fit, gaussian_data, plain_fit, plain_data
+    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored
 ):
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
@@ -139,7 +151,10 @@ def test_stan_target_is_the_numpy_log_density(
     against an implementation written separately (yieldwise/backends/_laplace.py)."""
     from yieldwise.backends._laplace import TransducerDensity
 
-    fit, data = (plain_fit, plain_data) if form == "non-centred" else (gaussian_fit, gaussian_data)
+    fit, data = {
+        "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
+        "floored": floored,
+    }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = fit.draws["u"].reshape(-1, model.size)
     numpy_lp = np.array([model.log_density(row)[0] for row in u[::5]])

@@ -98,10 +98,12 @@ def _random_whitening(data, rng):
     }  # fmt: skip
 
 
-@pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
+@pytest.mark.parametrize(("dims", "classes", "floor"), [(1, 2, 0.0), (2, 2, 0.0), (1, 3, 0.0),
+                                                       (1, 3, 0.9)])  # fmt: skip
 @pytest.mark.parametrize("whitening", ["none", "random"])
-def test_gradient_equals_finite_differences(dims, classes, whitening):
+def test_gradient_equals_finite_differences(dims, classes, floor, whitening):
     data, *_ = _data(dims=dims, classes=classes)
+    data = {**data, "tau_f_floor": floor}  # 0.9: above the tau_f = 0.7 of _random_u
     rng = np.random.default_rng(2)
     if whitening == "random":
         data = _random_whitening(data, rng)
@@ -118,8 +120,8 @@ def test_gradient_equals_finite_differences(dims, classes, whitening):
         assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
 
 
-@pytest.mark.parametrize("tau_f_df", [3.0, 0.0])  # the 1-D default; 0: half-Normal
-def test_prior_terms_match_the_stan_program(tau_f_df):
+@pytest.mark.parametrize(("tau_f_df", "floor"), [(3.0, 0.0), (0.0, 0.0), (3.0, 0.9)])
+def test_prior_terms_match_the_stan_program(tau_f_df, floor):
     """With no data the log density is the sum of the priors written out by hand: the
     smooth coefficients b = Q (v kappa + sqrt(v) e), v = 1 / (lambda + tau^-2), have prior
     N(0, tau^2 I), tau_f a half-Student-t (or half-Normal) scale, and the change of
@@ -128,11 +130,14 @@ def test_prior_terms_match_the_stan_program(tau_f_df):
     assert data["tau_f_df"] == 3.0  # one output dimension: the half-t by default
     rng = np.random.default_rng(3)
     data = {**_random_whitening(data, rng), "count": np.zeros_like(np.asarray(data["count"])),
-            "tau_f_df": tau_f_df}  # fmt: skip
+            "tau_f_df": tau_f_df, "tau_f_floor": floor}  # fmt: skip
     if tau_f_df > 0:
         tau_f_prior = lambda t: halft.logpdf(t, tau_f_df, 0, data["tau_f_scale"])  # noqa: E731
     else:
         tau_f_prior = lambda t: norm.logpdf(t, 0, data["tau_f_scale"])  # noqa: E731
+    if floor > 0:  # the soft floor multiplies the density by 1 - exp(-(t / floor)^2)
+        unfloored = tau_f_prior
+        tau_f_prior = lambda t: unfloored(t) + np.log(1 - np.exp(-((t / floor) ** 2)))  # noqa: E731
     model = TransducerDensity(data)
     u = _random_u(model, rng)
     p = model.unpack(u)
@@ -161,7 +166,7 @@ def test_prior_terms_match_the_stan_program(tau_f_df):
         + (norm.logpdf(0, 0, fs)[:, None] * np.ones_like(p["f_fixed"])).sum()
         + p["f_raw"].size * norm.logpdf(0)
         + norm.logpdf(0, 0, data["tau_a_scale"])
-        + len(tf) * tau_f_prior(0.0)
+        + len(tf) * (unfloored(0.0) if floor > 0 else tau_f_prior(0.0))
     )
     assert model.log_density(u)[0] == pytest.approx(by_hand - constants, rel=1e-12)
 

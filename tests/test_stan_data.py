@@ -167,7 +167,7 @@ def _votes(rng, n=500, trees=200, positives=0.15):
 DATA_KEYS = {
     "N", "C", "D", "K", "cls", "count", "kern", "kern_log_scale", "loc", "width", "P",
     "fixed_basis", "fixed_scale", "R", "smooth_basis", "tau_a_scale", "tau_f_scale",
-    "tau_f_df", "U", "u_centre", "u_scale", "white_a", "white_a_lambda",
+    "tau_f_df", "tau_f_floor", "U", "u_centre", "u_scale", "white_a", "white_a_lambda",
     "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
@@ -282,7 +282,7 @@ def test_default_prior_and_overrides():
     assert set(defaults) == set(_stan_data.PRIOR_KEYS)
     assert defaults == {
         "tau_a_scale": _design.TAU_DENSITY_SCALE, "tau_f_scale": _design.TAU_CLASS_SCALE,
-        "tau_f_df": None, "intercept_scale": _design.INTERCEPT_SCALE,
+        "tau_f_df": None, "tau_f_floor": 0.0, "intercept_scale": _design.INTERCEPT_SCALE,
         "slope_scale": _design.SLOPE_SCALE,
     }  # fmt: skip
     # two output dimensions keep a half-Normal tau_f, which the program reads as df 0; one
@@ -302,11 +302,13 @@ def test_default_prior_and_overrides():
     assert design_c.kind == "centres"
     np.testing.assert_array_equal(data_c["fixed_scale"], [5.0, 15.0, 15.0, 15.0])
     assert _stan_data.default_prior(design_c)["slope_scale"] == _design.CENTRES_SLOPE_SCALE
-    prior = {"tau_a_scale": 3.0, "tau_f_scale": 0.5, "tau_f_df": 7, "intercept_scale": 2.0,
-             "slope_scale": 7}  # fmt: skip
+    prior = {"tau_a_scale": 3.0, "tau_f_scale": 0.5, "tau_f_df": 7, "tau_f_floor": 0.8,
+             "intercept_scale": 2.0, "slope_scale": 7}  # fmt: skip
     data2, design2 = _stan_data.build_stan_data(cls, y, y, None, 2, 16, prior)
     assert (data2["tau_a_scale"], data2["tau_f_scale"], data2["tau_f_df"]) == (3.0, 0.5, 7.0)
     assert design2.record()["tau_f_df"] == 7.0  # kept with a saved transducer
+    assert data2["tau_f_floor"] == design2.record()["tau_f_floor"] == 0.8
+    assert data["tau_f_floor"] == 0.0  # no floor unless asked for
     np.testing.assert_array_equal(data2["fixed_scale"], [2.0, 7.0, 7.0, 7.0])
     assert _stan_data.default_prior(design2) == {key: float(v) for key, v in prior.items()}
     assert _stan_data.default_prior(design_c)["tau_f_df"] is None  # centres: half-Normal
@@ -327,8 +329,8 @@ def test_transducer_docstring_names_exactly_the_prior_keys_and_their_defaults():
     from yieldwise import Transducer
 
     doc = Transducer.__doc__
-    assert set(re.findall(r"\b\w+_(?:scale|df)\b", doc)) == set(_stan_data.PRIOR_KEYS)
-    stated = dict(re.findall(r"``(\w+_(?:scale|df))`` \(default ([0-9.]+)[;)]", doc))
+    assert set(re.findall(r"\b\w+_(?:scale|df|floor)\b", doc)) == set(_stan_data.PRIOR_KEYS)
+    stated = dict(re.findall(r"``(\w+_(?:scale|df|floor))`` \(default ([0-9.]+)[;)]", doc))
     y = np.linspace(-2.0, 2.0, 40)
     _, design = _stan_data.build_stan_data(np.arange(40) % 2, y, y, None, 2)
     defaults = _stan_data.default_prior(design)
@@ -340,14 +342,16 @@ def test_transducer_docstring_names_exactly_the_prior_keys_and_their_defaults():
     ("prior", "message"),
     [
         ({"mu_loc": 0.0}, r"prior has unknown hyper-parameters \['mu_loc'\]; valid: "
-                          r"\['tau_a_scale', 'tau_f_scale', 'tau_f_df', 'intercept_scale', "
-                          r"'slope_scale'\]"),
+                          r"\['tau_a_scale', 'tau_f_scale', 'tau_f_df', 'tau_f_floor', "
+                          r"'intercept_scale', 'slope_scale'\]"),
         ({"eta_scale": 1.0, "alpha_conc": 1.0}, r"unknown hyper-parameters "
                                                 r"\['alpha_conc', 'eta_scale'\]"),
         ({"tau_f_scale": -1.0}, r"prior\['tau_f_scale'\] must be a positive number, found -1"),
         ({"slope_scale": 0}, r"prior\['slope_scale'\] must be a positive number, found 0"),
         ({"tau_f_df": 0.0}, r"prior\['tau_f_df'\] must be a positive number \(or None for a "
                             r"half-Normal scale\), found 0.0"),
+        ({"tau_f_floor": -1.0}, r"prior\['tau_f_floor'\] must be a positive number \(or 0 "
+                                r"for none\), found -1.0"),
         ({"tau_a_scale": np.nan}, r"prior\['tau_a_scale'\] must be a positive number, found nan"),
         ({"intercept_scale": np.inf}, r"prior\['intercept_scale'\] must be a positive number"),
         ({"tau_f_scale": "wide"}, r"prior\['tau_f_scale'\] must be a positive number, "

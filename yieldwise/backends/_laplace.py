@@ -75,6 +75,7 @@ class TransducerDensity:
         self.tau_a_scale = float(data["tau_a_scale"])
         self.tau_f_scale = float(data["tau_f_scale"])
         self.tau_f_df = float(data["tau_f_df"])  # 0: a half-Normal scale
+        self.tau_f_floor = float(data.get("tau_f_floor", 0.0))  # 0: no floor
         self.total = float(self.count.sum())
         c1, p1, r = self.C - 1, self.P - 1, self.R
         # conditional whitening (stan/transducer.stan, "Conditional whitening"), one block
@@ -268,16 +269,27 @@ class TransducerDensity:
         scale)^2 / df)`` per class; for ``df`` 0 the half-Normal's ``-(tau / scale)^2 / 2``
         (written as before the half-t existed, so that those fits reproduce exactly)."""
         if self.tau_f_df == 0:
-            return -0.5 * np.sum((tau_f / self.tau_f_scale) ** 2, axis=-1)
-        q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
-        return np.sum(-0.5 * (self.tau_f_df + 1.0) * np.log1p(q), axis=-1)
+            out = -0.5 * np.sum((tau_f / self.tau_f_scale) ** 2, axis=-1)
+        else:
+            q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
+            out = np.sum(-0.5 * (self.tau_f_df + 1.0) * np.log1p(q), axis=-1)
+        if self.tau_f_floor > 0:  # the soft floor: log(1 - exp(-x)), x = (tau / floor)^2
+            x = (tau_f / self.tau_f_floor) ** 2
+            out = out + np.sum(np.log(-np.expm1(-x)), axis=-1)
+        return out
 
     def _tau_f_slope(self, tau_f: np.ndarray) -> np.ndarray:
         """Derivative of :meth:`_tau_f_log_prior` with respect to ``log tau_f``."""
         if self.tau_f_df == 0:
-            return -((tau_f / self.tau_f_scale) ** 2)
-        q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
-        return -(self.tau_f_df + 1.0) * q / (1.0 + q)
+            out = -((tau_f / self.tau_f_scale) ** 2)
+        else:
+            q = (tau_f / self.tau_f_scale) ** 2 / self.tau_f_df
+            out = -(self.tau_f_df + 1.0) * q / (1.0 + q)
+        if self.tau_f_floor > 0:  # d log(1 - exp(-x)) / d log tau = 2 x / (exp(x) - 1),
+            # written with exp(-x), which cannot overflow
+            x = (tau_f / self.tau_f_floor) ** 2
+            out = out + 2.0 * x * np.exp(-x) / -np.expm1(-x)
+        return out
 
     def hessian(self, u: np.ndarray) -> np.ndarray:
         """Central differences of the exact gradient, symmetrised."""

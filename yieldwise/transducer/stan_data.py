@@ -83,6 +83,7 @@ class StanData(Mapping[str, Any]):
     tau_a_scale: float = field(metadata={"stan": "real<lower=0>"})
     tau_f_scale: float = field(metadata={"stan": "real<lower=0>"})
     tau_f_df: float = field(metadata={"stan": "real<lower=0>"})  # 0: half-Normal
+    tau_f_floor: float = field(metadata={"stan": "real<lower=0>"})  # 0: no floor
     U: int = field(metadata={"stan": "int<lower=1>"})
     u_centre: np.ndarray = field(metadata={"stan": "vector[U]"})
     u_scale: np.ndarray = field(metadata={"stan": "matrix[U, U]"})
@@ -217,7 +218,9 @@ def merge_rows(
     return unique[:, 0].astype(np.int64), unique[:, 1:], counts.astype(np.int64)
 
 
-PRIOR_KEYS = ("tau_a_scale", "tau_f_scale", "tau_f_df", "intercept_scale", "slope_scale")
+PRIOR_KEYS = (
+    "tau_a_scale", "tau_f_scale", "tau_f_df", "tau_f_floor", "intercept_scale", "slope_scale",
+)  # fmt: skip
 
 
 def default_prior(design: KernelDesign) -> dict[str, float | None]:
@@ -229,6 +232,9 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
     * ``tau_f_df``: that half-Student-t's degrees of freedom, or None for a half-Normal
       scale (the default for two or more output dimensions; docs/model.md, "The
       log-odds' smoothness prior");
+    * ``tau_f_floor``: a soft floor under that sd, 0 for none (the default;
+      :data:`yieldwise._design.TAU_CLASS_FLOOR`): the density is multiplied by
+      ``1 - exp(-(tau_f / floor)^2)``, keeping the sampler out of the funnel's neck;
     * ``intercept_scale``, ``slope_scale``: Normal sd's of the class log-odds' intercept
       and of every other fixed-effect coefficient (slopes per unit of the outputs'
       standardised range).
@@ -237,6 +243,7 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
         "tau_a_scale": float(design.tau_a_scale),
         "tau_f_scale": float(design.tau_f_scale),
         "tau_f_df": design.tau_f_df,
+        "tau_f_floor": float(design.tau_f_floor),
         "intercept_scale": float(design.fixed_scale[0]),
         "slope_scale": float(design.fixed_scale[1] if design.fixed_scale.size > 1 else SLOPE_SCALE),
     }
@@ -261,8 +268,12 @@ def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float | None]:
             number = float(value) if ok else np.nan  # type: ignore[arg-type]
         except (TypeError, ValueError):
             number = np.nan
+        if key == "tau_f_floor" and number == 0:  # no floor
+            checked[key] = 0.0
+            continue
         if not np.isfinite(number) or number <= 0:
             also = " (or None for a half-Normal scale)" if key == "tau_f_df" else ""
+            also = " (or 0 for none)" if key == "tau_f_floor" else also
             raise ValueError(f"prior[{key!r}] must be a positive number{also}, found {value!r}")
         checked[key] = number
     return checked
@@ -419,6 +430,7 @@ def build_stan_data(
         tau_a_scale=overrides.get("tau_a_scale", TAU_DENSITY_SCALE),
         tau_f_scale=overrides.get("tau_f_scale", TAU_CLASS_SCALE),
         tau_f_df=overrides.get("tau_f_df", "auto"),
+        tau_f_floor=overrides.get("tau_f_floor"),
     )  # fmt: skip
     if "intercept_scale" in overrides or "slope_scale" in overrides:
         scale = design.fixed_scale.copy()
@@ -447,6 +459,7 @@ def build_stan_data(
         "tau_f_scale": float(design.tau_f_scale),
         # the program reads 0 as "half-Normal" (stan/transducer.stan)
         "tau_f_df": 0.0 if design.tau_f_df is None else float(design.tau_f_df),
+        "tau_f_floor": float(design.tau_f_floor),
         # the merged rows themselves, kept with a fitted transducer (not read by Stan)
         "y_lower": lo_u,
         "y_upper": hi_u,
