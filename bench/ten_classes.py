@@ -56,20 +56,27 @@ from yieldwise import Transducer
 from yieldwise.datasets import load_digits_ten
 
 
-def profile(cal, cols, seed: int) -> None:
-    """The posterior along the flattest preconditioned direction, against the Normal."""
+def _mode_of(cal, cols, seed: int):
+    """The calibration half's transform, Stan data (not preconditioned), kernel design,
+    numpy density and Laplace fit (its mode and the Hessian there)."""
     from yieldwise.backends._laplace import TransducerDensity, laplace
     from yieldwise.transducer.stan_data import build_stan_data, initial_values
     from yieldwise.transforms import choose_transform
 
     y = cal[cols].to_numpy()
-    lower, upper, censored = choose_transform(y, tuple(cols), "auto", "auto").intervals(y)
-    data, _ = build_stan_data(
+    transform = choose_transform(y, tuple(cols), "auto", "auto")
+    lower, upper, censored = transform.intervals(y)
+    data, kernels = build_stan_data(
         cal["label"].cat.codes.to_numpy(), lower, upper, censored, len(cols), seed=seed,
         preconditioned=False,
     )  # fmt: skip
     model = TransducerDensity(data)
-    fit = laplace(data, initial_values(data, 1, seed)[0])
+    return transform, data, kernels, model, laplace(data, initial_values(data, 1, seed)[0], model)
+
+
+def profile(cal, cols, seed: int) -> None:
+    """The posterior along the flattest preconditioned direction, against the Normal."""
+    _, data, _, model, fit = _mode_of(cal, cols, seed)
     scale = fit.scale  # columns: Hessian eigenvectors, flattest first
     direction = scale[:, 0]
     print(f"U {data['U']}; flattest direction: sd {np.linalg.norm(direction):.1f} in u")
@@ -84,18 +91,7 @@ def profile(cal, cols, seed: int) -> None:
 
 def at_mode(cal, test, cols, seed: int) -> None:
     """Held-out accuracy and mean log score of the posterior mode's p(c | y)."""
-    from yieldwise.backends._laplace import TransducerDensity, laplace
-    from yieldwise.transducer.stan_data import build_stan_data, initial_values
-    from yieldwise.transforms import choose_transform
-
-    transform = choose_transform(cal[cols].to_numpy(), tuple(cols), "auto", "auto")
-    lower, upper, censored = transform.intervals(cal[cols].to_numpy())
-    data, kernels = build_stan_data(
-        cal["label"].cat.codes.to_numpy(), lower, upper, censored, len(cols), seed=seed,
-        preconditioned=False,
-    )  # fmt: skip
-    model = TransducerDensity(data)
-    fit = laplace(data, initial_values(data, 1, seed)[0], model)
+    transform, data, kernels, model, fit = _mode_of(cal, cols, seed)
     theta = model.theta(fit.mode)
     beta = np.exp(theta - theta.max())
     held_out = transform.intervals(test[cols].to_numpy())

@@ -45,12 +45,17 @@ def _numpy_log_lik(result, data):
     return ll.reshape(result.draws["log_lik"].shape)
 
 
-@pytest.fixture(scope="module")
-def gaussian_data():
+def _gaussian_items():
     """Two classes, N(-1, 1) and N(1, 1), 150 items each: p(1 | y) = 1 / (1 + exp(-2 y))."""
     rng = np.random.default_rng(7)
     cls = np.repeat([0, 1], 150)
-    y = rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
+    return cls, rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
+
+
+@pytest.fixture(scope="module")
+def gaussian_data():
+    """The Gaussian items' Stan data (12 kernels, whitened: the default)."""
+    cls, y = _gaussian_items()
     data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 12)
     return data
 
@@ -133,9 +138,7 @@ def plain_fit(transducer_program, plain_data):
 def floored(transducer_program):
     """The Gaussian data with a soft floor under tau_f (prior key tau_f_floor), and a
     short fit of them."""
-    rng = np.random.default_rng(7)
-    cls = np.repeat([0, 1], 150)
-    y = rng.normal(np.where(cls == 1, 1.0, -1.0), 1.0)
+    cls, y = _gaussian_items()
     data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 12, {"tau_f_floor": 1.0})
     assert data["tau_f_floor"] == 1.0
     return _short_fit(transducer_program, data, 5), data

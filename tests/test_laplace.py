@@ -135,9 +135,8 @@ def test_prior_terms_match_the_stan_program(tau_f_df, floor):
         tau_f_prior = lambda t: halft.logpdf(t, tau_f_df, 0, data["tau_f_scale"])  # noqa: E731
     else:
         tau_f_prior = lambda t: norm.logpdf(t, 0, data["tau_f_scale"])  # noqa: E731
-    if floor > 0:  # the soft floor multiplies the density by 1 - exp(-(t / floor)^2)
-        unfloored = tau_f_prior
-        tau_f_prior = lambda t: unfloored(t) + np.log(1 - np.exp(-((t / floor) ** 2)))  # noqa: E731
+    # the soft floor multiplies that density by 1 - exp(-(t / floor)^2); 0: no floor
+    floor_term = (lambda t: np.log(1 - np.exp(-((t / floor) ** 2)))) if floor else np.zeros_like
     model = TransducerDensity(data)
     u = _random_u(model, rng)
     p = model.unpack(u)
@@ -147,7 +146,7 @@ def test_prior_terms_match_the_stan_program(tau_f_df, floor):
         norm.logpdf(p["a_fixed"], 0, fs[1:]).sum()
         + norm.logpdf(p["f_fixed"], 0, fs[:, None]).sum()
         + norm.logpdf(ta, 0, data["tau_a_scale"]) + np.log(ta)
-        + tau_f_prior(tf).sum() + np.log(tf).sum()
+        + tau_f_prior(tf).sum() + floor_term(tf).sum() + np.log(tf).sum()
     )  # fmt: skip
     blocks = [
         (data["white_a"], data["white_a_lambda"], data["white_a_kappa"], ta, p["a_raw"]),
@@ -166,7 +165,7 @@ def test_prior_terms_match_the_stan_program(tau_f_df, floor):
         + (norm.logpdf(0, 0, fs)[:, None] * np.ones_like(p["f_fixed"])).sum()
         + p["f_raw"].size * norm.logpdf(0)
         + norm.logpdf(0, 0, data["tau_a_scale"])
-        + len(tf) * (unfloored(0.0) if floor > 0 else tau_f_prior(0.0))
+        + len(tf) * tau_f_prior(0.0)
     )
     assert model.log_density(u)[0] == pytest.approx(by_hand - constants, rel=1e-12)
 

@@ -272,8 +272,9 @@ def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float | None]:
             checked[key] = 0.0
             continue
         if not np.isfinite(number) or number <= 0:
-            also = " (or None for a half-Normal scale)" if key == "tau_f_df" else ""
-            also = " (or 0 for none)" if key == "tau_f_floor" else also
+            also = {
+                "tau_f_df": " (or None for a half-Normal scale)", "tau_f_floor": " (or 0 for none)"
+            }.get(key, "")  # fmt: skip
             raise ValueError(f"prior[{key!r}] must be a positive number{also}, found {value!r}")
         checked[key] = number
     return checked
