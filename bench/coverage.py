@@ -209,6 +209,8 @@ def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
         "backend": str(attrs.get("yieldwise_backend", "")),
         "backend_version": str(attrs.get("yieldwise_backend_version", "")),
         "stan_version": str(attrs.get("yieldwise_stan_version", "")),
+        # the hyper-parameters the fit used, so that a study mixing designs shows it
+        "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
         "settings": {
             k: transducer.get_params()[k]
             for k in ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")

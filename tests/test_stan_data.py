@@ -308,7 +308,13 @@ def test_default_prior_and_overrides():
     assert (data2["tau_a_scale"], data2["tau_f_scale"], data2["tau_f_df"]) == (3.0, 0.5, 7.0)
     assert design2.record()["tau_f_df"] == 7.0  # kept with a saved transducer
     assert data2["tau_f_floor"] == design2.record()["tau_f_floor"] == 0.8
-    assert data["tau_f_floor"] == 0.0  # no floor unless asked for
+    assert data["tau_f_floor"] == 0.0  # two output dimensions: no floor unless asked for
+    # one output dimension takes the floor TAU_CLASS_FLOOR, which the user can remove
+    assert data_1["tau_f_floor"] == design_1.record()["tau_f_floor"] == _design.TAU_CLASS_FLOOR
+    assert _design.TAU_CLASS_FLOOR == 1.0
+    assert data_n["tau_f_floor"] == 1.0  # choosing the family leaves the floor
+    data_0, design_0 = _stan_data.build_stan_data(cls, y1, y1, None, 2, None, {"tau_f_floor": 0})
+    assert data_0["tau_f_floor"] == design_0.tau_f_floor == 0.0
     np.testing.assert_array_equal(data2["fixed_scale"], [2.0, 7.0, 7.0, 7.0])
     assert _stan_data.default_prior(design2) == {key: float(v) for key, v in prior.items()}
     assert _stan_data.default_prior(design_c)["tau_f_df"] is None  # centres: half-Normal

@@ -232,8 +232,9 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
     * ``tau_f_df``: that half-Student-t's degrees of freedom, or None for a half-Normal
       scale (the default for two or more output dimensions; docs/model.md, "The
       log-odds' smoothness prior");
-    * ``tau_f_floor``: a soft floor under that sd, 0 for none (the default;
-      :data:`yieldwise._design.TAU_CLASS_FLOOR`): the density is multiplied by
+    * ``tau_f_floor``: a soft floor under that sd, 0 for none (default 1 for one output
+      dimension, :data:`yieldwise._design.TAU_CLASS_FLOOR`, and none for more,
+      :data:`yieldwise._design.TAU_CLASS_FLOOR_MULTI`): the density is multiplied by
       ``1 - exp(-(tau_f / floor)^2)``, keeping the sampler out of the funnel's neck;
     * ``intercept_scale``, ``slope_scale``: Normal sd's of the class log-odds' intercept
       and of every other fixed-effect coefficient (slopes per unit of the outputs'
