@@ -86,6 +86,7 @@ data {
   real<lower=0> tau_f_scale;                 // half-Student-t scale of the log-odds' smoothness
   real<lower=0> tau_f_df;                    // ... and its degrees of freedom (0: half-Normal)
   real<lower=0> tau_f_floor;                 // soft floor under tau_f (0: none), below
+  int<lower=0, upper=1> density_marginal;    // 1: a is all outputs' log-density (below)
   int<lower=1> U;                            // = (P - 1) + 1 + R + (C - 1) * (P + 1 + R)
   vector[U] u_centre;                        // preconditioning: u = u_centre + u_scale * z
   matrix[U, U] u_scale;
@@ -167,6 +168,14 @@ transformed parameters {
     }
     theta = rep_matrix(a, C);
     theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * f_smooth;
+    // density_marginal = 1: theta[k, c] = a[k] + log softmax(0, f[k])[c], so that a is the
+    // log-density of all outputs at kernel k rather than the first class's log weight
+    // (docs/model.md, "The density block")
+    if (density_marginal) {
+      for (k in 1:K) {
+        theta[k] -= log_sum_exp(theta[k]) - a[k];
+      }
+    }
   }
 }
 

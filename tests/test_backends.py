@@ -144,9 +144,26 @@ def floored(transducer_program):
     return _short_fit(transducer_program, data, 5), data
 
 
-@pytest.mark.parametrize("form", ["non-centred", "whitened", "floored"])
+@pytest.fixture(scope="module")
+def marginal(transducer_program):
+    """The Gaussian data with the density block as all outputs' log-density
+    (``_design.MARGINAL_DENSITY = 1``, Stan data ``density_marginal``), and a short fit."""
+    from yieldwise import _design
+
+    cls, y = _gaussian_items()
+    shipped = _design.MARGINAL_DENSITY
+    try:
+        _design.MARGINAL_DENSITY = 1
+        data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 12)
+    finally:
+        _design.MARGINAL_DENSITY = shipped
+    assert data["density_marginal"] == 1
+    return _short_fit(transducer_program, data, 5), data
+
+
+@pytest.mark.parametrize("form", ["non-centred", "whitened", "floored", "marginal"])
 def test_stan_target_is_the_numpy_log_density(
-    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored
+    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal
 ):
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
@@ -156,7 +173,7 @@ def test_stan_target_is_the_numpy_log_density(
 
     fit, data = {
         "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
-        "floored": floored,
+        "floored": floored, "marginal": marginal,
     }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = fit.draws["u"].reshape(-1, model.size)

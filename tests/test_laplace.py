@@ -60,18 +60,20 @@ def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
     assert np.allclose(q["alpha"][0], beta / beta.sum(axis=1, keepdims=True))
 
 
-@pytest.mark.parametrize(("dims", "classes"), [(1, 2), (1, 3), (2, 2)])
-def test_theta_is_class_one_log_weight_plus_log_odds(dims, classes):
+@pytest.mark.parametrize(("dims", "classes", "marginal"), [(1, 2, 0), (1, 3, 0), (2, 2, 0),
+                                                          (1, 3, 1), (2, 2, 1)])  # fmt: skip
+def test_theta_is_class_one_log_weight_plus_log_odds(dims, classes, marginal):
     """w and alpha from theta[k, c] = a[k] + f_c[k] (f_1 = 0), with a and f the bases times
     the coefficients, written out by hand (non-centred, no whitening): alpha_k =
     softmax(0, f_2[k], ..., f_C[k]) and w_k proportional to exp(a_k) sum_c exp(f_c[k]), so
-    a is the first class's log weight (docs/model.md, "The density block")."""
+    a is the first class's log weight (docs/model.md, "The density block"); with
+    density_marginal = 1, w_k is proportional to exp(a_k) (a: all outputs' log-density)."""
     rng = np.random.default_rng(2)
     c = rng.integers(0, classes, 300)
     y = rng.normal(c[:, None] * 1.5, 1.0, (300, dims))
     k = 9 if dims == 2 else 12
     data, _ = build_stan_data(c, y, y, None, classes, n_components=k, preconditioned=False)
-    model = TransducerDensity(data)
+    model = TransducerDensity({**data, "density_marginal": marginal})
     u = _random_u(model, rng)
     s, c1 = model.slices, classes - 1
     fixed, smooth = np.asarray(data["fixed_basis"]), np.asarray(data["smooth_basis"])
@@ -81,7 +83,7 @@ def test_theta_is_class_one_log_weight_plus_log_odds(dims, classes):
     f = fixed @ f_fixed + smooth @ (f_raw * np.exp(u[s["log_tau_f"]]))
     q = model.quantities(u[None])
     odds = np.column_stack([np.zeros(a.size), f])
-    weight = np.exp(a) * np.exp(odds).sum(axis=1)
+    weight = np.exp(a) if marginal else np.exp(a) * np.exp(odds).sum(axis=1)
     np.testing.assert_allclose(q["w"][0], weight / weight.sum(), rtol=1e-10)
     expected = np.exp(odds) / np.exp(odds).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(q["alpha"][0], expected, rtol=1e-10)
@@ -98,12 +100,14 @@ def _random_whitening(data, rng):
     }  # fmt: skip
 
 
-@pytest.mark.parametrize(("dims", "classes", "floor"), [(1, 2, 0.0), (2, 2, 0.0), (1, 3, 0.0),
-                                                       (1, 3, 0.9)])  # fmt: skip
+@pytest.mark.parametrize(("dims", "classes", "floor", "marginal"), [
+    (1, 2, 0.0, 0), (2, 2, 0.0, 0), (1, 3, 0.0, 0), (1, 3, 0.9, 0), (1, 2, 0.0, 1),
+    (1, 3, 0.9, 1)])  # fmt: skip
 @pytest.mark.parametrize("whitening", ["none", "random"])
-def test_gradient_equals_finite_differences(dims, classes, floor, whitening):
+def test_gradient_equals_finite_differences(dims, classes, floor, marginal, whitening):
     data, *_ = _data(dims=dims, classes=classes)
-    data = {**data, "tau_f_floor": floor}  # 0.9: above the tau_f = 0.7 of _random_u
+    # 0.9: above the tau_f = 0.7 of _random_u; marginal 1: a is all outputs' log-density
+    data = {**data, "tau_f_floor": floor, "density_marginal": marginal}
     rng = np.random.default_rng(2)
     if whitening == "random":
         data = _random_whitening(data, rng)

@@ -127,6 +127,14 @@ TAU_CLASS_FLOOR = 1.0
 #: decision-quality panel was clean without it, and the 2-D posterior of tau_f reaches
 #: down to 0.3 (5 %), where the floor would be a change of prior, not of geometry.
 TAU_CLASS_FLOOR_MULTI = 0.0
+#: The density block's meaning (Stan data ``density_marginal``). 0: ``theta[k, c] = a[k] +
+#: f_c[k]`` with ``f_1 = 0``, so ``a`` is the first class's log weight, pinned only through
+#: ``a + f_c`` where the first class is rare: a ridge whose length grows with tau_f
+#: (docs/model.md, "The density block"). 1: ``theta[k, c] = a[k] + log softmax(0, f[k])_c``,
+#: so ``a`` is the log-density of all outputs. The class probabilities' prior is the same
+#: in both; the smoothness prior of ``a`` acts on a different function. Measured, not the
+#: default (docs/model.md).
+MARGINAL_DENSITY = 0
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
 GP_EIGEN_CUTOFF = 1e-6

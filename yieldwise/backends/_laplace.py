@@ -7,6 +7,7 @@ posterior mode in the sampler's unconstrained, non-centred coordinates
     a = fixed_basis[:, 2:P] a_fixed + tau_a smooth_basis a_raw,
     f_c = fixed_basis f_fixed[:, c] + tau_f[c] smooth_basis f_raw[:, c],
     theta[k, 1] = a[k],  theta[k, c] = a[k] + f_c[k],  beta = softmax(theta),
+    (with data density_marginal = 1, theta[k, c] = a[k] + log softmax(0, f[k])_c)
 
 (every density, prior and Jacobian term as in the Stan program; docs/model.md) by L-BFGS
 with the exact gradient, and draws from the Normal with the inverse Hessian at the mode as
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ._base import CompilationError, CompiledProgram, SampleResult, SamplingError, StanBackend
 
@@ -76,6 +78,8 @@ class TransducerDensity:
         self.tau_f_scale = float(data["tau_f_scale"])
         self.tau_f_df = float(data["tau_f_df"])  # 0: a half-Normal scale
         self.tau_f_floor = float(data.get("tau_f_floor", 0.0))  # 0: no floor
+        # 1: theta[k, c] = a[k] + log softmax(0, f[k])_c (a: all outputs' log-density)
+        self.marginal = bool(int(data.get("density_marginal", 0)))
         self.total = float(self.count.sum())
         c1, p1, r = self.C - 1, self.P - 1, self.R
         # conditional whitening (stan/transducer.stan, "Conditional whitening"), one block
@@ -149,7 +153,10 @@ class TransducerDensity:
         # matrix products (BLAS) over the leading draw axis: (..., r) @ (r, k)
         a = b[..., 0] @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
         f = self.fixed @ p["f_fixed"] + self.smooth @ b[..., 1:]
-        return np.concatenate([a[..., None], a[..., None] + f], axis=-1)
+        theta = np.concatenate([a[..., None], a[..., None] + f], axis=-1)
+        if self.marginal:
+            theta = theta - (logsumexp(theta, axis=-1) - a)[..., None]
+        return theta
 
     def _lik(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         top = theta.max(axis=0)
@@ -157,8 +164,6 @@ class TransducerDensity:
         m = self.kern @ e  # (N, C)
         rows = np.arange(self.cls.size)
         lik = m[rows, self.cls]
-        from scipy.special import logsumexp
-
         log_norm = float(logsumexp(theta))
         return e, lik, top, log_norm
 
@@ -181,6 +186,9 @@ class TransducerDensity:
         g_theta = (self.kern.T @ weight) * e - self.total * np.exp(theta - log_norm)
         g_a = g_theta.sum(axis=1)
         g_f = g_theta[:, 1:]
+        if self.marginal:  # d theta[k, c] / d f_j[k] = [c = j] - softmax(0, f[k])_j
+            alpha = np.exp(theta - logsumexp(theta, axis=1, keepdims=True))  # = softmax(0, f)
+            g_f = g_f - alpha[:, 1:] * g_a[:, None]
         # d ll / d b for each block (R, C), then through b = Q tilde, tilde(e, t)
         h = self.smooth.T @ np.column_stack([g_a, g_f])
         v, tilde, inv_tau2 = w["v"], w["tilde"], np.exp(-2.0 * w["t"])
@@ -306,8 +314,6 @@ class TransducerDensity:
         p = self.unpack(us)
         blocks = self.smooth_blocks(us)
         theta = self.theta(us, blocks)  # (S, K, C)
-        from scipy.special import logsumexp
-
         log_norm = logsumexp(theta, axis=(1, 2), keepdims=True)
         beta = np.exp(theta - log_norm)
         w = beta.sum(axis=2)

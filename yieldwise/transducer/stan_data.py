@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _design
 from .._design import (
     SLOPE_SCALE,
     TAU_CLASS_SCALE,
@@ -84,6 +85,8 @@ class StanData(Mapping[str, Any]):
     tau_f_scale: float = field(metadata={"stan": "real<lower=0>"})
     tau_f_df: float = field(metadata={"stan": "real<lower=0>"})  # 0: half-Normal
     tau_f_floor: float = field(metadata={"stan": "real<lower=0>"})  # 0: no floor
+    # 1: the density block is all outputs' log-density, 0: the first class's log weight
+    density_marginal: int = field(metadata={"stan": "int<lower=0, upper=1>"})
     U: int = field(metadata={"stan": "int<lower=1>"})
     u_centre: np.ndarray = field(metadata={"stan": "vector[U]"})
     u_scale: np.ndarray = field(metadata={"stan": "matrix[U, U]"})
@@ -462,6 +465,8 @@ def build_stan_data(
         # the program reads 0 as "half-Normal" (stan/transducer.stan)
         "tau_f_df": 0.0 if design.tau_f_df is None else float(design.tau_f_df),
         "tau_f_floor": float(design.tau_f_floor),
+        # read at call time, so that a study can set it in-process (_design.MARGINAL_DENSITY)
+        "density_marginal": int(_design.MARGINAL_DENSITY),
         # the merged rows themselves, kept with a fitted transducer (not read by Stan)
         "y_lower": lo_u,
         "y_upper": hi_u,
