@@ -167,8 +167,8 @@ def _votes(rng, n=500, trees=200, positives=0.15):
 DATA_KEYS = {
     "N", "C", "D", "K", "cls", "count", "kern", "kern_log_scale", "loc", "width", "P",
     "fixed_basis", "fixed_scale", "R", "smooth_basis", "tau_a_scale", "tau_f_scale",
-    "tau_f_df", "tau_f_floor", "density_marginal", "U", "u_centre", "u_scale", "white_a", "white_a_lambda",
-    "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
+    "tau_f_df", "tau_f_floor", "density_marginal", "U", "u_centre", "u_scale", "white_a",
+    "white_a_lambda", "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)
