@@ -557,6 +557,26 @@ def _commands(runs: list[dict]) -> str:
     )
 
 
+def _priors_text(fits: dict) -> str:
+    """The hyper-parameters the fits recorded, with how many fits and which problems used
+    each (fits recorded before 2026-11-25 did not keep theirs: the defaults of their day)."""
+    groups: dict[str, list[dict]] = {}
+    for record in fits.values():
+        prior = record["sampler"].get("prior")
+        key = json.dumps(prior, sort_keys=True) if prior else ""
+        groups.setdefault(key, []).append(record)
+    parts = []
+    for key, records in sorted(groups.items(), key=lambda item: (item[0] == "", item[0])):
+        problems = ", ".join(dict.fromkeys(r["problem"] for r in records))
+        said = (
+            ", ".join(f"{k} {v}" for k, v in json.loads(key).items())
+            if key else "not recorded (fits made before 2026-11-25)"
+        )  # fmt: skip
+        count = len(records)
+        parts.append(f"{said}: {count} fit{'' if count == 1 else 's'} ({problems})")
+    return "Priors (`Transducer(prior=...)`, as each fit recorded them): " + "; ".join(parts) + "."
+
+
 def render(results: dict) -> str:
     fits = results["fits"]
     summary = summarise(fits)
@@ -580,6 +600,8 @@ def render(results: dict) -> str:
         "then in brackets the binomial standard error in points at nominal coverage, taking "
         "the checks as independent (they are not: the checks of one fit share its "
         "posterior, so the real spread is larger).",
+        "",
+        _priors_text(fits),
         "",
         "### Bands for p(c | y)",
         "",

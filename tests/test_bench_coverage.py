@@ -277,6 +277,16 @@ def test_summary_and_report_goals_by_hand(cov):
     assert "Pooled over the panel (6 checks per level): 100 % / 100 % / 100 %" in text
     # these records predate the decision outputs: reported as missing, never as coverage
     assert "Pooled over the panel: no checks yet." in text
+    # these records kept no prior: said so, with their count and problems
+    assert (
+        "Priors (`Transducer(prior=...)`, as each fit recorded them): not recorded (fits "
+        "made before 2026-11-25): 3 fits (logistic, votes)."
+    ) in text
+    fits["votes|300|0"]["sampler"]["prior"] = {"tau_f_floor": 1.0, "tau_f_df": 3.0}
+    assert (
+        "them): tau_f_df 3.0, tau_f_floor 1.0: 1 fit (votes); not recorded (fits made "
+        "before 2026-11-25): 2 fits (logistic)."
+    ) in cov.render(results)
     assert cell["decision_fits"] == 0
     assert "| logistic | 300 | 0 | 0 | n/a | n/a | n/a | n/a (no checks) |" in text
     assert (
