@@ -1,6 +1,6 @@
 """Fit one panel problem with the Transducer's defaults and print the sampler's figures.
 
-    python bench/fit_one.py PROBLEM N [--no-whitening] [key=value ...]
+    python bench/fit_one.py PROBLEM N [--no-whitening] [--coverage-rep R] [key=value ...]
 
 PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-monotone,
 overlapping, two-logits, softmax-3, clipped), N the calibration items, drawn with the
@@ -8,12 +8,16 @@ seed [1, 7, N]; key=value pairs override Transducer arguments (chains=2, adapt_d
 ``--no-whitening`` preconditions without the conditional whitening of the smooth blocks
 (yieldwise.transducer.stan_data.precondition(whiten=False); docs/model.md). Prints the sampling
 time, divergent transitions, tree-depth hits, mean leapfrog steps per iteration, step
-size, largest R-hat and smallest bulk ESS.
+size, largest R-hat and smallest bulk ESS. ``--coverage-rep R`` fits repetition R of the
+coverage study's cell instead (its calibration set and fit seed, bench/coverage.py, seed
+2026), so that a fit the study found unclean can be refitted with other settings, and says
+where the divergent transitions lie among the draws of ``tau_f`` (their quantiles).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import sys
 import time
 import warnings
@@ -31,9 +35,27 @@ import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 
 
+def _coverage_study():
+    """bench/coverage.py, loaded from its file ("import coverage" may find the package)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_coverage", Path(__file__).resolve().parent / "coverage.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv: list[str]) -> int:
     plain = "--no-whitening" in argv
     args = [a for a in argv if a != "--no-whitening"]
+    rep = None
+    if "--coverage-rep" in args:
+        at = args.index("--coverage-rep")
+        if at + 1 >= len(args) or not args[at + 1].isdigit():
+            print("--coverage-rep needs a repetition number (0, 1, ...)", file=sys.stderr)
+            return 2
+        rep = int(args[at + 1])
+        del args[at : at + 2]
     if len(args) < 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -46,11 +68,17 @@ def main(argv: list[str]) -> int:
     if plain:
         stan_data.precondition = functools.partial(stan_data.precondition, whiten=False)
     problem = problems[name]()
-    outputs, labels = problem.sample(n, np.random.default_rng([1, 7, n]))
+    entropy, seed = [1, 7, n], 1
+    if rep is not None:
+        study = _coverage_study()
+        index = [make().name for make in PANEL].index(name)
+        entropy = study.sample_seed(2026, index, n, rep)
+        seed = study.fit_seed(2026, index, n, rep)
+    outputs, labels = problem.sample(n, np.random.default_rng(entropy))
     started = time.perf_counter()
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        t = Transducer(seed=1, progress=False, **options).fit(
+        t = Transducer(seed=seed, progress=False, **options).fit(
             pd.DataFrame(outputs, columns=problem.columns), labels
         )
     total = time.perf_counter() - started
@@ -63,7 +91,19 @@ def main(argv: list[str]) -> int:
         f"{info['max_treedepth_hits']}, steps {float(stats.n_steps.mean()):.1f}, step size "
         f"{float(stats.step_size.mean()):.3f}, R-hat max {float(diag.r_hat.max()):.3f}, "
         f"bulk ESS min {float(diag.ess_bulk.min()):.0f}"
+        + ("" if rep is None else f" (coverage repetition {rep})")
     )
+    diverging = stats.diverging.to_numpy().astype(bool)
+    if diverging.any():
+        tau_f = t.posterior_.posterior["tau_f"].to_numpy().reshape(*diverging.shape, -1)
+        for c in range(tau_f.shape[-1]):
+            draws = tau_f[..., c]
+            at = np.sort([(draws < v).mean() for v in draws[diverging]])
+            print(
+                f"  tau_f[{c + 1}]: posterior 5 / 50 / 95 % "
+                f"{np.round(np.quantile(draws, [0.05, 0.5, 0.95]), 2).tolist()}; divergent "
+                f"transitions at its quantiles {np.round(at, 2).tolist()}"
+            )
     return 0
 
 
