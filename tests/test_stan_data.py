@@ -315,6 +315,8 @@ def test_default_prior_and_overrides():
     assert data_n["tau_f_floor"] == 1.0  # choosing the family leaves the floor
     data_0, design_0 = _stan_data.build_stan_data(cls, y1, y1, None, 2, None, {"tau_f_floor": 0})
     assert data_0["tau_f_floor"] == design_0.tau_f_floor == 0.0
+    # the density block's form is recorded with the design (kept by a saved transducer)
+    assert data_1["density_marginal"] == design_1.record()["density_marginal"] == 0
     np.testing.assert_array_equal(data2["fixed_scale"], [2.0, 7.0, 7.0, 7.0])
     assert _stan_data.default_prior(design2) == {key: float(v) for key, v in prior.items()}
     assert _stan_data.default_prior(design_c)["tau_f_df"] is None  # centres: half-Normal

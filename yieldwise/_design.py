@@ -170,6 +170,8 @@ class KernelDesign:
     tau_f_scale : half-Student-t scale of the class log-odds' smoothing sd
     tau_f_df : its degrees of freedom; None for a half-Normal scale
     tau_f_floor : the soft floor under tau_f (0: none; ``TAU_CLASS_FLOOR`` in 1-D)
+    density_marginal : 1 when the density block is all outputs' log-density, 0 when it is
+        the first class's log weight (``MARGINAL_DENSITY``)
     gp_lengthscale : the centres' Gaussian-process lengthscale (standardised scale), None
         for a grid
     gp_variance_share : the share of that process's variance its kept functions carry (at
@@ -187,6 +189,7 @@ class KernelDesign:
     tau_f_scale: float = TAU_CLASS_SCALE
     tau_f_df: float | None = TAU_CLASS_DF
     tau_f_floor: float = TAU_CLASS_FLOOR
+    density_marginal: int = 0
     gp_lengthscale: float | None = None
     gp_variance_share: float | None = None
 
@@ -205,6 +208,7 @@ class KernelDesign:
             "tau_f_scale": self.tau_f_scale,
             "tau_f_df": self.tau_f_df,
             "tau_f_floor": self.tau_f_floor,
+            "density_marginal": self.density_marginal,
         }
         if self.kind == "centres":
             record.update(
@@ -440,8 +444,9 @@ def design_kernels(
         tau_f_floor = TAU_CLASS_FLOOR if d == 1 else TAU_CLASS_FLOOR_MULTI
     floor = tau_f_floor
     return replace(
-        design, tau_f_df=None if tau_f_df is None else float(tau_f_df), tau_f_floor=float(floor)
-    )
+        design, tau_f_df=None if tau_f_df is None else float(tau_f_df), tau_f_floor=float(floor),
+        density_marginal=int(MARGINAL_DENSITY),  # read at call time: a study may set it
+    )  # fmt: skip
 
 
 def kernel_matrix(

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _design
 from .._design import (
     SLOPE_SCALE,
     TAU_CLASS_SCALE,
@@ -465,8 +464,7 @@ def build_stan_data(
         # the program reads 0 as "half-Normal" (stan/transducer.stan)
         "tau_f_df": 0.0 if design.tau_f_df is None else float(design.tau_f_df),
         "tau_f_floor": float(design.tau_f_floor),
-        # read at call time, so that a study can set it in-process (_design.MARGINAL_DENSITY)
-        "density_marginal": int(_design.MARGINAL_DENSITY),
+        "density_marginal": int(design.density_marginal),
         # the merged rows themselves, kept with a fitted transducer (not read by Stan)
         "y_lower": lo_u,
         "y_upper": hi_u,
