@@ -1,0 +1,84 @@
+"""bench/fit_one.py --coverage-rep: the refit is the coverage study's own fit (its set and
+seed), and the divergences are located among the tau_f draws. The Transducer is replaced by
+a recorder with scripted draws, so no Stan runs here."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+
+class Recorder:
+    """Stands in for Transducer: keeps what fit() got and returns scripted sampler output."""
+
+    calls: ClassVar[list[dict]] = []
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+    def fit(self, outputs, labels):
+        Recorder.calls.append({"kwargs": self.kwargs, "outputs": outputs, "labels": labels})
+        # 2 chains x 5 draws; tau_f rises along the draws; 2 divergences, at 0.5 and 5.0
+        tau_f = np.array([[0.5, 1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0, 9.0]])
+        diverging = np.zeros((2, 5), bool)
+        diverging[0, 0] = diverging[1, 0] = True
+        dims = ("chain", "draw")
+        stats = xr.Dataset({
+            "diverging": (dims, diverging), "n_steps": (dims, np.full((2, 5), 15.0)),
+            "step_size": (dims, np.full((2, 5), 0.25)),
+        })  # fmt: skip
+        posterior = xr.Dataset({"tau_f": (("chain", "draw", "tau_f_dim"), tau_f[..., None])})
+        self.posterior_ = type("P", (), {"sample_stats": stats, "posterior": posterior})()
+        return self
+
+    def sampler_summary(self):
+        return {"sampling_seconds": 1.5, "divergent": 2, "max_treedepth_hits": 0}
+
+    def diagnostics(self):
+        return pd.DataFrame({"r_hat": [1.001, 1.004], "ess_bulk": [900.0, 1200.0]})
+
+
+@pytest.fixture
+def fit_one(bench_import, monkeypatch):
+    pytest.importorskip("sklearn")  # coverage.py imports decision_quality's peers
+    pytest.importorskip("betacal")
+    module = bench_import("fit_one")
+    monkeypatch.setattr(module, "Transducer", Recorder)
+    Recorder.calls = []
+    return module
+
+
+def test_coverage_rep_refits_the_studys_set_and_seed(fit_one, bench_import, capsys):
+    study = bench_import("coverage", as_name="bench_coverage")
+    problems = bench_import("_problems")
+    assert fit_one.main(["beta", "300", "--coverage-rep", "3", "warmup=1000"]) == 0
+    (call,) = Recorder.calls
+    index = [make().name for make in problems.PANEL].index("beta")
+    assert call["kwargs"] == {"seed": study.fit_seed(2026, index, 300, 3), "progress": False,
+                              "warmup": 1000}  # fmt: skip
+    outputs, labels = problems.PANEL[index]().sample(
+        300, np.random.default_rng(study.sample_seed(2026, index, 300, 3))
+    )
+    np.testing.assert_array_equal(call["outputs"].to_numpy(), outputs)
+    np.testing.assert_array_equal(call["labels"], labels)
+    text = capsys.readouterr().out
+    assert "divergent 2," in text and "(coverage repetition 3)" in text
+    # tau_f 0.5 is below 0 of the 10 draws, 5.0 below 5 of them: quantiles 0.0 and 0.5
+    assert "divergent transitions at its quantiles [0.0, 0.5]" in text
+    assert "posterior 5 / 50 / 95 % [0.72, 4.5, 8.55]" in text  # numpy's linear quantiles
+
+
+def test_without_coverage_rep_the_fixed_set_is_used(fit_one):
+    assert fit_one.main(["beta", "300"]) == 0
+    (call,) = Recorder.calls
+    assert call["kwargs"] == {"seed": 1, "progress": False}
+
+
+def test_coverage_rep_needs_a_number(fit_one, capsys):
+    assert fit_one.main(["beta", "300", "--coverage-rep"]) == 2
+    assert "--coverage-rep needs a repetition number" in capsys.readouterr().err
+    assert Recorder.calls == []
