@@ -442,9 +442,9 @@ def design_kernels(
         tau_f_df = TAU_CLASS_DF if d == 1 else TAU_CLASS_DF_MULTI
     if tau_f_floor is None:
         tau_f_floor = TAU_CLASS_FLOOR if d == 1 else TAU_CLASS_FLOOR_MULTI
-    floor = tau_f_floor
     return replace(
-        design, tau_f_df=None if tau_f_df is None else float(tau_f_df), tau_f_floor=float(floor),
+        design, tau_f_df=None if tau_f_df is None else float(tau_f_df),
+        tau_f_floor=float(tau_f_floor),
         density_marginal=int(MARGINAL_DENSITY),  # read at call time: a study may set it
     )  # fmt: skip
 
