@@ -1,7 +1,9 @@
-"""Helpers shared by the benchmarks: memory readings and docs/benchmarks.md sections."""
+"""Helpers shared by the benchmarks: memory readings, docs/benchmarks.md sections and the
+coverage study as a module."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import resource
@@ -10,6 +12,21 @@ import tempfile
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+
+def load_coverage_study():
+    """bench/coverage.py as the module ``bench_coverage``, loaded once from its file
+    ("import coverage" may find the coverage.py package instead)."""
+    if "bench_coverage" in sys.modules:
+        return sys.modules["bench_coverage"]
+    spec = importlib.util.spec_from_file_location(
+        "bench_coverage", Path(__file__).resolve().parent / "coverage.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_coverage"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def peak_rss_bytes() -> int:

@@ -17,7 +17,6 @@ where the divergent transitions lie among the draws of ``tau_f`` (their quantile
 from __future__ import annotations
 
 import functools
-import importlib.util
 import sys
 import time
 import warnings
@@ -28,21 +27,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_value
+from _common import load_coverage_study, parse_value
 from _problems import PANEL
 
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
-
-
-def _coverage_study():
-    """bench/coverage.py, loaded from its file ("import coverage" may find the package)."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_coverage", Path(__file__).resolve().parent / "coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main(argv: list[str]) -> int:
@@ -70,10 +59,10 @@ def main(argv: list[str]) -> int:
     problem = problems[name]()
     entropy, seed = [1, 7, n], 1
     if rep is not None:
-        study = _coverage_study()
-        index = [make().name for make in PANEL].index(name)
-        entropy = study.sample_seed(2026, index, n, rep)
-        seed = study.fit_seed(2026, index, n, rep)
+        study = load_coverage_study()
+        ((index, _),) = study.select_problems([name])
+        entropy = study.sample_seed(study.SEED, index, n, rep)
+        seed = study.fit_seed(study.SEED, index, n, rep)
     outputs, labels = problem.sample(n, np.random.default_rng(entropy))
     started = time.perf_counter()
     with warnings.catch_warnings(record=True):
@@ -98,7 +87,8 @@ def main(argv: list[str]) -> int:
         tau_f = t.posterior_.posterior["tau_f"].to_numpy().reshape(*diverging.shape, -1)
         for c in range(tau_f.shape[-1]):
             draws = tau_f[..., c]
-            at = np.sort([(draws < v).mean() for v in draws[diverging]])
+            # the share of draws below each divergent transition's tau_f
+            at = np.searchsorted(np.sort(draws, axis=None), np.sort(draws[diverging])) / draws.size
             print(
                 f"  tau_f[{c + 1}]: posterior 5 / 50 / 95 % "
                 f"{np.round(np.quantile(draws, [0.05, 0.5, 0.95]), 2).tolist()}; divergent "

@@ -31,7 +31,6 @@ docs/model.md, "Sharp valleys: hinges measured, not adopted"; not part of the pa
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -42,26 +41,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import load_coverage_study
 from _problems import PANEL
 
 import yieldwise.backends as backends
 import yieldwise.transducer.stan_data as stan_data
 
-HERE = Path(__file__).resolve().parent
-
-
-def _bench_coverage():
-    """bench/coverage.py, loaded from its file ("import coverage" may find coverage.py)."""
-    if "bench_coverage" in sys.modules:
-        return sys.modules["bench_coverage"]
-    spec = importlib.util.spec_from_file_location("bench_coverage", HERE / "coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_coverage"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-cov = _bench_coverage()
+cov = load_coverage_study()
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "stan" / "transducer.stan"
