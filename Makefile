@@ -29,6 +29,7 @@ r-bridge: $(STAMP) system-deps
 
 lint: $(STAMP)
 	$(BIN)/ruff check yieldwise tests bench
+	$(BIN)/ruff format --check yieldwise tests bench
 
 test: lint r-bridge
 	$(BIN)/python -m pytest

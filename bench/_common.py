@@ -14,7 +14,6 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
-
 def load_coverage_study():
     """bench/coverage.py as the module ``bench_coverage``, loaded once from its file
     ("import coverage" may find the coverage.py package instead)."""

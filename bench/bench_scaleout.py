@@ -168,8 +168,11 @@ def run(executor_name: str, batch: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 2 classifiers, 100 + 100 draws (never written)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 2 classifiers, 100 + 100 draws (never written)",
+    )
     args = parser.parse_args()
     batch = tasks()
     if args.quick:

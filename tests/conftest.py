@@ -188,4 +188,3 @@ def bench_import():
             sys.path.remove(str(bench))
 
     return load
-

@@ -482,8 +482,10 @@ class _FrameHolder:
 
     def __call__(self, frame, event, arg):
         code = frame.f_code
-        if event == "call" and code.co_name == "sample" and code.co_filename.endswith(
-            "stan/model.py"
+        if (
+            event == "call"
+            and code.co_name == "sample"
+            and code.co_filename.endswith("stan/model.py")
         ):
             self.calls += 1
             self.held.clear()

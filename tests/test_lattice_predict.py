@@ -21,9 +21,7 @@ from yieldwise.transducer import ExtrapolationWarning, LatticeWarning
 
 H = 1 / 200  # vote fractions k/200
 W = np.array([[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]])
-ALPHA = np.array(
-    [[[0.95, 0.05], [0.5, 0.5], [0.1, 0.9]], [[0.9, 0.1], [0.6, 0.4], [0.05, 0.95]]]
-)
+ALPHA = np.array([[[0.95, 0.05], [0.5, 0.5], [0.1, 0.9]], [[0.9, 0.1], [0.6, 0.4], [0.05, 0.95]]])
 MU = np.array([[[-3.0], [0.0], [2.5]], [[-2.5], [0.3], [3.0]]])  # logit scale
 SIGMA = np.array([[[1.0], [0.8], [1.2]], [[0.9], [1.0], [1.0]]])
 

@@ -168,9 +168,7 @@ def config(tmp_path):
     return tmp_path / "config.toml"
 
 
-def test_overwrite_refuses_folders_yieldwise_did_not_write_before_any_fit(
-    config, tmp_path, capsys
-):
+def test_overwrite_refuses_folders_yieldwise_did_not_write_before_any_fit(config, tmp_path, capsys):
     # a folder that merely holds a config.lock.toml (the old marker) is not a report
     theirs = tmp_path / "theirs"
     theirs.mkdir()
@@ -247,9 +245,7 @@ def test_fit_never_replaces_its_input_and_others_only_with_overwrite(config, tmp
 
 
 # -------------------------------------- item 10: the command line's own values
-def test_fit_rejects_the_class_column_as_an_output_and_a_zero_chain_count(
-    config, tmp_path, capsys
-):
+def test_fit_rejects_the_class_column_as_an_output_and_a_zero_chain_count(config, tmp_path, capsys):
     table = tmp_path / "calibration.csv"
     argv = ["fit", str(table), "--class-col", "label", "--output-cols", "label",
             "--out", str(tmp_path / "t.nc")]  # fmt: skip
@@ -303,4 +299,3 @@ def test_write_manifest_lists_every_file_with_its_digest(tmp_path):
     (tmp_path / MANIFEST).write_text(json.dumps(record))
     with pytest.raises(OutputTargetError, match="not plain file names"):
         read_manifest(tmp_path)
-

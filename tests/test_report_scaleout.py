@@ -173,8 +173,8 @@ def test_several_data_sets_give_a_dataset_dimension_and_column(serial_report):
 def test_the_page_opens_with_a_verdict_worked_from_the_draws(serial_report):
     """Deploy the higher posterior mean; gain = 1,000 x the difference of the means."""
     page = (serial_report / "report.html").read_text()
-    verdict = page[page.index("id='verdict'"):page.index("id='contents'")]
-    contents = page[page.index("id='contents'"):page.index("</nav>")]
+    verdict = page[page.index("id='verdict'") : page.index("id='contents'")]
+    contents = page[page.index("id='contents'") : page.index("</nav>")]
     for section in ("verdict", "summary", "across-datasets", "transducers", "superiority",
                     "thresholds", "metrics", "win-map", "diagnostics"):  # fmt: skip
         assert f"href='#{section}'" in contents and f"id='{section}'" in page
@@ -197,9 +197,10 @@ def test_the_page_opens_with_a_verdict_worked_from_the_draws(serial_report):
 def test_the_single_data_table_keeps_its_file_names(tmp_path):
     """[data] (one table) still loads; its data set is named after the file."""
     single = CONFIG.replace('[[data]]\nname = "north"', "[data]", 1)
-    single = single[: single.index('[[data]]\nname = "south"')] + single[
-        single.index("[[classifier]]") :
-    ]
+    single = (
+        single[: single.index('[[data]]\nname = "south"')]
+        + single[single.index("[[classifier]]") :]
+    )
     config = load_config(write_inputs(tmp_path, single))
     assert not config.several and [s.name for s in config.data] == ["north"]
     assert config.class_col == "label" and config.calibration == tmp_path / "north.csv"
@@ -230,8 +231,11 @@ def test_a_dask_scheduler_without_dask_names_the_extra(tmp_path, capsys, monkeyp
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "distributed" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "distributed" else real(name, *a),
+    )
     config = write_inputs(tmp_path)
     status = main(["report", str(config), "--out", str(tmp_path / "out"),
                    "--scheduler", "tcp://127.0.0.1:8786"])  # fmt: skip
@@ -311,9 +315,9 @@ def test_a_data_failure_names_classifier_and_data_set_and_leaves_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "north.csv", "south.csv"]
 
 
-
 def _as_from_a_terminal() -> None:  # as in tests/test_interrupts.py: SIGINT not ignored
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 def test_sigint_to_the_report_leaves_no_folder_and_no_process(dask_cluster, tmp_path):
     """SIGINT to the `yieldwise report --scheduler` process only (not its group)."""

@@ -503,7 +503,7 @@ def test_several_data_sets_each_get_their_own_toolkit(tmp_path):
     frame = load_digits_binary()
     frame.iloc[0::6].to_csv(tmp_path / "north.csv", index=False)
     frame.iloc[3::6].to_csv(tmp_path / "south.csv", index=False)
-    one = REPORT[: REPORT.index("[[classifier]]\nname = '")] + REPORT[REPORT.index("[[utility]]"):]
+    one = REPORT[: REPORT.index("[[classifier]]\nname = '")] + REPORT[REPORT.index("[[utility]]") :]
     several = one.replace(
         '[data]\ncalibration = "calibration.csv"\nclass_col = "label"',
         '[[data]]\nname = "north"\ncalibration = "north.csv"\nclass_col = "label"\n'

@@ -184,7 +184,6 @@ def test_data_keys_are_the_stan_data_block():
     assert set(data) == DATA_KEYS | KEPT_KEYS
 
 
-
 def test_the_data_contract_is_the_stan_data_block():
     """StanData's Stan fields are the program's data block: names, order and types."""
     declared = _stan_data_block()
@@ -203,13 +202,17 @@ def test_the_data_contract_checks_shapes_naming_the_field():
     assert isinstance(_stan_data.precondition(data), _stan_data.StanData)
     assert set(data.as_dict()) == DATA_KEYS | KEPT_KEYS
     n, k = data["N"], data["K"]
-    with pytest.raises(ValueError, match=rf"StanData\.kern must have shape \(N, K\) = "
-                                         rf"\({n}, {k}\), found \({n}, {k - 1}\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"StanData\.kern must have shape \(N, K\) = "
+        rf"\({n}, {k}\), found \({n}, {k - 1}\)",
+    ):
         _stan_data.StanData.from_mapping(dict(data, kern=data["kern"][:, 1:]))
     with pytest.raises(ValueError, match=r"StanData\.white_f must have shape \(C - 1, R, R\)"):
         _stan_data.StanData.from_mapping(dict(data, C=3))
     with pytest.raises(ValueError, match=r"lack \['u_scale'\]"):
         _stan_data.StanData.from_mapping({key: data[key] for key in data if key != "u_scale"})
+
 
 def test_build_stan_data_censored_votes():
     rng = np.random.default_rng(3)

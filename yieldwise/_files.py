@@ -65,8 +65,7 @@ def _describe_owner(text: str) -> str:
     try:
         owner = json.loads(text)
         return (
-            f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: "
-            f"{owner['command']}"
+            f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: {owner['command']}"
         )
     except (ValueError, KeyError, TypeError):
         return "a run that has not yet recorded itself"

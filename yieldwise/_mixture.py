@@ -31,6 +31,7 @@ __all__ = [
     "scaled_joint",
 ]
 
+
 def as_bounds(
     lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

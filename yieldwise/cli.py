@@ -319,9 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--warmup", type=int, default=SAMPLER_DEFAULTS.warmup)
     fit.add_argument("--draws", type=int, default=SAMPLER_DEFAULTS.draws)
     fit.add_argument("--seed", type=int, default=None)
-    fit.add_argument(
-        "--backend", default="auto", choices=backend_names()
-    )
+    fit.add_argument("--backend", default="auto", choices=backend_names())
     fit.add_argument("--quiet", action="store_true", help="no sampler progress")
     fit.set_defaults(run=_fit)
     report = commands.add_parser("report", help="the batch job: a posterior report folder")

@@ -26,6 +26,7 @@ def pareto_k_threshold(n_draws: int) -> float:
     Gabry 2024, "Pareto smoothed importance sampling", section 3.2.4)."""
     return min(1.0 - 1.0 / np.log10(max(n_draws, 11)), 0.7)
 
+
 #: ArviZ names of the sampler statistics in :attr:`SampleResult.sample_stats`, keyed by
 #: Stan's own column names.
 STAN_TO_ARVIZ = {

@@ -170,9 +170,7 @@ def check_scheduler(value: Any, key: str) -> str:
     """``"serial"``, ``"processes"`` or a Dask scheduler address (Dask must be installed)."""
     from ..parallel import DASK_EXTRA
 
-    if not isinstance(value, str) or not (
-        value in ("serial", "processes") or "://" in value
-    ):
+    if not isinstance(value, str) or not (value in ("serial", "processes") or "://" in value):
         raise ConfigError(
             f'{key}: expected "serial", "processes" or a Dask scheduler address such as '
             f'"tcp://host:8786", found {value!r}'
@@ -182,6 +180,7 @@ def check_scheduler(value: Any, key: str) -> str:
             f"{key}: {value!r} is a Dask scheduler, and Dask is not installed: {DASK_EXTRA}"
         )
     return value
+
 
 def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     if key not in table:
@@ -292,7 +291,6 @@ def _check_sampler(
             get_backend(backend)
         except (ValueError, RuntimeError) as exc:
             raise ConfigError(f"{key('backend')}: {exc}") from None
-
 
 
 def load_config(path: str | Path) -> ReportConfig:
@@ -445,7 +443,6 @@ def load_config(path: str | Path) -> ReportConfig:
         scheduler=scheduler,
         several=several,
     )
-
 
 
 _DATA_KEYS = {"name", "calibration", "dataset", "class_col"}

@@ -272,6 +272,7 @@ def _approximation_warning(fits) -> list[str]:
     ]  # fmt: skip
     if not approximate:
         return []
+
     def named(dataset, name) -> str:
         # the approximation's own check (yieldwise.backends._laplace): the Pareto shape of
         # its draws' importance ratios, above about 0.7 where they misstate the posterior
@@ -291,8 +292,7 @@ def _approximation_warning(fits) -> list[str]:
     ]
 
 
-def page(config, comparisons, fits, utilities, summary, metrics, found, warned,
-         toolkit) -> str:
+def page(config, comparisons, fits, utilities, summary, metrics, found, warned, toolkit) -> str:
     """The whole report page (``toolkit``: data set -> :func:`toolkit_sections`)."""
     e = html.escape
     several = config.several

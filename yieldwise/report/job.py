@@ -234,8 +234,9 @@ def _fill_report(
     (partial / "config.lock.toml").write_text(tomli_w.dumps(lock))
     found = verdicts(comparisons, fits, utilities, prevalences)
     metrics = {
-        d: metric_table(config, tables[d], next(s for s in config.data if s.name == d),
-                        fits[d], utilities)
+        d: metric_table(
+            config, tables[d], next(s for s in config.data if s.name == d), fits[d], utilities
+        )
         for d in fits
     }
     say("the evaluation toolkit and the standard-versus-augmented comparison")
@@ -245,8 +246,17 @@ def _fill_report(
         for d in fits
     }  # fmt: skip
     (partial / "report.html").write_text(
-        page(config, comparisons, fits, utilities, summary, metrics, found,
-             [str(w.message) for w in caught], toolkit)
+        page(
+            config,
+            comparisons,
+            fits,
+            utilities,
+            summary,
+            metrics,
+            found,
+            [str(w.message) for w in caught],
+            toolkit,
+        )
     )
     say(f"finished in {time.perf_counter() - started:.0f} s")
 
@@ -420,12 +430,19 @@ def verdicts(
             tail = (1 - VERDICT_INTERVAL) / 2
             found.append(
                 Verdict(
-                    dataset=dataset, matrix=str(matrix), deploy=best,
+                    dataset=dataset,
+                    matrix=str(matrix),
+                    deploy=best,
                     prob_best=float(comparison.prob_best(matrix=matrix)[best]),
-                    expected=PER_ITEMS * means[best], runner_up=runner, gain=gain,
-                    gain_interval=interval, more_data=PER_ITEMS * float(more.mean()),
-                    more_data_interval=(PER_ITEMS * float(np.quantile(more, tail)),
-                                        PER_ITEMS * float(np.quantile(more, 1 - tail))),
+                    expected=PER_ITEMS * means[best],
+                    runner_up=runner,
+                    gain=gain,
+                    gain_interval=interval,
+                    more_data=PER_ITEMS * float(more.mean()),
+                    more_data_interval=(
+                        PER_ITEMS * float(np.quantile(more, tail)),
+                        PER_ITEMS * float(np.quantile(more, 1 - tail)),
+                    ),
                 )
             )
     return found

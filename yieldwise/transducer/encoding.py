@@ -72,7 +72,6 @@ class LatticeWarning(UserWarning):
     """
 
 
-
 @dataclass(frozen=True)
 class OutputTransform:
     """A recorded, reversible map from outputs ``(n, D)`` to model coordinates ``(n, D')``.
@@ -467,7 +466,6 @@ def _shared_edges(
         return out
 
     return snap(lower), snap(upper)
-
 
 
 # ------------------------------------------------- outputs given by a user

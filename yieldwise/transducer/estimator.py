@@ -71,6 +71,8 @@ _INTERPOLATE_ABOVE = 4096
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
+
+
 class Transducer:
     """Probability transducer fitted by Stan: ``p(class | classifier output)``.
 
@@ -906,7 +908,7 @@ def check_components(n_components: Any) -> int | None:
         return None
     if isinstance(n_components, Iterable):
         raise ValueError(
-            f"n_components must be \"auto\" or a positive int, found {n_components!r}: the "
+            f'n_components must be "auto" or a positive int, found {n_components!r}: the '
             "ladder of component counts is gone with the fixed-kernel model (docs/model.md)"
         )
     return check_positive_int(n_components, "n_components")
@@ -924,5 +926,3 @@ def _merged_rows(
         "N": int(cls.size), "cls": cls + 1, "count": count, "y_lower": bounds[:, :d],
         "y_upper": bounds[:, d:], "censored": np.asarray(censored),
     }  # fmt: skip
-
-

@@ -152,6 +152,7 @@ PROVENANCE_ATTRIBUTES = (
     "yieldwise_classifier",
 )
 
+
 def _check_values(field: Field, values: np.ndarray, n_classes: int) -> str | None:
     """What is wrong with a variable's values, or None."""
     if field.values == "any":
@@ -210,7 +211,6 @@ def read(path: Path) -> tuple[Any, dict[str, Any]]:
     return data, meta
 
 
-
 def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A transducer file's constructor settings and fitted attributes (``classes_``,
     ``transform_``, ``n_calibration_``, ``backend_``, ``seed_``, ``posterior_``,
@@ -228,6 +228,7 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         "n_components_": int(data.posterior.sizes["component"]),
         "members_": meta["yieldwise_members"],
     }
+
 
 def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
@@ -407,7 +408,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     return str(value)
-
 
 
 def record_members(idata: Any, members: Mapping[str, list[str]]) -> None:

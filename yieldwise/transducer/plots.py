@@ -117,6 +117,7 @@ def _plot_curve(
     ax.set_title(f"Transducer with {prob:.0%} variability bands")
     _legend(ax, handles, labels, loc="best")  # class labels shown verbatim
 
+
 def _class_columns(transducer: Transducer, shown: tuple[Label, ...]) -> dict[Label, int]:
     """The output column that belongs to each class, by name, else by position."""
     columns = [str(c).lower() for c in transducer.transform_.columns]
@@ -134,6 +135,7 @@ def _class_columns(transducer: Transducer, shown: tuple[Label, ...]) -> dict[Lab
                 "each column after its class (e.g. 'p_<class>')"
             )
     return found
+
 
 def _plot_at_calibration_outputs(
     transducer: Transducer, ax: Axes, y: np.ndarray, shown: tuple[Label, ...], prob: float,
