@@ -54,9 +54,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import write_section, write_whole
+from _common import parse_value, write_section, write_whole
 from _problems import PANEL, Problem
 from decision_quality import NAMED, coverage_outputs, long_run, multiclass_matrices
+
+import yieldwise._design as _design
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "coverage.json"
@@ -761,7 +763,20 @@ def main(argv: list[str] | None = None) -> None:
         "--merge", type=Path, nargs="+", default=None,
         help="combine these results files into --results, then report",
     )  # fmt: skip
+    parser.add_argument(
+        "--set", dest="design", nargs="+", default=[], metavar="NAME=VALUE",
+        help="set constants of yieldwise._design for this run (a candidate to measure, "
+        "e.g. RW1_SHARE=0.3); recorded in the run's command",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    for item in args.design:
+        name, _, value = item.partition("=")
+        if not value or not hasattr(_design, name) or name != name.upper():
+            parser.error(
+                f"--set: expected NAME=VALUE with NAME a constant of yieldwise._design, "
+                f"found {item!r}"
+            )
+        setattr(_design, name, parse_value(value))
     if args.reps < 1 or min(args.sizes) < 1:
         parser.error(f"--reps and --sizes must be positive, found {args.reps} and {args.sizes}")
     if args.merge:
@@ -789,6 +804,7 @@ def main(argv: list[str] | None = None) -> None:
             + (f" --problems {' '.join(args.problems)}" if args.problems else "")
             + f" --sizes {' '.join(map(str, args.sizes))} --reps {args.reps} --seed {args.seed}"
             + (f" --results {_shown_path(args.results)}" if args.results != RESULTS else "")
+            + (f" --set {' '.join(args.design)}" if args.design else "")
         )
         started = time.perf_counter()
         runs = list(results["runs"])

@@ -225,6 +225,50 @@ def test_rw2_scale_is_the_size_of_the_non_linear_part_whatever_the_nodes():
     assert 0.005 < sds[-1] < 0.1, sds  # ~ a cubic spline's scale over a unit range
 
 
+@pytest.mark.parametrize("share", [0.1, 1.0])
+def test_first_order_walk_share_adds_a_wiener_process_off_the_linear_functions(
+    monkeypatch, share
+):
+    """RW1_SHARE s: covariance Q2^+ + s Q1^+, both on the complement of the linear functions.
+
+    Checked against an independent construction of the first-order part: a Wiener process
+    on the nodes (covariance min(t_i, t_j) on the unit range, a walk with increments of
+    variance delta) with the constant and linear functions projected out, which is what
+    ``Q1^+`` restricted to that complement is.
+    """
+    nodes = 12
+    y = np.linspace(0.0, 1.0, 100)[:, None]
+    shipped = _design.design_kernels(y, y, np.ones(100, int), nodes)
+    monkeypatch.setattr(_design, "RW1_SHARE", share)
+    design = _design.design_kernels(y, y, np.ones(100, int), nodes)
+    t = np.linspace(0.0, 1.0, nodes)
+    wiener = np.minimum.outer(t, t)
+    basis, _ = np.linalg.qr(shipped.fixed_basis)
+    perp = np.eye(nodes) - basis @ basis.T
+    expected = shipped.smooth_basis @ shipped.smooth_basis.T + share * perp @ wiener @ perp
+    np.testing.assert_allclose(design.smooth_basis @ design.smooth_basis.T, expected,
+                               atol=1e-9 * np.abs(expected).max())  # fmt: skip
+    # the null space (Platt's smooth limit) and its prior are unchanged
+    np.testing.assert_array_equal(design.fixed_basis, shipped.fixed_basis)
+    np.testing.assert_allclose(design.fixed_basis.T @ design.smooth_basis, 0.0, atol=1e-9)
+    assert design.smooth_basis.shape == (nodes, nodes - 2)
+    # the rougher part lets one kernel bend: the prior sd of the second difference grows
+    second = np.diff(np.eye(nodes), n=2, axis=0)
+    bend = np.sqrt(np.diag(second @ expected @ second.T))
+    bend_shipped = np.sqrt(np.diag(second @ shipped.smooth_basis @ shipped.smooth_basis.T
+                                   @ second.T))  # fmt: skip
+    assert np.all(bend > 2 * bend_shipped)
+
+
+def test_first_order_walk_share_leaves_two_dimensions_alone(monkeypatch):
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=(300, 2))
+    shipped = _design.design_kernels(y, y, np.ones(300, int), 36)
+    monkeypatch.setattr(_design, "RW1_SHARE", 1.0)
+    design = _design.design_kernels(y, y, np.ones(300, int), 36)
+    np.testing.assert_array_equal(design.smooth_basis, shipped.smooth_basis)
+
+
 # --- kernel values ---------------------------------------------------------------------
 
 

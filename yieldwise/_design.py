@@ -151,6 +151,13 @@ GP_VARIANCE_SHARE: float | None = 0.95
 #: Lengthscale of that Gaussian process, as a multiple of the median distance from a
 #: centre to its nearest other centre (standardised scale).
 GP_LENGTHSCALE_FACTOR = 2.0
+#: A first-order random walk's share in the 1-D smoothing prior (0: none, the shipped
+#: second-order walk alone). With share ``s`` the smooth functions' covariance is
+#: ``Q2^+ + s Q1^+`` (both with the linear functions projected out, so the null space and
+#: Platt's smooth limit are unchanged): one ``tau`` still scales both, but a single kernel
+#: may then bend locally by about ``0.3 sqrt(s) tau`` log units instead of the second-order
+#: walk's 0.02-0.09 ``tau`` ("Votes at n = 300" in docs/model.md). A candidate (0: off).
+RW1_SHARE = 0.0
 
 
 @dataclass(frozen=True)
@@ -311,12 +318,34 @@ def _grid_design(
         null = np.column_stack([np.ones(nodes * nodes), u1, u2, 4.0 * u1 * u2])
     penalised = values > 0
     smooth = vectors[:, penalised] / np.sqrt(values[penalised])
+    if len(ranges) == 1 and RW1_SHARE > 0:
+        smooth = _with_first_order_walk(smooth, null, RW1_SHARE)
     scale = np.full(null.shape[1], SLOPE_SCALE)
     scale[0] = INTERCEPT_SCALE
     return KernelDesign(
         kind="grid", loc=loc, width=width, shape=(nodes,) * len(ranges), fixed_basis=null,
         fixed_scale=scale, smooth_basis=smooth, tau_a_scale=tau_a_scale, tau_f_scale=tau_f_scale,
     )  # fmt: skip
+
+
+def _with_first_order_walk(smooth: np.ndarray, null: np.ndarray, share: float) -> np.ndarray:
+    """A basis whose covariance is ``smooth smooth' + share * P Q1^+ P`` (``RW1_SHARE``).
+
+    ``Q1 = D1' D1 / delta`` is the first-order walk's penalty on the unit range (a Wiener
+    process: increments of variance ``delta``), and ``P`` projects out the functions in
+    ``null``, so the first-order part is a Wiener path with its linear fit removed and the
+    linear functions stay free (as in the second-order part, where ``Q2^+`` already has
+    them as its null space).
+    """
+    nodes = smooth.shape[0]
+    delta = 1.0 / (nodes - 1)
+    d1 = np.diff(np.eye(nodes), axis=0)
+    basis, _ = np.linalg.qr(null)
+    perp = np.eye(nodes) - basis @ basis.T
+    rw1 = perp @ np.linalg.pinv(d1.T @ d1 / delta, hermitian=True) @ perp
+    values, vectors = np.linalg.eigh(smooth @ smooth.T + share * rw1)
+    keep = values > values[-1] * 1e-10
+    return vectors[:, keep] * np.sqrt(values[keep])
 
 
 def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, seed: int) -> np.ndarray:
