@@ -226,9 +226,7 @@ def test_rw2_scale_is_the_size_of_the_non_linear_part_whatever_the_nodes():
 
 
 @pytest.mark.parametrize("share", [0.1, 1.0])
-def test_first_order_walk_share_adds_a_wiener_process_off_the_linear_functions(
-    monkeypatch, share
-):
+def test_first_order_walk_share_adds_a_wiener_process_off_the_linear_functions(monkeypatch, share):
     """RW1_SHARE s: covariance Q2^+ + s Q1^+, both on the complement of the linear functions.
 
     Checked against an independent construction of the first-order part: a Wiener process
