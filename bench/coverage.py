@@ -537,6 +537,102 @@ def goal_result(summary: dict, kind: str, tolerance: float) -> str:
     )
 
 
+#: The kinds of interval a paired comparison reports, with their summary keys and tolerances.
+_COMPARED = (("bands", "bands_inside"), ("decision outputs", "bands_decision"),
+             ("long-run", "long_run"))  # fmt: skip
+
+
+def mean_gap(summary: dict, key: str) -> float | None:
+    """Mean over cells with checks and over the three levels of |coverage - nominal|, in
+    points: one figure that ranks candidates (the goal asks every gap to be small)."""
+    gaps = [
+        abs(hits / checks - p)
+        for cell in summary.values()
+        for p, (hits, checks) in cell[key].items()
+        if checks
+    ]
+    return 100 * float(np.mean(gaps)) if gaps else None
+
+
+def band_width(fits: dict, prob: float = 0.95) -> float | None:
+    """Median width on the log-odds scale of the ``prob`` bands at truths inside ``INSIDE``
+    (how much a candidate widens or narrows the bands, beside what they cover)."""
+    widths = []
+    for record in fits.values():
+        bands = record["bands"]
+        truth = np.asarray(bands["truth"], float)
+        keep = (truth >= INSIDE[0]) & (truth <= INSIDE[1])
+        lower = np.clip(np.asarray(bands["lower"][str(prob)], float)[keep], 1e-12, 1 - 1e-12)
+        upper = np.clip(np.asarray(bands["upper"][str(prob)], float)[keep], 1e-12, 1 - 1e-12)
+        widths.extend(np.log(upper / (1 - upper)) - np.log(lower / (1 - lower)))
+    return float(np.median(widths)) if widths else None
+
+
+def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
+    """A paired comparison of two results files over the fits both hold (the same sets and
+    fit seeds when both ran with one ``--seed``): per problem and size, coverage at 50 / 75 /
+    95 % of bands, decision-output bands and long-run intervals, fits not clean and
+    divergent transitions; then pooled figures, the mean gap to nominal and the bands'
+    median log-odds width. Fits in only one file are counted and left out."""
+    shared = sorted(set(first["fits"]) & set(second["fits"]))
+    if not shared:
+        raise SystemExit("--compare: the two results files share no fit (problem|n|rep)")
+    only = len(first["fits"]) + len(second["fits"]) - 2 * len(shared)
+    fits = [{k: results["fits"][k] for k in shared} for results in (first, second)]
+    summaries = [summarise(f) for f in fits]
+
+    def levels(cell: dict, key: str) -> str:
+        return "/".join(
+            f"{100 * h / c:.0f}" if c else "n/a" for p, (h, c) in sorted(cell[key].items())
+        )
+
+    a, b = labels
+    lines = [
+        f"Paired over {len(shared)} fits ({only} in one file only, left out): {a} -> {b}.",
+        "",
+        "| problem | n | fits | bands | decision outputs | long-run | not clean | divergent |",
+        "|---|---:|---:|---|---|---|---|---|",
+    ]
+    for key, cell in summaries[0].items():
+        other = summaries[1][key]
+        cols = [f"{levels(cell, k)} -> {levels(other, k)}" for _, k in _COMPARED]
+        lines.append(
+            f"| {key[0]} | {key[1]} | {cell['fits']} | " + " | ".join(cols)
+            + f" | {cell['fits'] - cell['clean']} -> {other['fits'] - other['clean']}"
+            f" | {cell['divergent']} -> {other['divergent']} |"
+        )  # fmt: skip
+    lines.append("")
+    for name, key in _COMPARED:
+        pooled = []
+        for summary in summaries:
+            totals = {
+                p: [sum(c[key][p][i] for c in summary.values()) for i in (0, 1)] for p in PROBS
+            }
+            pooled.append(
+                "/".join(f"{100 * h / c:.0f}" if c else "n/a" for h, c in totals.values())
+            )
+        gaps = [mean_gap(summary, key) for summary in summaries]
+        shown = [f"{g:.1f}" if g is not None else "n/a" for g in gaps]
+        lines.append(
+            f"- {name}: pooled {pooled[0]} -> {pooled[1]} %; mean gap to nominal "
+            f"{shown[0]} -> {shown[1]} points"
+        )
+    widths = [band_width(f) for f in fits]
+    lines.append(
+        "- 95 % bands' median log-odds width (truths in [0.001, 0.999]): "
+        + " -> ".join(f"{w:.2f}" if w is not None else "n/a" for w in widths)
+    )
+    lines.append(
+        "- fits not clean: "
+        + " -> ".join(str(sum(not is_clean(r["sampler"]) for r in f.values())) for f in fits)
+        + "; median sampling s: "
+        + " -> ".join(
+            f"{np.median([r['sampler']['sampling_seconds'] for r in f.values()]):.1f}" for f in fits
+        )
+    )
+    return "\n".join(lines)
+
+
 def _commands(runs: list[dict]) -> str:
     commands = list(dict.fromkeys(r["command"] for r in runs))
     dates = sorted({r["date"] for r in runs})
@@ -768,7 +864,15 @@ def main(argv: list[str] | None = None) -> None:
         help="set constants of yieldwise._design for this run (a candidate to measure, "
         "e.g. RW1_SHARE=0.3); recorded in the run's command",
     )  # fmt: skip
+    parser.add_argument(
+        "--compare", type=Path, nargs=2, default=None, metavar=("A", "B"),
+        help="print a paired comparison of two results files (the fits both hold), then stop",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.compare:
+        print(compare(*(load_results(path) for path in args.compare),
+                      labels=tuple(path.stem for path in args.compare)))  # fmt: skip
+        return
     for item in args.design:
         name, _, value = item.partition("=")
         if not value or not hasattr(_design, name) or name != name.upper():

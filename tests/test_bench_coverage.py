@@ -374,3 +374,35 @@ def test_write_replaces_only_its_own_section(cov, tmp_path):
     assert docs.read_text() == expected
     assert docs.stat().st_mode & 0o777 == 0o640  # the file's mode is kept
     assert [p.name for p in tmp_path.iterdir()] == ["benchmarks.md"]  # no temporary left
+
+
+def test_compare_pairs_the_shared_fits_by_hand(cov):
+    """Two results files: the second's 50 % bands hold more; a fit only in one is left out."""
+    first = {"seed": 2026, "fits": {
+        "logistic|300|0": fake_record(cov, "logistic", 300, 0, 5),
+        "logistic|300|1": fake_record(cov, "logistic", 300, 1, 4),
+        "votes|300|0": fake_record(cov, "votes", 300, 0, 3),
+    }}  # fmt: skip
+    second = {"seed": 2026, "fits": {
+        "logistic|300|0": fake_record(cov, "logistic", 300, 0, 6),
+        "logistic|300|1": fake_record(cov, "logistic", 300, 1, 5),
+    }}  # fmt: skip
+    text = cov.compare(first, second, labels=("shipped", "candidate"))
+    assert text.startswith("Paired over 2 fits (1 in one file only, left out): shipped -> ")
+    # 50 %: 9 of 20 -> 11 of 20; 75 and 95 % hold everywhere; no decision outputs recorded;
+    # repetition 1 has one divergent transition (and R-hat 1.011) in both: not clean
+    assert (
+        "| logistic | 300 | 2 | 45/100/100 -> 55/100/100 | n/a/n/a/n/a -> n/a/n/a/n/a | "
+        "100/100/100 -> 100/100/100 | 1 -> 1 | 1 -> 1 |"
+    ) in text
+    assert "votes" not in text.split("\n\n")[1]
+    # mean gap: (|0.45 - 0.5| + 0.25 + 0.05) / 3 = 11.7 points -> (0.05 + 0.25 + 0.05) / 3
+    assert "- bands: pooled 45/100/100 -> 55/100/100 %; mean gap to nominal 11.7 -> 11.7" in text
+    # the long-run intervals hold everywhere: (0.5 + 0.25 + 0.05) / 3 = 26.7 points
+    assert "- long-run: pooled 100/100/100 -> 100/100/100 %; mean gap to nominal 26.7" in text
+    assert "- fits not clean: 1 -> 1; median sampling s: 8.0 -> 8.0" in text
+    # every band is [0.0, 0.5] at 95 % around a truth of 0.3: the width is logit(0.5) -
+    # logit(1e-12) = 27.63 on the log-odds scale
+    assert "median log-odds width (truths in [0.001, 0.999]): 27.63 -> 27.63" in text
+    with pytest.raises(SystemExit, match="share no fit"):
+        cov.compare(first, {"seed": 2026, "fits": {}}, labels=("a", "b"))
