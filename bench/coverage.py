@@ -41,6 +41,7 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -59,6 +60,7 @@ from _problems import PANEL, Problem
 from decision_quality import NAMED, coverage_outputs, long_run, multiclass_matrices
 
 import yieldwise._design as _design
+from yieldwise.transducer.sampler import SAMPLER_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "coverage.json"
@@ -228,8 +230,14 @@ def _finite(values: np.ndarray, reduce) -> float | None:
     return float(reduce(values)) if values.size and np.isfinite(values).all() else None
 
 
-def run_fit(problem: Problem, index: int, n: int, rep: int, seed: int) -> dict:
-    """Sample a calibration set, fit a default transducer, and measure it."""
+def run_fit(
+    problem: Problem, index: int, n: int, rep: int, seed: int, sampler: dict | None = None
+) -> dict:
+    """Sample a calibration set, fit a default transducer, and measure it.
+
+    ``sampler``: NUTS settings that replace the defaults (``--sampler``; a candidate to
+    measure), recorded with the fit like every fit's settings.
+    """
     from yieldwise import Transducer
 
     outputs, labels = problem.sample(n, np.random.default_rng(sample_seed(seed, index, n, rep)))
@@ -237,7 +245,7 @@ def run_fit(problem: Problem, index: int, n: int, rep: int, seed: int) -> dict:
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        transducer = Transducer(seed=seed_used, progress=False).fit(
+        transducer = Transducer(seed=seed_used, progress=False, **(sampler or {})).fit(
             pd.DataFrame(outputs, columns=problem.columns), labels
         )
     seconds = time.perf_counter() - started
@@ -868,7 +876,21 @@ def main(argv: list[str] | None = None) -> None:
         "--compare", type=Path, nargs=2, default=None, metavar=("A", "B"),
         help="print a paired comparison of two results files (the fits both hold), then stop",
     )  # fmt: skip
+    parser.add_argument(
+        "--sampler", nargs="+", default=[], metavar="KEY=VALUE",
+        help="NUTS settings that replace the defaults for this run (e.g. warmup=1000); "
+        "recorded with every fit and in the run's command",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    sampler = {}
+    for item in args.sampler:
+        key, _, value = item.partition("=")
+        if not value or key not in SAMPLER_DEFAULTS.as_dict():
+            parser.error(
+                f"--sampler: expected KEY=VALUE with KEY one of "
+                f"{sorted(SAMPLER_DEFAULTS.as_dict())}, found {item!r}"
+            )
+        sampler[key] = parse_value(value)
     if args.compare:
         print(compare(*(load_results(path) for path in args.compare),
                       labels=tuple(path.stem for path in args.compare)))  # fmt: skip
@@ -909,6 +931,7 @@ def main(argv: list[str] | None = None) -> None:
             + f" --sizes {' '.join(map(str, args.sizes))} --reps {args.reps} --seed {args.seed}"
             + (f" --results {_shown_path(args.results)}" if args.results != RESULTS else "")
             + (f" --set {' '.join(args.design)}" if args.design else "")
+            + (f" --sampler {' '.join(args.sampler)}" if args.sampler else "")
         )
         started = time.perf_counter()
         runs = list(results["runs"])
@@ -928,7 +951,8 @@ def main(argv: list[str] | None = None) -> None:
                   for n in args.sizes]  # fmt: skip
         if any(key not in results["fits"] for key in wanted):
             compile_model()
-        run(results, problems, args.sizes, args.reps, save)
+        fit = functools.partial(run_fit, sampler=sampler) if sampler else None
+        run(results, problems, args.sizes, args.reps, save, fit=fit)
         if fitted_so_far() == 0:
             print(f"every fit asked for is already in {args.results}", file=sys.stderr)
     if not results["fits"]:

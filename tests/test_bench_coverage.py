@@ -406,3 +406,34 @@ def test_compare_pairs_the_shared_fits_by_hand(cov):
     assert "median log-odds width (truths in [0.001, 0.999]): 27.63 -> 27.63" in text
     with pytest.raises(SystemExit, match="share no fit"):
         cov.compare(first, {"seed": 2026, "fits": {}}, labels=("a", "b"))
+
+
+def test_candidate_options_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch, capsys):
+    """--set changes a yieldwise._design constant, --sampler the NUTS settings of every fit;
+    both are written into the run's command, and a wrong name is refused by name."""
+    import yieldwise._design as design
+
+    seen = []
+
+    def fake_fit(problem, index, n, rep, seed, sampler=None):
+        seen.append((sampler, design.RW1_SHARE))
+        return fake_record(cov, problem.name, n, rep, 5)
+
+    monkeypatch.setattr(cov, "run_fit", fake_fit)
+    monkeypatch.setattr(cov, "compile_model", lambda: None)
+    monkeypatch.setattr(cov, "select_problems", lambda names: [(0, nine_cell_problem(cov))])
+    monkeypatch.setattr(cov, "render", lambda results: "report")
+    monkeypatch.setattr(design, "RW1_SHARE", design.RW1_SHARE)  # restored after the test
+    out = tmp_path / "a.json"
+    cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "1",
+              "--results", str(out), "--set", "RW1_SHARE=0.3",
+              "--sampler", "warmup=1000", "adapt_delta=0.99"])  # fmt: skip
+    assert seen == [({"warmup": 1000, "adapt_delta": 0.99}, 0.3)]
+    command = cov.load_results(out)["runs"][-1]["command"]
+    assert command.endswith("--set RW1_SHARE=0.3 --sampler warmup=1000 adapt_delta=0.99")
+    for bad, message in ((["--set", "NO_SUCH=1"], "--set: expected NAME=VALUE"),
+                         (["--set", "RW1_SHARE"], "--set: expected NAME=VALUE"),
+                         (["--sampler", "warm=1000"], "KEY one of")):  # fmt: skip
+        with pytest.raises(SystemExit):
+            cov.main(["--results", str(tmp_path / "b.json"), *bad])
+        assert message in capsys.readouterr().err
