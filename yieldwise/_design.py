@@ -156,7 +156,10 @@ GP_LENGTHSCALE_FACTOR = 2.0
 #: ``Q2^+ + s Q1^+`` (both with the linear functions projected out, so the null space and
 #: Platt's smooth limit are unchanged): one ``tau`` still scales both, but a single kernel
 #: may then bend locally by about ``0.3 sqrt(s) tau`` log units instead of the second-order
-#: walk's 0.02-0.09 ``tau`` ("Votes at n = 300" in docs/model.md). A candidate (0: off).
+#: walk's 0.02-0.09 ``tau`` ("Votes at n = 300" in docs/model.md). Measured at 0.3 and 1 on 72
+#: paired 1-D fits: bands' mean gap to nominal 10.5 -> 9.0 / 9.1 points, fits not clean 4 ->
+#: 12 / 21, votes n = 300 unmoved (docs/model.md, "A first-order walk beside the
+#: second-order one"). Not adopted.
 RW1_SHARE = 0.0
 
 
