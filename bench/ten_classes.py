@@ -23,6 +23,13 @@ Keys (defaults in brackets):
 * ``profile`` [0]: 1 only prints the log density and the largest curvature along the
   flattest direction of the Laplace preconditioning, 1, 2 and 3 units either side of the
   mode (the preconditioned coordinate is standard Normal if the approximation holds);
+* ``curvature`` [0]: 1 only runs one short chain (150 + 20 iterations) and prints, at five
+  of its draws, the largest curvature of minus the log density in the sampler's
+  coordinates and where the stiffest direction points (:func:`curvature`): what sets the
+  step size;
+* ``pilot`` [0]: ``R`` > 0 only moves the preconditioning to the mean and covariance of a
+  pilot run's draws, ``R`` times, then samples 2 x (300 + 300) and prints the steps
+  (:func:`pilot`): does a global covariance cure the step size?
 * ``n`` [none]: calibrate on ``n`` items drawn with replacement (seed [2026, n]) from the
   calibration half (``split=half``) or from all items (``split=all``); duplicated items
   are merged into counted rows by the transducer, as any repeated output would be.
@@ -89,6 +96,92 @@ def profile(cal, cols, seed: int) -> None:
               f"largest curvature {top:8.1f} (Normal 1)", flush=True)  # fmt: skip
 
 
+def _sampler_data(cal, cols, seed: int):
+    """The sampler's own (preconditioned) Stan data for the calibration half, and a short
+    run ``short_run(data, chains, warmup, draws)`` of the compiled program on any data."""
+    from yieldwise.backends import get_backend, stan_file
+    from yieldwise.transducer.stan_data import build_stan_data, sampler_inits
+    from yieldwise.transforms import choose_transform
+
+    y = cal[cols].to_numpy()
+    transform = choose_transform(y, tuple(cols), "auto", "auto")
+    data, _ = build_stan_data(
+        cal["label"].cat.codes.to_numpy(), *transform.intervals(y), len(cols), seed=seed
+    )
+    program = get_backend().compile(stan_file("transducer"))
+
+    def short_run(values, chains, warmup, draws):
+        return program.sample(
+            values, chains=chains, warmup=warmup, draws=draws, seed=seed, adapt_delta=0.95,
+            init=sampler_inits(data, chains, seed), progress=False,
+        )  # fmt: skip
+
+    return data, short_run
+
+
+def pilot(cal, cols, seed: int, rounds: int) -> None:
+    """Does a preconditioner from pilot runs cut the steps? ``rounds`` times: two chains of
+    150 + 250 iterations, then the centre and scale moved to their draws' mean and
+    (Ledoit-Wolf) covariance in ``z``; then a final 2 x (300 + 300) run in those coordinates."""
+    from sklearn.covariance import LedoitWolf
+
+    data, short_run = _sampler_data(cal, cols, seed)
+    values = data.as_dict()
+    centre, scale = np.asarray(values["u_centre"], float), np.asarray(values["u_scale"], float)
+    for step in range(rounds + 1):
+        last = step == rounds
+        result = short_run(values, 2, 300 if last else 150, 300 if last else 250)
+        z = result.draws["z"].reshape(-1, centre.size)
+        stats = result.sample_stats
+        sd = z.std(axis=0)
+        sizes = np.unique(stats["step_size"]).round(4)
+        print(f"{'final run' if last else f'pilot {step + 1}'}: steps/iteration "
+              f"{np.mean(stats['n_steps']):.1f}, step size {sizes}, "
+              f"divergent {int(np.sum(stats['diverging']))}, z sd min/median/max "
+              f"{sd.min():.2f}/{np.median(sd):.2f}/{sd.max():.2f}", flush=True)  # fmt: skip
+        if not last:
+            cov = LedoitWolf().fit(z).covariance_
+            centre = centre + scale @ z.mean(axis=0)
+            scale = scale @ np.linalg.cholesky(cov)
+            values = {**values, "u_centre": centre, "u_scale": scale}
+
+
+def curvature(cal, cols, seed: int, warmup: int = 150, draws: int = 20) -> None:
+    """What sets NUTS's step size: the curvature of -log p at posterior draws.
+
+    A short one-chain run on the sampler's own (preconditioned) data; then at five of its
+    draws the largest eigenvalues of minus the Hessian in the sampler's coordinates ``z``
+    (``u = u_centre + u_scale z``; 1 where the Laplace approximation holds), and for the
+    stiffest direction its curvature in ``u`` at the draw and at the mode ``u_centre``, and
+    the blocks of ``u`` it loads on.
+    """
+    from yieldwise.backends._laplace import TransducerDensity
+
+    data, short_run = _sampler_data(cal, cols, seed)
+    result = short_run(data.as_dict(), 1, warmup, draws)
+    stats = result.sample_stats
+    z = result.draws["z"][0]
+    print(f"U {data['U']}; {warmup} + {draws} iterations: steps/iteration "
+          f"{np.mean(stats['n_steps']):.1f}, step size {np.mean(stats['step_size']):.4f}; "
+          f"|z| at the draws {np.linalg.norm(z, axis=1).min():.0f}-"
+          f"{np.linalg.norm(z, axis=1).max():.0f} (standard Normal: about "
+          f"{np.sqrt(z.shape[1]):.0f})")  # fmt: skip
+    model = TransducerDensity(data.as_dict())
+    centre, scale = np.asarray(data["u_centre"], float), np.asarray(data["u_scale"], float)
+    at_mode = -model.hessian(centre)
+    for i in np.linspace(0, len(z) - 1, 5).astype(int):
+        u = centre + scale @ z[i]
+        hess = -model.hessian(u)
+        values, vectors = np.linalg.eigh(scale.T @ (0.5 * (hess + hess.T)) @ scale)
+        v = scale @ vectors[:, -1]
+        v /= np.linalg.norm(v)
+        loads = {name: float(np.sum(v[s] ** 2)) for name, s in model.slices.items()}
+        shown = ", ".join(f"{name} {share:.2f}" for name, share in loads.items() if share > 0.02)
+        print(f"draw {i}: largest curvature in z {values[-3:].round(0)}; the stiffest "
+              f"direction's curvature in u: {v @ hess @ v:.2f} here, {v @ at_mode @ v:.3f} at "
+              f"the mode; it loads on {shown}", flush=True)  # fmt: skip
+
+
 def at_mode(cal, test, cols, seed: int) -> None:
     """Held-out accuracy and mean log score of the posterior mode's p(c | y)."""
     transform, data, kernels, model, fit = _mode_of(cal, cols, seed)
@@ -134,6 +227,12 @@ def main(argv: list[str]) -> int:
 
     if opts.get("profile"):
         profile(cal, cols, int(opts.get("seed", 1)))
+        return 0
+    if opts.get("curvature"):
+        curvature(cal, cols, int(opts.get("seed", 1)))
+        return 0
+    if opts.get("pilot"):
+        pilot(cal, cols, int(opts.get("seed", 1)), int(opts["pilot"]))
         return 0
     if opts.get("mode"):
         if test is None:
