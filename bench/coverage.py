@@ -545,7 +545,7 @@ def goal_result(summary: dict, kind: str, tolerance: float) -> str:
     )
 
 
-#: The kinds of interval a paired comparison reports, with their summary keys and tolerances.
+#: The kinds of interval a paired comparison reports, with their keys in :func:`summarise`.
 _COMPARED = (("bands", "bands_inside"), ("decision outputs", "bands_decision"),
              ("long-run", "long_run"))  # fmt: skip
 
