@@ -142,7 +142,8 @@ def run(case: str, seed: int, args) -> dict:
         "ess_transducer_min": min(ess[1:]),
         "transducer_mean": p1.mean(axis=(0, 1)).round(4).tolist(),
         "warnings": [
-            str(w.message).split(".")[0]
+            # the first sentence: split at ". ", not at ".", which cut "R-hat <= 1.01" to 1
+            str(w.message).split(". ")[0]
             for w in caught
             if issubclass(w.category, (SamplerWarning, DiagnosticsWarning))
         ],
