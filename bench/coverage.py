@@ -486,14 +486,20 @@ def _percent(counts: tuple[int, int], prob: float) -> str:
     return f"{100 * hits / checks:.0f} ({100 * standard_error(prob, checks):.1f})"
 
 
-def pooled_line(summary: dict, kind: str, label: str = "Pooled over the panel") -> str:
-    """Coverage pooled over every problem and size (each check counted once): a panel-wide
-    figure beside the per-cell ones, whose few repetitions make them noisy."""
+def pooled_counts(summary: dict, kind: str) -> dict[float, tuple[int, int]]:
+    """(hits, checks) per level pooled over every problem and size, each check once."""
     total = {p: [0, 0] for p in PROBS}
     for cell in summary.values():
         for p, (hits, checks) in cell[kind].items():
             total[p][0] += hits
             total[p][1] += checks
+    return {p: (h, c) for p, (h, c) in total.items()}
+
+
+def pooled_line(summary: dict, kind: str, label: str = "Pooled over the panel") -> str:
+    """Coverage pooled over every problem and size (each check counted once): a panel-wide
+    figure beside the per-cell ones, whose few repetitions make them noisy."""
+    total = pooled_counts(summary, kind)
     if not total[PROBS[0]][1]:
         return f"{label}: no checks yet."
     return (
@@ -589,9 +595,9 @@ def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
     fits = [{k: results["fits"][k] for k in shared} for results in (first, second)]
     summaries = [summarise(f) for f in fits]
 
-    def levels(cell: dict, key: str) -> str:
+    def levels(counts: dict[float, tuple[int, int]]) -> str:
         return "/".join(
-            f"{100 * h / c:.0f}" if c else "n/a" for p, (h, c) in sorted(cell[key].items())
+            f"{100 * h / c:.0f}" if c else "n/a" for _, (h, c) in sorted(counts.items())
         )
 
     a, b = labels
@@ -603,7 +609,7 @@ def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
     ]
     for key, cell in summaries[0].items():
         other = summaries[1][key]
-        cols = [f"{levels(cell, k)} -> {levels(other, k)}" for _, k in _COMPARED]
+        cols = [f"{levels(cell[k])} -> {levels(other[k])}" for _, k in _COMPARED]
         lines.append(
             f"| {key[0]} | {key[1]} | {cell['fits']} | " + " | ".join(cols)
             + f" | {cell['fits'] - cell['clean']} -> {other['fits'] - other['clean']}"
@@ -611,14 +617,7 @@ def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
         )  # fmt: skip
     lines.append("")
     for name, key in _COMPARED:
-        pooled = []
-        for summary in summaries:
-            totals = {
-                p: [sum(c[key][p][i] for c in summary.values()) for i in (0, 1)] for p in PROBS
-            }
-            pooled.append(
-                "/".join(f"{100 * h / c:.0f}" if c else "n/a" for h, c in totals.values())
-            )
+        pooled = [levels(pooled_counts(summary, key)) for summary in summaries]
         gaps = [mean_gap(summary, key) for summary in summaries]
         shown = [f"{g:.1f}" if g is not None else "n/a" for g in gaps]
         lines.append(
@@ -882,27 +881,28 @@ def main(argv: list[str] | None = None) -> None:
         "recorded with every fit and in the run's command",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    sampler = {}
-    for item in args.sampler:
-        key, _, value = item.partition("=")
-        if not value or key not in SAMPLER_DEFAULTS.as_dict():
-            parser.error(
-                f"--sampler: expected KEY=VALUE with KEY one of "
-                f"{sorted(SAMPLER_DEFAULTS.as_dict())}, found {item!r}"
-            )
-        sampler[key] = parse_value(value)
+
+    def key_values(option: str, items: list[str], known: list[str], what: str, key="KEY") -> dict:
+        """``KEY=VALUE`` items as a dict of parsed values; an unknown key is refused."""
+        out = {}
+        for item in items:
+            name, _, value = item.partition("=")
+            if not value or name not in known:
+                parser.error(f"{option}: expected {key}=VALUE with {key} {what}, found {item!r}")
+            out[name] = parse_value(value)
+        return out
+
+    defaults = sorted(SAMPLER_DEFAULTS.as_dict())
+    sampler = key_values("--sampler", args.sampler, defaults, f"one of {defaults}")
     if args.compare:
         print(compare(*(load_results(path) for path in args.compare),
                       labels=tuple(path.stem for path in args.compare)))  # fmt: skip
         return
-    for item in args.design:
-        name, _, value = item.partition("=")
-        if not value or not hasattr(_design, name) or name != name.upper():
-            parser.error(
-                f"--set: expected NAME=VALUE with NAME a constant of yieldwise._design, "
-                f"found {item!r}"
-            )
-        setattr(_design, name, parse_value(value))
+    constants = [name for name in vars(_design) if name.isupper()]
+    for name, value in key_values(
+        "--set", args.design, constants, "a constant of yieldwise._design", key="NAME"
+    ).items():
+        setattr(_design, name, value)
     if args.reps < 1 or min(args.sizes) < 1:
         parser.error(f"--reps and --sizes must be positive, found {args.reps} and {args.sizes}")
     if args.merge:
