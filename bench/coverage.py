@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import platform
 import sys
@@ -311,6 +312,40 @@ def standard_error(prob: float, checks: int) -> float:
     return float(np.sqrt(prob * (1 - prob) / checks)) if checks else float("nan")
 
 
+def clustered_standard_error(per_fit: list[tuple[int, int]]) -> float:
+    """Standard error of a pooled coverage ``sum h_i / sum c_i`` with the fits as clusters.
+
+    ``per_fit`` holds each fit's (hits, checks). The checks of one fit share its posterior
+    and its calibration set, so they are not independent and the binomial error
+    understates the spread; the fits are. With ``p = sum h / sum c`` over the ``m`` fits
+    that have checks, the ratio estimator's sandwich variance is
+    ``m / (m - 1) * sum_i (h_i - p c_i)^2 / (sum_i c_i)^2`` (one check per fit: the binomial
+    variance at ``p`` times ``m / (m - 1)``). NaN with fewer than two such fits; 0 when every
+    fit holds the same share (all hits or none), where it says nothing about the spread.
+    """
+    counts = np.asarray(per_fit, dtype=float).reshape(-1, 2)
+    counts = counts[counts[:, 1] > 0]
+    m = counts.shape[0]
+    if m < 2:
+        return float("nan")
+    hits, checks = counts[:, 0], counts[:, 1]
+    p = hits.sum() / checks.sum()
+    return float(np.sqrt(m / (m - 1) * np.sum((hits - p * checks) ** 2)) / checks.sum())
+
+
+def missed_beyond_noise(
+    counts: dict[float, tuple[int, int]], errors: dict[float, float], tolerance: float
+) -> list[float]:
+    """The levels whose coverage lies farther than ``tolerance`` from nominal by more than
+    two of its (fit-clustered) standard errors: misses the study's noise does not explain.
+    A level with a NaN error (fewer than two fits) is never listed."""
+    out = []
+    for p, (h, c) in counts.items():
+        if c and np.isfinite(errors[p]) and abs(h / c - p) - tolerance > 2 * errors[p] + _EPS:
+            out.append(p)
+    return out
+
+
 def is_clean(sampler: dict) -> bool:
     """Goal 3's fit: no divergence, no tree-depth hit, R-hat <= 1.01, bulk ESS >= 400."""
     from yieldwise.transducer.diagnostics import ESS_MIN, RHAT_MAX
@@ -335,25 +370,34 @@ def summarise(fits: dict) -> dict[tuple[str, int], dict]:
     for key in sorted(cells, key=lambda k: (order.get(k[0], len(order)), k[0], k[1])):
         records = cells[key]
 
-        def pooled(count, records=records) -> dict[float, tuple[int, int]]:
-            return {
-                p: tuple(int(x) for x in np.sum([count(r, p) for r in records], axis=0))
-                for p in PROBS
-            }
+        def per_fit(count, records=records) -> dict[float, list[tuple[int, int]]]:
+            return {p: [tuple(int(x) for x in count(r, p)) for r in records] for p in PROBS}
+
+        def pooled(counts: dict[float, list[tuple[int, int]]]) -> dict[float, tuple[int, int]]:
+            return {p: tuple(int(x) for x in np.sum(each, axis=0)) for p, each in counts.items()}
 
         samplers = [r["sampler"] for r in records]
         rhats = [s["max_rhat"] for s in samplers]
         esses = [s["min_ess_bulk"] for s in samplers]
         seconds = [s["seconds"] for s in samplers]
-        out[key] = {
-            "fits": len(records),
-            "bands_inside": pooled(lambda r, p: band_counts(r, p, inside_only=True)),
-            "bands_all": pooled(lambda r, p: band_counts(r, p, inside_only=False)),
-            "bands_decision": pooled(
+        each = {
+            "bands_inside": per_fit(lambda r, p: band_counts(r, p, inside_only=True)),
+            "bands_all": per_fit(lambda r, p: band_counts(r, p, inside_only=False)),
+            "bands_decision": per_fit(
                 lambda r, p: band_counts(r, p, inside_only=True, key="bands_decision")
             ),
+            "long_run": per_fit(interval_counts),
+        }
+        out[key] = {
+            "fits": len(records),
+            **{kind: pooled(counts) for kind, counts in each.items()},
+            # each kind's fit-clustered standard error per level (clustered_standard_error)
+            "errors": {
+                kind: {p: clustered_standard_error(c) for p, c in counts.items()}
+                for kind, counts in each.items()
+            },
+            "per_fit": each,
             "decision_fits": sum("bands_decision" in r for r in records),
-            "long_run": pooled(interval_counts),
             "divergent": sum(s["divergent"] for s in samplers),
             "treedepth": sum(s["treedepth"] for s in samplers),
             "max_rhat": None if None in rhats else max(rhats),
@@ -479,11 +523,19 @@ def run(
 
 
 # ------------------------------------------------------------------ report
-def _percent(counts: tuple[int, int], prob: float) -> str:
+def _percent(counts: tuple[int, int], error: float) -> str:
+    """Coverage in %, and in brackets its fit-clustered standard error in points."""
     hits, checks = counts
     if not checks:
         return "n/a"
-    return f"{100 * hits / checks:.0f} ({100 * standard_error(prob, checks):.1f})"
+    shown = f"{100 * error:.1f}" if np.isfinite(error) else "n/a"
+    return f"{100 * hits / checks:.0f} ({shown})"
+
+
+def _beyond_text(cell: dict, kind: str, tolerance: float) -> str:
+    """The levels (in %) missed by more than two standard errors, or "-"."""
+    levels = missed_beyond_noise(cell[kind], cell["errors"][kind], tolerance)
+    return ", ".join(f"{100 * p:.0f}" for p in levels) or "-"
 
 
 def pooled_counts(summary: dict, kind: str) -> dict[float, tuple[int, int]]:
@@ -502,12 +554,18 @@ def pooled_line(summary: dict, kind: str, label: str = "Pooled over the panel") 
     total = pooled_counts(summary, kind)
     if not total[PROBS[0]][1]:
         return f"{label}: no checks yet."
+    errors = [
+        clustered_standard_error([f for cell in summary.values() for f in cell["per_fit"][kind][p]])
+        for p in PROBS
+    ]
     return (
         f"{label} ({total[PROBS[0]][1]} checks per level): "
         + " / ".join(f"{100 * h / c:.0f} %" for h, c in total.values())
         + " at nominal "
         + " / ".join(f"{100 * p:.0f}" for p in PROBS)
-        + " %."
+        + " % (fit-clustered standard errors "
+        + " / ".join("n/a" if not np.isfinite(e) else f"{100 * e:.1f}" for e in errors)
+        + " points)."
     )
 
 
@@ -518,8 +576,9 @@ def _coverage_rows(summary: dict, kind: str, fits_key: str, tolerance: float) ->
         counts = cell[kind]
         rows.append(
             f"| {name} | {n} | {cell[fits_key]} | {counts[0.5][1]} | "
-            + " | ".join(_percent(counts[p], p) for p in PROBS)
-            + f" | {_verdict(goal_met(counts, tolerance))} |"
+            + " | ".join(_percent(counts[p], cell["errors"][kind][p]) for p in PROBS)
+            + f" | {_verdict(goal_met(counts, tolerance))} | "
+            + f"{_beyond_text(cell, kind, tolerance)} |"
         )
     return rows
 
@@ -545,10 +604,70 @@ def goal_result(summary: dict, kind: str, tolerance: float) -> str:
     assessed = sum(v is not None for v in verdicts)
     gap, where = _worst_gap(summary, kind)
     largest = f"largest gap {gap:.1f} points ({where})" if where else "no checks yet"
+    missed = [cell for cell, v in zip(summary.values(), verdicts, strict=True) if v is False]
+    beyond = sum(bool(missed_beyond_noise(c[kind], c["errors"][kind], tolerance)) for c in missed)
+    chances = [
+        calibrated_pass_chance(c["errors"][kind], tolerance)
+        for c, v in zip(summary.values(), verdicts, strict=True)
+        if v is not None
+    ]
     return (
         f"{'met' if met == len(verdicts) else 'not met'}: {met} of {len(verdicts)} "
         f"problem-size cells ({len(verdicts) - assessed} without checks); {largest}"
+        + (
+            f"; of the {len(missed)} cells that miss it, {beyond} miss by more than two "
+            "standard errors beyond the tolerance at some level"
+            if missed
+            else ""
+        )
+        + (
+            f"; at these standard errors a method calibrated in every cell would pass about "
+            f"{sum(chances):.0f} of the {len(chances)}, and would pass all of them with "
+            f"probability 0.9 only with about {repetitions_needed(summary, kind, tolerance)} "
+            "repetitions per cell"
+            if chances and all(np.isfinite(chances))
+            else ""
+        )
     )
+
+
+def repetitions_needed(summary: dict, kind: str, tolerance: float, target: float = 0.9) -> int:
+    """Repetitions per cell at which a method calibrated in every cell would meet the goal in
+    all cells with probability ``target`` (:func:`calibrated_pass_chance`, cells taken as
+    independent), the standard errors shrinking as one over the square root of the fits
+    from the ones measured. The measured errors are themselves estimates, so this is a
+    rough figure."""
+    cells = [(c["errors"][kind], c["fits"]) for c in summary.values()
+             if goal_met(c[kind], tolerance) is not None]  # fmt: skip
+
+    def chance(reps: float) -> float:
+        return float(np.prod([
+            calibrated_pass_chance({p: e * math.sqrt(fits / reps) for p, e in errors.items()},
+                                   tolerance)
+            for errors, fits in cells
+        ]))  # fmt: skip
+
+    low, high = 1.0, 2.0
+    while chance(high) < target:
+        low, high = high, 2 * high
+    while high - low > 0.01:
+        middle = (low + high) / 2
+        low, high = (middle, high) if chance(middle) < target else (low, middle)
+    return math.ceil(high)
+
+
+def calibrated_pass_chance(errors: dict[float, float], tolerance: float) -> float:
+    """The chance that a cell whose intervals cover at exactly their nominal rates is
+    measured within ``tolerance`` at every level, when each level's measured coverage
+    errs by Normal noise of the given (fit-clustered) standard error, the levels taken as
+    independent: ``prod_p (2 Phi(tolerance / se_p) - 1)``. It says how far the study's
+    repetitions can tell a calibrated cell from a miscalibrated one; NaN without errors."""
+    out = 1.0
+    for se in errors.values():
+        if not np.isfinite(se):
+            return float("nan")
+        out *= 1.0 if se == 0 else math.erf(tolerance / (se * math.sqrt(2)))
+    return out
 
 
 #: The kinds of interval a paired comparison reports, with their keys in :func:`summarise`.
@@ -704,9 +823,14 @@ def render(results: dict) -> str:
         "intervals: central intervals of `long_run_utility` draws against the exact long-run "
         "utility of the rule the transducer sets, for the four named binary matrices (four "
         "seeded random C x C matrices for a C-class problem). Each entry: coverage in %, "
-        "then in brackets the binomial standard error in points at nominal coverage, taking "
-        "the checks as independent (they are not: the checks of one fit share its "
-        "posterior, so the real spread is larger).",
+        "then in brackets its standard error in points with the fits as clusters (the checks "
+        "of one fit share its posterior and calibration set, so they are not independent: "
+        "`clustered_standard_error`, the ratio estimator's sandwich error; 0 where every fit "
+        "holds the same share, n/a with one fit). The column after the goal's verdict lists "
+        "the levels whose gap exceeds the tolerance by more than two such errors, the misses "
+        "the study's noise does not explain (about one in 40 levels whose true gap is "
+        "exactly the tolerance is listed by chance); the goal itself is judged on the "
+        "coverage as measured.",
         "",
         _priors_text(fits),
         "",
@@ -716,16 +840,17 @@ def render(results: dict) -> str:
         "goal), then at all nine outputs.",
         "",
         "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 5 points "
-        "| checks, all outputs | 50 % | 75 % | 95 % |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+        "| missed by > 2 SE | checks, all outputs | 50 % | 75 % | 95 % |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|",
     ]
     for (name, n), cell in summary.items():
         inside, every = cell["bands_inside"], cell["bands_all"]
         lines.append(
             f"| {name} | {n} | {cell['fits']} | {inside[0.5][1]} | "
-            + " | ".join(_percent(inside[p], p) for p in PROBS)
-            + f" | {_verdict(goal_met(inside, TOLERANCE['bands']))} | {every[0.5][1]} | "
-            + " | ".join(_percent(every[p], p) for p in PROBS)
+            + " | ".join(_percent(inside[p], cell["errors"]["bands_inside"][p]) for p in PROBS)
+            + f" | {_verdict(goal_met(inside, TOLERANCE['bands']))} | "
+            + f"{_beyond_text(cell, 'bands_inside', TOLERANCE['bands'])} | {every[0.5][1]} | "
+            + " | ".join(_percent(every[p], cell["errors"]["bands_all"][p]) for p in PROBS)
             + " |"
         )
     lines += [
@@ -743,8 +868,8 @@ def render(results: dict) -> str:
         "(`decision_outputs`; measured since 2026-11-24, so fits recorded before lack them: "
         "see the fits column).",
         "",
-        "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 5 points |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 5 points | missed by > 2 SE |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     lines += _coverage_rows(summary, "bands_decision", "decision_fits", TOLERANCE["bands"])
     lines += [
@@ -753,8 +878,8 @@ def render(results: dict) -> str:
         "",
         "### Long-run-utility intervals",
         "",
-        "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 7 points |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| problem | n | fits | checks | 50 % | 75 % | 95 % | within 7 points | missed by > 2 SE |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     lines += _coverage_rows(summary, "long_run", "fits", TOLERANCE["long_run"])
     clean = sum(cell["clean"] for cell in summary.values())

@@ -198,6 +198,67 @@ def test_goal_logic(cov):
     assert cov.standard_error(0.95, 19) == pytest.approx(0.05)
 
 
+def test_clustered_standard_error_by_hand(cov):
+    # two fits of 10 checks, 5 and 4 hits: p = 0.45, residuals +-0.5, 2 / 1 * 0.5 = 1
+    assert cov.clustered_standard_error([(5, 10), (4, 10)]) == pytest.approx(0.05)
+    # one check per fit: the binomial error at p times sqrt(m / (m - 1)); p = 0.75,
+    # sqrt(0.75 * 0.25 / 4) * sqrt(4 / 3) = 0.25
+    assert cov.clustered_standard_error([(1, 1), (0, 1), (1, 1), (1, 1)]) == pytest.approx(0.25)
+    # fits without checks do not count; one fit with checks has no error
+    assert cov.clustered_standard_error([(5, 10), (0, 0), (4, 10)]) == pytest.approx(0.05)
+    assert np.isnan(cov.clustered_standard_error([(5, 10), (0, 0)]))
+    # every fit the same share: 0
+    assert cov.clustered_standard_error([(9, 9), (9, 9), (9, 9)]) == 0.0
+
+
+def test_clustered_standard_error_matches_the_spread_of_simulated_studies(cov):
+    """Known truth: 20 fits of 9 checks each, whose checks share a fit-level coverage
+    (Beta with mean 0.75, so the checks of one fit are correlated). Over 4,000 simulated
+    studies the clustered error tracks the real spread of the pooled coverage, and the
+    binomial error, which takes the 180 checks as independent, understates it."""
+    rng = np.random.default_rng(7)
+    studies, fits, checks = 4000, 20, 9
+    share = rng.beta(3.0, 1.0, size=(studies, fits))  # mean 0.75, sd 0.19 between fits
+    hits = rng.binomial(checks, share)
+    pooled = hits.sum(axis=1) / (fits * checks)
+    errors = np.array([cov.clustered_standard_error([(h, checks) for h in row]) for row in hits])
+    spread = pooled.std()
+    # closed form: the binomial variance times the design effect 1 + (k - 1) rho, with the
+    # intra-fit correlation rho = var(share) / (p (1 - p)) = (3 / 80) / (3 / 16) = 0.2
+    binomial = cov.standard_error(0.75, fits * checks)
+    assert spread == pytest.approx(binomial * np.sqrt(1 + (checks - 1) * 0.2), rel=0.05)
+    assert np.sqrt(np.mean(errors**2)) == pytest.approx(spread, rel=0.08)
+    assert binomial < 0.7 * spread
+
+
+def test_missed_beyond_noise(cov):
+    counts = {0.5: (30, 100), 0.75: (66, 100), 0.95: (80, 100)}
+    errors = {0.5: 0.05, 0.75: 0.02, 0.95: np.nan}
+    # 50 %: gap 20, 15 beyond the tolerance, 3 errors; 75 %: gap 9, 4 beyond, 2 errors:
+    # not more than two; 95 %: no error, never listed
+    assert cov.missed_beyond_noise(counts, errors, 0.05) == [0.5]
+    assert cov.missed_beyond_noise(counts, {**errors, 0.75: 0.0199}, 0.05) == [0.5, 0.75]
+    assert cov.missed_beyond_noise({0.5: (0, 0), 0.75: (0, 0), 0.95: (0, 0)}, errors, 0.05) == []
+
+
+def test_calibrated_pass_chance_and_repetitions_by_hand(cov):
+    from statistics import NormalDist
+
+    # P(|N(0, se)| <= 0.05): se 0.05 -> 0.6827 (one sd), se 0.025 -> 0.9545 (two sd's)
+    chance = cov.calibrated_pass_chance({0.5: 0.05, 0.75: 0.05, 0.95: 0.025}, 0.05)
+    assert chance == pytest.approx(0.682689**2 * 0.954500, rel=1e-5)
+    assert cov.calibrated_pass_chance({0.5: 0.0, 0.75: 0.0, 0.95: 0.0}, 0.05) == 1.0
+    assert np.isnan(cov.calibrated_pass_chance({0.5: np.nan, 0.75: 0.1, 0.95: 0.1}, 0.05))
+    # one cell of 20 fits with error 0.05 at every level: all three within 0.05 with
+    # probability 0.9 needs each level at 0.9 ** (1 / 3), i.e. tolerance / se = z with
+    # 2 Phi(z) - 1 = 0.9 ** (1 / 3); se = 0.05 sqrt(20 / R), so R = 20 (z 0.05 / 0.05) ** 2
+    z = NormalDist().inv_cdf((1 + 0.9 ** (1 / 3)) / 2)
+    cell = {"fits": 20, "errors": {"long_run": {0.5: 0.05, 0.75: 0.05, 0.95: 0.05}},
+            "long_run": {0.5: (10, 20), 0.75: (15, 20), 0.95: (19, 20)}}  # fmt: skip
+    needed = cov.repetitions_needed({("x", 1): cell}, "long_run", 0.05)
+    assert needed == int(np.ceil(20 * z**2))
+
+
 def test_is_clean(cov):
     good = {"divergent": 0, "treedepth": 0, "max_rhat": 1.01, "min_ess_bulk": 400.0}
     assert cov.is_clean(good)
@@ -263,16 +324,26 @@ def test_summary_and_report_goals_by_hand(cov):
     results = {"seed": 2026, "fits": fits, "runs": [run_record("python bench/coverage.py")]}
     text = cov.render(results)
     assert text.startswith(cov.SECTION + "\n")
-    assert "| logistic | 300 | 2 | 20 | 45 (11.2) | 100 (9.7) | 100 (4.9) | **no** |" in text
+    # fit-clustered errors: 50 %, fits 5/10 and 4/10, p = 0.45, residuals +-0.5:
+    # sqrt(2 / 1 * 0.5) / 20 = 0.05; 75 and 95 %, every fit all hits: 0. The 75 % gap, 25
+    # points, exceeds the tolerance by more than 2 x 0; 50 and 95 % sit at it, not beyond.
+    assert (
+        "| logistic | 300 | 2 | 20 | 45 (5.0) | 100 (0.0) | 100 (0.0) | **no** | 75 | 20 |"
+    ) in text
+    # one fit: no error, and no miss can be called beyond the noise
+    assert "| votes | 300 | 1 | 10 | 30 (n/a) | 100 (n/a) | 100 (n/a) | **no** | - | 10 |" in text
     assert "not met: 0 of 2 problem-size cells (0 without checks); largest gap 25.0" in text
+    assert "of the 2 cells that miss it, 1 miss by more than two standard errors" in text
     assert "| long-run-utility intervals within 7 points of nominal | not met: 0 of 2" in text
     assert "| every fit clean" in text and "not met: 2 of 3 fits" in text
     assert "fits: SamplerWarning x 1; while measuring (bands, long-run draws): none." in text
     # pooled over the panel: 50 % holds 5 + 4 + 3 of 30 checks, 75 and 95 % all 30; the
     # long-run intervals all 2 x 3
+    # its error, the three fits as clusters: p = 0.4, residuals 1, 0, -1 -> sqrt(3 / 2 * 2)
+    # / 30 = 0.0577
     assert (
         "Pooled over the panel (30 checks per level): 40 % / 100 % / 100 % at nominal "
-        "50 / 75 / 95 %."
+        "50 / 75 / 95 % (fit-clustered standard errors 5.8 / 0.0 / 0.0 points)."
     ) in text
     assert "Pooled over the panel (6 checks per level): 100 % / 100 % / 100 %" in text
     # these records predate the decision outputs: reported as missing, never as coverage
