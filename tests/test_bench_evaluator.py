@@ -286,3 +286,28 @@ def test_twice_goal_allows_small_differences(bench):
     assert [x[0] for x in over] == ["votes", "two-logits"]
     assert [x[0] for x in failing] == ["two-logits"]
     assert dq.twice_goal(losses[:1] + losses[2:]) == ([losses[0]], [])
+
+
+def test_split_difference_corrects_for_overlapping_splits(bench):
+    dq, _ = bench
+    # differences 1, 2, 3: mean 2, sample variance 1, corrected variance (1/3 + 1) * 1
+    mean, se = dq.split_difference([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
+    assert mean == pytest.approx(2.0) and se == pytest.approx(np.sqrt(4 / 3))
+    mean, se = dq.split_difference([0.5], [0.25])
+    assert mean == pytest.approx(0.25) and np.isnan(se)
+
+
+def test_real_data_render_pairs_yieldwise_with_the_best_peer(bench):
+    dq, _ = bench
+    peers = {m: {"mean_regret": 0.01, "yieldwise_at_least": 0.5} for m in dq.METHODS}
+    # beta is the best peer (mean 0.002); yieldwise's split regrets minus beta's: 0.001,
+    # 0.002, 0.003 -> mean +0.002, SE sqrt((1/3 + 1) * 1e-6) = 0.0012
+    case = {**peers,
+            "yieldwise": {"mean_regret": 0.004, "yieldwise_at_least": 1.0,
+                          "split_regret": [0.003, 0.004, 0.005]},
+            "beta": {"mean_regret": 0.002, "yieldwise_at_least": 0.4,
+                     "split_regret": [0.002, 0.002, 0.002]}}  # fmt: skip
+    text = "\n".join(dq._render_real({"a set": case, "older set": peers}))
+    assert "| 40% (beta) | +0.0020 (0.0012) |" in text
+    # results kept before the per-split regrets: said so, not invented
+    assert text.count("| n/a |") == 1
