@@ -333,6 +333,32 @@ def clustered_standard_error(per_fit: list[tuple[int, int]]) -> float:
     return float(np.sqrt(m / (m - 1) * np.sum((hits - p * checks) ** 2)) / checks.sum())
 
 
+def paired_change(pairs: list[tuple[tuple[int, int], tuple[int, int]]]) -> tuple[float, float]:
+    """Change of a pooled coverage between two runs over the same fits, and its standard
+    error with the fits as clusters.
+
+    ``pairs`` holds, per fit, its (hits, checks) in the first run and in the second (the
+    same calibration set and checks, so the same ``checks``). The change is
+    ``sum (h2 - h1) / sum c`` and its error the sandwich error of that ratio,
+    ``sqrt(m / (m - 1) sum ((h2 - h1) - change c)^2) / sum c`` over the ``m`` fits with
+    checks: the pairing removes the spread between calibration sets that both runs share.
+    NaN (both) without checks, NaN error with fewer than two fits.
+    """
+    rows = np.asarray(pairs, dtype=float).reshape(-1, 2, 2)
+    if rows.size and np.any(rows[:, 0, 1] != rows[:, 1, 1]):
+        raise ValueError("paired_change: the two runs of a fit must have the same checks")
+    rows = rows[rows[:, 0, 1] > 0]
+    if rows.shape[0] == 0:
+        return float("nan"), float("nan")
+    diff, checks = rows[:, 1, 0] - rows[:, 0, 0], rows[:, 0, 1]
+    change = diff.sum() / checks.sum()
+    m = rows.shape[0]
+    if m < 2:
+        return float(change), float("nan")
+    spread = np.sqrt(m / (m - 1) * np.sum((diff - change * checks) ** 2)) / checks.sum()
+    return float(change), float(spread)
+
+
 def missed_beyond_noise(
     counts: dict[float, tuple[int, int]], errors: dict[float, float], tolerance: float
 ) -> list[float]:
@@ -739,9 +765,22 @@ def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
         pooled = [levels(pooled_counts(summary, key)) for summary in summaries]
         gaps = [mean_gap(summary, key) for summary in summaries]
         shown = [f"{g:.1f}" if g is not None else "n/a" for g in gaps]
+        changes = []
+        for p in PROBS:
+            pairs = [
+                (band, other)
+                for cell, twin in ((c, summaries[1][k]) for k, c in summaries[0].items())
+                for band, other in zip(cell["per_fit"][key][p], twin["per_fit"][key][p],
+                                       strict=True)
+            ]  # fmt: skip
+            change, error = paired_change(pairs)
+            changes.append(
+                "n/a" if not np.isfinite(change) else f"{100 * change:+.1f} ({100 * error:.1f})"
+            )
         lines.append(
             f"- {name}: pooled {pooled[0]} -> {pooled[1]} %; mean gap to nominal "
-            f"{shown[0]} -> {shown[1]} points"
+            f"{shown[0]} -> {shown[1]} points; change per level, paired by fit (SE): "
+            + " / ".join(changes)
         )
     widths = [band_width(f) for f in fits]
     lines.append(

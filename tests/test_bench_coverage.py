@@ -231,6 +231,19 @@ def test_clustered_standard_error_matches_the_spread_of_simulated_studies(cov):
     assert binomial < 0.7 * spread
 
 
+def test_paired_change_by_hand(cov):
+    # two fits of 10 checks: +2 and +0 hits -> change 2 / 20 = 0.1; residuals 2 - 1, 0 - 1:
+    # sqrt(2 / 1 * 2) / 20 = 0.1
+    change, error = cov.paired_change([((3, 10), (5, 10)), ((4, 10), (4, 10))])
+    assert change == pytest.approx(0.1) and error == pytest.approx(0.1)
+    # fits without checks are left out; one fit has no error
+    change, error = cov.paired_change([((3, 10), (5, 10)), ((0, 0), (0, 0))])
+    assert change == pytest.approx(0.2) and np.isnan(error)
+    assert all(np.isnan(cov.paired_change([((0, 0), (0, 0))])))
+    with pytest.raises(ValueError, match="same checks"):
+        cov.paired_change([((3, 10), (5, 9))])
+
+
 def test_missed_beyond_noise(cov):
     counts = {0.5: (30, 100), 0.75: (66, 100), 0.95: (80, 100)}
     errors = {0.5: 0.05, 0.75: 0.02, 0.95: np.nan}
@@ -469,6 +482,8 @@ def test_compare_pairs_the_shared_fits_by_hand(cov):
     assert "votes" not in text.split("\n\n")[1]
     # mean gap: (|0.45 - 0.5| + 0.25 + 0.05) / 3 = 11.7 points -> (0.05 + 0.25 + 0.05) / 3
     assert "- bands: pooled 45/100/100 -> 55/100/100 %; mean gap to nominal 11.7 -> 11.7" in text
+    # paired by fit: each fit holds one more at 50 % (+10 points, no spread), the same else
+    assert "change per level, paired by fit (SE): +10.0 (0.0) / +0.0 (0.0) / +0.0 (0.0)" in text
     # the long-run intervals hold everywhere: (0.5 + 0.25 + 0.05) / 3 = 26.7 points
     assert "- long-run: pooled 100/100/100 -> 100/100/100 %; mean gap to nominal 26.7" in text
     assert "- fits not clean: 1 -> 1; median sampling s: 8.0 -> 8.0" in text
