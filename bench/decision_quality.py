@@ -951,8 +951,8 @@ def _render_real(real: dict) -> list[str]:
         "yieldwise's mean regret minus the best peer's, paired by split, and in brackets its "
         "standard error corrected for the splits' overlap (Nadeau and Bengio's resampled "
         "variance, `(1 / S + 1) sd^2` for halves: the splits reuse the same items, so the "
-        "naive `sd / sqrt(S)` would understate it); n/a where the per-split regrets were "
-        "not kept.",
+        "naive `sd / sqrt(S)` would understate it), and the splits where yieldwise's regret "
+        "is the larger; n/a where the per-split regrets were not kept.",
         "",
         "| data | "
         + " | ".join(METHODS[:-1])
@@ -962,8 +962,10 @@ def _render_real(real: dict) -> list[str]:
     for name, r in real.items():
         best = min(PEERS, key=lambda p: r[p]["mean_regret"])
         if "split_regret" in r["yieldwise"]:
-            diff, se = split_difference(r["yieldwise"]["split_regret"], r[best]["split_regret"])
-            paired = f"{diff:+.4f} ({se:.4f})"
+            ours, theirs = r["yieldwise"]["split_regret"], r[best]["split_regret"]
+            diff, se = split_difference(ours, theirs)
+            behind = sum(a > b for a, b in zip(ours, theirs, strict=True))
+            paired = f"{diff:+.4f} ({se:.4f}; behind in {behind} of {len(ours)} splits)"
         else:
             paired = "n/a"
         lines.append(

@@ -308,6 +308,6 @@ def test_real_data_render_pairs_yieldwise_with_the_best_peer(bench):
             "beta": {"mean_regret": 0.002, "yieldwise_at_least": 0.4,
                      "split_regret": [0.002, 0.002, 0.002]}}  # fmt: skip
     text = "\n".join(dq._render_real({"a set": case, "older set": peers}))
-    assert "| 40% (beta) | +0.0020 (0.0012) |" in text
+    assert "| 40% (beta) | +0.0020 (0.0012; behind in 3 of 3 splits) |" in text
     # results kept before the per-split regrets: said so, not invented
     assert text.count("| n/a |") == 1
