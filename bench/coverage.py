@@ -219,8 +219,10 @@ def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
         # the hyper-parameters the fit used, so that a study mixing designs shows it
         "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
         "settings": {
-            k: transducer.get_params()[k]
-            for k in ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")
+            **{k: transducer.get_params()[k] for k in ("chains", "warmup", "draws")},
+            "max_treedepth": transducer.get_params()["max_treedepth"],
+            # the value the fit ran at (the default None depends on the output dimensions)
+            "adapt_delta": info["adapt_delta"],
         },
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
     }
@@ -822,6 +824,34 @@ def _commands(runs: list[dict]) -> str:
     )
 
 
+def _settings_groups(fits: dict) -> str:
+    """The NUTS settings the fits ran at; with several, how many fits and which problems
+    (and sizes) ran at each."""
+    groups: dict[str, list[dict]] = {}
+    for record in fits.values():
+        groups.setdefault(json.dumps(record["sampler"]["settings"], sort_keys=True), []).append(
+            record
+        )
+    if len(groups) == 1:
+        return _settings_text(next(iter(groups)))
+    parts = []
+    for key, records in sorted(groups.items()):
+        cells = ", ".join(
+            f"{name} {'/'.join(str(n) for n in sorted(sizes))}"
+            for name, sizes in _sizes_by_problem(records).items()
+        )
+        count = len(records)
+        parts.append(f"{_settings_text(key)}: {count} fit{'' if count == 1 else 's'} ({cells})")
+    return "; ".join(parts)
+
+
+def _sizes_by_problem(records: list[dict]) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for r in records:
+        out.setdefault(r["problem"], set()).add(int(r["n"]))
+    return out
+
+
 def _priors_text(fits: dict) -> str:
     """The hyper-parameters the fits recorded, with how many fits and which problems used
     each (fits recorded before 2026-11-25 did not keep theirs: the defaults of their day)."""
@@ -847,15 +877,15 @@ def render(results: dict) -> str:
     summary = summarise(fits)
     samplers = [r["sampler"] for r in fits.values()]
     backends = sorted({_backend_text(s) for s in samplers})
-    settings = sorted({json.dumps(s["settings"], sort_keys=True) for s in samplers})
     reps = sorted({cell["fits"] for cell in summary.values()})
     lines = [
         SECTION,
         "",
         _commands(results["runs"]) + f" Backend: {', '.join(backends)}; seed {results['seed']}.",
         "",
-        f"Each fit: a fresh calibration set, a `Transducer` with the default settings "
-        f"({'; '.join(_settings_text(s) for s in settings)}); repetitions per problem and size: "
+        f"Each fit: a fresh calibration set, a `Transducer` with the default prior at these "
+        f"NUTS settings "
+        f"({_settings_groups(fits)}); repetitions per problem and size: "
         f"{'/'.join(map(str, reps))}. Bands: `predict_interval` for p(c | y) at the nine "
         "cells at the 5 %, ..., 95 % quantiles of the output law (class 1 of a binary "
         "problem, every class of a multi-class one) against the exact truth. Long-run "

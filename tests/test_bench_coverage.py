@@ -272,6 +272,21 @@ def test_calibrated_pass_chance_and_repetitions_by_hand(cov):
     assert needed == int(np.ceil(20 * z**2))
 
 
+def test_settings_groups_say_which_fits_ran_at_which_settings(cov):
+    fits = {f"{name}|{n}|0": fake_record(cov, name, n, 0, 5)
+            for name, n in (("votes", 300), ("votes", 3600), ("beta", 3600))}  # fmt: skip
+    one = cov._settings_groups(fits)
+    assert one == "1 chains x 4 draws after 0 warm-up, adapt_delta 0.8, max_treedepth 10"
+    for key in ("votes|3600|0", "beta|3600|0"):
+        settings = {**SAMPLER_META["settings"], "adapt_delta": 0.99}
+        fits[key]["sampler"] = {**fits[key]["sampler"], "settings": settings}
+    assert cov._settings_groups(fits) == (
+        "1 chains x 4 draws after 0 warm-up, adapt_delta 0.8, max_treedepth 10: 1 fit "
+        "(votes 300); 1 chains x 4 draws after 0 warm-up, adapt_delta 0.99, max_treedepth "
+        "10: 2 fits (votes 3600, beta 3600)"
+    )
+
+
 def test_is_clean(cov):
     good = {"divergent": 0, "treedepth": 0, "max_rhat": 1.01, "min_ess_bulk": 400.0}
     assert cov.is_clean(good)

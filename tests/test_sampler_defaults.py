@@ -20,6 +20,44 @@ def test_the_transducer_takes_its_defaults_from_sampler_defaults():
     assert Transducer().get_params()["adapt_delta"] == SAMPLER_DEFAULTS.adapt_delta
 
 
+def test_adapt_delta_follows_the_output_dimensions_unless_given():
+    assert SAMPLER_DEFAULTS.adapt_delta is None
+    assert SAMPLER_DEFAULTS.adapt_delta_for(1) == 0.99
+    assert SAMPLER_DEFAULTS.adapt_delta_for(2) == 0.95
+    assert SAMPLER_DEFAULTS.adapt_delta_for(9) == 0.95
+    # a value given by the user wins, in any dimension
+    assert SAMPLER_DEFAULTS.adapt_delta_for(1, 0.8) == 0.8
+    assert SAMPLER_DEFAULTS.adapt_delta_for(2, 0.999) == 0.999
+
+
+def test_divergences_advise_the_next_adapt_delta_or_a_longer_warmup():
+    import warnings
+
+    import numpy as np
+
+    from yieldwise.backends import SamplerWarning
+    from yieldwise.backends._base import SampleResult, warn_on_diagnostics
+
+    rng = np.random.default_rng(0)
+    stats = {
+        "lp": rng.normal(size=(2, 50)),
+        "energy": rng.normal(size=(2, 50)),
+        "diverging": np.arange(100).reshape(2, 50) < 3,  # 3 divergent transitions
+        "tree_depth": np.full((2, 50), 3),
+        "n_steps": np.full((2, 50), 7),
+    }
+    advice = {0.8: "e.g. 0.95)", 0.95: "e.g. 0.99)", 0.99: "e.g. 0.999)",
+              0.999: "adapt_delta is already 0.999; try a longer warm-up"}  # fmt: skip
+    for adapt_delta, expected in advice.items():
+        result = SampleResult({}, stats, "given", "-", "-", {"adapt_delta": adapt_delta})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn_on_diagnostics(result)
+        messages = [str(w.message) for w in caught if w.category is SamplerWarning]
+        assert messages and messages[0].startswith("3 of 100 post-warm-up transitions"), messages
+        assert expected in messages[0], (adapt_delta, messages[0])
+
+
 def test_the_command_line_defaults_are_the_sampler_defaults():
     commands = next(a for a in build_parser()._actions if a.dest == "command")
     fit = commands.choices["fit"]

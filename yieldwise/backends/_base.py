@@ -116,13 +116,17 @@ def warn_on_diagnostics(result: SampleResult, stacklevel: int = 3) -> None:
     diag = result.diagnostics()
     total = diag["iterations"]
     max_depth = int(result.settings.get("max_treedepth", 10))
-    adapt_delta = result.settings.get("adapt_delta", 0.8)
+    adapt_delta = float(result.settings.get("adapt_delta", 0.8))
     if diag["divergences"] > 0:
+        larger = next((v for v in (0.95, 0.99, 0.999) if v > adapt_delta), None)
+        advice = (
+            f"try a larger adapt_delta (now {adapt_delta:g}, e.g. {larger:g})"
+            if larger is not None
+            else f"adapt_delta is already {adapt_delta:g}; try a longer warm-up (warmup=)"
+        )
         warnings.warn(
             f"{diag['divergences']} of {total} post-warm-up transitions diverged "
-            f"(threshold: 0). The draws may be biased; try a larger adapt_delta "
-            f"(now {adapt_delta}, e.g. {0.99 if adapt_delta >= 0.95 else 0.95}) and see "
-            "docs/model.md.",
+            f"(threshold: 0). The draws may be biased; {advice} and see docs/model.md.",
             SamplerWarning,
             stacklevel=stacklevel,
         )

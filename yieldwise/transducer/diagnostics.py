@@ -119,6 +119,9 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
             (stats["tree_depth"].values >= record["settings"]["max_treedepth"]).sum()
         ),
         "step_size": stats["step_size"].values.mean(axis=1).tolist(),
+        # the target acceptance rate the fit ran at (None for a Laplace approximation or
+        # given draws, which record none)
+        "adapt_delta": record["settings"].get("adapt_delta"),
         "sampling_seconds": record["sampling_seconds"],
         "pareto_k": record["sampler"].get("pareto_k"),
     }
@@ -135,7 +138,8 @@ def warn_on_invariants(table: pd.DataFrame, stacklevel: int = 2) -> None:
             f"bulk ESS >= {ESS_MIN}; worst: {worst['quantity']} {worst['output']} "
             f"(R-hat {worst['r_hat']:.3f}, bulk ESS {worst['ess_bulk']:.0f}). Run more "
             "draws (draws=) or chains; with divergent transitions, raise adapt_delta "
-            "(0.95); see .diagnostics() and docs/model.md",
+            "above the fit's (sampler_summary()['adapt_delta']); see .diagnostics() and "
+            "docs/model.md",
             DiagnosticsWarning,
             stacklevel=stacklevel + 1,
         )

@@ -124,8 +124,10 @@ class Transducer:
         numpy, in seconds (:mod:`yieldwise.backends._laplace`), for dry runs and
         plumbing, never chosen by ``"auto"`` and not for decisions resting on the
         uncertainty (its bands are those of a Normal approximation).
-    max_treedepth, adapt_delta : NUTS tuning (defaults 10 and 0.95, from
-        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`).
+    max_treedepth, adapt_delta : NUTS tuning (defaults from
+        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`: 10, and for ``adapt_delta=None``
+        0.99 with one output dimension, 0.95 with more; the value used is in
+        ``sampler_summary()``).
     progress : bool
         Show the sampler's progress.
 
@@ -181,8 +183,8 @@ class Transducer:
         seed: int | None = None,
         backend: str = "auto",
         max_treedepth: int = SAMPLER_DEFAULTS.max_treedepth,
-        # 0.95, not Stan's 0.8 (SamplerDefaults says why)
-        adapt_delta: float = SAMPLER_DEFAULTS.adapt_delta,
+        # None: 0.99 for one output dimension, 0.95 for more (SamplerDefaults says why)
+        adapt_delta: float | None = SAMPLER_DEFAULTS.adapt_delta,
         progress: bool = True,
     ) -> None:
         self.n_components = n_components
@@ -290,7 +292,7 @@ class Transducer:
             seed=seed,
             init=sampler_inits(data, chains, seed),
             max_treedepth=self.max_treedepth,
-            adapt_delta=self.adapt_delta,
+            adapt_delta=SAMPLER_DEFAULTS.adapt_delta_for(transform.model_dims, self.adapt_delta),
             progress=self.progress,
         )
         self._set_fitted(result, data, y, class_index, labels, transform, design)
