@@ -118,6 +118,9 @@ def test_settings_are_checked_by_the_transducers_rules():
         check_transducer_params({"n_components": [3, 2]})
     with pytest.raises(ValueError, match="adapt_delta must lie in"):
         check_transducer_params({"adapt_delta": 1.5})
+    # the default, None (each fit takes its output dimensions' value), passes, as do numbers
+    assert check_transducer_params({"adapt_delta": None}) == {"adapt_delta": None}
+    assert check_transducer_params({"adapt_delta": 0.9}) == {"adapt_delta": 0.9}
     with pytest.raises(ValueError, match="backend must be one of"):
         check_transducer_params({"backend": "jags"})
 

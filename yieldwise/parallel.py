@@ -170,6 +170,7 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
     from .backends import backend_names
     from .backends._base import check_sampler_arguments
     from .transducer.estimator import Transducer, check_components
+    from .transducer.sampler import SAMPLER_DEFAULTS
 
     if not isinstance(params, Mapping):
         raise TypeError(f"{where} must be a mapping of Transducer settings, found {params!r}")
@@ -184,6 +185,9 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
             check_components(p["n_components"])
         sampler = {k: p[k] for k in ("chains", "warmup", "draws", "seed", "max_treedepth",
                                      "adapt_delta") if k in p}  # fmt: skip
+        if sampler.get("adapt_delta", 0.5) is None:
+            # None: each fit takes the default of its output dimensions (both are valid)
+            sampler["adapt_delta"] = SAMPLER_DEFAULTS.adapt_delta_for(1)
         if len(sampler) == 6:
             check_sampler_arguments(**sampler)
         if "backend" in p and p["backend"] not in backend_names():
