@@ -189,6 +189,11 @@ def test_fit_recovers_a_logistic_truth_and_is_deterministic():
     inside = (band["lower"].values[:, 1] <= truth) & (truth <= band["upper"].values[:, 1])
     assert inside.mean() >= 7 / 9
     assert t.backend_ == "laplace" and t.sampler_summary()["divergent"] == 0
+    # the target acceptance rate the fit ran at: one output dimension's default, or the
+    # user's (the Laplace backend records the setting like the others)
+    assert t.get_params()["adapt_delta"] is None and t.sampler_summary()["adapt_delta"] == 0.99
+    given = Transducer(**{**kw, "adapt_delta": 0.9}).fit(y, c)
+    assert given.sampler_summary()["adapt_delta"] == 0.9
     again = Transducer(**kw).fit(y, c)
     assert np.array_equal(again.posterior.w, t.posterior.w)
     other = Transducer(**{**kw, "seed": 6}).fit(y, c)

@@ -150,6 +150,7 @@ def test_posterior_layout_and_diagnostics(fitted):
     assert (table["r_hat"] < 1.05).all()
     summary = t.sampler_summary()
     assert summary["divergent"] == 0 and summary["max_treedepth_hits"] == 0
+    assert summary["adapt_delta"] == 0.99  # one output dimension's default
 
 
 @needs_stan

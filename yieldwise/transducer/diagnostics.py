@@ -121,7 +121,7 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         "step_size": stats["step_size"].values.mean(axis=1).tolist(),
         # the target acceptance rate the fit ran at (None for a Laplace approximation or
         # given draws, which record none)
-        "adapt_delta": record["settings"].get("adapt_delta"),
+        "adapt_delta": record["sampler"].get("adapt_delta"),
         "sampling_seconds": record["sampling_seconds"],
         "pareto_k": record["sampler"].get("pareto_k"),
     }
