@@ -97,6 +97,18 @@ def simulate(case: str, seed: int):
     return y, z, grid, desc
 
 
+def _adapt_delta_text(results: list[dict]) -> str:
+    """The target acceptance rate each case ran at (the default depends on the output
+    dimensions: docs/model.md)."""
+    by_case: dict[str, set] = {}
+    for r in results:
+        by_case.setdefault(r["case"], set()).add(r["adapt_delta"])
+    parts = []
+    for case, values in by_case.items():
+        parts.append(f"{' / '.join(f'{v:g}' for v in sorted(values))} ({case})")
+    return ", ".join(parts)
+
+
 def run(case: str, seed: int, args) -> dict:
     """Fit one data set exactly as a user would (``Transducer.fit``)."""
     import arviz as az
@@ -129,6 +141,7 @@ def run(case: str, seed: int, args) -> dict:
         "K": transducer.n_components_,
         "backend": transducer.backend_,
         "seconds": summary["sampling_seconds"],
+        "adapt_delta": summary["adapt_delta"],
         "divergences": summary["divergent"],
         "treedepth_hits": summary["max_treedepth_hits"],
         "iterations": int(stats["diverging"].size),
@@ -211,7 +224,7 @@ def _section(results: list[dict], args) -> str:
         f"({datetime.date.today()}, {os.cpu_count()} cores, backend {results[0]['backend']}, "
         f"httpstan {httpstan.__version__}; "
         f"{args.chains} chains, "
-        f"{args.warmup} warm-up + {args.draws} draws, adapt_delta {args.adapt_delta}, "
+        f"{args.warmup} warm-up + {args.draws} draws, adapt_delta {_adapt_delta_text(results)}, "
         f"max_treedepth {DEFAULTS['max_treedepth']}; data sets and sampler seeds "
         f"1..{args.seeds} (votes), 1..{args.logit_seeds} (logits); compile excluded). "
         "Invariant quantities: the log-likelihood and F_t(1 | y) at 10 fixed outputs. "
