@@ -201,6 +201,7 @@ def measure(
 def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
     """Seconds, divergences, tree-depth hits, worst R-hat, lowest bulk ESS, warnings."""
     info = transducer.sampler_summary()
+    params = transducer.get_params()
     table = transducer.diagnostics()
     attrs = transducer.posterior_.posterior.attrs
     return {
@@ -218,12 +219,10 @@ def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
         "stan_version": str(attrs.get("yieldwise_stan_version", "")),
         # the hyper-parameters the fit used, so that a study mixing designs shows it
         "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
-        "settings": {
-            **{k: transducer.get_params()[k] for k in ("chains", "warmup", "draws")},
-            "max_treedepth": transducer.get_params()["max_treedepth"],
-            # the value the fit ran at (the default None depends on the output dimensions)
-            "adapt_delta": info["adapt_delta"],
-        },
+        # adapt_delta as the fit ran (the constructor's default None depends on the output
+        # dimensions)
+        "settings": {k: params[k] for k in ("chains", "warmup", "draws", "max_treedepth")}
+        | {"adapt_delta": info["adapt_delta"]},
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
     }
 
@@ -327,12 +326,17 @@ def clustered_standard_error(per_fit: list[tuple[int, int]]) -> float:
     """
     counts = np.asarray(per_fit, dtype=float).reshape(-1, 2)
     counts = counts[counts[:, 1] > 0]
-    m = counts.shape[0]
+    return _ratio_error(counts[:, 0], counts[:, 1])
+
+
+def _ratio_error(numerators: np.ndarray, checks: np.ndarray) -> float:
+    """Sandwich standard error of ``sum numerators / sum checks`` over clusters (fits with
+    checks): ``sqrt(m / (m - 1) sum (x_i - r c_i)^2) / sum c``; NaN with fewer than two."""
+    m = checks.size
     if m < 2:
         return float("nan")
-    hits, checks = counts[:, 0], counts[:, 1]
-    p = hits.sum() / checks.sum()
-    return float(np.sqrt(m / (m - 1) * np.sum((hits - p * checks) ** 2)) / checks.sum())
+    ratio = numerators.sum() / checks.sum()
+    return float(np.sqrt(m / (m - 1) * np.sum((numerators - ratio * checks) ** 2)) / checks.sum())
 
 
 def paired_change(pairs: list[tuple[tuple[int, int], tuple[int, int]]]) -> tuple[float, float]:
@@ -353,12 +357,7 @@ def paired_change(pairs: list[tuple[tuple[int, int], tuple[int, int]]]) -> tuple
     if rows.shape[0] == 0:
         return float("nan"), float("nan")
     diff, checks = rows[:, 1, 0] - rows[:, 0, 0], rows[:, 0, 1]
-    change = diff.sum() / checks.sum()
-    m = rows.shape[0]
-    if m < 2:
-        return float(change), float("nan")
-    spread = np.sqrt(m / (m - 1) * np.sum((diff - change * checks) ** 2)) / checks.sum()
-    return float(change), float(spread)
+    return float(diff.sum() / checks.sum()), _ratio_error(diff, checks)
 
 
 def missed_beyond_noise(

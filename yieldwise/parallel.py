@@ -185,7 +185,7 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
             check_components(p["n_components"])
         sampler = {k: p[k] for k in ("chains", "warmup", "draws", "seed", "max_treedepth",
                                      "adapt_delta") if k in p}  # fmt: skip
-        if sampler.get("adapt_delta", 0.5) is None:
+        if "adapt_delta" in sampler and sampler["adapt_delta"] is None:
             # None: each fit takes the default of its output dimensions (both are valid)
             sampler["adapt_delta"] = SAMPLER_DEFAULTS.adapt_delta_for(1)
         if len(sampler) == 6:

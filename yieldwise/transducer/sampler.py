@@ -55,9 +55,10 @@ class SamplerDefaults:
         """The target acceptance rate of a fit with ``model_dims`` output dimensions:
         ``adapt_delta`` when given, else this set's, else 0.99 for one dimension and 0.95
         for more."""
+        # returned as given: the backends validate it (check_sampler_arguments)
         for value in (adapt_delta, self.adapt_delta):
             if value is not None:
-                return float(value)
+                return value
         return self.ADAPT_DELTA_ONE_DIM if int(model_dims) == 1 else self.ADAPT_DELTA_MULTI
 
     def as_dict(self) -> dict[str, int | float | None]:
