@@ -15,6 +15,8 @@ Keys (defaults in brackets):
 * ``split`` [half]: ``half`` calibrates on a seeded half of ``yieldwise.datasets.
   load_digits_ten()`` (permutation seed 2026) and evaluates on the other half; ``all``
   calibrates on every item (no held-out figures);
+* ``marginal`` [the design's MARGINAL_DENSITY]: 1 makes the density block all outputs'
+  log-density (Stan data ``density_marginal``; docs/model.md, "The density block");
 * ``whiten`` [the default: off for D >= 3]: 1 forces the conditional whitening of the
   smooth blocks, 0 turns it off (``yieldwise.transducer.stan_data.precondition(whiten=)``);
 * ``mode`` [0]: 1 only prints the held-out accuracy and mean log score of the posterior
@@ -213,6 +215,8 @@ def main(argv: list[str]) -> int:
         design.CENTRES_SLOPE_SCALE = float(opts["slope"])
     if "width" in opts:
         design.CENTRES_WIDTH_FACTOR = float(opts["width"])
+    if "marginal" in opts:
+        design.MARGINAL_DENSITY = int(opts["marginal"])
     frame = load_digits_ten()
     cols = [c for c in frame.columns if c.startswith("p_")]
     order = np.random.default_rng(2026).permutation(len(frame))
@@ -284,6 +288,7 @@ def main(argv: list[str]) -> int:
         treedepth_hits=int(info["max_treedepth_hits"]), steps_per_iter=float(steps.mean()),
         step_size=float(np.asarray(stats.step_size).mean()),
         rhat_max=float(diag.r_hat.max()), ess_bulk_min=float(diag.ess_bulk.min()),
+        rhat_log_lik=float(diag.loc[diag["quantity"] == "log_lik", "r_hat"].max()),
     )  # fmt: skip
     # Stan's time per gradient, estimated: the chains share min(chains, cores) cores and
     # warm-up iterations are taken to cost as many leapfrog steps as the draws'
