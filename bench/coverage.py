@@ -204,9 +204,13 @@ def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
     params = transducer.get_params()
     table = transducer.diagnostics()
     attrs = transducer.posterior_.posterior.attrs
+    stats = transducer.posterior_.sample_stats
     return {
         "seconds": float(seconds),
         "sampling_seconds": float(info["sampling_seconds"]),
+        # the sampler's work, which the machine's load does not change (seconds do)
+        "steps_per_iteration": float(np.asarray(stats["n_steps"]).mean()),
+        "step_size": float(np.asarray(stats["step_size"]).mean()),
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
         "transitions": int(info["chains"] * info["draws"]),
@@ -434,6 +438,12 @@ def summarise(fits: dict) -> dict[tuple[str, int], dict]:
             "max_seconds": float(np.max(seconds)),
             "median_sampling_seconds": float(np.median([s["sampling_seconds"] for s in samplers])),
             "warned": sum(bool(s["warnings"]) for s in samplers),
+            # None when a fit predates the record (the study's fits before 2026-11-26)
+            "median_steps": (
+                float(np.median([s["steps_per_iteration"] for s in samplers]))
+                if all("steps_per_iteration" in s for s in samplers)
+                else None
+            ),
         }
     return out
 
@@ -961,20 +971,22 @@ def render(results: dict) -> str:
         "maximum tree depth (totals), the worst R-hat and the lowest bulk ESS of "
         "`Transducer.diagnostics()`'s quantities, fits clean on all four, seconds per fit "
         "(wall clock, fit and diagnostics; processes running side by side slow each other), "
-        "and fits that raised warnings.",
+        "the median leapfrog steps per iteration (the sampler's work, which the load does not "
+        "change; n/a for fits made before it was recorded) and fits that raised warnings.",
         "",
         "| problem | n | fits | divergences | tree-depth hits | worst R-hat | lowest bulk ESS "
-        "| clean fits | median s | max s | median sampling s | fits with warnings |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| clean fits | median s | max s | median sampling s | median steps | fits with warnings |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (name, n), cell in summary.items():
-        rhat, ess = cell["max_rhat"], cell["min_ess_bulk"]
+        rhat, ess, steps = cell["max_rhat"], cell["min_ess_bulk"], cell.get("median_steps")
         lines.append(
             f"| {name} | {n} | {cell['fits']} | {cell['divergent']} | {cell['treedepth']} | "
             f"{'n/a' if rhat is None else f'{rhat:.3f}'} | "
             f"{'n/a' if ess is None else f'{ess:.0f}'} | {cell['clean']} | "
             f"{cell['median_seconds']:.0f} | {cell['max_seconds']:.0f} | "
-            f"{cell['median_sampling_seconds']:.0f} | {cell['warned']} |"
+            f"{cell['median_sampling_seconds']:.0f} | "
+            f"{'n/a' if steps is None else f'{steps:.1f}'} | {cell['warned']} |"
         )
     kinds = Counter(w.split(":")[0] for s in samplers for w in s["warnings"])
     later = Counter(w.split(":")[0] for r in fits.values() for w in r.get("measure_warnings", []))

@@ -394,6 +394,19 @@ def test_summary_and_report_goals_by_hand(cov):
     ) in text
 
 
+def test_steps_per_iteration_are_reported_only_when_every_fit_recorded_them(cov):
+    fits = {f"logistic|300|{r}": fake_record(cov, "logistic", 300, r, 5) for r in range(3)}
+    for rep, steps in enumerate([15.0, 31.0, 20.0]):
+        fits[f"logistic|300|{rep}"]["sampler"]["steps_per_iteration"] = steps
+    assert cov.summarise(fits)[("logistic", 300)]["median_steps"] == 20.0
+    results = {"seed": 2026, "fits": fits, "runs": [run_record("python bench/coverage.py")]}
+    # clean fits 1 (rep 0; reps 1 and 2 diverged), seconds 10 / 11 / 12, sampling 8
+    assert "| 1 | 11 | 12 | 8 | 20.0 | 2 |" in cov.render(results)
+    del fits["logistic|300|1"]["sampler"]["steps_per_iteration"]  # a fit made before
+    assert cov.summarise(fits)[("logistic", 300)]["median_steps"] is None
+    assert "| 1 | 11 | 12 | 8 | n/a | 2 |" in cov.render(results)
+
+
 def run_record(command):
     return {"command": command, "date": "2026-01-02", "cores": 2, "machine": "Linux x86_64",
             "versions": {"yieldwise": "0.2"}, "seconds": 60.0, "fits": 1}  # fmt: skip
