@@ -135,3 +135,23 @@ def test_joint_fit_records_members_and_round_trips(tmp_path):
     assert result.paired and set(result.names) == {"rf", "nn", "joint"}
     p = result.prob_superiority()
     assert p.loc["rf", "nn"] + p.loc["nn", "rf"] == pytest.approx(1.0, abs=0.05)  # ties rare
+
+
+def test_a_joint_fit_keeps_each_classifiers_coordinates_and_a_rotated_one_has_no_marginal():
+    """Two continuous outputs are rotated onto their principal axes when one classifier
+    gives both; a joint transducer keeps each member's own coordinate (its marginals drop
+    the other members' dimensions), and marginal() refuses a rotated transducer."""
+    from yieldwise.transducer.encoding import choose_transform
+
+    rng = np.random.default_rng(6)
+    a = rng.normal(size=40)
+    frame = pd.DataFrame({"rf": a, "nn": a + rng.normal(0, 0.3, 40)})
+    assert choose_transform(frame.to_numpy(), ["rf", "nn"]).is_rotated
+    assert not choose_transform(frame.to_numpy(), ["rf", "nn"], rotate=False).is_rotated
+    labels = np.array(LABELS)[rng.integers(0, 2, 40)]
+    draws = {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]}
+    rotated = Transducer.from_draws(draws, frame, labels, LABELS, rotate=True)
+    rotated.members_ = {"rf": ["rf"], "nn": ["nn"]}
+    with pytest.raises(ValueError, match="rotated onto their principal axes"):
+        rotated.marginal("rf")
+    assert not Transducer.from_draws(draws, frame, labels, LABELS).transform_.is_rotated

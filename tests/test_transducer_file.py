@@ -85,6 +85,33 @@ def test_a_failed_save_leaves_the_earlier_file_and_no_partial(saved):
     assert sorted(p.name for p in path.parent.iterdir()) == ["t.nc"]
 
 
+def test_a_version_2_file_still_loads_and_predicts_the_same(saved):
+    t, path = saved
+    older = _altered(path, _set_attr("yieldwise_format_version", 2))
+    loaded = Transducer.load(older)
+    np.testing.assert_array_equal(loaded.predict_proba(Y), t.predict_proba(Y))
+
+
+def test_a_rotated_transducer_round_trips_exactly(tmp_path):
+    # two correlated logits: the transform rotates them onto their principal axes, and the
+    # kernels (mu) live in the rotated coordinates; save and load reproduce every prediction
+    rng = np.random.default_rng(8)
+    a = rng.normal(0, 3, 60)
+    outputs = pd.DataFrame({"l0": a, "l1": -a + rng.normal(0, 0.2, 60)})
+    mu = np.array([[[[-3.0, 0.0], [3.0, 0.1]], [[-2.0, -0.1], [2.5, 0.0]]]])
+    t = Transducer.from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": mu, "sigma": np.full((1, 2, 2, 2), 0.8)},
+        outputs, np.array(["neg", "pos"])[(a > 0).astype(int)], ("neg", "pos"), rotate=True,
+    )  # fmt: skip
+    assert t.transform_.is_rotated
+    path = tmp_path / "rotated.nc"
+    t.save(path)
+    loaded = Transducer.load(path)
+    assert loaded.transform_ == t.transform_
+    grid = pd.DataFrame({"l0": np.linspace(-6, 6, 25), "l1": np.linspace(5, -7, 25)})
+    np.testing.assert_array_equal(loaded.predict_proba(grid), t.predict_proba(grid))
+
+
 def _drop_attr(name):
     return lambda d: d.posterior.attrs.pop(name)
 
@@ -121,6 +148,13 @@ CASES = [
      r"observed_data/outputs: dimension 'item' has size 30, but the file's attributes give 31"),
     (_set_attr("yieldwise_seed_used", 1.5), r"'yieldwise_seed_used': expected an integer"),
     (_set_attr("yieldwise_format_version", FORMAT_VERSION + 1), r"written by a newer yieldwise"),
+    (_set_attr("yieldwise_format_version", 1),
+     r"format version 1 .*the free-location mixture.* reads format versions 2 to 3\. Refit"),
+    # version 2 predates rotated outputs: a file that says 2 yet records one was altered
+    (lambda d: (_set_attr("yieldwise_format_version", 2)(d),
+                _transform(centre=[0.5], axes=[[1.0]])(d)),
+     r"format version 2 has no rotated outputs"),
+    (_transform(centre=[0.5], axes=[[0.5]]), r"'yieldwise_transform': axes must be orthonormal"),
     (_transform(kind=["probit"]), r"'yieldwise_transform': kind must be \['simplex'\] or one"),
     (_transform(resolution=[-1.0]), r"'yieldwise_transform': resolution must give"),
     (_transform(columns=["a", "b"]), r"'yieldwise_transform': kind must be"),

@@ -1,5 +1,7 @@
 """Output transforms: choice, inverses, bins, Jacobians, recording."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
@@ -22,7 +24,66 @@ def test_auto_choices():
     probs = rng.dirichlet([1, 1, 1], size=n)
     s = choose_transform(probs, ["a", "b", "c"])
     assert s.is_simplex and s.model_dims == 2
-    assert s.model_dim_names == ("log(a/c)", "log(b/c)")
+    # two continuous model coordinates are rotated onto their principal axes
+    assert s.is_rotated and s.model_dim_names == ("axis1", "axis2")
+    assert OutputTransform(
+        kind=s.kind, columns=s.columns, resolution=s.resolution, squeeze_n=s.squeeze_n
+    ).model_dim_names == ("log(a/c)", "log(b/c)")
+
+
+def test_two_correlated_coordinates_are_rotated_onto_their_principal_axes():
+    # logits on the line b = -a (plus a little noise across it): the first axis is the
+    # line's direction (1, -1) / sqrt(2), sign fixed by its largest entry (ties: the first)
+    rng = np.random.default_rng(3)
+    a = rng.normal(0, 5, 400)
+    y = np.column_stack([a + 3, -a + 1 + rng.normal(0, 0.1, 400)])
+    t = choose_transform(y, ["a", "b"])
+    assert t.kind == ("identity", "identity") and t.is_rotated
+    axes, centre = np.array(t.axes), np.array(t.centre)
+    np.testing.assert_allclose(centre, y.mean(axis=0), atol=1e-12)
+    np.testing.assert_allclose(np.abs(axes[0]), [2**-0.5, 2**-0.5], atol=2e-3)
+    assert axes[0, 0] * axes[0, 1] < 0  # the direction of b = -a
+    np.testing.assert_allclose(axes @ axes.T, np.eye(2), atol=1e-12)
+    z = t.forward(y)
+    # by hand: the centred outputs projected on the axes; the spread is along axis 1
+    np.testing.assert_allclose(z, (y - y.mean(axis=0)) @ axes.T, atol=1e-12)
+    assert z[:, 0].std() > 30 * z[:, 1].std()
+    np.testing.assert_allclose(t.inverse(z), y, atol=1e-10)
+    lower, upper, censored = t.intervals(y)
+    assert censored.tolist() == [0, 0]
+    np.testing.assert_array_equal(lower, z) and np.testing.assert_array_equal(upper, z)
+    # a rotation and a shift have Jacobian 1: densities carry only the per-column factor
+    unrotated = OutputTransform(kind=t.kind, columns=t.columns, resolution=t.resolution,
+                                squeeze_n=t.squeeze_n)  # fmt: skip
+    np.testing.assert_array_equal(t.log_jacobian(y), unrotated.log_jacobian(y))
+
+
+def test_the_rotation_leaves_lattice_outputs_and_other_dimensions_alone():
+    rng = np.random.default_rng(4)
+    votes = rng.integers(0, 21, (300, 1)) / 20
+    logits = rng.normal(size=(300, 1))
+    # one lattice column: its bins are per axis, so no rotation
+    mixed = choose_transform(np.column_stack([votes, logits]), ["v", "l"])
+    assert mixed.resolution == (0.05, None) and not mixed.is_rotated
+    # one or three dimensions: none
+    assert not choose_transform(logits, ["l"]).is_rotated
+    assert not choose_transform(rng.normal(size=(300, 3)), ["a", "b", "c"]).is_rotated
+
+
+def test_a_rotated_transform_round_trips_and_its_record_is_checked():
+    rng = np.random.default_rng(5)
+    y = rng.multivariate_normal([0, 1], [[4, 3], [3, 4]], size=200)
+    t = choose_transform(y, ["a", "b"])
+    back = OutputTransform.from_json(t.to_json())
+    assert back == t  # exact: JSON writes every float64 in full
+    np.testing.assert_array_equal(back.forward(y), t.forward(y))
+    record = json.loads(t.to_json())
+    with pytest.raises(ValueError, match="orthonormal"):
+        OutputTransform.from_json(json.dumps({**record, "axes": [[1.0, 0.0], [1.0, 0.0]]}))
+    with pytest.raises(ValueError, match="centre must hold 2 finite numbers"):
+        OutputTransform.from_json(json.dumps({**record, "centre": [0.0]}))
+    with pytest.raises(ValueError, match="continuous coordinates only"):
+        OutputTransform.from_json(json.dumps({**record, "resolution": [0.5, None]}))
 
 
 def test_vote_fractions_are_censored_bins_reaching_infinity():

@@ -273,7 +273,9 @@ class Transducer:
                 "p(class | output) for a class it never saw. Add items of that class or drop "
                 "it from class_labels"
             )
-        transform = choose_transform(y, columns, spec, resolution)
+        # a joint fit keeps each classifier's own coordinates (no rotation): its marginals
+        # (marginal()) drop the other members' dimensions of every product kernel
+        transform = choose_transform(y, columns, spec, resolution, rotate=not members)
         lower, upper, censored = transform.intervals(y)
         chains = check_positive_int(self.chains, "chains")
         # Draw the seed here when none is given: it seeds the initial values as well as
@@ -338,6 +340,7 @@ class Transducer:
         sample_stats: Mapping[str, np.ndarray] | None = None,
         sampler: Mapping[str, Any] | None = None,
         sampling_seconds: float = 0.0,
+        rotate: bool = False,
     ) -> Transducer:
         """A fitted transducer whose posterior is given (``w``, ``alpha``, ``mu``, ``sigma``).
 
@@ -357,6 +360,11 @@ class Transducer:
             A sampler record (``sample_stats`` with ArviZ names, the ``sampler`` settings,
             the sampling time) to carry over; without one the draws count as exact (no
             divergences, one leapfrog step each).
+        rotate : bool
+            Whether two continuous model coordinates are rotated onto their principal axes
+            as :meth:`fit` does (:data:`yieldwise.transducer.encoding.ROTATE_TWO_DIMENSIONS`);
+            ``mu`` and ``sigma`` are then in the rotated coordinates. Off by default: given
+            draws are in the coordinates their caller chose.
 
         Used to check the prediction formulas against closed forms and to benchmark them
         without running Stan, for plumbing tests on scripted draws, and by
@@ -369,7 +377,7 @@ class Transducer:
         truth = label_values(classes, "classes")
         class_index = indices_of(truth, class_labels, "classes", "class_labels")
         chains, n_draws, k = np.shape(draws["w"])
-        transform = choose_transform(y, columns, output_transform, resolution)
+        transform = choose_transform(y, columns, output_transform, resolution, rotate=rotate)
         lower, upper, censored = transform.intervals(y)
         data = _merged_rows(class_index, lower, upper, censored)
         zeros = np.zeros((chains, n_draws))
@@ -670,6 +678,12 @@ class Transducer:
             raise KeyError(
                 f"unknown member {name!r}; this joint transducer has {list(self.members_)}"
             )
+        if self.transform_.is_rotated:
+            raise ValueError(
+                "this transducer's outputs are rotated onto their principal axes, so its "
+                "kernels have no per-classifier dimensions to keep; a joint fit "
+                "(Transducer().fit({...}, classes)) is never rotated"
+            )
         columns = self.members_[name]
         idx = [self.transform_.columns.index(c) for c in columns]
         marginal = self.posterior.select_dims(idx)
@@ -867,7 +881,9 @@ class Transducer:
         return [
             f"classes: {list(self.classes_)}",
             f"outputs: {list(self.transform_.columns)} -> {list(self.transform_.model_dim_names)}"
-            f" (resolution {list(self.transform_.resolution)})",
+            f" (resolution {list(self.transform_.resolution)}"
+            + ("; rotated onto their principal axes" if self.transform_.is_rotated else "")
+            + ")",
             f"calibration items: {self.n_calibration_}",
             f"kernels: {self.n_components_} ({self._design_note()})",
             f"draws: {info['chains']} chains x {info['draws']} ({info['backend']}, "

@@ -28,6 +28,7 @@ from .encoding import OutputTransform
 __all__ = [
     "ATTRIBUTES",
     "FORMAT_VERSION",
+    "OLDEST_READABLE",
     "PROVENANCE_ATTRIBUTES",
     "VARIABLES",
     "TransducerFileError",
@@ -42,9 +43,14 @@ __all__ = [
 
 #: The layout version written by Transducer.save; files without one are version 1.
 #: 1: the free-location mixture with Dirichlet class probabilities (yieldwise <= 0.1);
-#: 2: fixed kernels with smooth class log-odds (docs/model.md). A file of version 1
-#: describes another model, so it is refused with a message saying to refit.
-FORMAT_VERSION = 2
+#: 2: fixed kernels with smooth class log-odds (docs/model.md); 3: the same model, whose
+#: output transform may end in a rotation (``centre``, ``axes``: two continuous
+#: coordinates on their principal axes), which a reader of version 2 would ignore. A file
+#: of version 1 describes another model, so it is refused with a message saying to refit;
+#: version 2 is read as it is (its transforms have no rotation).
+FORMAT_VERSION = 3
+#: The oldest version this yieldwise reads.
+OLDEST_READABLE = 2
 FORMAT_ATTRIBUTE = "yieldwise_format_version"
 
 
@@ -246,12 +252,18 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
             f"{path}: attribute {FORMAT_ATTRIBUTE!r} is {meta[FORMAT_ATTRIBUTE]}: written by a "
             f"newer yieldwise (this one reads up to version {FORMAT_VERSION}); upgrade yieldwise"
         )
-    if meta[FORMAT_ATTRIBUTE] < FORMAT_VERSION:
+    if meta[FORMAT_ATTRIBUTE] < OLDEST_READABLE:
         raise TransducerFileError(
             f"{path}: a transducer of format version {meta[FORMAT_ATTRIBUTE]} (written by "
             f"yieldwise {attrs.get('yieldwise_version', '<= 0.1')}, the free-location mixture "
-            f"that docs/model.md replaces); this yieldwise reads format version {FORMAT_VERSION}"
-            ". Refit the transducer on its calibration data and save it again"
+            f"that docs/model.md replaces); this yieldwise reads format versions "
+            f"{OLDEST_READABLE} to {FORMAT_VERSION}. Refit the transducer on its calibration "
+            "data and save it again"
+        )
+    if meta[FORMAT_ATTRIBUTE] < 3 and meta["yieldwise_transform"].is_rotated:
+        raise TransducerFileError(
+            f"{path}: format version {meta[FORMAT_ATTRIBUTE]} has no rotated outputs, "
+            "yet its transform records one; the file was altered"
         )
     return meta
 
