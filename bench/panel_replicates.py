@@ -129,8 +129,9 @@ def statistics(replicates: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def render(replicates: list[dict[str, Any]]) -> str:
-    """The benchmarks.md section."""
+def render(replicates: list[dict[str, Any]], note: str = "") -> str:
+    """The benchmarks.md section (``note``: said after the introduction, e.g. which
+    version of the model the replicates ran)."""
     s = statistics(replicates)
     r = len(s["seeds"])
     dates = sorted({rep["date"] for rep in replicates if rep.get("date")})
@@ -145,6 +146,7 @@ def render(replicates: list[dict[str, Any]]) -> str:
         "held-out items and chart matrices afresh. Below, each cell's figures are means over "
         "the replicates with their standard errors (the replicates' sd / sqrt(R)); the best "
         "peer is the one whose mean over the replicates is lowest.",
+        *(["", note] if note else []),
         "",
         "| problem | n | yieldwise | best peer | peer's | difference | ratio "
         "| yieldwise - 2 peer | behind in | goal |",
@@ -198,15 +200,15 @@ def render(replicates: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_store(path: Path = STORE) -> list[dict[str, Any]]:
-    """The stored replicates; a file of another format version is refused."""
+def load_store(path: Path = STORE) -> tuple[list[dict[str, Any]], str]:
+    """The stored replicates and note; a file of another format version is refused."""
     stored = json.loads(path.read_text())
     if stored.get("format_version") != FORMAT_VERSION:
         raise ValueError(
             f"{path} has format version {stored.get('format_version')!r}, this script reads "
             f"{FORMAT_VERSION}: rebuild it from the panel results files"
         )
-    return stored["replicates"]
+    return stored["replicates"], stored.get("note", "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", action="store_true", help="report the stored replicates")
     parser.add_argument("--store", type=Path, default=STORE)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--note", default="", help="a sentence to report with the replicates")
     args = parser.parse_args(argv)
     if args.render == bool(args.files):
         parser.error("give either results files or --render")
@@ -226,14 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         if len(replicates) < 2:
             parser.error("give at least two replicates: one has no standard error")
         replicates.sort(key=lambda r: r["seed"])
-        write_whole(
-            args.store,
-            json.dumps({"format_version": FORMAT_VERSION, "replicates": replicates}, indent=1)
-            + "\n",
-        )
+        note = args.note
+        stored = {"format_version": FORMAT_VERSION, "note": note, "replicates": replicates}
+        write_whole(args.store, json.dumps(stored, indent=1) + "\n")
     else:
-        replicates = load_store(args.store)
-    text = render(replicates)
+        replicates, note = load_store(args.store)
+    text = render(replicates, note)
     print(text)
     if args.write:
         write_section(SECTION, text)

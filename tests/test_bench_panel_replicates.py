@@ -129,10 +129,12 @@ def test_store_round_trip_and_its_checks(reps, tmp_path, capsys):
         path.write_text(json.dumps(_results(reps, seed, {"v|300": _cell(reps, yw, peer)})))
         files.append(path)
     store = tmp_path / "store.json"
-    assert reps.main([str(f) for f in files] + ["--store", str(store)]) == 0
+    note = "These replicates ran at commit abc1234."
+    assert reps.main([str(f) for f in files] + ["--store", str(store), "--note", note]) == 0
     made = capsys.readouterr().out
     assert reps.main(["--render", "--store", str(store)]) == 0
     assert capsys.readouterr().out == made  # the stored replicates render the same text
+    assert f"lowest.\n\n{note}\n\n| problem |" in made
     # yieldwise 0.002 against beta's 0.0015: not over twice
     assert "| v | 300 | 0.00200 (0.00100) | beta | 0.00150 (0.00050) |" in made
     with pytest.raises(SystemExit):  # two files of one seed are not independent replicates
