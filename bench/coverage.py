@@ -979,7 +979,7 @@ def render(results: dict) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (name, n), cell in summary.items():
-        rhat, ess, steps = cell["max_rhat"], cell["min_ess_bulk"], cell.get("median_steps")
+        rhat, ess, steps = cell["max_rhat"], cell["min_ess_bulk"], cell["median_steps"]
         lines.append(
             f"| {name} | {n} | {cell['fits']} | {cell['divergent']} | {cell['treedepth']} | "
             f"{'n/a' if rhat is None else f'{rhat:.3f}'} | "

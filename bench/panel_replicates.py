@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 from _common import write_section, write_whole
-from decision_quality import PEERS, TWICE_ALLOWANCE
+from decision_quality import PEERS, twice_goal
 
 STORE = Path(__file__).resolve().parent / "results" / "panel_replicates.json"
 SECTION = "## Decision quality over replicated calibration sets"
@@ -72,10 +72,14 @@ def cell_statistics(regrets: dict[str, np.ndarray]) -> dict[str, Any]:
     n = yw.size
     diff = yw - regrets[peer]
     excess = yw - 2 * regrets[peer]
-    se = lambda x: float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")  # noqa: E731
+
+    def se(x: np.ndarray) -> float:
+        return float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+
     yw_mean, peer_mean = float(yw.mean()), float(regrets[peer].mean())
-    over = yw_mean > 2 * peer_mean
-    fails = over and yw_mean - peer_mean >= TWICE_ALLOWANCE
+    # the panel's own rule (decision_quality.twice_goal), applied to the means
+    over, failing = twice_goal([("", 0, yw_mean, peer, peer_mean)])
+    over, fails = bool(over), bool(failing)
     return {
         "replicates": n,
         "yieldwise": yw_mean,

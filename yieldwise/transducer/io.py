@@ -51,6 +51,8 @@ __all__ = [
 FORMAT_VERSION = 3
 #: The oldest version this yieldwise reads.
 OLDEST_READABLE = 2
+#: The first version whose transforms may end in a rotation.
+_ROTATION_SINCE = 3
 FORMAT_ATTRIBUTE = "yieldwise_format_version"
 
 
@@ -260,7 +262,7 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
             f"{OLDEST_READABLE} to {FORMAT_VERSION}. Refit the transducer on its calibration "
             "data and save it again"
         )
-    if meta[FORMAT_ATTRIBUTE] < 3 and meta["yieldwise_transform"].is_rotated:
+    if meta[FORMAT_ATTRIBUTE] < _ROTATION_SINCE and meta["yieldwise_transform"].is_rotated:
         raise TransducerFileError(
             f"{path}: format version {meta[FORMAT_ATTRIBUTE]} has no rotated outputs, "
             "yet its transform records one; the file was altered"
