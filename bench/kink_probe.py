@@ -51,9 +51,9 @@ cov = load_coverage_study()
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "stan" / "transducer.stan"
-DATA_END = "  matrix[R, C - 1] white_f_kappa;\n}"
+DATA_END = "  array[N + 1] int<lower=1> kern_u;\n}"
 PARAMS = "parameters {\n  vector[U] z;\n}"
-THETA = "    theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * f_smooth;"
+THETA = "    theta[:, 2:C] += fixed_basis * f_fixed;"
 MODEL = "model {\n"
 HINGE_DATA = (
     "  int<lower=0> H;\n  matrix[K, H] hinge;\n  real<lower=0> kink_scale;\n"

@@ -97,16 +97,21 @@ data {
   array[C - 1] matrix[R, R] white_f;
   matrix<lower=0>[R, C - 1] white_f_lambda;
   matrix[R, C - 1] white_f_kappa;
+  // the likelihood's sparse form (below, model block): kern with every value below
+  // kernel_tail_cut of its row's largest left out, as a compressed-row matrix of N rows by
+  // K * C columns whose row n holds its values at columns (cls[n] - 1) * K + k, so that one
+  // product with beta's columns stacked gives every row's likelihood; kern_sparse = 0
+  // keeps the dense product (kern_nz = 0)
+  int<lower=0, upper=1> kern_sparse;
+  int<lower=0> kern_nz;
+  vector<lower=0, upper=1>[kern_nz] kern_w;
+  array[kern_nz] int<lower=1, upper=K * C> kern_v;
+  array[N + 1] int<lower=1> kern_u;
 }
 
 transformed data {
   vector[N] count_vec = to_vector(count);
   real log_lik_constant = dot_product(count_vec, kern_log_scale);
-  // position of each row's (row, class) entry in the column-major N x C likelihood matrix
-  array[N] int pick;
-  for (n in 1:N) {
-    pick[n] = (cls[n] - 1) * N + n;
-  }
   // the rows of class c are first[c]:last[c] (rows are sorted by class; a class with no
   // rows has last = first - 1), so the likelihood needs only each row's own class's
   // column of kern * beta
@@ -137,6 +142,17 @@ transformed data {
            ", found ", U);
   }
   vector[P * C1] f_fixed_scale = to_vector(rep_matrix(fixed_scale, C1));
+  // each smooth block's basis with its whitening rotation folded in (one K x R product
+  // per block instead of an R x R and a K x R one)
+  matrix[K, R] smooth_a = smooth_basis * white_a;
+  array[C1] matrix[K, R] smooth_f;
+  for (c in 1:C1) {
+    smooth_f[c] = smooth_basis * white_f[c];
+  }
+  if (kern_sparse && (kern_u[1] != 1 || kern_u[N + 1] != kern_nz + 1)) {
+    reject("kern_u must run from 1 to kern_nz + 1 = ", kern_nz + 1, ", found ", kern_u[1],
+           " to ", kern_u[N + 1]);
+  }
 }
 
 parameters {
@@ -157,17 +173,16 @@ transformed parameters {
                                                     R, C1)),
       append_col(u[P1 + 1], log(tau_f')), append_col(white_a_lambda, white_f_lambda),
       append_col(white_a_kappa, white_f_kappa));
-    vector[K] a = smooth_basis * (white_a * tilde[:, 1]);
+    vector[K] a = smooth_a * tilde[:, 1];
     if (P > 1) {
       a += fixed_basis[:, 2:P] * segment(u, 1, P1);
     }
     matrix[P, C1] f_fixed = to_matrix(segment(u, at_f + 1, P * C1), P, C1);
-    matrix[R, C1] f_smooth;
-    for (c in 1:C1) {
-      f_smooth[:, c] = white_f[c] * tilde[:, c + 1];
-    }
     theta = rep_matrix(a, C);
-    theta[:, 2:C] += fixed_basis * f_fixed + smooth_basis * f_smooth;
+    theta[:, 2:C] += fixed_basis * f_fixed;
+    for (c in 1:C1) {
+      theta[:, c + 1] += smooth_f[c] * tilde[:, c + 1];
+    }
     // density_marginal = 1: theta[k, c] = a[k] + log softmax(0, f[k])[c], so that a is the
     // log-density of all outputs at kernel k rather than the first class's log weight
     // (docs/model.md, "The density block")
@@ -200,14 +215,22 @@ model {
     // beta = exp(theta - log_norm): the likelihood of the rows of class c is their block
     // of kern times column c of beta (C products of (rows of c) x K by K, together one
     // N x K by K product), each column shifted by its largest theta so that nothing
-    // overflows
+    // overflows. The sparse form makes the same sums over the kernel values kept
+    // (docs/model.md, "The likelihood's sparse form"): on a 2-D grid about a quarter.
     real log_norm = log_sum_exp(theta);
     row_vector[C] top;
     vector[N] lik;
     for (c in 1:C) {
       top[c] = max(theta[:, c]);
-      if (last[c] >= first[c]) {
-        lik[first[c]:last[c]] = kern[first[c]:last[c]] * exp(theta[:, c] - top[c]);
+    }
+    if (kern_sparse) {
+      lik = csr_matrix_times_vector(N, K * C, kern_w, kern_v, kern_u,
+                                    to_vector(exp(theta - rep_matrix(top, K))));
+    } else {
+      for (c in 1:C) {
+        if (last[c] >= first[c]) {
+          lik[first[c]:last[c]] = kern[first[c]:last[c]] * exp(theta[:, c] - top[c]);
+        }
       }
     }
     target += dot_product(count_vec, log(lik) + top[cls]' - log_norm);
@@ -222,6 +245,9 @@ generated quantities {
   matrix[K, D] mu = loc;
   matrix[K, D] sigma = width;
   real log_lik;
+  // how much the kernel values the sparse form leaves out add to log_lik (0 when dense):
+  // the draws' density under the full kernels is theirs times exp(log_lik_cut_gap)
+  real log_lik_cut_gap = 0;
   {
     real log_norm = log_sum_exp(theta);
     for (k in 1:K) {
@@ -230,7 +256,18 @@ generated quantities {
       alpha[k] = softmax(theta[k]');
     }
     matrix[K, C] beta = exp(theta - log_norm);
-    log_lik = log_lik_constant
-              + dot_product(count_vec, log(to_vector(kern * beta)[pick]));
+    // every row's likelihood under its own class's column (the full kernels)
+    vector[N] lik;
+    for (c in 1:C) {
+      if (last[c] >= first[c]) {
+        lik[first[c]:last[c]] = kern[first[c]:last[c]] * beta[:, c];
+      }
+    }
+    log_lik = log_lik_constant + dot_product(count_vec, log(lik));
+    if (kern_sparse) {
+      log_lik_cut_gap = dot_product(
+        count_vec, log(lik) - log(csr_matrix_times_vector(N, K * C, kern_w, kern_v, kern_u,
+                                                          to_vector(beta))));
+    }
   }
 }

@@ -103,7 +103,8 @@ def test_result_layout(gaussian_fit, gaussian_data, record_property):
     shapes = {name: arr.shape for name, arr in gaussian_fit.draws.items()}
     expected = {
         "w": (k,), "alpha": (k, c), "mu": (k, d), "sigma": (k, d), "log_lik": (),
-        "theta": (k, c), "z": (u,), "u": (u,), "tau_a": (), "tau_f": (c - 1,),
+        "log_lik_cut_gap": (), "theta": (k, c), "z": (u,), "u": (u,), "tau_a": (),
+        "tau_f": (c - 1,),
     }  # fmt: skip
     assert u == (p - 1) + 1 + r + (c - 1) * (p + 1 + r)
     assert shapes == {name: (2, 200, *shape) for name, shape in expected.items()}
@@ -162,9 +163,27 @@ def marginal(transducer_program):
     return _short_fit(transducer_program, data, 5), data
 
 
-@pytest.mark.parametrize("form", ["non-centred", "whitened", "floored", "marginal"])
+@pytest.fixture(scope="module")
+def sparse(transducer_program):
+    """The Gaussian data with the likelihood's sparse form forced (any share of values
+    kept) at the largest cut allowed, 1e-6, so that values really are left out, and a
+    short fit."""
+    cls, y = _gaussian_items()
+    shipped = _stan_data.SPARSE_SHARE_MAX
+    try:
+        _stan_data.SPARSE_SHARE_MAX = 1.0
+        data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 12, kernel_tail_cut=1e-6)
+    finally:
+        _stan_data.SPARSE_SHARE_MAX = shipped
+    kern = np.asarray(data["kern"])
+    assert data["kern_sparse"] == 1 and data["kern_nz"] == int((kern >= 1e-6).sum())
+    assert ((kern > 0) & (kern < 1e-6)).sum() > 100  # values left out
+    return _short_fit(transducer_program, data, 5), data
+
+
+@pytest.mark.parametrize("form", ["non-centred", "whitened", "floored", "marginal", "sparse"])
 def test_stan_target_is_the_numpy_log_density(
-    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal
+    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse
 ):
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
@@ -174,7 +193,7 @@ def test_stan_target_is_the_numpy_log_density(
 
     fit, data = {
         "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
-        "floored": floored, "marginal": marginal,
+        "floored": floored, "marginal": marginal, "sparse": sparse,
     }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = fit.draws["u"].reshape(-1, model.size)
@@ -586,3 +605,21 @@ def test_large_data_raise_no_transport_warning(transducer_program):
         warnings.warn("the user's own", ResourceWarning, stacklevel=1)
     messages = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert messages == ["the user's own"]
+
+
+def test_the_sparse_forms_gap_is_what_the_values_left_out_add(sparse, gaussian_fit):
+    """With the sparse form, log_lik is still the full kernels' (numpy from w, alpha, mu,
+    sigma alone), and log_lik_cut_gap is what the values below the cut add to it: by numpy,
+    the rows' likelihoods with kern and with kern's values below 1e-6 set to 0. The dense
+    form reports a gap of exactly 0."""
+    fit, data = sparse
+    np.testing.assert_allclose(fit.draws["log_lik"], _numpy_log_lik(fit, data), rtol=1e-9)
+    kern = np.asarray(data["kern"])
+    beta = _flat(fit, "w")[:, :, None] * _flat(fit, "alpha")  # (S, K, C)
+    rows, cls, count = np.arange(data["N"]), np.asarray(data["cls"]) - 1, data["count"]
+    full = (kern @ beta)[:, rows, cls]
+    cut = (np.where(kern >= 1e-6, kern, 0.0) @ beta)[:, rows, cls]
+    gap = (np.log(full) - np.log(cut)) @ count
+    assert gap.min() > 0
+    np.testing.assert_allclose(_flat(fit, "log_lik_cut_gap"), gap, rtol=1e-6, atol=1e-12)
+    assert (gaussian_fit.draws["log_lik_cut_gap"] == 0).all()

@@ -402,3 +402,47 @@ def test_a_poor_approximation_says_so_and_a_good_one_does_not():
         if warned:
             assert "the Laplace approximation misstates this posterior" in messages[0]
             assert "refit with the default backend" in messages[0]
+
+
+def test_two_dimensions_fit_the_sparse_likelihood_and_record_it():
+    """A 2-D grid fits with the likelihood's sparse form (stan_data.sparse_kernels); the
+    record says so, and the predictions agree with the dense form's to far below the
+    draws' own spread, since the values left out are below 1e-15 of each row's largest."""
+    from yieldwise.transducer.diagnostics import DiagnosticsWarning
+    from yieldwise.transducer.io import fit_record
+
+    rng = np.random.default_rng(11)
+    c = (rng.random(800) < 0.3).astype(int)
+    y = rng.normal(np.where(c[:, None] == 1, 1.0, -1.0), 1.0, (800, 2))
+    kw = {"backend": "laplace", "chains": 2, "draws": 200, "seed": 3, "progress": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticsWarning)  # 200 draws: ESS below 400
+        sparse = Transducer(**kw).fit(y, c)
+        dense = Transducer(**kw, kernel_tail_cut=0.0).fit(y, c)
+    record = fit_record(sparse.posterior_)["sampler"]["likelihood"]
+    assert record["sparse"] is True and record["kernel_tail_cut"] == 1e-15
+    assert 0.05 < record["kept_share"] <= 0.35
+    assert 0 <= sparse.sampler_summary()["cut_gap"] < 1e-6
+    assert fit_record(dense.posterior_)["sampler"]["likelihood"]["sparse"] is False
+    assert dense.sampler_summary()["cut_gap"] == 0.0
+    grid = rng.normal(0, 1, (50, 2))
+    np.testing.assert_allclose(sparse.predict_proba(grid), dense.predict_proba(grid), atol=1e-6)
+
+
+def test_a_large_gap_warns_and_says_what_to_do():
+    from yieldwise.transducer.diagnostics import DiagnosticsWarning, warn_on_cut_gap
+
+    record = {"kernel_tail_cut": 1e-15, "sparse": True, "kept_share": 0.2, "max_cut_gap": 0.4}
+    with pytest.warns(DiagnosticsWarning, match=r"raised the log-likelihood by 0\.4 .*"
+                      r"Transducer\(kernel_tail_cut=0\)"):  # fmt: skip
+        warn_on_cut_gap(record, 0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_on_cut_gap({**record, "max_cut_gap": 0.009}, 0.01)
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0.1, "tiny"])
+def test_a_bad_kernel_tail_cut_is_refused_before_fitting(bad):
+    y = np.linspace(-1, 1, 40)
+    with pytest.raises(ValueError, match=r"kernel_tail_cut must be a number in \[0, 1e-6\]"):
+        Transducer(backend="laplace", kernel_tail_cut=bad).fit(y, y > 0)

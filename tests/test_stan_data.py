@@ -169,6 +169,7 @@ DATA_KEYS = {
     "fixed_basis", "fixed_scale", "R", "smooth_basis", "tau_a_scale", "tau_f_scale",
     "tau_f_df", "tau_f_floor", "density_marginal", "U", "u_centre", "u_scale", "white_a",
     "white_a_lambda", "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
+    "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)
@@ -650,3 +651,76 @@ def test_class_probabilities_two_ways():
     np.testing.assert_allclose(averaged.sum(axis=1), 1.0)
     g = np.exp(log_g)
     np.testing.assert_allclose(pooled, g.sum(0) / g.sum(axis=(0, 2))[:, None])
+
+
+# ------------------------------------------------------- the likelihood's sparse form
+def _two_d_items(n=400, seed=5):
+    rng = np.random.default_rng(seed)
+    cls = (rng.random(n) < 0.3).astype(int)
+    y = rng.normal(np.where(cls[:, None] == 1, 1.0, -1.0), 1.0, (n, 2))
+    return cls, y
+
+
+def test_the_sparse_form_is_kern_above_the_cut_in_each_rows_class_block():
+    """Two output dimensions (a 14 x 14 grid): the compressed rows, unpacked by scipy,
+    are kern with every value below the cut set to 0, placed in the row's class's block
+    of K columns; the dense form is used when too many values remain (1-D) or cut = 0."""
+    from scipy.sparse import csr_matrix
+
+    cls, y = _two_d_items()
+    data, _ = _stan_data.build_stan_data(cls, y, y, [0, 0], 2, preconditioned=False)
+    n, k, kern = data["N"], data["K"], data["kern"]
+    assert data["kern_sparse"] == 1
+    matrix = csr_matrix(
+        (data["kern_w"], data["kern_v"] - 1, data["kern_u"] - 1), shape=(n, 2 * k)
+    ).toarray()
+    expected = np.zeros((n, 2 * k))
+    for row in range(n):  # by hand, row by row
+        block = (data["cls"][row] - 1) * k
+        for j in range(k):
+            if kern[row, j] >= _stan_data.KERNEL_TAIL_CUT:
+                expected[row, block + j] = kern[row, j]
+    np.testing.assert_array_equal(matrix, expected)
+    kept = data["kern_nz"] / (n * k)
+    assert 0.05 < kept <= _stan_data.SPARSE_SHARE_MAX
+    # every row keeps its largest value (1) and the values left out are below the cut
+    assert (matrix.max(axis=1) == 1.0).all()
+    assert kern[(kern > 0) & (kern < _stan_data.KERNEL_TAIL_CUT)].size == n * k - data[
+        "kern_nz"
+    ] - int((kern == 0).sum())
+    dense, _ = _stan_data.build_stan_data(
+        cls, y, y, [0, 0], 2, preconditioned=False, kernel_tail_cut=0.0
+    )
+    assert dense["kern_sparse"] == 0 and dense["kern_nz"] == 0
+    assert (dense["kern_u"] == 1).all()
+    rng = np.random.default_rng(3)
+    one_d, _ = _stan_data.build_stan_data(*_votes(rng), [1], 2, preconditioned=False)
+    assert one_d["kern_sparse"] == 0  # a 1-D grid keeps more than SPARSE_SHARE_MAX
+
+
+@pytest.mark.parametrize("bad", [-1e-16, 1e-3, float("nan"), "small", True])
+def test_a_bad_kernel_tail_cut_is_refused_naming_it(bad):
+    cls, y = _two_d_items(60)
+    with pytest.raises(ValueError, match=r"kernel_tail_cut must be a number in \[0, 1e-6\]"):
+        _stan_data.build_stan_data(cls, y, y, [0, 0], 2, preconditioned=False, kernel_tail_cut=bad)
+
+
+def test_the_sparse_fields_are_checked_naming_the_field():
+    cls, y = _two_d_items()
+    data, _ = _stan_data.build_stan_data(cls, y, y, [0, 0], 2, preconditioned=False)
+    d = data.as_dict()
+    moved = d["kern_v"].copy()
+    last = int(np.flatnonzero(d["cls"] == 1)[-1])  # a class-1 row: move a value to class 2
+    moved[d["kern_u"][last] - 1] += d["K"]
+    with pytest.raises(ValueError, match=r"StanData\.kern_v must put row n's values in its class"):
+        _stan_data.StanData.from_mapping(dict(d, kern_v=moved))
+    with pytest.raises(ValueError, match=r"StanData\.kern_u must rise from 1 to kern_nz \+ 1"):
+        _stan_data.StanData.from_mapping(dict(d, kern_u=d["kern_u"] + 1))
+    with pytest.raises(ValueError, match=r"StanData\.kern_w must have shape \(kern_nz\) = "):
+        _stan_data.StanData.from_mapping(dict(d, kern_w=d["kern_w"][1:]))
+    with pytest.raises(ValueError, match=r"StanData\.kern_w must lie in \(0, 1\]"):
+        _stan_data.StanData.from_mapping(dict(d, kern_w=-d["kern_w"]))
+    with pytest.raises(
+        ValueError, match=r"kern_nz must be 0 and kern_u all 1 when kern_sparse is 0"
+    ):
+        _stan_data.StanData.from_mapping(dict(d, kern_sparse=0))

@@ -70,6 +70,15 @@ class TransducerDensity:
         self.cls = np.asarray(data["cls"], dtype=np.int64).reshape(-1) - 1
         self.count = np.asarray(data["count"], dtype=float).reshape(-1)
         self.kern = np.asarray(data["kern"], dtype=float).reshape(-1, self.K)
+        # the likelihood's sparse form (stan_data.sparse_kernels): the values kept, placed
+        # back in an N x K matrix; kern itself (every value) gives the exact log_lik
+        self.kern_full = self.kern
+        if int(data.get("kern_sparse", 0)):
+            u = np.asarray(data["kern_u"], dtype=np.int64).reshape(-1)
+            rows = np.repeat(np.arange(u.size - 1), np.diff(u))
+            columns = (np.asarray(data["kern_v"], dtype=np.int64).reshape(-1) - 1) % self.K
+            self.kern = np.zeros_like(self.kern_full)
+            self.kern[rows, columns] = np.asarray(data["kern_w"], dtype=float).reshape(-1)
         self.kern_log_scale = np.asarray(data["kern_log_scale"], dtype=float).reshape(-1)
         self.fixed = np.asarray(data["fixed_basis"], dtype=float).reshape(self.K, self.P)
         self.fixed_scale = np.asarray(data["fixed_scale"], dtype=float).reshape(self.P)
@@ -318,9 +327,12 @@ class TransducerDensity:
         beta = np.exp(theta - log_norm)
         w = beta.sum(axis=2)
         alpha = np.exp(theta - logsumexp(theta, axis=2, keepdims=True))
-        lik = (self.kern @ beta)[:, np.arange(self.cls.size), self.cls]  # (S, N)
+        rows = np.arange(self.cls.size)
+        lik = (self.kern_full @ beta)[:, rows, self.cls]  # (S, N)
         with np.errstate(divide="ignore"):
             log_lik = np.log(lik) @ self.count + float(self.count @ self.kern_log_scale)
+            # what the values left out of the sparse form add (0 when dense)
+            gap = (np.log(lik) - np.log((self.kern @ beta)[:, rows, self.cls])) @ self.count
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
         b = blocks["b"]
@@ -335,6 +347,7 @@ class TransducerDensity:
             "w": w,
             "alpha": alpha,
             "log_lik": log_lik,
+            "log_lik_cut_gap": gap,
         }
 
 
@@ -435,7 +448,9 @@ class TransducerLaplace(CompiledProgram):
             np.asarray(data["width"], float), (chains, n_draws, *np.shape(data["width"]))
         ).copy()
         shape = (chains, n_draws)
-        lp = out["log_lik"] - float(model.count @ model.kern_log_scale) + model.log_prior(us)
+        # Stan's lp__: the likelihood the program samples (sparse form: less the gap)
+        lp = (out["log_lik"] - out["log_lik_cut_gap"] - float(model.count @ model.kern_log_scale)
+              + model.log_prior(us))  # fmt: skip
         # the approximation's log density at each draw (Stan's "energy" has no analogue)
         log_q = -0.5 * np.sum(z**2, axis=1).reshape(shape)
         pareto_k = _pareto_k(lp.reshape(-1) - lp_mode - log_q.reshape(-1))

@@ -26,8 +26,10 @@ __all__ = [
     "RHAT_MAX",
     "DiagnosticsWarning",
     "diagnose",
+    "likelihood_record",
     "reference_rows",
     "sampler_summary",
+    "warn_on_cut_gap",
     "warn_on_invariants",
 ]
 
@@ -38,6 +40,38 @@ ESS_MIN = 400
 
 class DiagnosticsWarning(UserWarning):
     """R-hat or effective sample size of an invariant quantity misses its threshold."""
+
+
+def likelihood_record(result: Any, data: Any, cut: float) -> dict[str, Any]:
+    """How the fit's likelihood was computed (stan/transducer.stan, sparse form), for the
+    sampler's record: ``kernel_tail_cut``, ``sparse``, ``kept_share`` (the share of kernel
+    values summed) and ``max_cut_gap``, the largest over the draws of what the values left
+    out would add to the log-likelihood (``log_lik_cut_gap``; 0 for the dense form)."""
+    sparse = bool(int(data["kern_sparse"]))
+    gap = np.asarray(result.draws.get("log_lik_cut_gap", 0.0), dtype=float)
+    return {
+        "kernel_tail_cut": float(cut),
+        "sparse": sparse,
+        "kept_share": float(data["kern_nz"]) / (int(data["N"]) * int(data["K"])) if sparse else 1.0,
+        "max_cut_gap": float(np.max(gap)) if sparse and gap.size else 0.0,
+    }
+
+
+def warn_on_cut_gap(record: dict[str, Any], tolerance: float, stacklevel: int = 2) -> None:
+    """A :class:`DiagnosticsWarning` when the kernel values left out of a sparse likelihood
+    would have changed the log-likelihood by more than ``tolerance`` in some draw."""
+    gap = record["max_cut_gap"]
+    if not gap <= tolerance:
+        warnings.warn(
+            f"the likelihood left out kernel values below {record['kernel_tail_cut']:g} of "
+            f"each calibration row's largest, and in some draws they would have raised the "
+            f"log-likelihood by {gap:.3g} (more than {tolerance:g}): the draws come from a "
+            f"posterior whose density differs from the full kernels' by up to a factor "
+            f"exp({gap:.3g}). Refit with Transducer(kernel_tail_cut=0) to keep every kernel "
+            "value (slower with two output dimensions)",
+            DiagnosticsWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def reference_rows(y: np.ndarray, key: np.ndarray, n: int = 9) -> np.ndarray:
@@ -124,6 +158,9 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         "adapt_delta": record["sampler"].get("adapt_delta"),
         "sampling_seconds": record["sampling_seconds"],
         "pareto_k": record["sampler"].get("pareto_k"),
+        # what the kernel values left out of a sparse likelihood would add to the
+        # log-likelihood, at most over the draws (0: the dense form; None: not recorded)
+        "cut_gap": record["sampler"].get("likelihood", {}).get("max_cut_gap"),
     }
 
 
