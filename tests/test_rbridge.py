@@ -387,3 +387,24 @@ def test_python_children_still_start_after_r(r_session):
                          text=True, timeout=120)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "/usr/lib/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")
+
+
+def test_kernel_tail_cut_reaches_the_transducer_from_r(r_session, digits):
+    """yw_fit(kernel_tail_cut = 0) keeps every kernel value (the remedy the fit's warning
+    names); the default is Python's; a bad value is a yieldwise_error naming it."""
+    from yieldwise.rbridge import _handles
+    from yieldwise.transducer.io import fit_record
+
+    r = r_session
+    cols = "c('net_logit_other', 'net_logit_eight')"
+    for cut, sparse in (("0", False), ("1e-15", True)):
+        key = r(
+            f"yw_fit(digits, 'label', {cols}, backend = 'laplace', draws = 100, seed = 3, "
+            f"kernel_tail_cut = {cut})$key"
+        )[0]
+        transducer = _handles[key]
+        assert transducer.get_params()["kernel_tail_cut"] == float(cut)
+        assert fit_record(transducer.posterior_)["sampler"]["likelihood"]["sparse"] is sparse
+    classes, message = r_error(r, f"yw_fit(digits, 'label', {cols}, kernel_tail_cut = -1)")
+    assert "yieldwise_error" in classes
+    assert "kernel_tail_cut must be a number in [0, 1e-6]" in message

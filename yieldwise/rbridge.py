@@ -372,8 +372,12 @@ def _fit(
     seed: Any,
     backend: Any,
     progress: Any,
+    kernel_tail_cut: Any = None,
 ) -> str:
     from .transducer import Transducer
+    from .transducer.stan_data import KERNEL_TAIL_CUT
+
+    cut = _scalar(kernel_tail_cut, "kernel_tail_cut")
 
     components = n_components
     if isinstance(components, np.ndarray) and components.dtype.kind in "US":
@@ -389,6 +393,7 @@ def _fit(
         seed=_scalar(seed, "seed", int),
         backend=_scalar(backend, "backend", str),
         progress=bool(_scalar(progress, "progress", bool)),
+        kernel_tail_cut=KERNEL_TAIL_CUT if cut is None else cut,
     )
     labels = np.asarray(_strings(truth["values"]), dtype=object)
     transducer.fit(outputs, labels, class_labels=_strings(classes))

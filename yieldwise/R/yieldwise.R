@@ -161,7 +161,7 @@ yw_audit <- function(metrics = c("accuracy", "balanced_accuracy", "f1", "matthew
 
 yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = "auto",
                    chains = 4, warmup = 500, draws = 750, seed = NULL, backend = "auto",
-                   progress = FALSE) {
+                   progress = FALSE, kernel_tail_cut = 1e-15) {
   outputs <- .yw_columns(data, output_cols, "data")
   for (column in names(outputs)) {
     if (!is.numeric(outputs[[column]])) {
@@ -175,7 +175,7 @@ yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = 
                   n_components = n_components, chains = as.numeric(chains),
                   warmup = as.numeric(warmup), draws = as.numeric(draws),
                   seed = if (is.null(seed)) NULL else as.numeric(seed), backend = backend,
-                  progress = isTRUE(progress))
+                  progress = isTRUE(progress), kernel_tail_cut = as.numeric(kernel_tail_cut))
   .yw_handle(key)
 }
 
@@ -282,7 +282,9 @@ yw_help <- function(topic = NULL) {
     "Fits the probability transducer p(class | output) to calibration data: 'data' holds the",
     "true classes in column 'class_col' and the classifier's numeric outputs in",
     "'output_cols'. Returns a handle for yw_predict, yw_decide, yw_long_run_utility,",
-    "yw_compare and yw_save. NAs are an error naming column and rows.", sep = "\n"),
+    "yw_compare and yw_save. NAs are an error naming column and rows. kernel_tail_cut = 0",
+    "keeps every kernel value in the likelihood (slower with two output columns; the fit",
+    "warns when the default's sparse sums mattered).", sep = "\n"),
   yw_predict = paste(
     "Probabilities of each class for the outputs in 'data' (the transducer's output columns),",
     "with 'prob' variability bands: a long data.frame (item, class, probability, lower,",
