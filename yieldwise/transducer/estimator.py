@@ -821,7 +821,10 @@ class Transducer:
         )  # fmt: skip
 
     def sampler_summary(self) -> dict[str, Any]:
-        """Divergences, tree-depth saturation, step sizes and timing of the fit."""
+        """Divergences, tree-depth saturation, step sizes and timing of the fit, and
+        ``cut_gap``: the most the kernel values left out of a sparse likelihood would have
+        added to the log-likelihood in any draw (``kernel_tail_cut``; 0 for the dense
+        form, None for fits that did not record it)."""
         self.check_fitted()
         return sampler_summary(self.posterior_)
 
