@@ -332,7 +332,9 @@ class TransducerDensity:
         with np.errstate(divide="ignore"):
             log_lik = np.log(lik) @ self.count + float(self.count @ self.kern_log_scale)
             # what the values left out of the sparse form add (0 when dense)
-            gap = (np.log(lik) - np.log((self.kern @ beta)[:, rows, self.cls])) @ self.count
+            gap = np.zeros(lik.shape[0])
+            if self.kern is not self.kern_full:
+                gap = (np.log(lik) - np.log((self.kern @ beta)[:, rows, self.cls])) @ self.count
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
         b = blocks["b"]

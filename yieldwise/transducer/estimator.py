@@ -136,7 +136,7 @@ class Transducer:
     kernel_tail_cut : float
         Kernel values below this fraction of a calibration row's largest are left out
         of the likelihood's sums when that leaves at most a third of them (default
-        1e-15: on a 2-D grid a quarter remain and sampling takes about 40 % less time;
+        1e-15: on a 2-D grid a quarter remain and sampling takes about a third less time;
         docs/model.md, "The likelihood's sparse form"). The program reports per draw
         how much the values left out would add to the log-likelihood; the fit warns
         when that exceeds 0.01 (``sampler_summary()["cut_gap"]``). 0 keeps every value.
