@@ -576,6 +576,34 @@ def test_a_class_without_rows_leaves_the_target_the_numpy_log_density(transducer
     assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(fit.sample_stats["lp"]).max())
 
 
+def test_the_sparse_form_with_three_classes_one_without_rows(transducer_program):
+    """The compressed rows place each row's values in its own class's block of K columns,
+    beta's columns stacked in class order: with three classes, the middle one without
+    rows, and the sparse form forced at the largest cut allowed, lp__ still equals the
+    numpy density (whose kernel matrix is kern with the values below the cut set to 0)."""
+    from yieldwise.backends._laplace import TransducerDensity
+
+    rng = np.random.default_rng(8)
+    cls = np.where(rng.random(240) < 0.5, 0, 2)
+    y = rng.normal(np.where(cls == 2, 1.0, -1.0), 1.0)
+    shipped = _stan_data.SPARSE_SHARE_MAX
+    try:
+        _stan_data.SPARSE_SHARE_MAX = 1.0
+        data = _stan_data.build_stan_data(cls, y, y, [0], 3, 6, kernel_tail_cut=1e-6)[0]
+    finally:
+        _stan_data.SPARSE_SHARE_MAX = shipped
+    assert data["kern_sparse"] == 1 and set(np.asarray(data["cls"])) == {1, 3}
+    model = TransducerDensity(data)
+    kern = np.asarray(data["kern"])
+    np.testing.assert_array_equal(model.kern, np.where(kern >= 1e-6, kern, 0.0))
+    fit = _short_fit(transducer_program, data, 9)
+    u = fit.draws["u"].reshape(-1, model.size)
+    difference = fit.sample_stats["lp"].reshape(-1)[::7] - np.array(
+        [model.log_density(row)[0] for row in u[::7]]
+    )
+    assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(fit.sample_stats["lp"]).max())
+
+
 def test_rows_out_of_class_order_are_refused(transducer_program):
     rng = np.random.default_rng(10)
     cls = (rng.random(80) < 0.5).astype(int)
