@@ -280,7 +280,7 @@ def _sbc_data(data, design, beta, rng):
     new = dict(data)
     new.update(N=int(cls_u.size), cls=cls_u + 1, count=count, kern=kern,
                kern_log_scale=log_scale, y_lower=rows, y_upper=rows,
-               **_stan_data.sparse_kernels(kern, cls_u + 1, 2, cut=1e-15))  # fmt: skip
+               **_stan_data.sparse_kernels(kern, cls_u + 1, cut=1e-15))  # fmt: skip
     return _stan_data.precondition(new), cls  # the sampler's coordinates for these data
 
 

@@ -210,7 +210,7 @@ SPARSE_SHARE_MAX = 0.35
 CUT_GAP_TOLERANCE = 0.01
 
 
-def sparse_kernels(kern: np.ndarray, cls: np.ndarray, n_classes: int, cut: float) -> dict[str, Any]:
+def sparse_kernels(kern: np.ndarray, cls: np.ndarray, cut: float) -> dict[str, Any]:
     """The sparse form's data fields (``kern_sparse``, ``kern_nz``, ``kern_w``, ``kern_v``,
     ``kern_u``) for ``kern`` (rows scaled to a largest of 1) and 1-based classes ``cls``.
 
@@ -220,8 +220,8 @@ def sparse_kernels(kern: np.ndarray, cls: np.ndarray, n_classes: int, cut: float
     """
     kern = np.asarray(kern, dtype=float)
     n, k = kern.shape
-    keep = kern >= cut if cut > 0 else np.ones_like(kern, dtype=bool)
-    if not (cut > 0 and keep.mean() <= SPARSE_SHARE_MAX):
+    keep = kern >= cut
+    if cut <= 0 or keep.mean() > SPARSE_SHARE_MAX:
         none = np.zeros(0, dtype=np.int64)
         ones = np.ones(n + 1, dtype=np.int64)
         return {"kern_sparse": 0, "kern_nz": 0, "kern_w": none, "kern_v": none, "kern_u": ones}
@@ -580,7 +580,7 @@ def build_stan_data(
         "y_lower": lo_u,
         "y_upper": hi_u,
         "censored": cens.astype(np.int64),
-        **sparse_kernels(kern, cls_u + 1, int(n_classes), kernel_tail_cut),
+        **sparse_kernels(kern, cls_u + 1, kernel_tail_cut),
     }
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
