@@ -182,8 +182,15 @@ class TransducerDensity:
         w = self.smooth_blocks(u)  # once, for theta, the prior and the gradient
         theta = self.theta(u, w)
         e, lik, top, log_norm = self._lik(theta)
-        with np.errstate(divide="ignore"):
-            ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
+        if not np.all(lik > 0):
+            # A row whose kept kernels all carry weight 0 in double precision (underflow
+            # of exp(theta - top), or the kernel matrix's cut, stan_data.KERNEL_TAIL_CUT):
+            # the density is 0 at u, as in Stan's log(lik). The mode search's trial steps
+            # reach such points (two logits, 3,600 items: 4 of 20 coverage fits) and reject
+            # them on the value alone; the gradient has no meaning there, and computing
+            # it would divide by 0 (numpy's RuntimeWarnings reached the user).
+            return -np.inf, np.full(u.shape, np.nan)
+        ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
         tau_a = float(np.exp(p["log_tau_a"]))
         tau_f = np.exp(p["log_tau_f"])
         fs = self.fixed_scale
