@@ -53,7 +53,12 @@ ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "stan" / "transducer.stan"
 DATA_END = "  array[N + 1] int<lower=1> kern_u;\n}"
 PARAMS = "parameters {\n  vector[U] z;\n}"
-THETA = "    theta[:, 2:C] += fixed_basis * f_fixed;"
+# theta is computed in the model block and again in generated quantities: the hinge terms
+# are added after both (EXPECTED counts the anchors that must be found)
+THETA = (
+    "matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);"
+)
+EXPECTED = {THETA: 2}
 MODEL = "model {\n"
 HINGE_DATA = (
     "  int<lower=0> H;\n  matrix[K, H] hinge;\n  real<lower=0> kink_scale;\n"
@@ -63,14 +68,14 @@ EDITS = {
     "t": [
         (DATA_END, DATA_END[:-1] + HINGE_DATA),
         (PARAMS, PARAMS[:-1] + "  matrix[H, C - 1] kink;\n}"),
-        (THETA, THETA[:-1] + " + hinge * kink;"),
+        (THETA, THETA + " theta[:, 2:C] += hinge * kink;"),
         (MODEL, MODEL + "  to_vector(kink) ~ student_t(kink_nu, 0, kink_scale);\n"),
     ],
     "t-noncentred": [
         (DATA_END, DATA_END[:-1] + HINGE_DATA),
         (PARAMS, PARAMS[:-1] + "  matrix[H, C - 1] kink_z;\n"
                                "  matrix<lower=0>[H, C - 1] kink_lam;\n}"),
-        (THETA, THETA[:-1] + " + hinge * (kink_scale * kink_z .* sqrt(kink_lam));"),
+        (THETA, THETA + " theta[:, 2:C] += hinge * (kink_scale * kink_z .* sqrt(kink_lam));"),
         (MODEL, MODEL + "  to_vector(kink_z) ~ std_normal();\n"
                         "  to_vector(kink_lam) ~ inv_gamma(0.5 * kink_nu, 0.5 * kink_nu);\n"),
     ],
@@ -78,8 +83,8 @@ EDITS = {
         (DATA_END, DATA_END[:-1] + HINGE_DATA),
         (PARAMS, PARAMS[:-1] + "  vector[C - 1] kink;\n"
                                "  vector<lower=kink_lo, upper=kink_hi>[C - 1] kink_at;\n}"),
-        (THETA, THETA + "\n    for (c in 1:C1) {\n      theta[:, c + 1] += kink[c] * sqrt("
-                        "square(hinge[:, 1] - kink_at[c]) + square(kink_eps));\n    }"),
+        (THETA, THETA + " for (c in 1:C1) { theta[:, c + 1] += kink[c] * sqrt("
+                        "square(hinge[:, 1] - kink_at[c]) + square(kink_eps)); }"),
         (MODEL, MODEL + "  kink ~ normal(0, kink_scale);\n"),
     ],
 }  # fmt: skip
@@ -89,9 +94,10 @@ def variant_program(variant: str, directory: Path) -> Path:
     """Write the variant of stan/transducer.stan; fail loudly if an edit no longer applies."""
     code = BASE.read_text()
     for old, new in EDITS[variant]:
-        if code.count(old) != 1:
+        if code.count(old) != EXPECTED.get(old, 1):
             raise RuntimeError(
-                f"stan/transducer.stan changed: the {variant!r} edit expects {old!r} exactly once"
+                f"stan/transducer.stan changed: the {variant!r} edit expects {old!r} "
+                f"exactly {EXPECTED.get(old, 1)} time(s)"
             )
         code = code.replace(old, new)
     path = directory / f"transducer_kink_{variant.replace('-', '_')}.stan"

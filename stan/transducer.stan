@@ -52,17 +52,60 @@
 // is unchanged (an exact change of variables, its log Jacobian sum(log v) / 2 added); with
 // lambda = 0 and kappa = 0 it is the plain non-centred b = tau e.
 functions {
-  // The smooth blocks' rotated coefficients tilde = v .* kappa + sqrt(v) .* e, with
-  // v = 1 / (lambda + tau^-2) (conditional whitening, above; b = Q * tilde), one column per
-  // block with its own log scale; adds to the target the prior b ~ N(0, tau^2 I), whose
-  // |b| = |tilde| (Q orthogonal), and the log Jacobian of e -> tilde.
+  // v = 1 / (lambda + tau^-2), the smooth blocks' conditional variances given their log
+  // scales (conditional whitening, above), one column per block
+  matrix whitening_variance(row_vector log_tau, matrix lambda) {
+    return inv(lambda + rep_matrix(exp(-2 * log_tau), rows(lambda)));
+  }
+
+  // The smooth blocks' rotated coefficients tilde = v .* kappa + sqrt(v) .* e (b = Q *
+  // tilde), one column per block with its own log scale; adds to the target the prior
+  // b ~ N(0, tau^2 I), whose |b| = |tilde| (Q orthogonal), and the log Jacobian of
+  // e -> tilde.
   matrix whitened_lp(matrix e, row_vector log_tau, matrix lambda, matrix kappa) {
     int R = rows(e);
-    matrix[R, cols(e)] v = inv(lambda + rep_matrix(exp(-2 * log_tau), R));
+    matrix[R, cols(e)] v = whitening_variance(log_tau, lambda);
     matrix[R, cols(e)] tilde = v .* kappa + sqrt(v) .* e;
     target += -0.5 * dot_product(columns_dot_self(tilde), exp(-2 * log_tau))
               - R * sum(log_tau) + 0.5 * sum(log(v));
     return tilde;
+  }
+
+  // the same tilde without the prior, for generated quantities
+  matrix whitened(matrix e, row_vector log_tau, matrix lambda, matrix kappa) {
+    matrix[rows(e), cols(e)] v = whitening_variance(log_tau, lambda);
+    return v .* kappa + sqrt(v) .* e;
+  }
+
+  // theta = log beta up to its normaliser (K x C; the header's a and f_c) from u and the
+  // smooth blocks' tilde: column 1 the density a, column c + 1 a + f_c
+  matrix theta_of(vector u, matrix tilde, matrix fixed_basis, matrix smooth_a,
+                  array[] matrix smooth_f, int density_marginal) {
+    int K = rows(fixed_basis);
+    int P = cols(fixed_basis);
+    int R = rows(tilde);
+    int C = cols(tilde);
+    int C1 = C - 1;
+    vector[K] a = smooth_a * tilde[:, 1];
+    if (P > 1) {
+      a += fixed_basis[:, 2:P] * segment(u, 1, P - 1);
+    }
+    // f_fixed starts after a_fixed, log tau_a and a_raw: at P + R + 1
+    matrix[P, C1] f_fixed = to_matrix(segment(u, P + R + 1, P * C1), P, C1);
+    matrix[K, C] theta = rep_matrix(a, C);
+    theta[:, 2:C] += fixed_basis * f_fixed;
+    for (c in 1:C1) {
+      theta[:, c + 1] += smooth_f[c] * tilde[:, c + 1];
+    }
+    // density_marginal = 1: theta[k, c] = a[k] + log softmax(0, f[k])[c], so that a is the
+    // log-density of all outputs at kernel k rather than the first class's log weight
+    // (docs/model.md, "The density block")
+    if (density_marginal) {
+      for (k in 1:K) {
+        theta[k] -= log_sum_exp(theta[k]) - a[k];
+      }
+    }
+    return theta;
   }
 }
 
@@ -149,6 +192,8 @@ transformed data {
   for (c in 1:C1) {
     smooth_f[c] = smooth_basis * white_f[c];
   }
+  matrix[R, C] white_lambda = append_col(white_a_lambda, white_f_lambda);
+  matrix[R, C] white_kappa = append_col(white_a_kappa, white_f_kappa);
   if (kern_sparse && (kern_u[1] != 1 || kern_u[N + 1] != kern_nz + 1)) {
     reject("kern_u must run from 1 to kern_nz + 1 = ", kern_nz + 1, ", found ", kern_u[1],
            " to ", kern_u[N + 1]);
@@ -159,42 +204,22 @@ parameters {
   vector[U] z;
 }
 
-transformed parameters {
-  vector[U] u = u_centre + u_scale * z;
-  real<lower=0> tau_a = exp(u[P1 + 1]);
-  vector<lower=0>[C1] tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
-  // log beta, up to the normalising constant: K x C
-  matrix[K, C] theta;
-  {
-    // the smooth blocks, column 1 the density's, then the log-odds' (their prior is added
-    // here, with the whitening's Jacobian)
-    matrix[R, C] tilde = whitened_lp(
-      append_col(segment(u, P1 + 2, R), to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
-                                                    R, C1)),
-      append_col(u[P1 + 1], log(tau_f')), append_col(white_a_lambda, white_f_lambda),
-      append_col(white_a_kappa, white_f_kappa));
-    vector[K] a = smooth_a * tilde[:, 1];
-    if (P > 1) {
-      a += fixed_basis[:, 2:P] * segment(u, 1, P1);
-    }
-    matrix[P, C1] f_fixed = to_matrix(segment(u, at_f + 1, P * C1), P, C1);
-    theta = rep_matrix(a, C);
-    theta[:, 2:C] += fixed_basis * f_fixed;
-    for (c in 1:C1) {
-      theta[:, c + 1] += smooth_f[c] * tilde[:, c + 1];
-    }
-    // density_marginal = 1: theta[k, c] = a[k] + log softmax(0, f[k])[c], so that a is the
-    // log-density of all outputs at kernel k rather than the first class's log weight
-    // (docs/model.md, "The density block")
-    if (density_marginal) {
-      for (k in 1:K) {
-        theta[k] -= log_sum_exp(theta[k]) - a[k];
-      }
-    }
-  }
-}
-
+// No transformed parameters: u, the scales and theta are the model block's locals and are
+// computed again in generated quantities, so that each draw writes z and what the
+// transducer reads (w, alpha, tau_a, tau_f, log_lik, log_lik_cut_gap): about a third of the
+// values a draw wrote before (docs/model.md, "Where the time goes").
 model {
+  vector[U] u = u_centre + u_scale * z;
+  real tau_a = exp(u[P1 + 1]);
+  vector[C1] tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
+  // the smooth blocks, column 1 the density's, then the log-odds' (their prior is added
+  // here, with the whitening's Jacobian)
+  matrix[R, C] tilde = whitened_lp(
+    append_col(segment(u, P1 + 2, R), to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
+                                                  R, C1)),
+    append_col(u[P1 + 1], log(tau_f')), white_lambda, white_kappa);
+  // log beta, up to the normalising constant: K x C
+  matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
   segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
   // half-Normal and half-Student-t scales sampled on the log scale: the density times
@@ -239,16 +264,26 @@ model {
 
 generated quantities {
   // the mixture in the form every formula of theory 3.2 reads (docs/model.md):
-  // w_k = sum_c beta[k, c], alpha_k = beta[k, ] / w_k, mu = loc, sigma = width
+  // w_k = sum_c beta[k, c], alpha_k = beta[k, ] / w_k; mu = loc and sigma = width, the
+  // same at every draw, are not written: the draws take them from the data
+  // (yieldwise.transducer.stan_data.with_kernels)
+  real<lower=0> tau_a;
+  vector<lower=0>[C1] tau_f;
   vector[K] w;
   array[K] vector[C] alpha;
-  matrix[K, D] mu = loc;
-  matrix[K, D] sigma = width;
   real log_lik;
   // how much the kernel values the sparse form leaves out add to log_lik (0 when dense):
   // the draws' density under the full kernels is theirs times exp(log_lik_cut_gap)
   real log_lik_cut_gap = 0;
   {
+    vector[U] u = u_centre + u_scale * z;
+    tau_a = exp(u[P1 + 1]);
+    tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
+    matrix[R, C] tilde = whitened(
+      append_col(segment(u, P1 + 2, R), to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
+                                                    R, C1)),
+      append_col(u[P1 + 1], log(tau_f')), white_lambda, white_kappa);
+    matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);
     real log_norm = log_sum_exp(theta);
     for (k in 1:K) {
       real row_norm = log_sum_exp(theta[k]);

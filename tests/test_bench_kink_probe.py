@@ -20,7 +20,8 @@ def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path)
     base = probe.BASE.read_text()
     for old, new in probe.EDITS[variant]:
         assert new in code
-        code = code.replace(new, old, 1)
+        assert code.count(new) == probe.EXPECTED.get(old, 1)
+        code = code.replace(new, old)
     assert code == base  # nothing else changed
 
 

@@ -318,7 +318,8 @@ def test_simulation_based_calibration(record_property):
             warnings.simplefilter("ignore", SamplerWarning)
             result = program.sample(sim, chains=2, warmup=200, draws=200, seed=100 + fits,
                                     init=inits, progress=False)  # fmt: skip
-        flat = {name: result.draws[name][:, ::SBC_THIN].reshape(-1, *result.draws[name].shape[2:])
+        draws = _stan_data.with_kernels(result.draws, sim)  # mu, sigma: the data's kernels
+        flat = {name: draws[name][:, ::SBC_THIN].reshape(-1, *draws[name].shape[2:])
                 for name in ("w", "alpha", "mu", "sigma")}  # fmt: skip
         log_g = _mixture.log_joint(flat["w"], flat["alpha"], flat["mu"], flat["sigma"],
                                    SBC_AT, SBC_AT, [0])  # fmt: skip

@@ -450,12 +450,6 @@ class TransducerLaplace(CompiledProgram):
         us = mode + z @ fit.scale.T
         out = model.quantities(us)
         draws = {name: v.reshape(chains, n_draws, *v.shape[1:]) for name, v in out.items()}
-        draws["mu"] = np.broadcast_to(
-            np.asarray(data["loc"], float), (chains, n_draws, *np.shape(data["loc"]))
-        ).copy()
-        draws["sigma"] = np.broadcast_to(
-            np.asarray(data["width"], float), (chains, n_draws, *np.shape(data["width"]))
-        ).copy()
         shape = (chains, n_draws)
         # Stan's lp__: the likelihood the program samples (sparse form: less the gap)
         lp = (out["log_lik"] - out["log_lik_cut_gap"] - float(model.count @ model.kern_log_scale)

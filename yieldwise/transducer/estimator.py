@@ -254,7 +254,7 @@ class Transducer:
             ``self``, fitted.
         """
         from ..backends import get_backend, stan_file
-        from .stan_data import build_stan_data, check_tail_cut, sampler_inits
+        from .stan_data import build_stan_data, check_tail_cut, sampler_inits, with_kernels
 
         n_components = check_components(self.n_components)
         tail_cut = check_tail_cut(self.kernel_tail_cut)
@@ -310,6 +310,7 @@ class Transducer:
             adapt_delta=SAMPLER_DEFAULTS.adapt_delta_for(transform.model_dims, self.adapt_delta),
             progress=self.progress,
         )
+        result.draws = with_kernels(result.draws, data)
         result.settings["likelihood"] = likelihood = likelihood_record(result, data, tail_cut)
         warn_on_cut_gap(likelihood, CUT_GAP_TOLERANCE, stacklevel=2)
         self._set_fitted(result, data, y, class_index, labels, transform, design)

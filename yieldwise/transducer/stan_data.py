@@ -49,6 +49,7 @@ __all__ = [
     "precondition",
     "sampler_inits",
     "sparse_kernels",
+    "with_kernels",
 ]
 
 
@@ -700,6 +701,24 @@ _WHITENING_GRADIENT = 1e-2
 
 class PreconditioningWarning(UserWarning):
     """The Laplace preconditioning of the sampler could not be computed."""
+
+
+def with_kernels(draws: Mapping[str, np.ndarray], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The program's draws with the kernels' locations and widths, ``mu`` and ``sigma``
+    (chain, draw, K, D), taken from the data.
+
+    The kernels are fixed (theory 3.1 with locations ``loc`` and widths ``width`` as data),
+    so ``stan/transducer.stan`` does not write them with every draw; theory 3.2's formulas
+    read them per draw, as the other quantities. Every backend's draws pass through here
+    (:meth:`yieldwise.Transducer.fit`); a backend that wrote them already (the Laplace
+    approximation) gets the same values.
+    """
+    chains, n_draws = np.shape(draws["w"])[:2]
+    out = dict(draws)
+    for name, field_name in (("mu", "loc"), ("sigma", "width")):
+        value = np.asarray(data[field_name], dtype=float)
+        out[name] = np.broadcast_to(value, (chains, n_draws, *value.shape))
+    return out
 
 
 def sampler_inits(data: Mapping[str, object], chains: int, seed: int | None = None) -> list[dict]:
