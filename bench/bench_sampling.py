@@ -97,12 +97,12 @@ def simulate(case: str, seed: int):
     return y, z, grid, desc
 
 
-def _adapt_delta_text(results: list[dict]) -> str:
-    """The target acceptance rate each case ran at (the default depends on the output
-    dimensions: docs/model.md)."""
+def _per_case_text(results: list[dict], key: str = "adapt_delta") -> str:
+    """The value of a sampler setting each case ran at (the defaults of adapt_delta and
+    warmup depend on the output dimensions: docs/model.md)."""
     by_case: dict[str, set] = {}
     for r in results:
-        by_case.setdefault(r["case"], set()).add(r["adapt_delta"])
+        by_case.setdefault(r["case"], set()).add(r[key])
     parts = []
     for case, values in by_case.items():
         parts.append(f"{' / '.join(f'{v:g}' for v in sorted(values))} ({case})")
@@ -142,6 +142,7 @@ def run(case: str, seed: int, args) -> dict:
         "backend": transducer.backend_,
         "seconds": summary["sampling_seconds"],
         "adapt_delta": summary["adapt_delta"],
+        "warmup": summary["warmup"],
         "divergences": summary["divergent"],
         "treedepth_hits": summary["max_treedepth_hits"],
         "iterations": int(stats["diverging"].size),
@@ -224,7 +225,8 @@ def _section(results: list[dict], args) -> str:
         f"({datetime.date.today()}, {os.cpu_count()} cores, backend {results[0]['backend']}, "
         f"httpstan {httpstan.__version__}; "
         f"{args.chains} chains, "
-        f"{args.warmup} warm-up + {args.draws} draws, adapt_delta {_adapt_delta_text(results)}, "
+        f"{_per_case_text(results, 'warmup')} warm-up + {args.draws} draws, "
+        f"adapt_delta {_per_case_text(results)}, "
         f"max_treedepth {DEFAULTS['max_treedepth']}; data sets and sampler seeds "
         f"1..{args.seeds} (votes), 1..{args.logit_seeds} (logits); compile excluded). "
         "Invariant quantities: the log-likelihood and F_t(1 | y) at 10 fixed outputs. "

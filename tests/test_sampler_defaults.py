@@ -20,6 +20,38 @@ def test_the_transducer_takes_its_defaults_from_sampler_defaults():
     assert Transducer().get_params()["adapt_delta"] == SAMPLER_DEFAULTS.adapt_delta
 
 
+def test_warmup_follows_the_output_dimensions_unless_given():
+    assert SAMPLER_DEFAULTS.warmup is None
+    assert SAMPLER_DEFAULTS.warmup_for(1) == 500
+    assert SAMPLER_DEFAULTS.warmup_for(2) == 250
+    assert SAMPLER_DEFAULTS.warmup_for(9) == 250
+    # a value given by the user wins, in any dimension, 0 included (checked by the backends)
+    assert SAMPLER_DEFAULTS.warmup_for(1, 100) == 100
+    assert SAMPLER_DEFAULTS.warmup_for(2, 0) == 0
+
+
+def test_a_fit_records_the_warmup_its_dimensions_chose():
+    """The warm-up that ran is in the fit's record, per output dimension (scripted
+    backend: the settings reach the backend as a real fit's would)."""
+    import warnings
+
+    import numpy as np
+
+    from yieldwise.transducer.io import fit_record
+
+    rng = np.random.default_rng(2)
+    c = (rng.random(300) < 0.4).astype(int)
+    kw = {"backend": "laplace", "chains": 2, "draws": 50, "seed": 1, "progress": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = Transducer(**kw).fit(rng.normal(c, 1.0), c)
+        two = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 2)), c)
+        given = Transducer(**kw, warmup=77).fit(rng.normal(c, 1.0), c)
+    assert fit_record(one.posterior_)["sampler"]["warmup"] == 500
+    assert fit_record(two.posterior_)["sampler"]["warmup"] == 250
+    assert fit_record(given.posterior_)["sampler"]["warmup"] == 77
+
+
 def test_adapt_delta_follows_the_output_dimensions_unless_given():
     assert SAMPLER_DEFAULTS.adapt_delta is None
     assert SAMPLER_DEFAULTS.adapt_delta_for(1) == 0.99
@@ -71,9 +103,10 @@ def test_the_r_bridge_defaults_are_the_sampler_defaults():
     start = text.index("yw_fit <- function(")
     signature = text[start : text.index("{", start)]
     for name in ("chains", "warmup", "draws"):
-        found = re.search(rf"\b{name} = (\d+)", signature)
+        found = re.search(rf"\b{name} = (\d+|NULL)", signature)
         assert found is not None, name
-        assert int(found.group(1)) == getattr(SAMPLER_DEFAULTS, name), name
+        value = None if found.group(1) == "NULL" else int(found.group(1))
+        assert value == getattr(SAMPLER_DEFAULTS, name), name
 
 
 def test_the_report_documents_the_sampler_defaults():
@@ -84,5 +117,8 @@ def test_the_report_documents_the_sampler_defaults():
     table = doc[doc.index("[sampler]") :]
     for name in ("chains", "warmup", "draws"):
         found = re.search(rf"^\s*{name} = (\d+)", table, re.MULTILINE)
+        if getattr(SAMPLER_DEFAULTS, name) is None:  # chosen per fit: not in the table
+            assert found is None, name
+            continue
         assert found is not None, name
         assert int(found.group(1)) == getattr(SAMPLER_DEFAULTS, name), name

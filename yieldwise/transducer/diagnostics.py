@@ -156,6 +156,8 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         # the target acceptance rate the fit ran at (None for a Laplace approximation or
         # given draws, which record none)
         "adapt_delta": record["sampler"].get("adapt_delta"),
+        # the warm-up iterations per chain it ran (by default per output dimensions)
+        "warmup": record["sampler"].get("warmup"),
         "sampling_seconds": record["sampling_seconds"],
         "pareto_k": record["sampler"].get("pareto_k"),
         # what the kernel values left out of a sparse likelihood would add to the

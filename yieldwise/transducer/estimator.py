@@ -118,7 +118,9 @@ class Transducer:
           outputs' standardised range).
     chains, warmup, draws : int
         NUTS settings: chains, warm-up iterations and kept draws per chain (defaults:
-        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`, 4, 500 and 750).
+        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`: 4 and 750 draws, and for
+        ``warmup=None`` 500 warm-up iterations with one output dimension, 250 with more;
+        the value used is in ``sampler_summary()``).
     seed : int, optional
         Random seed; drawn and recorded when None, so every fit is reproducible.
     backend : {"auto", "cmdstanpy", "pystan", "laplace"}
@@ -188,7 +190,7 @@ class Transducer:
         resolution: Any = "auto",
         prior: Mapping[str, Any] | None = None,
         chains: int = SAMPLER_DEFAULTS.chains,
-        warmup: int = SAMPLER_DEFAULTS.warmup,
+        warmup: int | None = SAMPLER_DEFAULTS.warmup,
         draws: int = SAMPLER_DEFAULTS.draws,
         seed: int | None = None,
         backend: str = "auto",
@@ -302,7 +304,7 @@ class Transducer:
         result = program.sample(
             data.as_dict(),
             chains=chains,
-            warmup=self.warmup,
+            warmup=SAMPLER_DEFAULTS.warmup_for(transform.model_dims, self.warmup),
             draws=self.draws,
             seed=seed,
             init=sampler_inits(data, chains, seed),
