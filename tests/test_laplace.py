@@ -124,33 +124,6 @@ def test_gradient_equals_finite_differences(dims, classes, floor, marginal, whit
         assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
 
 
-@pytest.mark.parametrize(("dims", "classes", "floor", "marginal"), [
-    (1, 2, 0.0, 0), (2, 2, 0.0, 0), (1, 3, 0.9, 0), (1, 3, 0.9, 1)])  # fmt: skip
-def test_batched_gradients_and_hessian_equal_the_one_at_a_time_forms(
-    dims, classes, floor, marginal
-):
-    """gradients(us) is log_density's gradient at every row (checked against finite
-    differences above); the Hessian built from it equals the central differences of
-    log_density's gradient taken one coordinate at a time, written out here."""
-    data, *_ = _data(dims=dims, classes=classes)
-    rng = np.random.default_rng(4)
-    data = _random_whitening({**data, "tau_f_floor": floor, "density_marginal": marginal}, rng)
-    model = TransducerDensity(data)
-    us = np.stack([_random_u(model, rng) for _ in range(5)])
-    one_by_one = np.stack([model.log_density(u)[1] for u in us])
-    np.testing.assert_allclose(model.gradients(us), one_by_one, rtol=1e-10, atol=1e-10)
-    u = us[0]
-    h = 1e-5 * np.maximum(1.0, np.abs(u))
-    brute = np.empty((u.size, u.size))
-    for j in range(u.size):
-        step = np.zeros_like(u)
-        step[j] = h[j]
-        brute[:, j] = (model.log_density(u + step)[1] - model.log_density(u - step)[1]) / (2 * h[j])
-    brute = 0.5 * (brute + brute.T)
-    for chunk in (1, 7, u.size):  # the chunks only bound the memory
-        np.testing.assert_allclose(model.hessian(u, chunk=chunk), brute, rtol=1e-8, atol=1e-8)
-
-
 @pytest.mark.parametrize(("tau_f_df", "floor"), [(3.0, 0.0), (0.0, 0.0), (3.0, 0.9)])
 def test_prior_terms_match_the_stan_program(tau_f_df, floor):
     """With no data the log density is the sum of the priors written out by hand: the

@@ -315,74 +315,14 @@ class TransducerDensity:
             out = out + 2.0 * x * np.exp(-x) / -np.expm1(-x)
         return out
 
-    def gradients(self, us: np.ndarray) -> np.ndarray:
-        """(S, size) gradients of :meth:`log_density` at the rows of ``us``, all at once:
-        the same formulas with a leading axis, so that the kernel products are matrix
-        products over all rows (the Hessian's 2 x size gradients: 3.4 s one at a time on
-        the two-logit set of 3,600 items). Rows where some calibration row's density is 0
-        get NaN, as :meth:`log_density` does."""
-        us = np.atleast_2d(np.asarray(us, dtype=float))
-        p = self.unpack(us)
-        w = self.smooth_blocks(us)
-        theta = self.theta(us, w)  # (S, K, C)
-        top = theta.max(axis=1, keepdims=True)
-        e = np.exp(theta - top)
-        rows = np.arange(self.cls.size)
-        n_u = us.shape[0]
-        # one matrix product for all rows: kern (N, K) times e as (K, S C)
-        m = (self.kern @ e.transpose(1, 0, 2).reshape(self.K, -1)).reshape(-1, n_u, self.C)
-        lik = m[rows, :, self.cls].T  # (S, N)
-        log_norm = logsumexp(theta, axis=(1, 2))
-        weight = np.zeros((self.cls.size, n_u, self.C))  # (N, S, C): one product again
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            weight[rows, :, self.cls] = (self.count / lik).T
-            back = (self.kern.T @ weight.reshape(self.cls.size, -1)).reshape(self.K, n_u, self.C)
-            g_theta = back.transpose(1, 0, 2) * e - self.total * np.exp(
-                theta - log_norm[:, None, None]
-            )
-        g_a = g_theta.sum(axis=2)  # (S, K)
-        g_f = g_theta[:, :, 1:]
-        if self.marginal:
-            alpha = np.exp(theta - logsumexp(theta, axis=2, keepdims=True))
-            g_f = g_f - alpha[:, :, 1:] * g_a[:, :, None]
-        h = np.matmul(self.smooth.T, np.concatenate([g_a[:, :, None], g_f], axis=2))  # (S, R, C)
-        v, tilde, inv_tau2 = w["v"], w["tilde"], np.exp(-2.0 * w["t"])[:, None, :]
-        g_tilde = np.einsum("crs,nrc->nsc", self.rotation, h) - tilde * inv_tau2
-        d_tilde = (2 * v**2 * self.kappa + v**1.5 * w["e"]) * inv_tau2
-        tau_a = np.exp(p["log_tau_a"])
-        g_t = (
-            np.sum(g_tilde * d_tilde, axis=1)
-            + np.sum(tilde**2, axis=1) * inv_tau2[:, 0, :]
-            - self.R
-            + np.sum(v, axis=1) * inv_tau2[:, 0, :]
-            + np.concatenate([-((tau_a / self.tau_a_scale) ** 2)[:, None],
-                              self._tau_f_slope(np.exp(p["log_tau_f"]))], axis=1)
-            + 1
-        )  # fmt: skip
-        g_e = np.sqrt(v) * g_tilde
-        fs = self.fixed_scale
-        grad = np.empty_like(us)
-        s = self.slices
-        grad[:, s["a_fixed"]] = g_a @ self.fixed[:, 1:] - p["a_fixed"] / fs[1:] ** 2
-        grad[:, s["a_raw"]] = g_e[:, :, 0]
-        grad[:, s["log_tau_a"]] = g_t[:, :1]
-        g_ff = np.matmul(self.fixed.T, g_f) - p["f_fixed"] / fs[:, None] ** 2  # (S, P, C - 1)
-        grad[:, s["f_fixed"]] = g_ff.swapaxes(1, 2).reshape(n_u, -1)  # column-major
-        grad[:, s["f_raw"]] = g_e[:, :, 1:].swapaxes(1, 2).reshape(n_u, -1)
-        grad[:, s["log_tau_f"]] = g_t[:, 1:]
-        return grad
-
-    def hessian(self, u: np.ndarray, chunk: int = 32) -> np.ndarray:
-        """Central differences of the exact gradient, symmetrised: the 2 x size gradients
-        at ``u`` plus and minus a step in each coordinate, ``chunk`` pairs at a time."""
+    def hessian(self, u: np.ndarray) -> np.ndarray:
+        """Central differences of the exact gradient, symmetrised."""
         h = _HESSIAN_STEP * np.maximum(1.0, np.abs(u))
         out = np.empty((u.size, u.size))
-        for start in range(0, u.size, chunk):  # chunks of coordinates bound the memory
-            j = np.arange(start, min(start + chunk, u.size))
-            step = np.zeros((j.size, u.size))
-            step[np.arange(j.size), j] = h[j]
-            g = self.gradients(np.concatenate([u + step, u - step]))
-            out[:, j] = ((g[: j.size] - g[j.size :]) / (2 * h[j])[:, None]).T
+        for j in range(u.size):  # one pair of gradients per coordinate (not per draw or item)
+            step = np.zeros_like(u)
+            step[j] = h[j]
+            out[:, j] = (self.log_density(u + step)[1] - self.log_density(u - step)[1]) / (2 * h[j])
         return 0.5 * (out + out.T)
 
     def quantities(self, us: np.ndarray) -> dict[str, np.ndarray]:
