@@ -27,8 +27,8 @@ class SamplerDefaults:
         chains start from draws of the Laplace approximation, in coordinates where it is
         a standard Normal (the preconditioning), so warm-up has little to learn beyond
         the step size; at 500 it took 40 % of a two-logit fit's gradients. Paired on the
-        coverage study's sets and seeds (repetitions 0-3 of every 2-D problem and size,
-        24 fits; docs/model.md, "A shorter warm-up for two or more dimensions"), 250
+        coverage study's sets and seeds (repetitions 0-7 of every 2-D problem and size,
+        48 fits; docs/model.md, "A shorter warm-up for two or more dimensions"), 250
         moved no coverage beyond noise, sampled 20-40 % faster and left one divergent
         transition in one fit (two logits, n = 300, a cell where 500 leaves one in 2 of
         20 fits); the ten-class digits at 2,000 items sampled in 264 s instead of 352 s,
