@@ -97,7 +97,7 @@ def simulate(case: str, seed: int):
     return y, z, grid, desc
 
 
-def _per_case_text(results: list[dict], key: str = "adapt_delta") -> str:
+def _per_case_text(results: list[dict], key: str) -> str:
     """The value of a sampler setting each case ran at (the defaults of adapt_delta and
     warmup depend on the output dimensions: docs/model.md)."""
     by_case: dict[str, set] = {}
@@ -226,7 +226,7 @@ def _section(results: list[dict], args) -> str:
         f"httpstan {httpstan.__version__}; "
         f"{args.chains} chains, "
         f"{_per_case_text(results, 'warmup')} warm-up + {args.draws} draws, "
-        f"adapt_delta {_per_case_text(results)}, "
+        f"adapt_delta {_per_case_text(results, 'adapt_delta')}, "
         f"max_treedepth {DEFAULTS['max_treedepth']}; data sets and sampler seeds "
         f"1..{args.seeds} (votes), 1..{args.logit_seeds} (logits); compile excluded). "
         "Invariant quantities: the log-likelihood and F_t(1 | y) at 10 fixed outputs. "

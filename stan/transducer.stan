@@ -71,6 +71,15 @@ functions {
     return tilde;
   }
 
+  // the smooth blocks' sampled coordinates e (R x C) in u: column 1 the density's a_raw
+  // (after a_fixed and log tau_a), then the log-odds' f_raw (after a_raw, f_fixed and
+  // log tau_f), as the header's u lists them
+  matrix smooth_e(vector u, int P, int R, int C) {
+    int C1 = C - 1;
+    return append_col(segment(u, P + 1, R),
+                      to_matrix(segment(u, P + R + P * C1 + C1 + 1, R * C1), R, C1));
+  }
+
   // the same tilde without the prior, for generated quantities
   matrix whitened(matrix e, row_vector log_tau, matrix lambda, matrix kappa) {
     matrix[rows(e), cols(e)] v = whitening_variance(log_tau, lambda);
@@ -214,10 +223,8 @@ model {
   vector[C1] tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
   // the smooth blocks, column 1 the density's, then the log-odds' (their prior is added
   // here, with the whitening's Jacobian)
-  matrix[R, C] tilde = whitened_lp(
-    append_col(segment(u, P1 + 2, R), to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
-                                                  R, C1)),
-    append_col(u[P1 + 1], log(tau_f')), white_lambda, white_kappa);
+  matrix[R, C] tilde = whitened_lp(smooth_e(u, P, R, C), append_col(u[P1 + 1], log(tau_f')),
+                                   white_lambda, white_kappa);
   // log beta, up to the normalising constant: K x C
   matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
@@ -279,10 +286,8 @@ generated quantities {
     vector[U] u = u_centre + u_scale * z;
     tau_a = exp(u[P1 + 1]);
     tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
-    matrix[R, C] tilde = whitened(
-      append_col(segment(u, P1 + 2, R), to_matrix(segment(u, at_f + P * C1 + C1 + 1, R * C1),
-                                                    R, C1)),
-      append_col(u[P1 + 1], log(tau_f')), white_lambda, white_kappa);
+    matrix[R, C] tilde = whitened(smooth_e(u, P, R, C), append_col(u[P1 + 1], log(tau_f')),
+                                  white_lambda, white_kappa);
     matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);
     real log_norm = log_sum_exp(theta);
     for (k in 1:K) {

@@ -6,6 +6,8 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 from yieldwise import Transducer
 from yieldwise.cli import build_parser
 from yieldwise.transducer import SAMPLER_DEFAULTS
@@ -18,16 +20,6 @@ def test_the_transducer_takes_its_defaults_from_sampler_defaults():
     for name, value in SAMPLER_DEFAULTS.as_dict().items():
         assert signature.parameters[name].default == value, name
     assert Transducer().get_params()["adapt_delta"] == SAMPLER_DEFAULTS.adapt_delta
-
-
-def test_warmup_follows_the_output_dimensions_unless_given():
-    assert SAMPLER_DEFAULTS.warmup is None
-    assert SAMPLER_DEFAULTS.warmup_for(1) == 500
-    assert SAMPLER_DEFAULTS.warmup_for(2) == 250
-    assert SAMPLER_DEFAULTS.warmup_for(9) == 250
-    # a value given by the user wins, in any dimension, 0 included (checked by the backends)
-    assert SAMPLER_DEFAULTS.warmup_for(1, 100) == 100
-    assert SAMPLER_DEFAULTS.warmup_for(2, 0) == 0
 
 
 def test_a_fit_records_the_warmup_its_dimensions_chose():
@@ -52,14 +44,20 @@ def test_a_fit_records_the_warmup_its_dimensions_chose():
     assert fit_record(given.posterior_)["sampler"]["warmup"] == 77
 
 
-def test_adapt_delta_follows_the_output_dimensions_unless_given():
-    assert SAMPLER_DEFAULTS.adapt_delta is None
-    assert SAMPLER_DEFAULTS.adapt_delta_for(1) == 0.99
-    assert SAMPLER_DEFAULTS.adapt_delta_for(2) == 0.95
-    assert SAMPLER_DEFAULTS.adapt_delta_for(9) == 0.95
-    # a value given by the user wins, in any dimension
-    assert SAMPLER_DEFAULTS.adapt_delta_for(1, 0.8) == 0.8
-    assert SAMPLER_DEFAULTS.adapt_delta_for(2, 0.999) == 0.999
+@pytest.mark.parametrize(
+    ("name", "one_dim", "multi", "given"),
+    [("adapt_delta", 0.99, 0.95, [(1, 0.8), (2, 0.999)]),
+     # 0 is a value given (checked by the backends), not a missing one
+     ("warmup", 500, 250, [(1, 100), (2, 0)])],
+)  # fmt: skip
+def test_a_setting_follows_the_output_dimensions_unless_given(name, one_dim, multi, given):
+    assert getattr(SAMPLER_DEFAULTS, name) is None
+    chosen = getattr(SAMPLER_DEFAULTS, f"{name}_for")
+    assert chosen(1) == one_dim
+    assert chosen(2) == multi
+    assert chosen(9) == multi
+    for dims, value in given:  # a value given by the user wins, in any dimension
+        assert chosen(dims, value) == value
 
 
 def test_divergences_advise_the_next_adapt_delta_or_a_longer_warmup():

@@ -8,7 +8,7 @@ holds its defaults to these) all take their NUTS settings from :data:`SAMPLER_DE
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = ["SAMPLER_DEFAULTS", "SamplerDefaults"]
 
@@ -69,24 +69,31 @@ class SamplerDefaults:
         """The target acceptance rate of a fit with ``model_dims`` output dimensions:
         ``adapt_delta`` when given, else this set's, else 0.99 for one dimension and 0.95
         for more."""
-        # returned as given: the backends validate it (check_sampler_arguments)
-        for value in (adapt_delta, self.adapt_delta):
-            if value is not None:
-                return value
-        return self.ADAPT_DELTA_ONE_DIM if int(model_dims) == 1 else self.ADAPT_DELTA_MULTI
+        return _given_or_by_dims(
+            model_dims, adapt_delta, self.adapt_delta, self.ADAPT_DELTA_ONE_DIM,
+            self.ADAPT_DELTA_MULTI,
+        )  # fmt: skip
 
     def warmup_for(self, model_dims: int, warmup: int | None = None) -> int:
         """The warm-up iterations of a fit with ``model_dims`` output dimensions:
         ``warmup`` when given, else this set's, else 500 for one dimension and 250 for
         more."""
-        # returned as given: the backends validate it (check_sampler_arguments)
-        for value in (warmup, self.warmup):
-            if value is not None:
-                return value
-        return self.WARMUP_ONE_DIM if int(model_dims) == 1 else self.WARMUP_MULTI
+        return _given_or_by_dims(
+            model_dims, warmup, self.warmup, self.WARMUP_ONE_DIM, self.WARMUP_MULTI
+        )
 
     def as_dict(self) -> dict[str, int | float | None]:
         return asdict(self)
+
+
+def _given_or_by_dims(model_dims: int, given: Any, own: Any, one_dim: Any, multi: Any) -> Any:
+    """The first of ``given`` and ``own`` that is not None, else the default of
+    ``model_dims`` output dimensions: ``one_dim`` for one, ``multi`` for more. Returned as
+    given: the backends validate it (check_sampler_arguments)."""
+    for value in (given, own):
+        if value is not None:
+            return value
+    return one_dim if int(model_dims) == 1 else multi
 
 
 #: The one set of sampler defaults.
