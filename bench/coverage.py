@@ -198,8 +198,16 @@ def measure(
     return record
 
 
-def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
-    """Seconds, divergences, tree-depth hits, worst R-hat, lowest bulk ESS, warnings."""
+def sampler_record(
+    transducer: Any, seconds: float, caught: list, prefix_draws: tuple[int, ...] = ()
+) -> dict:
+    """Seconds, divergences, tree-depth hits, worst R-hat, lowest bulk ESS, warnings.
+
+    ``prefix_draws``: also the worst R-hat and lowest bulk ESS of each chain's first ``d``
+    draws, for each ``d`` (``--prefix-draws``). With the same seed and warm-up, a fit of
+    ``d`` draws per chain takes exactly these draws (the sampler's path does not depend on
+    how long it runs on), so one fit measures a smaller ``draws`` setting as well.
+    """
     info = transducer.sampler_summary()
     params = transducer.get_params()
     table = transducer.diagnostics()
@@ -228,7 +236,31 @@ def sampler_record(transducer: Any, seconds: float, caught: list) -> dict:
         "settings": {k: params[k] for k in ("chains", "warmup", "draws", "max_treedepth")}
         | {"adapt_delta": info["adapt_delta"]},
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
-    }
+    } | ({"prefixes": prefix_diagnostics(transducer, prefix_draws)} if prefix_draws else {})
+
+
+def prefix_diagnostics(transducer: Any, prefix_draws: tuple[int, ...]) -> list[dict]:
+    """Worst R-hat and lowest bulk ESS of the invariant quantities (``diagnose``, as
+    ``Transducer.diagnostics``) over each chain's first ``d`` draws, for each ``d``."""
+    from yieldwise.transducer.diagnostics import diagnose
+
+    reference = transducer.reference_outputs()
+    proba = transducer.draws_proba(reference).values  # (chain, draw, item, class)
+    log_lik = transducer.posterior_.posterior["log_lik"].values
+    out = []
+    for d in prefix_draws:
+        if not 4 <= d <= log_lik.shape[1]:
+            raise ValueError(
+                f"prefix_draws must lie in 4 .. {log_lik.shape[1]} (the fit's draws per "
+                f"chain), found {d}"
+            )
+        table = diagnose(log_lik[:, :d], proba[:, :d], reference, transducer.classes_)
+        out.append({
+            "draws": int(d),
+            "max_rhat": _finite(table["r_hat"].to_numpy(float), np.max),
+            "min_ess_bulk": _finite(table["ess_bulk"].to_numpy(float), np.min),
+        })  # fmt: skip
+    return out
 
 
 def _finite(values: np.ndarray, reduce) -> float | None:
@@ -237,12 +269,19 @@ def _finite(values: np.ndarray, reduce) -> float | None:
 
 
 def run_fit(
-    problem: Problem, index: int, n: int, rep: int, seed: int, sampler: dict | None = None
+    problem: Problem,
+    index: int,
+    n: int,
+    rep: int,
+    seed: int,
+    sampler: dict | None = None,
+    prefix_draws: tuple[int, ...] = (),
 ) -> dict:
     """Sample a calibration set, fit a default transducer, and measure it.
 
     ``sampler``: NUTS settings that replace the defaults (``--sampler``; a candidate to
-    measure), recorded with the fit like every fit's settings.
+    measure), recorded with the fit like every fit's settings. ``prefix_draws``: see
+    :func:`sampler_record`.
     """
     from yieldwise import Transducer
 
@@ -269,7 +308,7 @@ def run_fit(
         "rep": rep,
         "fit_seed": seed_used,
         **record,
-        "sampler": sampler_record(transducer, seconds, caught),
+        "sampler": sampler_record(transducer, seconds, caught, prefix_draws),
         "measure_warnings": [f"{w.category.__name__}: {w.message}" for w in later],
     }
 
@@ -1085,6 +1124,11 @@ def main(argv: list[str] | None = None) -> None:
         help="NUTS settings that replace the defaults for this run (e.g. warmup=1000); "
         "recorded with every fit and in the run's command",
     )  # fmt: skip
+    parser.add_argument(
+        "--prefix-draws", type=int, nargs="+", default=[], metavar="D",
+        help="also record R-hat and bulk ESS over each chain's first D draws (what a fit of "
+        "D draws would report: same seed, same path)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     def key_values(option: str, items: list[str], known: list[str], what: str, key="KEY") -> dict:
@@ -1137,7 +1181,9 @@ def main(argv: list[str] | None = None) -> None:
             + (f" --results {_shown_path(args.results)}" if args.results != RESULTS else "")
             + (f" --set {' '.join(args.design)}" if args.design else "")
             + (f" --sampler {' '.join(args.sampler)}" if args.sampler else "")
-        )
+            + (f" --prefix-draws {' '.join(map(str, args.prefix_draws))}"
+               if args.prefix_draws else "")
+        )  # fmt: skip
         started = time.perf_counter()
         runs = list(results["runs"])
 
@@ -1156,7 +1202,10 @@ def main(argv: list[str] | None = None) -> None:
                   for n in args.sizes]  # fmt: skip
         if any(key not in results["fits"] for key in wanted):
             compile_model()
-        fit = functools.partial(run_fit, sampler=sampler) if sampler else None
+        fit = (
+            functools.partial(run_fit, sampler=sampler, prefix_draws=tuple(args.prefix_draws))
+            if sampler or args.prefix_draws else None
+        )  # fmt: skip
         run(results, problems, args.sizes, args.reps, save, fit=fit)
         if fitted_so_far() == 0:
             print(f"every fit asked for is already in {args.results}", file=sys.stderr)

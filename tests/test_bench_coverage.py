@@ -551,3 +551,53 @@ def test_candidate_options_reach_the_fits_and_the_command(cov, tmp_path, monkeyp
         with pytest.raises(SystemExit):
             cov.main(["--results", str(tmp_path / "b.json"), *bad])
         assert message in capsys.readouterr().err
+
+
+def test_prefix_diagnostics_are_the_first_draws_of_each_chain(cov):
+    """What a fit of fewer draws would report (the same seed takes the same path):
+    R-hat and bulk ESS over each chain's first d draws, worked out with ArviZ on the
+    sliced quantities; the full length gives the fit's own table."""
+    import warnings
+
+    import arviz as az
+
+    rng = np.random.default_rng(4)
+    c = (rng.random(300) < 0.4).astype(int)
+    s = 50
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 100 draws: ESS below 400
+        t = Transducer(backend="laplace", chains=2, draws=s, seed=1, progress=False).fit(
+            rng.normal(c, 1.0), c
+        )
+    short, full = cov.prefix_diagnostics(t, (20, s))
+    table = t.diagnostics()
+    assert full == {"draws": s, "max_rhat": table["r_hat"].max(),
+                    "min_ess_bulk": table["ess_bulk"].min()}  # fmt: skip
+    proba = t.draws_proba(t.reference_outputs()).values[:, :20, :, 0]  # class 0 = 1 - p1
+    log_lik = t.posterior_.posterior["log_lik"].values[:, :20]
+    series = [log_lik] + [proba[:, :, i] for i in range(proba.shape[2])]
+    assert short["draws"] == 20
+    assert short["max_rhat"] == pytest.approx(max(float(az.rhat(v)) for v in series))
+    assert short["min_ess_bulk"] == pytest.approx(
+        min(float(az.ess(v, method="bulk")) for v in series)
+    )
+    with pytest.raises(ValueError, match=r"prefix_draws must lie in 4 \.\. 50 .* found 60"):
+        cov.prefix_diagnostics(t, (60,))
+
+
+def test_prefix_draws_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch):
+    seen = []
+
+    def fake_fit(problem, index, n, rep, seed, sampler=None, prefix_draws=()):
+        seen.append((sampler, prefix_draws))
+        return fake_record(cov, problem.name, n, rep, 5)
+
+    monkeypatch.setattr(cov, "run_fit", fake_fit)
+    monkeypatch.setattr(cov, "compile_model", lambda: None)
+    monkeypatch.setattr(cov, "select_problems", lambda names: [(0, nine_cell_problem(cov))])
+    monkeypatch.setattr(cov, "render", lambda results: "report")
+    out = tmp_path / "a.json"
+    cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "1", "--results", str(out),
+              "--prefix-draws", "500", "600"])  # fmt: skip
+    assert seen == [({}, (500, 600))]
+    assert cov.load_results(out)["runs"][-1]["command"].endswith("--prefix-draws 500 600")
