@@ -10,7 +10,8 @@ Keys (defaults in brackets):
   the GP lengthscale as a multiple of the median nearest-centre distance; ``width``
   [CENTRES_WIDTH_FACTOR]: the kernels' sd as a multiple of the nearest-centre distance;
   ``slope`` [CENTRES_SLOPE_SCALE]: the prior sd of the log-odds' slopes;
-* ``chains``, ``warmup``, ``draws``, ``backend`` [the Transducer's defaults], ``seed`` [1]
+* ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``backend`` [the Transducer's
+  defaults], ``seed`` [1]
   (``backend=laplace``: the Normal approximation, for a quick look at held-out quality);
 * ``split`` [half]: ``half`` calibrates on a seeded half of ``yieldwise.datasets.
   load_digits_ten()`` (permutation seed 2026) and evaluates on the other half; ``all``
@@ -273,6 +274,8 @@ def main(argv: list[str]) -> int:
         original = functools.partial(original, whiten=bool(opts["whiten"]))
     stan_data.precondition = timed
     settings = {k: int(opts[k]) for k in ("chains", "warmup", "draws") if k in opts}
+    if "adapt_delta" in opts:
+        settings["adapt_delta"] = float(opts["adapt_delta"])
     if "backend" in opts:
         settings["backend"] = opts["backend"]
     started = time.perf_counter()
@@ -292,7 +295,8 @@ def main(argv: list[str]) -> int:
     )  # fmt: skip
     # Stan's time per gradient, estimated: the chains share min(chains, cores) cores and
     # warm-up iterations are taken to cost as many leapfrog steps as the draws'
-    chains, iters = steps.shape[0], int(t.warmup) + int(t.draws)
+    # the warm-up that ran (the default depends on the output dimensions)
+    chains, iters = steps.shape[0], int(info["warmup"]) + int(info["draws"])
     cores = min(chains, os.cpu_count() or 1)
     record["stan_gradient_ms_est"] = float(
         1e3 * info["sampling_seconds"] * cores / (chains * iters * steps.mean())
