@@ -4,7 +4,10 @@
 
 PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-monotone,
 overlapping, two-logits, softmax-3, clipped), N the calibration items, drawn with the
-seed [1, 7, N]; key=value pairs override Transducer arguments (chains=2, adapt_delta=0.99).
+seed [1, 7, N]; or one of the shipped sets (``SHIPPED``: digits-forest, digits-logits,
+digits-knn, digits-3-5-8) with N ``all``, every item, as the vignettes fit them; key=value
+pairs override Transducer arguments (chains=2, adapt_delta=0.99, seed=2; the fit seed is
+1 unless given).
 ``--no-whitening`` preconditions without the conditional whitening of the smooth blocks
 (yieldwise.transducer.stan_data.precondition(whiten=False); docs/model.md). Prints the sampling
 time, divergent transitions, tree-depth hits, mean leapfrog steps per iteration, step
@@ -33,6 +36,22 @@ from _problems import PANEL
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 
+#: The shipped sets: (loader name in yieldwise.datasets, output columns).
+SHIPPED = {
+    "digits-forest": ("load_digits_binary", ["forest_votes"]),
+    "digits-logits": ("load_digits_binary", ["net_logit_other", "net_logit_eight"]),
+    "digits-knn": ("load_digits_binary", ["knn_votes"]),
+    "digits-3-5-8": ("load_digits_three", ["p_three", "p_five", "p_eight"]),
+}
+
+
+def _shipped(name: str) -> tuple[pd.DataFrame, pd.Series]:
+    import yieldwise.datasets as datasets
+
+    loader, columns = SHIPPED[name]
+    frame = getattr(datasets, loader)()
+    return frame[columns], frame["label"]
+
 
 def main(argv: list[str]) -> int:
     plain = "--no-whitening" in argv
@@ -48,33 +67,41 @@ def main(argv: list[str]) -> int:
     if len(args) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    name, n = args[0], int(args[1])
+    name = args[0]
     problems = {make().name: make for make in PANEL}
-    if name not in problems:
-        print(f"PROBLEM must be one of {sorted(problems)}, found {name!r}", file=sys.stderr)
+    if name not in problems and name not in SHIPPED:
+        print(f"PROBLEM must be one of {sorted(problems) + sorted(SHIPPED)}, found {name!r}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if (name in SHIPPED) != (args[1] == "all") or (name in SHIPPED and rep is not None):
+        print("N is 'all' for a shipped set (every item; no --coverage-rep) and a number "
+              f"for a panel problem, found {name} {args[1]}", file=sys.stderr)  # fmt: skip
         return 2
     options = {k: parse_value(v) for k, v in (a.split("=", 1) for a in args[2:])}
     if plain:
         stan_data.precondition = functools.partial(stan_data.precondition, whiten=False)
-    problem = problems[name]()
-    entropy, seed = [1, 7, n], 1
-    if rep is not None:
-        study = load_coverage_study()
-        ((index, _),) = study.select_problems([name])
-        entropy = study.sample_seed(study.SEED, index, n, rep)
-        seed = study.fit_seed(study.SEED, index, n, rep)
-    outputs, labels = problem.sample(n, np.random.default_rng(entropy))
+    seed = options.pop("seed", 1)
+    if name in SHIPPED:
+        n, (frame, labels) = args[1], _shipped(name)
+    else:
+        n, problem = int(args[1]), problems[name]()
+        entropy = [1, 7, n]
+        if rep is not None:
+            study = load_coverage_study()
+            ((index, _),) = study.select_problems([name])
+            entropy = study.sample_seed(study.SEED, index, n, rep)
+            seed = study.fit_seed(study.SEED, index, n, rep)
+        outputs, labels = problem.sample(n, np.random.default_rng(entropy))
+        frame = pd.DataFrame(outputs, columns=problem.columns)
     started = time.perf_counter()
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        t = Transducer(seed=seed, progress=False, **options).fit(
-            pd.DataFrame(outputs, columns=problem.columns), labels
-        )
+        t = Transducer(seed=seed, progress=False, **options).fit(frame, labels)
     total = time.perf_counter() - started
     info, diag = t.sampler_summary(), t.diagnostics()
     stats = t.posterior_.sample_stats
     print(
-        f"{name} n={n} {options} whitening={'off' if plain else 'default'}: "
+        f"{name} n={n} seed={seed} {options} whitening={'off' if plain else 'default'}: "
         f"total {total:.1f} s, sampling "
         f"{info['sampling_seconds']:.1f} s, divergent {info['divergent']}, tree-depth hits "
         f"{info['max_treedepth_hits']}, steps {float(stats.n_steps.mean()):.1f}, step size "

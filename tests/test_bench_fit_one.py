@@ -82,3 +82,23 @@ def test_coverage_rep_needs_a_number(fit_one, capsys):
     assert fit_one.main(["beta", "300", "--coverage-rep"]) == 2
     assert "--coverage-rep needs a repetition number" in capsys.readouterr().err
     assert Recorder.calls == []
+
+
+def test_a_shipped_set_is_fitted_whole_with_the_seed_given(fit_one, capsys):
+    from yieldwise.datasets import load_digits_three
+
+    assert fit_one.main(["digits-3-5-8", "all", "seed=2", "adapt_delta=0.9"]) == 0
+    (call,) = Recorder.calls
+    assert call["kwargs"] == {"seed": 2, "progress": False, "adapt_delta": 0.9}
+    frame = load_digits_three()
+    pd.testing.assert_frame_equal(call["outputs"], frame[["p_three", "p_five", "p_eight"]])
+    pd.testing.assert_series_equal(call["labels"], frame["label"])
+    assert capsys.readouterr().out.startswith("digits-3-5-8 n=all seed=2 {'adapt_delta': 0.9}")
+
+
+@pytest.mark.parametrize("args", [["digits-logits", "300"], ["beta", "all"],
+                                  ["digits-logits", "all", "--coverage-rep", "1"]])  # fmt: skip
+def test_n_is_all_exactly_for_a_shipped_set(fit_one, capsys, args):
+    assert fit_one.main(args) == 2
+    assert "N is 'all' for a shipped set" in capsys.readouterr().err
+    assert Recorder.calls == []
