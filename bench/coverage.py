@@ -231,10 +231,10 @@ def sampler_record(
         "stan_version": str(attrs.get("yieldwise_stan_version", "")),
         # the hyper-parameters the fit used, so that a study mixing designs shows it
         "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
-        # adapt_delta as the fit ran (the constructor's default None depends on the output
-        # dimensions)
-        "settings": {k: params[k] for k in ("chains", "warmup", "draws", "max_treedepth")}
-        | {"adapt_delta": info["adapt_delta"]},
+        # warm-up and adapt_delta as the fit ran (the constructor's default None of each
+        # depends on the output dimensions)
+        "settings": {k: params[k] for k in ("chains", "draws", "max_treedepth")}
+        | {"warmup": info["warmup"], "adapt_delta": info["adapt_delta"]},
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
     } | ({"prefixes": prefix_diagnostics(transducer, prefix_draws)} if prefix_draws else {})
 
@@ -1202,10 +1202,10 @@ def main(argv: list[str] | None = None) -> None:
                   for n in args.sizes]  # fmt: skip
         if any(key not in results["fits"] for key in wanted):
             compile_model()
-        fit = (
-            functools.partial(run_fit, sampler=sampler, prefix_draws=tuple(args.prefix_draws))
-            if sampler or args.prefix_draws else None
-        )  # fmt: skip
+        options = ({"sampler": sampler} if sampler else {}) | (
+            {"prefix_draws": tuple(args.prefix_draws)} if args.prefix_draws else {}
+        )
+        fit = functools.partial(run_fit, **options) if options else None
         run(results, problems, args.sizes, args.reps, save, fit=fit)
         if fitted_so_far() == 0:
             print(f"every fit asked for is already in {args.results}", file=sys.stderr)

@@ -599,5 +599,23 @@ def test_prefix_draws_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch)
     out = tmp_path / "a.json"
     cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "1", "--results", str(out),
               "--prefix-draws", "500", "600"])  # fmt: skip
-    assert seen == [({}, (500, 600))]
+    assert seen == [(None, (500, 600))]
     assert cov.load_results(out)["runs"][-1]["command"].endswith("--prefix-draws 500 600")
+
+
+def test_a_fit_records_the_settings_it_ran_at(cov):
+    """The warm-up and adapt_delta the output dimensions chose, not the constructor's None
+    (the study's tables group the fits by them)."""
+    import warnings
+
+    rng = np.random.default_rng(8)
+    c = (rng.random(200) < 0.4).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = Transducer(backend="laplace", chains=2, draws=50, seed=1, progress=False).fit(
+            rng.normal(c, 1.0), c
+        )
+    assert t.get_params()["warmup"] is None
+    settings = cov.sampler_record(t, 1.0, [])["settings"]
+    assert settings["warmup"] == 500  # one output dimension
+    assert settings["chains"] == 2 and settings["draws"] == 50

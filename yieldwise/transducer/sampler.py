@@ -27,16 +27,22 @@ class SamplerDefaults:
         chains start from draws of the Laplace approximation, in coordinates where it is
         a standard Normal (the preconditioning), so warm-up has little to learn beyond
         the step size; at 500 it took 40 % of a two-logit fit's gradients. Paired on the
-        coverage study's sets and seeds (repetitions 0-7 of every 2-D problem and size,
-        48 fits; docs/model.md, "A shorter warm-up for two or more dimensions"), 250
-        moved no coverage beyond noise, sampled 20-40 % faster and left one divergent
-        transition in one fit (two logits, n = 300, a cell where 500 leaves one in 2 of
-        20 fits); the ten-class digits at 2,000 items sampled in 264 s instead of 352 s,
-        no less clean. One dimension keeps 500: its fits take seconds, and at 250 one of
-        the eight vote sets of bench/bench_sampling.py reached R-hat 1.014 (1.002 at 500).
+        coverage study's sets and seeds (all 20 repetitions of every 2-D problem and
+        size, 120 fits; docs/model.md, "A shorter warm-up for two or more dimensions"),
+        250 moved no coverage beyond noise, sampled 20-40 % faster and left divergent
+        transitions in 4 fits instead of 2, all in the one cell that is not clean at
+        either (two logits, n = 300; Fisher's exact p = 0.66); the ten-class digits at
+        2,000 items sampled in 264 s instead of 352 s, no less clean. One dimension
+        keeps 500: its fits take seconds, and at 250 one of the eight vote sets of
+        bench/bench_sampling.py reached R-hat 1.014 (1.002 at 500).
     draws : int
         Kept draws per chain: 4 x 750 = 3,000 draws, enough for bulk ESS >= 400 on the
-        invariant quantities of the panel's fits.
+        invariant quantities of the panel's fits. Fewer would be enough for the ESS of
+        two-dimensional fits, but not for R-hat <= 1.01 on the largest of a fit's 10-19
+        quantities: chains that mix perfectly at an ESS of half a draw miss it by chance in
+        8 % of three-class fits at 500 draws, 3 % at 600 and 0.5 % at 750
+        (bench/rhat_noise.py; docs/model.md, "Fewer draws, or a larger step size, for two
+        dimensions").
     adapt_delta : float or None
         Target acceptance rate; None (the default) takes :meth:`adapt_delta_for` the
         fit's output dimensions: 0.99 for one, 0.95 for more. Not Stan's 0.8: in the
@@ -47,7 +53,10 @@ class SamplerDefaults:
         sporadic divergent transitions: 34 in 4 fits) it leaves none, for 4.5 % more
         sampling time in all (docs/model.md, "A smaller step size for one output
         dimension"). Two dimensions keep 0.95: 0.99 takes the two-logit fit at n = 3,600
-        from 31 to 77 leapfrog steps per iteration.
+        from 31 to 77 leapfrog steps per iteration, and 0.9 (19 steps) leaves divergent
+        transitions in the shipped digits' network logits (1), their 3/5/8 probability
+        vectors (5) and the ten classes (14; docs/model.md, "Fewer draws, or a larger
+        step size, for two dimensions").
     max_treedepth : int
         Stan's default tree depth.
     """
