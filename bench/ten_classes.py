@@ -103,6 +103,7 @@ def _sampler_data(cal, cols, seed: int):
     """The sampler's own (preconditioned) Stan data for the calibration half, and a short
     run ``short_run(data, chains, warmup, draws)`` of the compiled program on any data."""
     from yieldwise.backends import get_backend, stan_file
+    from yieldwise.transducer import SAMPLER_DEFAULTS
     from yieldwise.transducer.stan_data import build_stan_data, sampler_inits
     from yieldwise.transforms import choose_transform
 
@@ -113,10 +114,13 @@ def _sampler_data(cal, cols, seed: int):
     )
     program = get_backend().compile(stan_file("transducer"))
 
+    # the Transducer's own target acceptance rate for these dimensions (one set of defaults)
+    adapt_delta = SAMPLER_DEFAULTS.adapt_delta_for(len(cols))
+
     def short_run(values, chains, warmup, draws):
         return program.sample(
-            values, chains=chains, warmup=warmup, draws=draws, seed=seed, adapt_delta=0.95,
-            init=sampler_inits(data, chains, seed), progress=False,
+            values, chains=chains, warmup=warmup, draws=draws, seed=seed,
+            adapt_delta=adapt_delta, init=sampler_inits(data, chains, seed), progress=False,
         )  # fmt: skip
 
     return data, short_run
