@@ -222,9 +222,7 @@ def sampler_record(
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
         "transitions": int(info["chains"] * info["draws"]),
-        # None when any value is not finite: reported as n/a and as not clean, never hidden
-        "max_rhat": _finite(table["r_hat"].to_numpy(float), np.max),
-        "min_ess_bulk": _finite(table["ess_bulk"].to_numpy(float), np.min),
+        **_worst(table),
         "components": int(transducer.n_components_),
         "backend": str(attrs.get("yieldwise_backend", "")),
         "backend_version": str(attrs.get("yieldwise_backend_version", "")),
@@ -255,12 +253,17 @@ def prefix_diagnostics(transducer: Any, prefix_draws: tuple[int, ...]) -> list[d
                 f"chain), found {d}"
             )
         table = diagnose(log_lik[:, :d], proba[:, :d], reference, transducer.classes_)
-        out.append({
-            "draws": int(d),
-            "max_rhat": _finite(table["r_hat"].to_numpy(float), np.max),
-            "min_ess_bulk": _finite(table["ess_bulk"].to_numpy(float), np.min),
-        })  # fmt: skip
+        out.append({"draws": int(d), **_worst(table)})
     return out
+
+
+def _worst(table: pd.DataFrame) -> dict:
+    """The worst R-hat and lowest bulk ESS of a diagnostics table; None when any value is
+    not finite: reported as n/a and as not clean, never hidden."""
+    return {
+        "max_rhat": _finite(table["r_hat"].to_numpy(float), np.max),
+        "min_ess_bulk": _finite(table["ess_bulk"].to_numpy(float), np.min),
+    }
 
 
 def _finite(values: np.ndarray, reduce) -> float | None:

@@ -35,21 +35,20 @@ from _problems import PANEL
 
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
+from yieldwise.datasets import load_digits_binary, load_digits_three
 
-#: The shipped sets: (loader name in yieldwise.datasets, output columns).
+#: The shipped sets: (loader, output columns).
 SHIPPED = {
-    "digits-forest": ("load_digits_binary", ["forest_votes"]),
-    "digits-logits": ("load_digits_binary", ["net_logit_other", "net_logit_eight"]),
-    "digits-knn": ("load_digits_binary", ["knn_votes"]),
-    "digits-3-5-8": ("load_digits_three", ["p_three", "p_five", "p_eight"]),
+    "digits-forest": (load_digits_binary, ["forest_votes"]),
+    "digits-logits": (load_digits_binary, ["net_logit_other", "net_logit_eight"]),
+    "digits-knn": (load_digits_binary, ["knn_votes"]),
+    "digits-3-5-8": (load_digits_three, ["p_three", "p_five", "p_eight"]),
 }
 
 
 def _shipped(name: str) -> tuple[pd.DataFrame, pd.Series]:
-    import yieldwise.datasets as datasets
-
     loader, columns = SHIPPED[name]
-    frame = getattr(datasets, loader)()
+    frame = loader()
     return frame[columns], frame["label"]
 
 
