@@ -194,12 +194,14 @@ def fit_methods(
         transducer = Transducer(seed=seed, progress=False, backend=backend).fit(
             pd.DataFrame(outputs, columns=problem.columns), labels
         )
-    info = transducer.sampler_summary()
+    info, diagnostics = transducer.sampler_summary(), transducer.diagnostics()
     fit_record = {
         "seconds": time.perf_counter() - started,
         "components": int(transducer.n_components_),
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
+        "max_rhat": float(diagnostics.r_hat.max()),
+        "min_ess_bulk": float(diagnostics.ess_bulk.min()),
         "warnings": len(caught),
     }
     score = problem.score(outputs)
@@ -531,7 +533,7 @@ def run_real(
             half = np.random.default_rng([seed, 301, s]).permutation(len(frame)) < len(frame) // 2
             outputs = frame[columns].to_numpy(float)
             problem.columns = columns
-            predictors, _, _ = fit_methods(problem, outputs[half], truth[half], seed=seed + s)
+            predictors, _, fit = fit_methods(problem, outputs[half], truth[half], seed=seed + s)
             held, labels = outputs[~half], truth[~half]
             w = np.eye(problem.n_classes)[labels] / labels.size  # each held-out item a cell
             values = {m: long_run(f(held), w, utilities) for m, f in predictors.items()}
@@ -539,7 +541,8 @@ def run_real(
             values["standard rule"] = fixed_decisions(raw.argmax(axis=1), w, utilities)
             # no oracle on real data: regret against the best method per matrix
             values["oracle"] = np.max(np.stack(list(values.values())), axis=0)
-            cells[f"{name}|{s}"] = summarise(values, utilities, w.sum(axis=0), names)
+            # the split's fit beside its methods' summaries (rendered as the sampler's health)
+            cells[f"{name}|{s}"] = summarise(values, utilities, w.sum(axis=0), names) | {"fit": fit}
             if save is not None:
                 save(cells)
             print(f"real {name} split {s + 1}/{splits}", flush=True)
@@ -551,7 +554,10 @@ def run_real(
             }
             | {"split_regret": [float(p[m]["mean_regret"]) for p in per_split]}
             for m in per_split[0]
+            if m != "fit"
         }
+        # cells cached before the fits were recorded have none: said so when rendered
+        results[name]["fits"] = [p.get("fit") for p in per_split]
     return results
 
 
@@ -981,7 +987,33 @@ def _render_real(real: dict) -> list[str]:
         if r[p]["mean_regret"] < r["yieldwise"]["mean_regret"]
     ]
     lines += ["", "yieldwise loses on: " + ("; ".join(beaten) or "none") + "."]
-    return [*lines, ""]
+    return [*lines, "", *_render_real_fits(real), ""]
+
+
+def _render_real_fits(real: dict) -> list[str]:
+    """The sampler's health of yieldwise's fits, one line per case: its splits' divergent
+    transitions and tree-depth hits, the largest R-hat and smallest bulk ESS over them, and
+    whether every split is clean (issue 16's goal 3); cases whose results predate the
+    record say so."""
+    lines = ["yieldwise's fits on the shipped data, per split (default settings):", ""]
+    for name, r in real.items():
+        fits = r.get("fits") or []
+        if not fits or any(f is None or "max_rhat" not in f for f in fits):
+            lines.append(f"* {name}: not recorded (results cached before the fits were kept).")
+            continue
+        clean = sum(
+            f["divergent"] == 0 and f["treedepth"] == 0 and f["max_rhat"] <= 1.01
+            and f["min_ess_bulk"] >= 400
+            for f in fits
+        )  # fmt: skip
+        lines.append(
+            f"* {name}: divergent transitions {' / '.join(str(f['divergent']) for f in fits)}, "
+            f"tree-depth hits {' / '.join(str(f['treedepth']) for f in fits)}, largest R-hat "
+            f"{max(f['max_rhat'] for f in fits):.3f}, smallest bulk ESS "
+            f"{min(f['min_ess_bulk'] for f in fits):.0f}; clean in {clean} of {len(fits)} "
+            f"splits; {sum(f['seconds'] for f in fits) / len(fits):.0f} s a fit."
+        )
+    return lines
 
 
 def plot(results: dict) -> None:
