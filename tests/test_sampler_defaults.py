@@ -22,9 +22,10 @@ def test_the_transducer_takes_its_defaults_from_sampler_defaults():
     assert Transducer().get_params()["adapt_delta"] == SAMPLER_DEFAULTS.adapt_delta
 
 
-def test_a_fit_records_the_warmup_its_dimensions_chose():
-    """The warm-up that ran is in the fit's record, per output dimension (scripted
-    backend: the settings reach the backend as a real fit's would)."""
+def test_a_fit_records_the_warmup_and_adapt_delta_its_dimensions_chose():
+    """The warm-up and target acceptance rate that ran are in the fit's record, per
+    output dimension (scripted backend: the settings reach the backend as a real fit's
+    would)."""
     import warnings
 
     import numpy as np
@@ -38,23 +39,27 @@ def test_a_fit_records_the_warmup_its_dimensions_chose():
         warnings.simplefilter("ignore")
         one = Transducer(**kw).fit(rng.normal(c, 1.0), c)
         two = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 2)), c)
-        given = Transducer(**kw, warmup=77).fit(rng.normal(c, 1.0), c)
-    assert fit_record(one.posterior_)["sampler"]["warmup"] == 500
-    assert fit_record(two.posterior_)["sampler"]["warmup"] == 250
-    assert fit_record(given.posterior_)["sampler"]["warmup"] == 77
+        three = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 3)), c)
+        given = Transducer(**kw, warmup=77, adapt_delta=0.9).fit(rng.normal(c, 1.0), c)
+    ran = [fit_record(t.posterior_)["sampler"] for t in (one, two, three, given)]
+    assert [r["warmup"] for r in ran] == [500, 250, 250, 77]
+    assert [r["adapt_delta"] for r in ran] == [0.99, 0.97, 0.95, 0.9]
 
 
 @pytest.mark.parametrize(
-    ("name", "one_dim", "multi", "given"),
-    [("adapt_delta", 0.99, 0.95, [(1, 0.8), (2, 0.999)]),
+    ("name", "one_dim", "two_dims", "multi", "given"),
+    [("adapt_delta", 0.99, 0.97, 0.95, [(1, 0.8), (2, 0.999), (9, 0.9)]),
      # 0 is a value given (checked by the backends), not a missing one
-     ("warmup", 500, 250, [(1, 100), (2, 0)])],
+     ("warmup", 500, 250, 250, [(1, 100), (2, 0)])],
 )  # fmt: skip
-def test_a_setting_follows_the_output_dimensions_unless_given(name, one_dim, multi, given):
+def test_a_setting_follows_the_output_dimensions_unless_given(
+    name, one_dim, two_dims, multi, given
+):
     assert getattr(SAMPLER_DEFAULTS, name) is None
     chosen = getattr(SAMPLER_DEFAULTS, f"{name}_for")
     assert chosen(1) == one_dim
-    assert chosen(2) == multi
+    assert chosen(2) == two_dims
+    assert chosen(3) == multi
     assert chosen(9) == multi
     for dims, value in given:  # a value given by the user wins, in any dimension
         assert chosen(dims, value) == value

@@ -131,7 +131,7 @@ class Transducer:
         uncertainty (its bands are those of a Normal approximation).
     max_treedepth, adapt_delta : NUTS tuning (defaults from
         :data:`yieldwise.transducer.SAMPLER_DEFAULTS`: 10, and for ``adapt_delta=None``
-        0.99 with one output dimension, 0.95 with more; the value used is in
+        0.99 with one output dimension, 0.97 with two, 0.95 with more; the value used is in
         ``sampler_summary()``).
     progress : bool
         Show the sampler's progress.
@@ -195,7 +195,8 @@ class Transducer:
         seed: int | None = None,
         backend: str = "auto",
         max_treedepth: int = SAMPLER_DEFAULTS.max_treedepth,
-        # None: 0.99 for one output dimension, 0.95 for more (SamplerDefaults says why)
+        # None: 0.99 for one output dimension, 0.97 for two, 0.95 for more (SamplerDefaults
+        # says why)
         adapt_delta: float | None = SAMPLER_DEFAULTS.adapt_delta,
         progress: bool = True,
         kernel_tail_cut: float = KERNEL_TAIL_CUT,

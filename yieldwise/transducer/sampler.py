@@ -45,18 +45,22 @@ class SamplerDefaults:
         dimensions").
     adapt_delta : float or None
         Target acceptance rate; None (the default) takes :meth:`adapt_delta_for` the
-        fit's output dimensions: 0.99 for one, 0.95 for more. Not Stan's 0.8: in the
-        preconditioned coordinates 0.8 left divergent transitions (votes n = 1,000: 29 of
-        3,000; two logits: 1 of 600), 0.9 fewer (two logits: 4 of 3,000), 0.95 none on
-        the panel, for about 30 % more leapfrog steps. One dimension takes 0.99: over the
+        fit's output dimensions: 0.99 for one, 0.97 for two, 0.95 for more. Not Stan's
+        0.8: in the preconditioned coordinates 0.8 left divergent transitions (votes
+        n = 1,000: 29 of 3,000; two logits: 1 of 600). One dimension takes 0.99: over the
         coverage study's 1-D fits at n = 3,600 (120 fits, the size where 0.95 left
         sporadic divergent transitions: 34 in 4 fits) it leaves none, for 4.5 % more
         sampling time in all (docs/model.md, "A smaller step size for one output
-        dimension"). Two dimensions keep 0.95: 0.99 takes the two-logit fit at n = 3,600
-        from 31 to 77 leapfrog steps per iteration, and 0.9 (19 steps) leaves divergent
-        transitions in the shipped digits' network logits (1), their 3/5/8 probability
-        vectors (5) and the ten classes (14; docs/model.md, "Fewer draws, or a larger
-        step size, for two dimensions").
+        dimension"). Two dimensions take 0.97: it keeps the 31 leapfrog steps per
+        iteration of 0.95 (0.99 takes the two-logit fit at n = 3,600 to 77) and removes
+        the sporadic single divergent transitions that 0.95 left (the four fits of the
+        coverage study's two logits at n = 300 that diverged, the shipped network logits
+        at fit seeds 1-4: 1 -> 0, the shipped 3/5/8 probability vectors: 5 -> 1);
+        docs/model.md, "A slightly smaller step for two dimensions". Three or more keep
+        0.95 (0.97 not measured there): the ten classes' fits at 2,000 items are limited
+        by the tree depth, which a smaller step can only make worse, and 0.9 left
+        divergent transitions there (14; docs/model.md, "Fewer draws, or a larger step
+        size, for two dimensions").
     max_treedepth : int
         Stan's default tree depth.
     """
@@ -67,8 +71,10 @@ class SamplerDefaults:
     adapt_delta: float | None = None
     max_treedepth: int = 10
 
-    #: ``adapt_delta_for`` one output dimension, and for two or more.
+    #: ``adapt_delta_for`` one output dimension, two (a tensor grid), and three or more
+    #: (kernels at centres on the data).
     ADAPT_DELTA_ONE_DIM: ClassVar[float] = 0.99
+    ADAPT_DELTA_TWO_DIMS: ClassVar[float] = 0.97
     ADAPT_DELTA_MULTI: ClassVar[float] = 0.95
     #: ``warmup_for`` one output dimension, and for two or more.
     WARMUP_ONE_DIM: ClassVar[int] = 500
@@ -76,33 +82,33 @@ class SamplerDefaults:
 
     def adapt_delta_for(self, model_dims: int, adapt_delta: float | None = None) -> float:
         """The target acceptance rate of a fit with ``model_dims`` output dimensions:
-        ``adapt_delta`` when given, else this set's, else 0.99 for one dimension and 0.95
-        for more."""
-        return _given_or_by_dims(
-            model_dims, adapt_delta, self.adapt_delta, self.ADAPT_DELTA_ONE_DIM,
-            self.ADAPT_DELTA_MULTI,
-        )  # fmt: skip
+        ``adapt_delta`` when given, else this set's, else 0.99 for one dimension, 0.97 for
+        two and 0.95 for more."""
+        by_dims = {1: self.ADAPT_DELTA_ONE_DIM, 2: self.ADAPT_DELTA_TWO_DIMS}
+        return _first_given(
+            adapt_delta, self.adapt_delta, by_dims.get(int(model_dims), self.ADAPT_DELTA_MULTI)
+        )
 
     def warmup_for(self, model_dims: int, warmup: int | None = None) -> int:
         """The warm-up iterations of a fit with ``model_dims`` output dimensions:
         ``warmup`` when given, else this set's, else 500 for one dimension and 250 for
         more."""
-        return _given_or_by_dims(
-            model_dims, warmup, self.warmup, self.WARMUP_ONE_DIM, self.WARMUP_MULTI
+        return _first_given(
+            warmup, self.warmup, self.WARMUP_ONE_DIM if int(model_dims) == 1 else self.WARMUP_MULTI
         )
 
     def as_dict(self) -> dict[str, int | float | None]:
         return asdict(self)
 
 
-def _given_or_by_dims(model_dims: int, given: Any, own: Any, one_dim: Any, multi: Any) -> Any:
-    """The first of ``given`` and ``own`` that is not None, else the default of
-    ``model_dims`` output dimensions: ``one_dim`` for one, ``multi`` for more. Returned as
-    given: the backends validate it (check_sampler_arguments)."""
+def _first_given(given: Any, own: Any, by_dims: Any) -> Any:
+    """The first of ``given`` and ``own`` that is not None, else ``by_dims`` (the default
+    of the fit's output dimensions). Returned as given: the backends validate it
+    (check_sampler_arguments)."""
     for value in (given, own):
         if value is not None:
             return value
-    return one_dim if int(model_dims) == 1 else multi
+    return by_dims
 
 
 #: The one set of sampler defaults.
