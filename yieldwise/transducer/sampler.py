@@ -53,9 +53,10 @@ class SamplerDefaults:
         sampling time in all (docs/model.md, "A smaller step size for one output
         dimension"). Two dimensions take 0.97: it keeps the 31 leapfrog steps per
         iteration of 0.95 (0.99 takes the two-logit fit at n = 3,600 to 77) and removes
-        the sporadic single divergent transitions that 0.95 left (the four fits of the
-        coverage study's two logits at n = 300 that diverged, the shipped network logits
-        at fit seeds 1-4: 1 -> 0, the shipped 3/5/8 probability vectors: 5 -> 1);
+        most of the sporadic single divergent transitions that 0.95 left: the coverage
+        study's 120 2-D fits are all clean (4 were not), the shipped network logits at
+        fit seeds 1-4 have none (1 before), the shipped 3/5/8 probability vectors 1
+        instead of 5, at 1.8 % more steps (two logits) or 0.3 % (three classes);
         docs/model.md, "A slightly smaller step for two dimensions". Three or more keep
         0.95 (0.97 not measured there): the ten classes' fits at 2,000 items are limited
         by the tree depth, which a smaller step can only make worse, and 0.9 left
