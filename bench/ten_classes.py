@@ -115,7 +115,7 @@ def _sampler_data(cal, cols, seed: int):
     program = get_backend().compile(stan_file("transducer"))
 
     # the Transducer's own target acceptance rate for these dimensions (one set of defaults)
-    adapt_delta = SAMPLER_DEFAULTS.adapt_delta_for(len(cols))
+    adapt_delta = SAMPLER_DEFAULTS.adapt_delta_for(transform.model_dims)
 
     def short_run(values, chains, warmup, draws):
         return program.sample(
