@@ -68,6 +68,16 @@ seed = 4
 """
 
 
+# The fault tests (a worker killed, SIGINT) need fits long enough that the fault lands
+# while a fit samples: at the tiny settings above a fit of 180 items samples in well under
+# a second (0.3-0.7 s measured, 2026-11-26), so a kill half a second after its chain
+# processes appear could land after the fit had ended (CI run of b6b1042: the chains
+# were gone before the kill). A longer warm-up (not kept, so the report's work stays
+# that of 150 draws) makes each fit sample for about 2 s.
+LONG_CONFIG = CONFIG.replace("warmup = 150", "warmup = 2000")
+assert LONG_CONFIG != CONFIG
+
+
 def write_inputs(folder: Path, config: str = CONFIG) -> Path:
     """Two data sets from the shipped digits (disjoint items; the south calls its class
     column 'truth'), and the configuration."""
@@ -86,8 +96,9 @@ def _sampling(pid: int, within: float = 120.0) -> list:
     while time.monotonic() < deadline:
         children = psutil.Process(pid).children(recursive=True)
         if children:
-            time.sleep(0.5)  # well inside sampling
-            return psutil.Process(pid).children(recursive=True)
+            time.sleep(0.5)  # well inside sampling; a second chain may start meanwhile
+            later = psutil.Process(pid).children(recursive=True)
+            return list({p.pid: p for p in children + later}.values())
         time.sleep(0.1)
     return []
 
@@ -137,6 +148,13 @@ def assert_same_report(a: Path, b: Path) -> None:
 def serial_report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("serial")
     return quiet_report(write_inputs(folder), folder / "out")
+
+
+@pytest.fixture(scope="module")
+def long_serial_report(tmp_path_factory):
+    """The serial report at LONG_CONFIG, for the fault test to compare with."""
+    folder = tmp_path_factory.mktemp("serial_long")
+    return quiet_report(write_inputs(folder, LONG_CONFIG), folder / "out")
 
 
 def test_several_data_sets_give_a_dataset_dimension_and_column(serial_report):
@@ -250,10 +268,10 @@ def test_the_cluster_report_equals_the_serial_one(serial_report, dask_cluster, t
     assert_same_report(serial_report, out)  # "processes": tests/test_parallel.py
 
 
-def test_a_worker_killed_mid_report_changes_nothing(serial_report, dask_cluster, tmp_path):
+def test_a_worker_killed_mid_report_changes_nothing(long_serial_report, dask_cluster, tmp_path):
     """SIGKILL to a worker while it fits: Dask runs the task again; the report completes."""
 
-    config = write_inputs(tmp_path)
+    config = write_inputs(tmp_path, LONG_CONFIG)
     box: dict[str, object] = {}
 
     def run() -> None:
@@ -275,11 +293,15 @@ def test_a_worker_killed_mid_report_changes_nothing(serial_report, dask_cluster,
     assert victim is not None, "the fit never started"
     pid = dask_cluster.run(os.getpid, workers=[victim])[victim]
     chains = _sampling(pid)  # the worker's chain processes, once it samples
+    assert chains, "no chain process was seen sampling under the worker within 120 s"
+    alive_at_kill = [p for p in chains if _alive(p)]
     os.kill(pid, signal.SIGKILL)
     thread.join(300)
-    assert chains and _all_gone(chains)  # they died with their worker: no orphans
+    # the kill landed mid-fit (else this test proves nothing: lengthen LONG_CONFIG's fits)
+    assert alive_at_kill, "the fit had ended before the kill"
+    assert _all_gone(chains)  # they died with their worker: no orphans
     assert not thread.is_alive() and "error" not in box, box.get("error")
-    assert_same_report(serial_report, box["out"])
+    assert_same_report(long_serial_report, box["out"])
     dask_cluster.wait_for_workers(2, timeout=120)
 
 
@@ -323,7 +345,7 @@ def test_sigint_to_the_report_leaves_no_folder_and_no_process(dask_cluster, tmp_
     """SIGINT to the `yieldwise report --scheduler` process only (not its group)."""
     import psutil
 
-    config = write_inputs(tmp_path)
+    config = write_inputs(tmp_path, LONG_CONFIG)  # four fits of about 2 s, two workers
     script = Path(sys.executable).with_name("yieldwise")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "yieldwise.cli"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

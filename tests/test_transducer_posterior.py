@@ -45,6 +45,26 @@ def test_bin_masses_are_the_kernels_interval_probabilities():
     np.testing.assert_allclose(on_edges.sum(axis=1), post.class_frequencies(), rtol=1e-12)
 
 
+def test_bin_masses_with_kernels_that_move_between_draws():
+    """The general path (kernels varying by draw, as a model-1 file has) against brute
+    force, and the fixed-kernel shortcut equal to it on the same posterior."""
+    fixed = _posterior(5)
+    rng = np.random.default_rng(5)
+    mu = fixed.mu + rng.normal(0, 0.3, fixed.mu.shape)
+    sigma = fixed.sigma * rng.uniform(0.8, 1.2, fixed.sigma.shape)
+    moving = TransducerPosterior(fixed.w, fixed.alpha, mu, sigma, CLASSES, 2, 3)
+    edges = np.array([-np.inf, -2.0, -0.5, 0.0, 1.5, np.inf])
+    for post in (fixed, moving):
+        weights = post.component_class_weights()
+        expected = _brute_masses(post, edges[:-1], edges[1:], weights)
+        np.testing.assert_allclose(post.bin_masses(edges, weights=weights), expected,
+                                   rtol=1e-12, atol=1e-15)  # fmt: skip
+        np.testing.assert_allclose(post.bin_masses(edges[:-1], edges[1:], weights), expected,
+                                   rtol=1e-12, atol=1e-15)  # fmt: skip
+    with pytest.raises(ValueError, match="lower and upper must have the same shape"):
+        fixed.bin_masses(edges[:-1], edges[1:3])
+
+
 def test_prevalences_rescale_each_class_to_its_prevalence():
     post = _posterior(1)
     r = np.array([0.2, 0.8])
