@@ -28,6 +28,37 @@ def load_coverage_study():
     return module
 
 
+def worst_diagnostics(table) -> dict:
+    """The largest R-hat and smallest bulk ESS of a diagnostics table
+    (``Transducer.diagnostics()`` or ``diagnose``); None when any value is not finite,
+    which the renders report as n/a and count as not clean, never hidden."""
+    return {
+        "max_rhat": finite_or_none(table["r_hat"].to_numpy(float), max),
+        "min_ess_bulk": finite_or_none(table["ess_bulk"].to_numpy(float), min),
+    }
+
+
+def finite_or_none(values, reduce) -> float | None:
+    """``reduce`` of the values, or None when any is not finite (JSON has no NaN)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float).ravel()
+    return float(reduce(values)) if values.size and np.isfinite(values).all() else None
+
+
+def is_clean(fit: dict) -> bool:
+    """Issue 16's goal 3 for one fit record (the coverage study's and the real-data
+    stage's): no divergent transition, no tree-depth hit, R-hat <= 1.01 and bulk ESS
+    >= 400 (the package's own thresholds); a missing (None) R-hat or ESS is not clean."""
+    from yieldwise.transducer.diagnostics import ESS_MIN, RHAT_MAX
+
+    rhat, ess = fit.get("max_rhat"), fit.get("min_ess_bulk")
+    return (
+        fit["divergent"] == 0 and fit["treedepth"] == 0
+        and rhat is not None and rhat <= RHAT_MAX and ess is not None and ess >= ESS_MIN
+    )  # fmt: skip
+
+
 def peak_rss_bytes() -> int:
     """Peak resident set size of this process so far (``ru_maxrss`` is KiB on Linux)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

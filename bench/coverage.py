@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import parse_value, write_section, write_whole
+from _common import is_clean, parse_value, worst_diagnostics, write_section, write_whole
 from _problems import PANEL, Problem
 from decision_quality import NAMED, coverage_outputs, long_run, multiclass_matrices
 
@@ -222,7 +222,7 @@ def sampler_record(
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
         "transitions": int(info["chains"] * info["draws"]),
-        **_worst(table),
+        **worst_diagnostics(table),
         "components": int(transducer.n_components_),
         "backend": str(attrs.get("yieldwise_backend", "")),
         "backend_version": str(attrs.get("yieldwise_backend_version", "")),
@@ -253,22 +253,8 @@ def prefix_diagnostics(transducer: Any, prefix_draws: tuple[int, ...]) -> list[d
                 f"chain), found {d}"
             )
         table = diagnose(log_lik[:, :d], proba[:, :d], reference, transducer.classes_)
-        out.append({"draws": int(d), **_worst(table)})
+        out.append({"draws": int(d), **worst_diagnostics(table)})
     return out
-
-
-def _worst(table: pd.DataFrame) -> dict:
-    """The worst R-hat and lowest bulk ESS of a diagnostics table; None when any value is
-    not finite: reported as n/a and as not clean, never hidden."""
-    return {
-        "max_rhat": _finite(table["r_hat"].to_numpy(float), np.max),
-        "min_ess_bulk": _finite(table["ess_bulk"].to_numpy(float), np.min),
-    }
-
-
-def _finite(values: np.ndarray, reduce) -> float | None:
-    """``reduce`` of the values, or None when any is not finite (JSON has no NaN)."""
-    return float(reduce(values)) if values.size and np.isfinite(values).all() else None
 
 
 def run_fit(
@@ -417,20 +403,6 @@ def missed_beyond_noise(
         if c and np.isfinite(errors[p]) and abs(h / c - p) - tolerance > 2 * errors[p] + _EPS:
             out.append(p)
     return out
-
-
-def is_clean(sampler: dict) -> bool:
-    """Goal 3's fit: no divergence, no tree-depth hit, R-hat <= 1.01, bulk ESS >= 400."""
-    from yieldwise.transducer.diagnostics import ESS_MIN, RHAT_MAX
-
-    return (
-        sampler["divergent"] == 0
-        and sampler["treedepth"] == 0
-        and sampler["max_rhat"] is not None
-        and sampler["max_rhat"] <= RHAT_MAX
-        and sampler["min_ess_bulk"] is not None
-        and sampler["min_ess_bulk"] >= ESS_MIN
-    )
 
 
 def summarise(fits: dict) -> dict[tuple[str, int], dict]:

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import write_section
+from _common import is_clean, worst_diagnostics, write_section
 from _problems import PANEL, Problem, vote_score
 
 # the terms of yieldwise.metrics.BrierDecomposition kept in the results
@@ -200,8 +200,7 @@ def fit_methods(
         "components": int(transducer.n_components_),
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
-        "max_rhat": float(diagnostics.r_hat.max()),
-        "min_ess_bulk": float(diagnostics.ess_bulk.min()),
+        **worst_diagnostics(diagnostics),
         "warnings": len(caught),
     }
     score = problem.score(outputs)
@@ -1001,16 +1000,16 @@ def _render_real_fits(real: dict) -> list[str]:
         if not fits or any(f is None or "max_rhat" not in f for f in fits):
             lines.append(f"* {name}: not recorded (results cached before the fits were kept).")
             continue
-        clean = sum(
-            f["divergent"] == 0 and f["treedepth"] == 0 and f["max_rhat"] <= 1.01
-            and f["min_ess_bulk"] >= 400
-            for f in fits
-        )  # fmt: skip
+        clean = sum(is_clean(f) for f in fits)
+        rhats = [f["max_rhat"] for f in fits]
+        ess = [f["min_ess_bulk"] for f in fits]
+        # a split whose R-hat or ESS was not finite (None) makes the worst one n/a
+        worst_rhat = "n/a" if None in rhats else f"{max(rhats):.3f}"
+        worst_ess = "n/a" if None in ess else f"{min(ess):.0f}"
         lines.append(
             f"* {name}: divergent transitions {' / '.join(str(f['divergent']) for f in fits)}, "
             f"tree-depth hits {' / '.join(str(f['treedepth']) for f in fits)}, largest R-hat "
-            f"{max(f['max_rhat'] for f in fits):.3f}, smallest bulk ESS "
-            f"{min(f['min_ess_bulk'] for f in fits):.0f}; clean in {clean} of {len(fits)} "
+            f"{worst_rhat}, smallest bulk ESS {worst_ess}; clean in {clean} of {len(fits)} "
             f"splits; {sum(f['seconds'] for f in fits) / len(fits):.0f} s a fit."
         )
     return lines

@@ -58,7 +58,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import parse_value
+from _common import parse_value, worst_diagnostics
 
 import yieldwise._design as design
 import yieldwise.transducer.stan_data as stan_data
@@ -289,12 +289,13 @@ def main(argv: list[str]) -> int:
         t.fit(cal[cols], cal["label"])
     record["wall_s"] = time.perf_counter() - started
     info, diag, stats = t.sampler_summary(), t.diagnostics(), t.posterior_.sample_stats
+    worst = worst_diagnostics(diag)  # None where not finite (JSON has no NaN)
     steps = np.asarray(stats.n_steps)
     record.update(
         sampling_s=info["sampling_seconds"], divergent=int(info["divergent"]),
         treedepth_hits=int(info["max_treedepth_hits"]), steps_per_iter=float(steps.mean()),
         step_size=float(np.asarray(stats.step_size).mean()),
-        rhat_max=float(diag.r_hat.max()), ess_bulk_min=float(diag.ess_bulk.min()),
+        rhat_max=worst["max_rhat"], ess_bulk_min=worst["min_ess_bulk"],
         rhat_log_lik=float(diag.loc[diag["quantity"] == "log_lik", "r_hat"].max()),
     )  # fmt: skip
     # Stan's time per gradient, estimated: the chains share min(chains, cores) cores and

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
@@ -343,3 +344,26 @@ def test_real_data_keeps_and_reports_each_splits_fit(bench, monkeypatch):
         "largest R-hat 1.013, smallest bulk ESS 380; clean in 1 of 3 splits; 2 s a fit."
     ) in text
     assert "* older: not recorded (results cached before the fits were kept)." in text
+
+
+def test_a_fit_whose_rhat_is_not_finite_is_n_a_and_not_clean(bench, bench_import):
+    """The sampler's record of a fit keeps a non-finite R-hat or ESS as None (JSON has no
+    NaN), and the render says n/a and does not count the split clean."""
+    dq, _ = bench
+    common = bench_import("_common")
+    table = pd.DataFrame({"r_hat": [1.002, np.nan, 1.004], "ess_bulk": [900.0, 410.0, 1200.0]})
+    assert common.worst_diagnostics(table) == {"max_rhat": None, "min_ess_bulk": 410.0}
+    table.loc[1, "r_hat"] = 1.008
+    assert common.worst_diagnostics(table) == {"max_rhat": 1.008, "min_ess_bulk": 410.0}
+    table.loc[2, "ess_bulk"] = np.inf
+    assert common.worst_diagnostics(table)["min_ess_bulk"] is None
+    fits = [
+        {"divergent": 0, "treedepth": 0, "max_rhat": 1.003, "min_ess_bulk": 800.0, "seconds": 3},
+        {"divergent": 0, "treedepth": 0, "max_rhat": None, "min_ess_bulk": 700.0, "seconds": 5},
+    ]  # fmt: skip
+    assert [common.is_clean(f) for f in fits] == [True, False]
+    text = "\n".join(dq._render_real_fits({"a set": {"fits": fits}}))
+    assert (
+        "* a set: divergent transitions 0 / 0, tree-depth hits 0 / 0, largest R-hat n/a, "
+        "smallest bulk ESS 700; clean in 1 of 2 splits; 4 s a fit."
+    ) in text
