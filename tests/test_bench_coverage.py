@@ -407,6 +407,41 @@ def test_steps_per_iteration_are_reported_only_when_every_fit_recorded_them(cov)
     assert "| 1 | 11 | 12 | 8 | n/a | 2 |" in cov.render(results)
 
 
+def test_systematic_misses_name_the_outputs_a_cell_misses_in_most_fits(cov):
+    """Three fits of one cell, three outputs: the first missed in 2 of 3 fits (listed), the
+    second in 1 of 3 (noise), the third in all three but with a truth outside [0.001,
+    0.999] (not the goal's check); a second cell misses nothing."""
+    truth = [[0.9], [0.5], [0.0005]]
+
+    def bands(miss_first, miss_second):
+        lower = [[0.95 if miss_first else 0.8], [0.6 if miss_second else 0.4], [0.001]]
+        upper = [[0.99], [0.7], [0.01]]
+        mean = [[0.97 if miss_first else 0.88], [0.55], [0.004]]
+        return {"outputs": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "classes": [1],
+                "truth": truth, "lower": {"0.95": lower}, "upper": {"0.95": upper},
+                "mean": mean}  # fmt: skip
+
+    fits = {
+        f"two-logits|300|{r}": {"problem": "two-logits", "n": 300, "rep": r,
+                                "bands_decision": bands(*flags)}
+        for r, flags in enumerate([(True, False), (True, True), (False, False)])
+    }  # fmt: skip
+    fits["two-logits|1000|0"] = {"problem": "two-logits", "n": 1000, "rep": 0,
+                                 "bands_decision": bands(False, False)}  # fmt: skip
+    misses = cov.systematic_misses(fits)
+    assert misses == [{
+        "problem": "two-logits", "n": 300, "output": [1.0, 2.0], "class": 1, "truth": 0.9,
+        "share": pytest.approx(2 / 3), "missed": 2, "fits": 3,
+        "median_mean": 0.97, "median_band": (0.95, 0.99),
+    }]  # fmt: skip
+    text = "\n".join(cov._systematic_lines(fits))
+    assert "| two-logits | 300 | (1, 2) | 1 | 0.9000 | 2 of 3 | 0.9700 | [0.9500, 0.9900] |" in text
+    assert "at least 50 % of a cell's fits" in text
+    fits.pop("two-logits|300|0")  # now 1 of 2 fits: share 0.5 but a single miss
+    assert cov.systematic_misses(fits) == []
+    assert cov._systematic_lines(fits)[0].endswith("not noise. None.")
+
+
 def run_record(command):
     return {"command": command, "date": "2026-01-02", "cores": 2, "machine": "Linux x86_64",
             "versions": {"yieldwise": "0.2"}, "seconds": 60.0, "fits": 1}  # fmt: skip
