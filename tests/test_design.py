@@ -211,6 +211,39 @@ def test_rw2_prior_two_dimensions_is_the_kronecker_sum():
                                    u, atol=1e-12)  # fmt: skip
 
 
+@pytest.mark.parametrize("quadratic", [0, 1])
+def test_two_dimensional_null_space_with_and_without_the_squares(monkeypatch, quadratic):
+    """QUADRATIC_NULL_2D: the squares u1^2 and u2^2 become fixed effects, and the smooth
+    part's covariance is the Kronecker sum's pseudo-inverse projected off all six free
+    functions (checked against that construction); without it the four bilinear ones."""
+    monkeypatch.setattr(_design, "QUADRATIC_NULL_2D", quadratic)
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=(300, 2))
+    design = _design.design_kernels(y, y, np.ones(300, int), 36)  # 6 x 6
+    q1 = _rw2_penalty(6)
+    eye = np.eye(6)
+    q = np.kron(q1, eye) + np.kron(eye, q1)
+    u1, u2 = (g.ravel() for g in np.meshgrid(*[np.linspace(-0.5, 0.5, 6)] * 2, indexing="ij"))
+    free = [np.ones(36), u1, u2, u1 * u2] + ([u1**2, u2**2] if quadratic else [])
+    fixed, smooth = design.fixed_basis, design.smooth_basis
+    assert fixed.shape == (36, len(free)) and smooth.shape == (36, 36 - len(free))
+    for column in free:
+        resid = column - fixed @ np.linalg.lstsq(fixed, column, rcond=None)[0]
+        np.testing.assert_allclose(resid, 0.0, atol=1e-12)
+    np.testing.assert_allclose(fixed.T @ smooth, 0.0, atol=1e-9)
+    basis, _ = np.linalg.qr(np.column_stack(free))
+    perp = np.eye(36) - basis @ basis.T
+    expected = perp @ np.linalg.pinv(q, rcond=1e-10) @ perp
+    np.testing.assert_allclose(smooth @ smooth.T, expected, atol=1e-10)
+    # the squares get the slopes' weak prior, the constant its own
+    assert design.fixed_scale.tolist() == [_design.INTERCEPT_SCALE] + [_design.SLOPE_SCALE] * (
+        len(free) - 1
+    )
+    # one dimension is untouched by the switch
+    x = np.linspace(0.0, 1.0, 50)[:, None]
+    assert _design.design_kernels(x, x, np.ones(50, int), 12).fixed_basis.shape == (12, 2)
+
+
 def test_rw2_scale_is_the_size_of_the_non_linear_part_whatever_the_nodes():
     """delta^-3 makes the prior a discretised integrated Wiener process: the prior sd of the
     function's value at the centre of the range (linear part removed) barely moves when
@@ -469,7 +502,8 @@ def test_variance_share_leaves_the_grids_alone(monkeypatch):
     for b, a in zip(before, after, strict=True):
         np.testing.assert_array_equal(a, b)
     assert before[0].shape[1] == _design.GRID_1D - 2
-    assert before[1].shape[1] == _design.GRID_2D**2 - 4
+    # four free functions on a 2-D grid, six with the squares (QUADRATIC_NULL_2D)
+    assert before[1].shape[1] == _design.GRID_2D**2 - (6 if _design.QUADRATIC_NULL_2D else 4)
 
 
 def test_centres_record_names_the_smoothing_basis():

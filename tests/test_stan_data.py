@@ -257,6 +257,7 @@ def test_build_stan_data_two_dimensional_points():
     y = np.round(rng.normal(cls[:, None], 1.0, (400, 2)), 1)  # rounded: repeated rows
     data, design = _stan_data.build_stan_data(cls, y, y, None, 3, 49)
     assert (data["C"], data["D"], data["K"], data["P"], data["R"]) == (3, 2, 49, 4, 45)
+    assert design.record()["n_fixed"] == 4  # 1, u1, u2, u1 u2 (QUADRATIC_NULL_2D off)
     assert design.shape == (7, 7)
     assert data["count"].sum() == 400 and data["N"] < 400
     assert len({(c, *r) for c, r in zip(cls, map(tuple, y), strict=True)}) == data["N"]

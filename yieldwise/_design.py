@@ -161,6 +161,13 @@ GP_LENGTHSCALE_FACTOR = 2.0
 #: 12 / 21, votes n = 300 unmoved (docs/model.md, "A first-order walk beside the
 #: second-order one"). Not adopted.
 RW1_SHARE = 0.0
+#: On a 2-D grid, whether the squares u1^2 and u2^2 join the functions the smoothing prior
+#: leaves free (1, u1, u2, u1 u2: the null space of the Kronecker sum of second-difference
+#: penalties), so that the smooth limit of the class log-odds is a quadratic (the exact
+#: log-odds of normal classes with unequal covariances, the two logits of the panel) and
+#: that of the log-density a Gaussian. A candidate, measured in docs/model.md ("Quadratic
+#: log-odds in two dimensions"); 0 keeps the bilinear null space.
+QUADRATIC_NULL_2D = 0
 
 
 @dataclass(frozen=True)
@@ -219,6 +226,9 @@ class KernelDesign:
             "tau_f_df": self.tau_f_df,
             "tau_f_floor": self.tau_f_floor,
             "density_marginal": self.density_marginal,
+            # the functions the smoothing leaves free: 2 on a 1-D grid (1, u), 6 on a 2-D
+            # grid with QUADRATIC_NULL_2D (1, u1, u2, u1 u2, u1^2, u2^2), else 4
+            "n_fixed": int(self.fixed_basis.shape[1]),
         }
         if self.kind == "centres":
             record.update(
@@ -321,6 +331,10 @@ def _grid_design(
         null = np.column_stack([np.ones(nodes * nodes), u1, u2, 4.0 * u1 * u2])
     penalised = values > 0
     smooth = vectors[:, penalised] / np.sqrt(values[penalised])
+    if len(ranges) == 2 and QUADRATIC_NULL_2D:
+        squares = 4.0 * np.column_stack([u1**2, u2**2])  # in [0, 1] over the grid
+        null = np.column_stack([null, squares - squares.mean(axis=0)])
+        smooth = _without(smooth, null)
     if len(ranges) == 1 and RW1_SHARE > 0:
         smooth = _with_first_order_walk(smooth, null, RW1_SHARE)
     scale = np.full(null.shape[1], SLOPE_SCALE)
@@ -329,6 +343,17 @@ def _grid_design(
         kind="grid", loc=loc, width=width, shape=(nodes,) * len(ranges), fixed_basis=null,
         fixed_scale=scale, smooth_basis=smooth, tau_a_scale=tau_a_scale, tau_f_scale=tau_f_scale,
     )  # fmt: skip
+
+
+def _without(smooth: np.ndarray, null: np.ndarray) -> np.ndarray:
+    """A basis whose covariance is ``P smooth smooth' P``, ``P`` the projection onto the
+    complement of the columns of ``null``: the smooth part without the functions that
+    became fixed effects (their coefficients get the fixed effects' weak Normal prior)."""
+    basis, _ = np.linalg.qr(null)
+    perp = np.eye(smooth.shape[0]) - basis @ basis.T
+    values, vectors = np.linalg.eigh(perp @ smooth @ smooth.T @ perp)
+    keep = values > values[-1] * 1e-10
+    return vectors[:, keep] * np.sqrt(values[keep])
 
 
 def _with_first_order_walk(smooth: np.ndarray, null: np.ndarray, share: float) -> np.ndarray:
