@@ -772,18 +772,35 @@ def render(results: dict) -> str:
         )
     lines.append("")
     fits = [panel[k]["fit"] for k in panel]
+    # R-hat and ESS were kept from 2026-11-26 on; a cell fitted before says so and is not
+    # called clean on its divergences and tree depth alone
+    unrecorded = [k for k in panel if "max_rhat" not in panel[k]["fit"]]
     troubled = [
         f"{k.replace('|', ' n = ')}: {f['divergent']} divergent, {f['treedepth']} at max "
-        f"tree depth, K = {f['components']}"
+        f"tree depth, R-hat {_or_na(f['max_rhat'], '.3f')}, bulk ESS "
+        f"{_or_na(f['min_ess_bulk'], '.0f')}, K = {f['components']}"
         for k, f in ((k, panel[k]["fit"]) for k in panel)
+        if k not in unrecorded and not is_clean(f)
+    ] + [
+        f"{k.replace('|', ' n = ')}: {f['divergent']} divergent, {f['treedepth']} at max "
+        f"tree depth, K = {f['components']}"
+        for k, f in ((k, panel[k]["fit"]) for k in unrecorded)
         if f["divergent"] or f["treedepth"]
     ]
+    recorded = len(fits) - len(unrecorded)
     lines += [
         f"yieldwise fits (default settings, 4 chains x 750 draws): "
         f"{sum(f['seconds'] for f in fits) / 60:.1f} min in total, "
         f"{sum(f['divergent'] for f in fits)} divergent transitions and "
         f"{sum(f['treedepth'] for f in fits)} tree-depth hits over {len(fits)} fits of "
-        f"3,000 draws; not clean: {'; '.join(troubled) or 'none'}. Fit times include "
+        f"3,000 draws; R-hat and bulk ESS recorded for {recorded} of them"
+        + (
+            f" (not for {', '.join(k.replace('|', ' n = ') for k in unrecorded)}: cells run "
+            "before they were kept)"
+            if unrecorded
+            else ""
+        )
+        + f"; not clean: {'; '.join(troubled) or 'none'}. Fit times include "
         "other benchmarks running beside them on the same cores.",
         "",
         "![Regret distributions](figures/decision_quality_regret.png)",
@@ -987,6 +1004,10 @@ def _render_real(real: dict) -> list[str]:
     ]
     lines += ["", "yieldwise loses on: " + ("; ".join(beaten) or "none") + "."]
     return [*lines, "", *_render_real_fits(real), ""]
+
+
+def _or_na(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def _render_real_fits(real: dict) -> list[str]:

@@ -266,6 +266,16 @@ def test_panel_stores_and_reports_the_brier_decomposition(bench, monkeypatch):
         f"{raw['resolution']:.4f} | {raw['uncertainty']:.4f} |"
     )
     assert row in text
+    # a fit without R-hat and ESS (cells run before they were kept) is not called clean
+    assert (
+        "R-hat and bulk ESS recorded for 0 of them (not for votes n = 50: cells run before "
+        "they were kept); not clean: none."
+    ) in text
+    panel["votes|50"]["fit"].update(max_rhat=1.02, min_ess_bulk=900.0)
+    assert (
+        "R-hat and bulk ESS recorded for 1 of them; not clean: votes n = 50: 0 divergent, "
+        "0 at max tree depth, R-hat 1.020, bulk ESS 900, K = 1."
+    ) in dq.render(results)
     # results cached before the decomposition still render, saying it was not measured
     for c in panel.values():
         del c["brier"]
