@@ -239,6 +239,10 @@ def test_two_dimensional_null_space_with_and_without_the_squares(monkeypatch, qu
     assert design.fixed_scale.tolist() == [_design.INTERCEPT_SCALE] + [_design.SLOPE_SCALE] * (
         len(free) - 1
     )
+    if quadratic:  # the squares' own prior sd, when a candidate sets one
+        monkeypatch.setattr(_design, "SQUARE_SCALE", 7.0)
+        scale = _design.design_kernels(y, y, np.ones(300, int), 36).fixed_scale
+        assert scale.tolist() == [_design.INTERCEPT_SCALE] + [_design.SLOPE_SCALE] * 3 + [7.0] * 2
     # one dimension is untouched by the switch
     x = np.linspace(0.0, 1.0, 50)[:, None]
     assert _design.design_kernels(x, x, np.ones(50, int), 12).fixed_basis.shape == (12, 2)

@@ -168,6 +168,9 @@ RW1_SHARE = 0.0
 #: that of the log-density a Gaussian. A candidate, measured in docs/model.md ("Quadratic
 #: log-odds in two dimensions"); 0 keeps the bilinear null space.
 QUADRATIC_NULL_2D = 0
+#: ... and the prior sd of the squares' coefficients there (per unit of ``4 u^2``, which
+#: spans [0, 1] over the grid); the slopes' scale unless a candidate sets it.
+SQUARE_SCALE = SLOPE_SCALE
 
 
 @dataclass(frozen=True)
@@ -339,6 +342,8 @@ def _grid_design(
         smooth = _with_first_order_walk(smooth, null, RW1_SHARE)
     scale = np.full(null.shape[1], SLOPE_SCALE)
     scale[0] = INTERCEPT_SCALE
+    if len(ranges) == 2 and QUADRATIC_NULL_2D:
+        scale[-2:] = SQUARE_SCALE
     return KernelDesign(
         kind="grid", loc=loc, width=width, shape=(nodes,) * len(ranges), fixed_basis=null,
         fixed_scale=scale, smooth_basis=smooth, tau_a_scale=tau_a_scale, tau_f_scale=tau_f_scale,
