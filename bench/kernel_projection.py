@@ -31,11 +31,14 @@ from _problems import PANEL
 import yieldwise._design as design
 
 
-def kernel_values(points: np.ndarray, loc: np.ndarray, width: np.ndarray) -> np.ndarray:
-    """Product-Normal kernel densities of points (n, D) under kernels (K, D): (n, K)."""
-    z = (points[:, None, :] - loc[None]) / width[None]
-    log = -0.5 * z**2 - np.log(width[None]) - 0.5 * np.log(2 * np.pi)
-    return np.exp(log.sum(axis=2))
+def kernel_values(model, outputs: np.ndarray, loc: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """Each output's value under each kernel, (n, K), up to a factor per output: the
+    transducer's own kernel code (:func:`yieldwise._design.kernel_matrix`), so a lattice
+    output's bin is integrated (interval censoring) as in the fit. A factor per output
+    changes neither the EM's maximiser nor ``p(c | y)``."""
+    lower, upper, censored = model.transform_.intervals(outputs)
+    kern, _ = design.kernel_matrix(loc, width, lower, upper, censored)
+    return kern
 
 
 def project(
@@ -97,13 +100,12 @@ def main(argv: list[str] | None = None) -> None:
     loc, width = draws["mu"].values[0, 0], draws["sigma"].values[0, 0]
     mass = problem.joint()
     keep = mass.sum(axis=1) > 1e-12
-    # the cells on the model scale; a cell's mass is its density times its area there,
-    # a factor of each cell that does not depend on beta, so the EM's maximiser is the same
-    cells = fitted.transform_.forward(problem.cells[keep])
-    beta = project(kernel_values(cells, loc, width), mass[keep])
+    # a continuous cell's mass is its density times its area on the model scale, a factor
+    # of each cell that does not depend on beta, so the EM's maximiser is the same
+    beta = project(kernel_values(fitted, problem.cells[keep], loc, width), mass[keep])
     picks = coverage.decision_outputs(problem)
     at = problem.cells[picks]
-    best = class_probabilities(beta, kernel_values(fitted.transform_.forward(at), loc, width))
+    best = class_probabilities(beta, kernel_values(fitted, at, loc, width))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mean = fitted.predict_proba(pd.DataFrame(at, columns=problem.columns))

@@ -97,16 +97,18 @@ def test_table_agrees_with_simulation(problem):
 def test_kernel_projection_recovers_the_weights_of_a_mixture_of_its_own_kernels(bench_import):
     """bench/kernel_projection.py's EM: a joint law that is exactly a mixture of the given
     kernels (on a fine grid of cells) is projected back onto its own weights."""
+    from yieldwise._design import kernel_matrix
+
     projection = bench_import("kernel_projection")
     loc, width = np.array([[-1.5], [0.0], [2.0]]), np.array([0.8])
     truth = np.array([[0.30, 0.05], [0.10, 0.15], [0.02, 0.38]])
     cells = np.linspace(-8.0, 9.0, 3401)[:, None]
-    kern = projection.kernel_values(cells, loc, width)
-    np.testing.assert_allclose(kern[:, 1], np.exp(-0.5 * (cells[:, 0] / 0.8) ** 2)
-                               / (0.8 * np.sqrt(2 * np.pi)), rtol=1e-12)  # fmt: skip
-    mass = kern @ truth * (cells[1, 0] - cells[0, 0])
+    density = stats.norm.pdf(cells, loc[:, 0], width[0])  # (cells, K), by scipy
+    kern, log_scale = kernel_matrix(loc, width, cells, cells, np.zeros(1, int))
+    np.testing.assert_allclose(kern * np.exp(log_scale)[:, None], density, rtol=1e-10)
+    mass = density @ truth * (cells[1, 0] - cells[0, 0])
     beta = projection.project(kern, mass, iterations=20_000, tol=1e-14)
     np.testing.assert_allclose(beta, truth, atol=2e-3)
-    probs = projection.class_probabilities(beta, kern)
-    np.testing.assert_allclose(probs, (kern @ truth) / (kern @ truth).sum(axis=1, keepdims=True),
+    probs = projection.class_probabilities(beta, kern)  # the per-cell scale cancels
+    np.testing.assert_allclose(probs, (density @ truth) / (density @ truth).sum(1, keepdims=True),
                                atol=5e-3)  # fmt: skip
