@@ -350,15 +350,26 @@ def _grid_design(
     )  # fmt: skip
 
 
+def _projector_off(null: np.ndarray) -> np.ndarray:
+    """``P``, the orthogonal projection onto the complement of the columns of ``null``."""
+    basis, _ = np.linalg.qr(null)
+    return np.eye(null.shape[0]) - basis @ basis.T
+
+
+def _basis_of(cov: np.ndarray) -> np.ndarray:
+    """A basis ``B`` with ``B B' = cov`` (a covariance over the kernels), its eigenvectors
+    scaled by the square roots of their eigenvalues, the null directions dropped."""
+    values, vectors = np.linalg.eigh(cov)
+    keep = values > values[-1] * 1e-10
+    return vectors[:, keep] * np.sqrt(values[keep])
+
+
 def _without(smooth: np.ndarray, null: np.ndarray) -> np.ndarray:
     """A basis whose covariance is ``P smooth smooth' P``, ``P`` the projection onto the
     complement of the columns of ``null``: the smooth part without the functions that
     became fixed effects (their coefficients get the fixed effects' weak Normal prior)."""
-    basis, _ = np.linalg.qr(null)
-    perp = np.eye(smooth.shape[0]) - basis @ basis.T
-    values, vectors = np.linalg.eigh(perp @ smooth @ smooth.T @ perp)
-    keep = values > values[-1] * 1e-10
-    return vectors[:, keep] * np.sqrt(values[keep])
+    perp = _projector_off(null)
+    return _basis_of(perp @ smooth @ smooth.T @ perp)
 
 
 def _with_first_order_walk(smooth: np.ndarray, null: np.ndarray, share: float) -> np.ndarray:
@@ -373,12 +384,9 @@ def _with_first_order_walk(smooth: np.ndarray, null: np.ndarray, share: float) -
     nodes = smooth.shape[0]
     delta = 1.0 / (nodes - 1)
     d1 = np.diff(np.eye(nodes), axis=0)
-    basis, _ = np.linalg.qr(null)
-    perp = np.eye(nodes) - basis @ basis.T
+    perp = _projector_off(null)
     rw1 = perp @ np.linalg.pinv(d1.T @ d1 / delta, hermitian=True) @ perp
-    values, vectors = np.linalg.eigh(smooth @ smooth.T + share * rw1)
-    keep = values > values[-1] * 1e-10
-    return vectors[:, keep] * np.sqrt(values[keep])
+    return _basis_of(smooth @ smooth.T + share * rw1)
 
 
 def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -447,8 +455,7 @@ def _centres_design(
     sq = (((centres_u[:, None, :] - centres_u[None, :, :]) / ell) ** 2).sum(axis=2)
     cov = np.exp(-0.5 * sq)
     fixed = np.column_stack([np.ones(centres_u.shape[0]), centres_u])
-    q, _ = np.linalg.qr(fixed)
-    resid = np.eye(fixed.shape[0]) - q @ q.T
+    resid = _projector_off(fixed)
     values, vectors = np.linalg.eigh(resid @ cov @ resid)
     keep = _leading(values, GP_EIGEN_CUTOFF, GP_VARIANCE_SHARE)
     smooth = vectors[:, keep] * np.sqrt(values[keep])
