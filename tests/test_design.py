@@ -187,15 +187,22 @@ def test_rw2_prior_one_dimension(nodes):
     )
 
 
-def test_rw2_prior_two_dimensions_is_the_kronecker_sum():
+def _six_by_six_grid():
+    """A 6 x 6 grid's design on 300 normal points, the Kronecker sum of the two axes'
+    second-difference penalties, and the grid's coordinates u1, u2 in [-0.5, 0.5]."""
     rng = np.random.default_rng(3)
     y = rng.normal(size=(300, 2))
-    design = _design.design_kernels(y, y, np.ones(300, int), 36)  # 6 x 6
+    design = _design.design_kernels(y, y, np.ones(300, int), 36)
     q1 = _rw2_penalty(6)
     eye = np.eye(6)
     q = np.kron(q1, eye) + np.kron(eye, q1)
-    fixed, smooth = design.fixed_basis, design.smooth_basis
     u1, u2 = (g.ravel() for g in np.meshgrid(*[np.linspace(-0.5, 0.5, 6)] * 2, indexing="ij"))
+    return design, q, u1, u2
+
+
+def test_rw2_prior_two_dimensions_is_the_kronecker_sum():
+    design, q, u1, u2 = _six_by_six_grid()
+    fixed, smooth = design.fixed_basis, design.smooth_basis
     # the constant, both linear terms and the bilinear term are free
     for column in (np.ones(36), u1, u2, u1 * u2):
         np.testing.assert_allclose(q @ column, 0.0, atol=1e-9 * np.abs(q).max())
@@ -217,13 +224,7 @@ def test_two_dimensional_null_space_with_and_without_the_squares(monkeypatch, qu
     part's covariance is the Kronecker sum's pseudo-inverse projected off all six free
     functions (checked against that construction); without it the four bilinear ones."""
     monkeypatch.setattr(_design, "QUADRATIC_NULL_2D", quadratic)
-    rng = np.random.default_rng(3)
-    y = rng.normal(size=(300, 2))
-    design = _design.design_kernels(y, y, np.ones(300, int), 36)  # 6 x 6
-    q1 = _rw2_penalty(6)
-    eye = np.eye(6)
-    q = np.kron(q1, eye) + np.kron(eye, q1)
-    u1, u2 = (g.ravel() for g in np.meshgrid(*[np.linspace(-0.5, 0.5, 6)] * 2, indexing="ij"))
+    design, q, u1, u2 = _six_by_six_grid()
     free = [np.ones(36), u1, u2, u1 * u2] + ([u1**2, u2**2] if quadratic else [])
     fixed, smooth = design.fixed_basis, design.smooth_basis
     assert fixed.shape == (36, len(free)) and smooth.shape == (36, 36 - len(free))
@@ -241,7 +242,7 @@ def test_two_dimensional_null_space_with_and_without_the_squares(monkeypatch, qu
     )
     if quadratic:  # the squares' own prior sd, when a candidate sets one
         monkeypatch.setattr(_design, "SQUARE_SCALE", 7.0)
-        scale = _design.design_kernels(y, y, np.ones(300, int), 36).fixed_scale
+        scale = _six_by_six_grid()[0].fixed_scale
         assert scale.tolist() == [_design.INTERCEPT_SCALE] + [_design.SLOPE_SCALE] * 3 + [7.0] * 2
     # one dimension is untouched by the switch
     x = np.linspace(0.0, 1.0, 50)[:, None]
