@@ -775,18 +775,27 @@ def render(results: dict) -> str:
     # R-hat and ESS were kept from 2026-11-26 on; a cell fitted before says so and is not
     # called clean on its divergences and tree depth alone
     unrecorded = [k for k in panel if "max_rhat" not in panel[k]["fit"]]
+
+    def trouble(key: str, f: dict) -> str:
+        recorded = "max_rhat" in f
+        health = (
+            f", R-hat {_or_na(f['max_rhat'], '.3f')}, bulk ESS {_or_na(f['min_ess_bulk'], '.0f')}"
+            if recorded
+            else ""
+        )
+        return (
+            f"{key.replace('|', ' n = ')}: {f['divergent']} divergent, {f['treedepth']} at max "
+            f"tree depth{health}, K = {f['components']}"
+        )
+
+    # recorded fits first, as before, then the unrecorded ones judged on what they kept
     troubled = [
-        f"{k.replace('|', ' n = ')}: {f['divergent']} divergent, {f['treedepth']} at max "
-        f"tree depth, R-hat {_or_na(f['max_rhat'], '.3f')}, bulk ESS "
-        f"{_or_na(f['min_ess_bulk'], '.0f')}, K = {f['components']}"
-        for k, f in ((k, panel[k]["fit"]) for k in panel)
-        if k not in unrecorded and not is_clean(f)
+        trouble(k, panel[k]["fit"]) for k in panel
+        if k not in unrecorded and not is_clean(panel[k]["fit"])
     ] + [
-        f"{k.replace('|', ' n = ')}: {f['divergent']} divergent, {f['treedepth']} at max "
-        f"tree depth, K = {f['components']}"
-        for k, f in ((k, panel[k]["fit"]) for k in unrecorded)
-        if f["divergent"] or f["treedepth"]
-    ]
+        trouble(k, panel[k]["fit"]) for k in unrecorded
+        if panel[k]["fit"]["divergent"] or panel[k]["fit"]["treedepth"]
+    ]  # fmt: skip
     recorded = len(fits) - len(unrecorded)
     lines += [
         f"yieldwise fits (default settings, 4 chains x 750 draws): "
@@ -1025,8 +1034,8 @@ def _render_real_fits(real: dict) -> list[str]:
         rhats = [f["max_rhat"] for f in fits]
         ess = [f["min_ess_bulk"] for f in fits]
         # a split whose R-hat or ESS was not finite (None) makes the worst one n/a
-        worst_rhat = "n/a" if None in rhats else f"{max(rhats):.3f}"
-        worst_ess = "n/a" if None in ess else f"{min(ess):.0f}"
+        worst_rhat = _or_na(None if None in rhats else max(rhats), ".3f")
+        worst_ess = _or_na(None if None in ess else min(ess), ".0f")
         lines.append(
             f"* {name}: divergent transitions {' / '.join(str(f['divergent']) for f in fits)}, "
             f"tree-depth hits {' / '.join(str(f['treedepth']) for f in fits)}, largest R-hat "
