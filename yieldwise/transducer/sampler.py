@@ -94,9 +94,8 @@ class SamplerDefaults:
         """The warm-up iterations of a fit with ``model_dims`` output dimensions:
         ``warmup`` when given, else this set's, else 500 for one dimension and 250 for
         more."""
-        return _first_given(
-            warmup, self.warmup, self.WARMUP_ONE_DIM if int(model_dims) == 1 else self.WARMUP_MULTI
-        )
+        by_dims = {1: self.WARMUP_ONE_DIM}
+        return _first_given(warmup, self.warmup, by_dims.get(int(model_dims), self.WARMUP_MULTI))
 
     def as_dict(self) -> dict[str, int | float | None]:
         return asdict(self)
