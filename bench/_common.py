@@ -97,6 +97,32 @@ def write_whole(path: Path, text: str) -> None:
         raise
 
 
+def key_values(items, known, what: str, error, option: str, key: str = "KEY") -> dict:
+    """``KEY=VALUE`` items as a dict of parsed values (:func:`parse_value`); an item without
+    a value or with a key not in ``known`` goes to ``error`` (``parser.error``) naming the
+    option, what was expected and what was found."""
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not value or name not in known:
+            error(f"{option}: expected {key}=VALUE with {key} {what}, found {item!r}")
+        out[name] = parse_value(value)
+    return out
+
+
+def set_design_constants(items, error) -> dict:
+    """``--set NAME=VALUE`` items: set those constants of ``yieldwise._design`` in this
+    process (a candidate design to measure); returns what was set."""
+    import yieldwise._design as design
+
+    constants = [name for name in vars(design) if name.isupper()]
+    values = key_values(items, constants, "a constant of yieldwise._design", error, "--set",
+                        key="NAME")  # fmt: skip
+    for name, value in values.items():
+        setattr(design, name, value)
+    return values
+
+
 def parse_value(text: str):
     """A ``key=value`` option's value: None for ``none``, else an int, a float or the text."""
     if text.lower() == "none":

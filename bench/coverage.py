@@ -56,11 +56,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import is_clean, parse_value, worst_diagnostics, write_section, write_whole
+from _common import (
+    is_clean,
+    key_values,
+    set_design_constants,
+    worst_diagnostics,
+    write_section,
+    write_whole,
+)
 from _problems import PANEL, Problem
 from decision_quality import NAMED, coverage_outputs, long_run, multiclass_matrices
 
-import yieldwise._design as _design
 from yieldwise.transducer.sampler import SAMPLER_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1175,27 +1181,13 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     args = parser.parse_args(argv)
 
-    def key_values(option: str, items: list[str], known: list[str], what: str, key="KEY") -> dict:
-        """``KEY=VALUE`` items as a dict of parsed values; an unknown key is refused."""
-        out = {}
-        for item in items:
-            name, _, value = item.partition("=")
-            if not value or name not in known:
-                parser.error(f"{option}: expected {key}=VALUE with {key} {what}, found {item!r}")
-            out[name] = parse_value(value)
-        return out
-
     defaults = sorted(SAMPLER_DEFAULTS.as_dict())
-    sampler = key_values("--sampler", args.sampler, defaults, f"one of {defaults}")
+    sampler = key_values(args.sampler, defaults, f"one of {defaults}", parser.error, "--sampler")
     if args.compare:
         print(compare(*(load_results(path) for path in args.compare),
                       labels=tuple(path.stem for path in args.compare)))  # fmt: skip
         return
-    constants = [name for name in vars(_design) if name.isupper()]
-    for name, value in key_values(
-        "--set", args.design, constants, "a constant of yieldwise._design", key="NAME"
-    ).items():
-        setattr(_design, name, value)
+    set_design_constants(args.design, parser.error)
     if args.reps < 1 or min(args.sizes) < 1:
         parser.error(f"--reps and --sizes must be positive, found {args.reps} and {args.sizes}")
     if args.merge:

@@ -25,7 +25,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_coverage_study, parse_value
+from _common import load_coverage_study, set_design_constants
 from _problems import PANEL
 
 import yieldwise._design as design
@@ -78,12 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--set", dest="design", nargs="+", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
-    for item in args.design:
-        name, _, value = item.partition("=")
-        if not value or not name.isupper() or not hasattr(design, name):
-            parser.error(f"--set: expected NAME=VALUE with NAME a constant of "
-                         f"yieldwise._design, found {item!r}")  # fmt: skip
-        setattr(design, name, parse_value(value))
+    set_design_constants(args.design, parser.error)
     from yieldwise import Transducer
 
     coverage = load_coverage_study()
