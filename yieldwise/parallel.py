@@ -188,8 +188,9 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
         if "adapt_delta" in sampler and sampler["adapt_delta"] is None:
             # None: each fit takes the default of its output dimensions (both are valid)
             sampler["adapt_delta"] = SAMPLER_DEFAULTS.adapt_delta_for(1)
-        if "warmup" in sampler and sampler["warmup"] is None:  # the same (both valid)
-            sampler["warmup"] = SAMPLER_DEFAULTS.warmup_for(1)
+        for name in ("warmup", "draws"):  # the same (every dimension's value is valid)
+            if name in sampler and sampler[name] is None:
+                sampler[name] = getattr(SAMPLER_DEFAULTS, f"{name}_for")(1)
         if len(sampler) == 6:
             check_sampler_arguments(**sampler)
         if "backend" in p and p["backend"] not in backend_names():

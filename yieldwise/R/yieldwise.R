@@ -160,7 +160,7 @@ yw_audit <- function(metrics = c("accuracy", "balanced_accuracy", "f1", "matthew
 }
 
 yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = "auto",
-                   chains = 4, warmup = NULL, draws = 750, seed = NULL, backend = "auto",
+                   chains = 4, warmup = NULL, draws = NULL, seed = NULL, backend = "auto",
                    progress = FALSE, kernel_tail_cut = 1e-15) {
   outputs <- .yw_columns(data, output_cols, "data")
   for (column in names(outputs)) {
@@ -174,7 +174,7 @@ yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = 
                   classes = if (is.null(classes)) truth$levels else as.character(classes),
                   n_components = n_components, chains = as.numeric(chains),
                   warmup = if (is.null(warmup)) NULL else as.numeric(warmup),
-                  draws = as.numeric(draws),
+                  draws = if (is.null(draws)) NULL else as.numeric(draws),
                   seed = if (is.null(seed)) NULL else as.numeric(seed), backend = backend,
                   progress = isTRUE(progress), kernel_tail_cut = as.numeric(kernel_tail_cut))
   .yw_handle(key)

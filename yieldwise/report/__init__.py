@@ -56,7 +56,6 @@ Example configuration::
     [sampler]               # any Transducer setting: chains, warmup, draws, seed, ...
                             # (the defaults: yieldwise.transducer.SAMPLER_DEFAULTS)
     chains = 4
-    draws = 750
     seed = 1
 
     [compute]               # optional: "serial" (default), "processes", "tcp://host:8786"

@@ -118,9 +118,10 @@ class Transducer:
           outputs' standardised range).
     chains, warmup, draws : int
         NUTS settings: chains, warm-up iterations and kept draws per chain (defaults:
-        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`: 4 and 750 draws, and for
-        ``warmup=None`` 500 warm-up iterations with one output dimension, 250 with more;
-        the value used is in ``sampler_summary()``).
+        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`: 4 chains; for ``warmup=None`` 500
+        warm-up iterations with one output dimension, 250 with more; for ``draws=None``
+        1,000 draws with one output dimension, 750 with more; the values used are in
+        ``sampler_summary()``).
     seed : int, optional
         Random seed; drawn and recorded when None, so every fit is reproducible.
     backend : {"auto", "cmdstanpy", "pystan", "laplace"}
@@ -191,7 +192,7 @@ class Transducer:
         prior: Mapping[str, Any] | None = None,
         chains: int = SAMPLER_DEFAULTS.chains,
         warmup: int | None = SAMPLER_DEFAULTS.warmup,
-        draws: int = SAMPLER_DEFAULTS.draws,
+        draws: int | None = SAMPLER_DEFAULTS.draws,
         seed: int | None = None,
         backend: str = "auto",
         max_treedepth: int = SAMPLER_DEFAULTS.max_treedepth,
@@ -306,7 +307,7 @@ class Transducer:
             data.as_dict(),
             chains=chains,
             warmup=SAMPLER_DEFAULTS.warmup_for(transform.model_dims, self.warmup),
-            draws=self.draws,
+            draws=SAMPLER_DEFAULTS.draws_for(transform.model_dims, self.draws),
             seed=seed,
             init=sampler_inits(data, chains, seed),
             max_treedepth=self.max_treedepth,

@@ -35,14 +35,18 @@ class SamplerDefaults:
         2,000 items sampled in 264 s instead of 352 s, no less clean. One dimension
         keeps 500: its fits take seconds, and at 250 one of the eight vote sets of
         bench/bench_sampling.py reached R-hat 1.014 (1.002 at 500).
-    draws : int
-        Kept draws per chain: 4 x 750 = 3,000 draws, enough for bulk ESS >= 400 on the
-        invariant quantities of the panel's fits. Fewer would be enough for the ESS of
-        two-dimensional fits, but not for R-hat <= 1.01 on the largest of a fit's 10-19
-        quantities: chains that mix perfectly at an ESS of half a draw miss it by chance in
-        8 % of three-class fits at 500 draws, 3 % at 600 and 0.5 % at 750
-        (bench/rhat_noise.py; docs/model.md, "Fewer draws, or a larger step size, for two
-        dimensions").
+    draws : int or None
+        Kept draws per chain; None (the default) takes :meth:`draws_for` the fit's output
+        dimensions: 1,000 for one, 750 for more. 4 x 750 = 3,000 draws are enough for
+        bulk ESS >= 400 on the invariant quantities of the panel's fits. Fewer would be
+        enough for the ESS of two-dimensional fits, but not for R-hat <= 1.01 on the
+        largest of a fit's 10-19 quantities: chains that mix perfectly at an ESS of half a
+        draw miss it by chance in 8 % of three-class fits at 500 draws, 3 % at 600 and
+        0.5 % at 750 (bench/rhat_noise.py; docs/model.md, "Fewer draws, or a larger step
+        size, for two dimensions"). One dimension takes 1,000: its worst quantity's ESS
+        per draw is lower (0.19 on votes at n = 3,600), where 750 draws miss by chance in
+        30 % of perfectly mixing fits and 1,000 in 7 %, and its fits take seconds
+        (docs/model.md, "More draws for one output dimension").
     adapt_delta : float or None
         Target acceptance rate; None (the default) takes :meth:`adapt_delta_for` the
         fit's output dimensions: 0.99 for one, 0.97 for two, 0.95 for more. Not Stan's
@@ -68,7 +72,7 @@ class SamplerDefaults:
 
     chains: int = 4
     warmup: int | None = None
-    draws: int = 750
+    draws: int | None = None
     adapt_delta: float | None = None
     max_treedepth: int = 10
 
@@ -80,6 +84,9 @@ class SamplerDefaults:
     #: ``warmup_for`` one output dimension, and for two or more.
     WARMUP_ONE_DIM: ClassVar[int] = 500
     WARMUP_MULTI: ClassVar[int] = 250
+    #: ``draws_for`` one output dimension, and for two or more.
+    DRAWS_ONE_DIM: ClassVar[int] = 1000
+    DRAWS_MULTI: ClassVar[int] = 750
 
     def adapt_delta_for(self, model_dims: int, adapt_delta: float | None = None) -> float:
         """The target acceptance rate of a fit with ``model_dims`` output dimensions:
@@ -96,6 +103,13 @@ class SamplerDefaults:
         more."""
         by_dims = {1: self.WARMUP_ONE_DIM}
         return _first_given(warmup, self.warmup, by_dims.get(int(model_dims), self.WARMUP_MULTI))
+
+    def draws_for(self, model_dims: int, draws: int | None = None) -> int:
+        """The kept draws per chain of a fit with ``model_dims`` output dimensions:
+        ``draws`` when given, else this set's, else 1,000 for one dimension and 750 for
+        more."""
+        by_dims = {1: self.DRAWS_ONE_DIM}
+        return _first_given(draws, self.draws, by_dims.get(int(model_dims), self.DRAWS_MULTI))
 
     def as_dict(self) -> dict[str, int | float | None]:
         return asdict(self)
