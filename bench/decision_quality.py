@@ -47,6 +47,7 @@ import os
 import platform
 import time
 import warnings
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,8 @@ def fit_methods(
         "components": int(transducer.n_components_),
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
+        "chains": int(info["chains"]),
+        "draws": int(info["draws"]),
         **worst_diagnostics(diagnostics),
         "warnings": len(caught),
     }
@@ -798,11 +801,11 @@ def render(results: dict) -> str:
     ]  # fmt: skip
     recorded = len(fits) - len(unrecorded)
     lines += [
-        f"yieldwise fits (default settings, 4 chains x 750 draws): "
+        f"yieldwise fits ({_draws_text(fits)}): "
         f"{sum(f['seconds'] for f in fits) / 60:.1f} min in total, "
         f"{sum(f['divergent'] for f in fits)} divergent transitions and "
-        f"{sum(f['treedepth'] for f in fits)} tree-depth hits over {len(fits)} fits of "
-        f"3,000 draws; R-hat and bulk ESS recorded for {recorded} of them"
+        f"{sum(f['treedepth'] for f in fits)} tree-depth hits over {len(fits)} fits; "
+        f"R-hat and bulk ESS recorded for {recorded} of them"
         + (
             f" (not for {', '.join(k.replace('|', ' n = ') for k in unrecorded)}: cells run "
             "before they were kept)"
@@ -1013,6 +1016,24 @@ def _render_real(real: dict) -> list[str]:
     ]
     lines += ["", "yieldwise loses on: " + ("; ".join(beaten) or "none") + "."]
     return [*lines, "", *_render_real_fits(real), ""]
+
+
+def _draws_text(fits: list[dict]) -> str:
+    """The fits' chains and draws per chain, counted from their records; fits made before
+    those were kept ran at the defaults of their time, named as the defaults."""
+    from yieldwise.transducer.sampler import SAMPLER_DEFAULTS as defaults
+
+    if not fits or any("draws" not in f for f in fits):
+        return (
+            f"default settings: {defaults.chains} chains, "
+            f"{defaults.draws_for(1):,} draws per chain for one output dimension and "
+            f"{defaults.draws_for(2):,} for more"
+        )
+    sizes = Counter((f["chains"], f["draws"]) for f in fits)
+    return "default settings: " + ", ".join(
+        f"{n} of {chains} chains x {draws:,} draws"
+        for (chains, draws), n in sorted(sizes.items(), key=lambda item: -item[0][1])
+    )
 
 
 def _or_na(value: float | None, spec: str) -> str:

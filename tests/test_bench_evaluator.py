@@ -271,11 +271,20 @@ def test_panel_stores_and_reports_the_brier_decomposition(bench, monkeypatch):
         "R-hat and bulk ESS recorded for 0 of them (not for votes n = 50: cells run before "
         "they were kept); not clean: none."
     ) in text
-    panel["votes|50"]["fit"].update(max_rhat=1.02, min_ess_bulk=900.0)
+    # a fit without its chains and draws recorded: the defaults, by output dimension
+    assert (
+        "yieldwise fits (default settings: 4 chains, 1,000 draws per chain for one output "
+        "dimension and 750 for more): 0.0 min in total, 0 divergent transitions and 0 "
+        "tree-depth hits over 1 fits;"
+    ) in text
+    panel["votes|50"]["fit"].update(max_rhat=1.02, min_ess_bulk=900.0, chains=2, draws=300)
+    text = dq.render(results)
     assert (
         "R-hat and bulk ESS recorded for 1 of them; not clean: votes n = 50: 0 divergent, "
         "0 at max tree depth, R-hat 1.020, bulk ESS 900, K = 1."
-    ) in dq.render(results)
+    ) in text
+    # recorded: counted from the records
+    assert "yieldwise fits (default settings: 1 of 2 chains x 300 draws): " in text
     # results cached before the decomposition still render, saying it was not measured
     for c in panel.values():
         del c["brier"]
