@@ -143,6 +143,7 @@ def run(case: str, seed: int, args) -> dict:
         "seconds": summary["sampling_seconds"],
         "adapt_delta": summary["adapt_delta"],
         "warmup": summary["warmup"],
+        "draws": summary["draws"],
         "divergences": summary["divergent"],
         "treedepth_hits": summary["max_treedepth_hits"],
         "iterations": int(stats["diverging"].size),
@@ -225,7 +226,8 @@ def _section(results: list[dict], args) -> str:
         f"({datetime.date.today()}, {os.cpu_count()} cores, backend {results[0]['backend']}, "
         f"httpstan {httpstan.__version__}; "
         f"{args.chains} chains, "
-        f"{_per_case_text(results, 'warmup')} warm-up + {args.draws} draws, "
+        f"{_per_case_text(results, 'warmup')} warm-up + "
+        f"{_per_case_text(results, 'draws')} draws, "
         f"adapt_delta {_per_case_text(results, 'adapt_delta')}, "
         f"max_treedepth {DEFAULTS['max_treedepth']}; data sets and sampler seeds "
         f"1..{args.seeds} (votes), 1..{args.logit_seeds} (logits); compile excluded). "
