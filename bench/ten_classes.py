@@ -209,34 +209,40 @@ def at_mode(cal, test, cols, seed: int) -> None:
     print(json.dumps(record), flush=True)
 
 
-def responsibilities(w: np.ndarray, mu: np.ndarray, sigma: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """(n, K) shares of each kernel in the mixture's density at each model-scale output ``z``
-    (n, D): ``r_k(y)`` proportional to ``w_k N(y | mu_k, diag(sigma_k^2))``, with the
-    weights ``w`` (K,) and the fixed kernels ``mu``, ``sigma`` (K, D). Vectorised over
-    items and kernels, computed in logs."""
-    log_k = -0.5 * (((z[:, None, :] - mu[None]) / sigma[None]) ** 2).sum(axis=-1)
-    log_r = np.log(w)[None] + log_k - np.log(sigma).sum(axis=-1)[None]
-    r = np.exp(log_r - log_r.max(axis=1, keepdims=True))
+def responsibilities(
+    w: np.ndarray, loc: np.ndarray, width: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+    censored: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """(n, K) shares of each kernel in the mixture's density at each output, given as the
+    model-scale ``(lower, upper, censored)`` of ``OutputTransform.intervals`` (``censored``
+    per dimension): ``r_k(y)``
+    proportional to ``w_k`` times the kernel's value, which the package's own
+    :func:`yieldwise._design.kernel_matrix` computes (a bin's probability for a censored
+    output), with the weights ``w`` (K,) and the fixed kernels ``loc``, ``width``."""
+    kern, _ = design.kernel_matrix(loc, width, lower, upper, censored)
+    r = w[None] * kern
     return r / r.sum(axis=1, keepdims=True)
 
 
-def nearest_centre(t: Transducer, outputs: np.ndarray, truth: np.ndarray) -> dict[str, float]:
-    """How close the fitted transducer is to a nearest-centre rule on held-out ``outputs``:
-    the effective number of kernels per item (``1 / sum_k r_k^2`` of :func:`responsibilities`
-    at the posterior-mean weights; median and 90 % quantile), the top kernel's share
-    (median), the mean L1 distance between ``p(c | y)`` and the top kernel's posterior-mean
-    class shares, and the accuracy of those shares' argmax."""
+def nearest_centre(
+    t: Transducer, outputs: np.ndarray, proba: np.ndarray, truth: np.ndarray
+) -> dict[str, float]:
+    """How close the fitted transducer is to a nearest-centre rule on held-out ``outputs``,
+    whose ``p(c | y)`` is ``proba``: the effective number of kernels per item
+    (``1 / sum_k r_k^2`` of :func:`responsibilities` at the posterior-mean weights; median
+    and 90 % quantile), the top kernel's share (median), the mean L1 distance between
+    ``p(c | y)`` and the top kernel's posterior-mean class shares, and the accuracy of
+    those shares' argmax."""
     post = t.posterior
     r = responsibilities(post.w.mean(axis=0), post.mu[0], post.sigma[0],
-                         t.transform_.forward(outputs))  # fmt: skip
+                         *t.transform_.intervals(outputs))  # fmt: skip
     effective = 1.0 / (r**2).sum(axis=1)
     shares = post.alpha.mean(axis=0)[r.argmax(axis=1)]
-    proba = np.asarray(t.predict_proba(outputs))
     return {
         "kernels_effective_median": float(np.median(effective)),
         "kernels_effective_q90": float(np.quantile(effective, 0.9)),
         "top_kernel_share_median": float(np.median(r.max(axis=1))),
-        "l1_to_top_kernel_shares": float(np.abs(proba - shares).sum(axis=1).mean()),
+        "l1_to_top_kernel_shares": float(np.abs(np.asarray(proba) - shares).sum(axis=1).mean()),
         "acc_top_kernel": float((shares.argmax(axis=1) == truth).mean()),
     }
 
@@ -350,7 +356,7 @@ def main(argv: list[str]) -> int:
             acc_raw=float((raw.argmax(axis=1) == truth).mean()),
             logscore_transducer=float(np.log(proba[rows, truth]).mean()),
             logscore_raw=float(np.log(raw[rows, truth]).mean()),
-            **nearest_centre(t, test[cols].to_numpy(float), truth),
+            **nearest_centre(t, test[cols].to_numpy(float), proba, truth),
         )  # fmt: skip
     print(json.dumps(record, default=float), flush=True)
     return 0
