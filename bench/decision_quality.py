@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import is_clean, worst_diagnostics, write_section
+from _common import is_clean, set_design_constants, worst_diagnostics, write_section
 from _problems import PANEL, Problem, vote_score
 
 # the terms of yieldwise.metrics.BrierDecomposition kept in the results
@@ -1147,7 +1147,13 @@ def main() -> None:
         default=None,
         help="combine the stages of these result files into --results, then report",
     )
+    parser.add_argument(
+        "--set", dest="design", nargs="+", default=[], metavar="NAME=VALUE",
+        help="set constants of yieldwise._design for this run (a candidate to measure, "
+        "e.g. MARGINAL_DENSITY=1); recorded in the run's command",
+    )  # fmt: skip
     args = parser.parse_args()
+    set_design_constants(args.design, parser.error)
     if args.quick:
         args.sizes, args.reps, args.splits = [300], 4, 2
     if args.merge:
@@ -1191,6 +1197,7 @@ def main() -> None:
                 if args.real_cases
                 else ""
             )
+            + (f" --set {' '.join(args.design)}" if args.design else "")
         )
         for stage, run in stages.items():
             if stage not in results and (args.stages is None or stage in args.stages):
