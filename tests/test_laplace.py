@@ -444,18 +444,19 @@ def test_a_point_of_zero_density_is_minus_infinity_without_numpy_warnings():
     u = _random_u(model, rng)
     lp, grad = model.log_density(u)
     assert np.isfinite(lp) and np.all(np.isfinite(grad))
-    # class 1's log-odds rising steeply along the first output: exp(theta - top) is 0 in
+    # class 1's log-odds falling steeply along the first output: exp(theta - top) is 0 in
     # double precision at every kernel except the top ones
     f_fixed = np.arange(model.size)[model.slices["f_fixed"]]
     slope = f_fixed[1]  # (P, C - 1) column-major: the first slope of class 1's log-odds
-    u[slope] = 1e4
+    u[slope] = -1e4
     theta = model.theta(u)
     weight = np.exp(theta[:, 1] - theta[:, 1].max())
-    kept = model.kern[c == 1] > 0  # (class 1 rows, K) kernels each row keeps
+    ones = model.cls == 1  # the data's rows (merged and sorted by class), not the items
+    kept = model.kern[ones] > 0  # (class 1 rows, K) kernels each row keeps
     dead = ~(kept & (weight > 0)).any(axis=1)  # rows whose kept kernels all weigh 0
     assert dead.any(), "the test needs a class-1 row far from the top kernels"
     # brute force: the likelihood of such a row, from its kept kernels alone, is 0
-    assert (model.kern[c == 1][dead] @ weight == 0).all()
+    assert (model.kern[ones][dead] @ weight == 0).all()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's divide / overflow / invalid warnings
         lp, grad = model.log_density(u)

@@ -134,7 +134,7 @@ TAU_CLASS_FLOOR_MULTI = 0.0
 #: (docs/model.md, "The density block"). 1: ``theta[k, c] = a[k] + log softmax(0, f[k])_c``,
 #: so ``a`` is the log-density of all outputs. The class probabilities' prior is the same
 #: in both; the smoothness prior of ``a`` acts on a different function. Measured, not the
-#: default (docs/model.md).
+#: default (docs/model.md: in one dimension, on ten classes and, on 2026-11-26, on 2-D grids).
 MARGINAL_DENSITY = 0
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
@@ -475,8 +475,8 @@ def design_kernels(
     n_components: int | None = None,
     *,
     seed: int = 0,
-    tau_a_scale: float = TAU_DENSITY_SCALE,
-    tau_f_scale: float = TAU_CLASS_SCALE,
+    tau_a_scale: float | None = None,
+    tau_f_scale: float | None = None,
     tau_f_df: float | str | None = "auto",
     tau_f_floor: float | None = None,
 ) -> KernelDesign:
@@ -486,8 +486,12 @@ def design_kernels(
     the nearest square (nodes per axis ``round(sqrt(K))``). ``tau_f_df`` ``"auto"`` takes
     :data:`TAU_CLASS_DF` for one output dimension and :data:`TAU_CLASS_DF_MULTI` for more;
     ``tau_f_floor`` None takes :data:`TAU_CLASS_FLOOR` for one output dimension and
-    :data:`TAU_CLASS_FLOOR_MULTI` for more.
+    :data:`TAU_CLASS_FLOOR_MULTI` for more; ``tau_a_scale`` and ``tau_f_scale`` None take
+    :data:`TAU_DENSITY_SCALE` and :data:`TAU_CLASS_SCALE` (read at call time, as every
+    constant here, so that a study may set them).
     """
+    tau_a_scale = TAU_DENSITY_SCALE if tau_a_scale is None else tau_a_scale
+    tau_f_scale = TAU_CLASS_SCALE if tau_f_scale is None else tau_f_scale
     lo = np.asarray(lower, float)
     hi = np.asarray(upper, float)
     d = lo.shape[1]

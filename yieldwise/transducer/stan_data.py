@@ -26,8 +26,6 @@ import numpy as np
 
 from .._design import (
     SLOPE_SCALE,
-    TAU_CLASS_SCALE,
-    TAU_DENSITY_SCALE,
     KernelDesign,
     design_kernels,
     kernel_matrix,
@@ -543,8 +541,7 @@ def build_stan_data(
         cls_u, lo_u, hi_u, cnt = cls[order].astype(np.int64), lo[order], hi[order], cnt[order]
     design = design_kernels(
         lo_u, hi_u, cnt, n_components, seed=seed,
-        tau_a_scale=overrides.get("tau_a_scale", TAU_DENSITY_SCALE),
-        tau_f_scale=overrides.get("tau_f_scale", TAU_CLASS_SCALE),
+        tau_a_scale=overrides.get("tau_a_scale"), tau_f_scale=overrides.get("tau_f_scale"),
         tau_f_df=overrides.get("tau_f_df", "auto"),
         tau_f_floor=overrides.get("tau_f_floor"),
     )  # fmt: skip
