@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -386,3 +387,40 @@ def test_a_fit_whose_rhat_is_not_finite_is_n_a_and_not_clean(bench, bench_import
         "* a set: divergent transitions 0 / 0, tree-depth hits 0 / 0, largest R-hat n/a, "
         "smallest bulk ESS 700; clean in 1 of 2 splits; 4 s a fit."
     ) in text
+
+
+def test_set_reaches_the_fits_and_the_command(bench, tmp_path, monkeypatch, capsys):
+    """--set changes a yieldwise._design constant for the run (a candidate to measure), the
+    fits see it, the stage's command records it, and a wrong name is refused by name."""
+    import yieldwise._design as design
+
+    dq, _ = bench
+    seen = []
+
+    def fake_fit(problem, outputs, labels, seed):
+        seen.append(design.RW1_SHARE)
+        shares = np.bincount(labels, minlength=problem.n_classes) / labels.size
+        flat = lambda v: np.tile(shares, (len(v), 1))  # noqa: E731
+        predictors = dict.fromkeys(["yieldwise", *dq.PEERS[:4]], flat)
+        predictors["raw score"] = problem.raw_probability
+        fit = {"seconds": 1.0, "components": 30, "warnings": 0, "divergent": 0,
+               "treedepth": 0, "max_rhat": 1.001, "min_ess_bulk": 2000.0}  # fmt: skip
+        return predictors, None, fit
+
+    monkeypatch.setattr(dq, "fit_methods", fake_fit)
+    monkeypatch.setattr(design, "RW1_SHARE", design.RW1_SHARE)  # restored after the test
+    out = tmp_path / "dq.json"
+    argv = ["decision_quality.py", "--stages", "real", "--real-cases", "digits: forest votes",
+            "--splits", "1", "--matrices", "20", "--results", str(out)]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", [*argv, "--set", "RW1_SHARE=0.3"])
+    dq.main()
+    assert seen == [0.3]
+    saved = json.loads(out.read_text())
+    assert saved["stage_commands"]["real"].endswith("--set RW1_SHARE=0.3")
+    for bad in (["--set", "NO_SUCH=1"], ["--set", "RW1_SHARE"]):
+        monkeypatch.setattr(sys, "argv", [*argv, *bad])
+        with pytest.raises(SystemExit):
+            dq.main()
+        assert "--set: expected NAME=VALUE with NAME a constant of yieldwise._design" in (
+            capsys.readouterr().err
+        )
