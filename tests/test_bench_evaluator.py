@@ -334,6 +334,16 @@ def test_real_data_render_pairs_yieldwise_with_the_best_peer(bench):
     assert text.count("| n/a |") == 1
 
 
+def _flat_predictors(dq, problem, labels) -> dict:
+    """A fake fit's methods for the real-data stage: yieldwise and four peers predicting the
+    calibration labels' class shares everywhere, the raw score as the problem defines it."""
+    shares = np.bincount(labels, minlength=problem.n_classes) / labels.size
+    flat = lambda v: np.tile(shares, (len(v), 1))  # noqa: E731
+    predictors = dict.fromkeys(["yieldwise", *dq.PEERS[:4]], flat)
+    predictors["raw score"] = problem.raw_probability
+    return predictors
+
+
 def test_real_data_keeps_and_reports_each_splits_fit(bench, monkeypatch):
     """The real-data stage keeps every split's sampler record (issue 16's goal 3 on the
     shipped data) beside its regrets, and the report says which splits are clean; a cached
@@ -346,12 +356,8 @@ def test_real_data_keeps_and_reports_each_splits_fit(bench, monkeypatch):
     ])  # fmt: skip
 
     def fake_fit(problem, outputs, labels, seed):
-        shares = np.bincount(labels, minlength=problem.n_classes) / labels.size
-        flat = lambda v: np.tile(shares, (len(v), 1))  # noqa: E731
-        predictors = dict.fromkeys(["yieldwise", *dq.PEERS[:4]], flat)
-        predictors["raw score"] = problem.raw_probability
         fit = {"seconds": 2.0, "components": 30, "warnings": 0} | next(health)
-        return predictors, None, fit
+        return _flat_predictors(dq, problem, labels), None, fit
 
     monkeypatch.setattr(dq, "fit_methods", fake_fit)
     real = dq.run_real(3, 20, seed=5, cases=["digits: forest votes"])
@@ -399,13 +405,9 @@ def test_set_reaches_the_fits_and_the_command(bench, tmp_path, monkeypatch, caps
 
     def fake_fit(problem, outputs, labels, seed):
         seen.append(design.RW1_SHARE)
-        shares = np.bincount(labels, minlength=problem.n_classes) / labels.size
-        flat = lambda v: np.tile(shares, (len(v), 1))  # noqa: E731
-        predictors = dict.fromkeys(["yieldwise", *dq.PEERS[:4]], flat)
-        predictors["raw score"] = problem.raw_probability
         fit = {"seconds": 1.0, "components": 30, "warnings": 0, "divergent": 0,
                "treedepth": 0, "max_rhat": 1.001, "min_ess_bulk": 2000.0}  # fmt: skip
-        return predictors, None, fit
+        return _flat_predictors(dq, problem, labels), None, fit
 
     monkeypatch.setattr(dq, "fit_methods", fake_fit)
     monkeypatch.setattr(design, "RW1_SHARE", design.RW1_SHARE)  # restored after the test
