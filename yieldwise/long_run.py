@@ -154,7 +154,7 @@ def _long_run(
     """(raw, rescaled or None) long-run utilities, from one set of cells."""
     _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
-    r = transducer.posterior.check_prevalences(prevalences)
+    r = transducer.check_prevalences(prevalences)
     decide = None
     if len(matrices) <= _ADAPTIVE_MAX_MATRICES:
         decide = _decider(rule, matrices, decisions, transducer, threshold)
@@ -231,7 +231,7 @@ def oracle_utility(
     :func:`long_run_utility` is the value of more calibration data (theory section 4).
     """
     matrices, _, names = _as_matrices(utility, transducer.classes_)
-    r = transducer.posterior.check_prevalences(prevalences)
+    r = transducer.check_prevalences(prevalences)
     cells = _cells(transducer, r, n_cells, n_points, seed)
     values, error = _oracle(cells, matrices)
     if rescale:
@@ -328,6 +328,8 @@ def _cells(
 ) -> _Cells:  # fmt: skip
     transducer.check_fitted()
     transform = transducer.transform_
+    if transducer.reduction_ is not None:
+        return _calibration_cells(transducer)
     if transform.model_dims > 1:
         return _monte_carlo_cells(transducer, r, check_positive_int(n_points, "n_points"), seed)
     h = transform.resolution[0]
@@ -447,6 +449,27 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
     q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)
     scaled /= q * n_points
     mass = scaled
+    return _Cells(mass, _pooled(mass), outputs, False, np.zeros(mass.shape[0]), "monte-carlo")
+
+
+def _calibration_cells(transducer: Transducer) -> _Cells:
+    """A class-reduced transducer's cells: its calibration outputs, importance-weighted.
+
+    The reduced model gives the law of the margin, not of the whole output, so the points
+    are the calibration outputs themselves, draws of the true output law: point ``n``
+    carries ``F_t(c, y_n) / (N p(m_n | D))``, the per-draw joint of the class and the
+    margin ``m_n`` (theory 3.2, the rank's mass spread over the classes as
+    :meth:`ClassRanks.expand <yieldwise.transducer.reduction.ClassRanks.expand>` spreads
+    it) over the predictive density of the margin, which the calibration margins
+    approximately follow. The error reported is the Monte Carlo standard error over them.
+    """
+    reduced, reduction = transducer.reduced_, transducer.reduction_
+    assert reduced is not None and reduction is not None
+    outputs = transducer.calibration_outputs()
+    lower, upper, censored = reduced.transform_.intervals(reduction.margins(outputs))
+    scaled = reduction.expand(outputs, reduced.posterior.scaled_joint(lower, upper, censored))
+    q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)  # p(m | D), scaled
+    mass = scaled / (q * outputs.shape[0])
     return _Cells(mass, _pooled(mass), outputs, False, np.zeros(mass.shape[0]), "monte-carlo")
 
 
@@ -739,11 +762,12 @@ def _monte_carlo_error(cells: _Cells, values, matrices) -> np.ndarray:
 # ------------------------------------------------------------- rescaling, output
 def _rescale(values, error, matrices, cells, transducer, r):
     """(u - low_t) / (high_t - low_t) with each draw's class frequencies (theory 1)."""
-    freq = (
-        transducer.posterior.class_frequencies()
-        if r is None
-        else np.broadcast_to(r, (values.shape[0], len(r)))
-    )
+    if r is not None:
+        freq = np.broadcast_to(r, (values.shape[0], len(r)))
+    elif transducer.reduction_ is not None:  # the classes' frequencies over the cells
+        freq = cells.mass.sum(axis=1)
+    else:
+        freq = transducer.posterior.class_frequencies()
     low = freq @ matrices.min(axis=1).T  # (S, m)
     high = freq @ matrices.max(axis=1).T
     width = high - low

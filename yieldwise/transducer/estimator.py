@@ -51,8 +51,9 @@ from .encoding import (
     unique_rows,
     warn_outside,
 )
-from .io import coord_labels, fit_record, record_members, to_inference_data
+from .io import coord_labels, fit_record, record_members, record_reduction, to_inference_data
 from .posterior import TransducerPosterior
+from .reduction import MARGIN_COLUMN, ClassRanks, choose_reduction
 from .sampler import SAMPLER_DEFAULTS
 from .stan_data import CUT_GAP_TOLERANCE, KERNEL_TAIL_CUT
 
@@ -143,6 +144,15 @@ class Transducer:
         docs/model.md, "The likelihood's sparse form"). The program reports per draw
         how much the values left out would add to the log-likelihood; the fit warns
         when that exceeds 0.01 (``sampler_summary()["cut_gap"]``). 0 keeps every value.
+    class_reduction : "auto", "ranks" or None
+        Many classes (:mod:`yieldwise.transducer.reduction`): ``"ranks"`` models the rank
+        of the true class in the output's own ordering (first, second, others) against
+        the margin between the output's top two class scores, a 1-D problem, and maps it
+        back to the classes through the output. ``"auto"`` (default) does so for a
+        probability vector of 4 or more classes with one column per class (column ``j``
+        the output for ``class_labels[j]``); ``"ranks"`` also takes one real score per
+        class (logits); None never reduces. A reduced transducer has no generative mode
+        (``prevalences``) and no :meth:`output_density`.
 
     Attributes
     ----------
@@ -165,6 +175,11 @@ class Transducer:
     members_ : dict
         For a joint transducer (``fit`` with a mapping), each classifier's columns;
         empty otherwise.
+    reduction_ : ClassRanks or None
+        The class reduction applied (``class_reduction``), or None.
+    reduced_ : Transducer or None
+        With a reduction, the fitted transducer of the reduced problem, ``p(rank | margin)``:
+        its draws, diagnostics, :meth:`loo` and :meth:`plot` are this one's.
 
     Examples
     --------
@@ -201,6 +216,7 @@ class Transducer:
         adapt_delta: float | None = SAMPLER_DEFAULTS.adapt_delta,
         progress: bool = True,
         kernel_tail_cut: float = KERNEL_TAIL_CUT,
+        class_reduction: str | None = "auto",
     ) -> None:
         self.n_components = n_components
         self.output_transform = output_transform
@@ -215,6 +231,7 @@ class Transducer:
         self.adapt_delta = adapt_delta
         self.progress = progress
         self.kernel_tail_cut = kernel_tail_cut
+        self.class_reduction = class_reduction
 
     # ------------------------------------------------------------ sklearn API
     # The constructor's keyword arguments, as scikit-learn's _get_param_names reads them.
@@ -293,6 +310,11 @@ class Transducer:
         # a joint fit keeps each classifier's own coordinates (no rotation): its marginals
         # (marginal()) drop the other members' dimensions of every product kernel
         transform = choose_transform(y, columns, spec, resolution, rotate=not members)
+        reduction = choose_reduction(
+            self.class_reduction, y, transform.columns, labels, transform.kind, bool(members),
+        )  # fmt: skip
+        if reduction is not None:
+            return self._fit_reduced(y, class_index, transform, reduction)
         lower, upper, censored = transform.intervals(y)
         chains = check_positive_int(self.chains, "chains")
         # Draw the seed here when none is given: it seeds the initial values as well as
@@ -323,6 +345,47 @@ class Transducer:
         self._warn_on_invariants()
         return self
 
+    def _fit_reduced(
+        self, y: np.ndarray, class_index: np.ndarray, transform: OutputTransform,
+        reduction: ClassRanks,
+    ) -> Transducer:  # fmt: skip
+        """Fit the transducer of ``(rank, margin)`` and keep it as ``reduced_`` (reduction.py)."""
+        if (reduction.ranks(y, class_index) >= 2).sum() == 0:
+            reduction = reduction.with_kept(1)  # no item ranks below second: first / others
+        ranks = reduction.reduced_classes(y, class_index)
+        present = np.bincount(ranks, minlength=reduction.kept + 1)
+        if (present == 0).any():
+            raise ValueError(
+                "class_reduction: every calibration item's class is its output's top class, "
+                "so the reduced transducer has no items of rank 'others' to learn from; add "
+                "calibration items or fit with class_reduction=None"
+            )
+        params = self.get_params() | {"class_reduction": None, "output_transform": "identity",
+                                      "resolution": None}  # fmt: skip
+        inner = Transducer(**params)
+        inner.fit(
+            pd.DataFrame(reduction.margins(y), columns=[MARGIN_COLUMN]),
+            np.asarray(reduction.rank_classes, dtype=object)[ranks],
+            class_labels=list(reduction.rank_classes),
+        )
+        self.reduced_ = inner
+        self.reduction_ = reduction
+        self.classes_ = reduction.classes
+        self.transform_ = transform
+        self.n_calibration_ = int(y.shape[0])
+        self.backend_, self.seed_ = inner.backend_, inner.seed_
+        self.n_components_ = inner.n_components_
+        self.members_ = {}
+        self.posterior_ = inner.posterior_
+        settings = self.get_params()
+        settings["output_transform"] = (
+            settings["output_transform"] if isinstance(settings["output_transform"], str)
+            else list(settings["output_transform"])
+        )  # fmt: skip
+        record_reduction(self.posterior_, reduction, transform, settings, y, class_index)
+        self._posterior = inner.posterior
+        return self
+
     def _set_fitted(
         self,
         result: Any,
@@ -344,6 +407,8 @@ class Transducer:
             self, result, data, y, class_index, transform.columns, design
         )
         self.members_: dict[str, list[str]] = {}
+        self.reduction_: ClassRanks | None = None
+        self.reduced_: Transducer | None = None
         self._cache_draws()
 
     @classmethod
@@ -458,6 +523,32 @@ class Transducer:
         warn_outside(y, self.transform_.columns, calibration)
         return y
 
+    def check_prevalences(self, prevalences: Any) -> np.ndarray | None:
+        """Deployment prevalences checked against the classes (as
+        :meth:`TransducerPosterior.check_prevalences`), or None; a class-reduced transducer
+        refuses any (it has no generative mode)."""
+        self.check_fitted()
+        if self.reduction_ is not None:
+            _refuse_prevalences(prevalences)
+            return None
+        return self.posterior.check_prevalences(prevalences)
+
+    def calibration_outputs(self) -> np.ndarray:
+        """The calibration outputs as fitted, (items, columns) in ``transform_.columns``."""
+        self.check_fitted()
+        observed = self.posterior_.observed_data
+        key = "outputs" if self.reduction_ is None else "class_outputs"
+        return observed[key].values
+
+    def _reduced_inputs(self, outputs: Any, prevalences: Any) -> tuple[np.ndarray, pd.DataFrame]:
+        """A class-reduced transducer's checked outputs and their margins (the reduced
+        transducer's outputs); prevalences are refused (no generative mode)."""
+        _refuse_prevalences(prevalences)
+        y, _ = as_outputs(outputs, "outputs", expected=self.transform_.columns)
+        self.transform_.check(y)
+        assert self.reduction_ is not None
+        return y, pd.DataFrame(self.reduction_.margins(y), columns=[MARGIN_COLUMN])
+
     def _log_joint_chunks(self, y: np.ndarray) -> Iterable[tuple[slice, np.ndarray]]:
         """Yield ``(items, log G_t(c, y))`` chunks shaped (draws, chunk, classes)."""
         yield from self.posterior.log_joint_chunks(*self.transform_.intervals(y))
@@ -540,6 +631,10 @@ class Transducer:
         the calibration outputs' range give an :class:`ExtrapolationWarning`.
         DataFrame columns are matched to the fitted ones by name.
         """
+        if self.reduction_ is not None:
+            y, margins = self._reduced_inputs(outputs, prevalences)
+            assert self.reduced_ is not None
+            return self.reduction_.expand(y, self.reduced_.predict_proba(margins, exchangeable))
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
@@ -554,6 +649,16 @@ class Transducer:
 
     def draws_proba(self, outputs: Any, prevalences: Any = None) -> xr.DataArray:
         """Per-draw transducer ``F_t(c | y)`` as a DataArray (chain, draw, item, class)."""
+        if self.reduction_ is not None:
+            y, margins = self._reduced_inputs(outputs, prevalences)
+            assert self.reduced_ is not None
+            ranks = self.reduced_.draws_proba(margins).values
+            return xr.DataArray(
+                self.reduction_.expand(y, ranks),
+                dims=("chain", "draw", "item", "class"),
+                coords=self._coords(y.shape[0]),
+                name="probability",
+            )
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
         s = self.posterior.n_draws
@@ -580,6 +685,19 @@ class Transducer:
         ``F_t(c | y)``), dims (item, class).
         """
         _check_prob(prob)
+        if self.reduction_ is not None:
+            # each class's F_t(c | y) is a fixed non-negative multiple of one rank's, so its
+            # quantiles are the same multiple of that rank's quantiles
+            y, margins = self._reduced_inputs(outputs, prevalences)
+            assert self.reduced_ is not None
+            bands = self.reduced_.predict_interval(margins, prob)
+            dims = ("item", "class")
+            return xr.Dataset(
+                {key: (dims, self.reduction_.expand(y, bands[key].values))
+                 for key in ("mean", "lower", "upper")},
+                coords={k: v for k, v in self._coords(y.shape[0]).items() if k in dims},
+                attrs={"prob": prob},
+            )  # fmt: skip
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
 
@@ -598,9 +716,18 @@ class Transducer:
 
         ``mean`` is ``mean_t F_t(y | c)``; ``lower``/``upper`` are quantiles over
         draws. For discrete (censored) outputs the density is the bin probability
-        divided by the bin width.
+        divided by the bin width. Not for a class-reduced transducer (``reduction_``),
+        which models the margin of the output's top two classes, not the output:
+        ``reduced_.output_density`` gives the margin's density per rank.
         """
         _check_prob(prob)
+        if self.reduction_ is not None:
+            raise ValueError(
+                "output_density needs the law of the whole output given each class, which a "
+                "class-reduced transducer does not model; reduced_.output_density(margins) "
+                "gives the density of the margin given each rank, or fit with "
+                "Transducer(class_reduction=None)"
+            )
         y = self._prepare_outputs(outputs)
 
         def summarise(
@@ -741,6 +868,8 @@ class Transducer:
         middle of the range, where the transducer is least certain.
         """
         self.check_fitted()
+        if self.reduced_ is not None:
+            return self.reduced_.reference_outputs(n)  # margins: what the draws depend on
         y = self.posterior_.observed_data["outputs"].values
         return reference_rows(y, lambda rows: self.transform_.forward(rows)[:, 0], n)
 
@@ -750,9 +879,13 @@ class Transducer:
         Rows: the calibration log-likelihood, and ``F_t(c | y)`` at the
         :meth:`reference_outputs` for every class but the last (the last is
         determined by the others). Columns: quantity, output, class, mean, r_hat,
-        ess_bulk, ess_tail, ok (``r_hat <= 1.01`` and ``ess_bulk >= 400``).
+        ess_bulk, ess_tail, ok (``r_hat <= 1.01`` and ``ess_bulk >= 400``). For a
+        class-reduced transducer, those of :attr:`reduced_` (the ranks at its margins):
+        every class probability is a fixed multiple of one rank's.
         """
         self.check_fitted()
+        if self.reduced_ is not None:
+            return self.reduced_.diagnostics()
         reference = self.reference_outputs()
         proba = self.draws_proba(reference).values  # (chain, draw, item, class)
         log_lik = self.posterior_.posterior["log_lik"].values
@@ -784,6 +917,10 @@ class Transducer:
             shapes ``pareto_k`` per item (above about 0.7, that item's estimate is
             unreliable; ``warning`` is then True).
 
+        For a class-reduced transducer (``reduction_``) the joint is that of the reduced
+        problem, ``(rank, margin)``; the conditional is ``log p(c_i | y_i)`` of the classes
+        (the rank's probability times the class's fixed share of ``others``).
+
         Examples
         --------
         ``t.loo()["elpd_loo"]``; ``arviz.compare({"a": t_a.loo(), "b": t_b.loo()})``.
@@ -792,6 +929,8 @@ class Transducer:
         from scipy.special import logsumexp
 
         self.check_fitted()
+        if self.reduced_ is not None:
+            return self._reduced_loo(conditional)
         y = self.posterior_.observed_data["outputs"].values
         cls = self.posterior_.observed_data["class_index"].values
         unique, inverse = unique_rows(y)
@@ -824,6 +963,24 @@ class Transducer:
                 "pareto_k", "scale", "good_k",
             ],
         )  # fmt: skip
+
+    def _reduced_loo(self, conditional: bool) -> az.ELPDData:
+        assert self.reduced_ is not None and self.reduction_ is not None
+        result = self.reduced_.loo(conditional=conditional)
+        if not conditional:
+            return result
+        observed = self.posterior_.observed_data
+        y = observed["class_outputs"].values
+        cls = observed["class_label_index"].values
+        rank = self.reduction_.reduced_classes(y, cls)
+        # log of class c_i's share of its rank: 0 for the first two, log softmax for others
+        share = self.reduction_.expand(y, np.eye(self.reduction_.kept + 1)[rank])
+        shift = np.log(share[np.arange(cls.size), cls])
+        loo_i = result["loo_i"] + shift
+        result["loo_i"] = loo_i
+        result["elpd_loo"] = float(loo_i.sum())
+        result["se"] = float(np.sqrt(cls.size * np.var(loo_i.values)))
+        return result
 
     def sampler_summary(self) -> dict[str, Any]:
         """Divergences, tree-depth saturation, step sizes and timing of the fit, and
@@ -858,10 +1015,13 @@ class Transducer:
         output, against the output column of class ``c`` (the column whose name
         contains the class label, else the column in the class's position): a
         calibration plot, on which the raw output read as a probability is the
-        diagonal.
+        diagonal. A class-reduced transducer (``reduction_``) plots its reduced problem:
+        the probability of each rank against the margin of the output's top two scores.
         """
         from .plots import plot_transducer
 
+        if self.reduced_ is not None:  # a class-reduced transducer: p(rank | margin)
+            return self.reduced_.plot(ax, prob, n_grid, classes, prevalences)
         return plot_transducer(self, ax, prob, n_grid, classes, prevalences)
 
     # ------------------------------------------------------------ persistence
@@ -890,21 +1050,44 @@ class Transducer:
         from .io import load
 
         settings, fitted = load(Path(path))
+        reduction = fitted.pop("reduction_", None)
         transducer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
         for name, value in fitted.items():
             setattr(transducer, name, value)
+        transducer.reduction_, transducer.reduced_ = None, None
         transducer._cache_draws()
-        return transducer
+        if reduction is None:
+            return transducer
+        # the file holds the reduced problem's fit, and the classes' outputs beside it
+        outer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
+        outer.class_reduction = reduction.setting
+        observed = transducer.posterior_.observed_data
+        y = observed["class_outputs"].values
+        outer.reduced_, outer.reduction_ = transducer, reduction.record
+        outer.classes_ = reduction.record.classes
+        outer.transform_ = reduction.transform
+        outer.n_calibration_ = int(y.shape[0])
+        outer.backend_, outer.seed_ = transducer.backend_, transducer.seed_
+        outer.n_components_, outer.members_ = transducer.n_components_, {}
+        outer.posterior_ = transducer.posterior_
+        outer._posterior = transducer.posterior
+        return outer
 
     # ----------------------------------------------------------------- display
     def _summary_lines(self) -> list[str]:
         if not hasattr(self, "posterior_"):
             return ["not fitted"]
         info = self.sampler_summary()
+        reduced = [] if self.reduction_ is None else [
+            "reduced: the rank of the true class in the output's order "
+            f"{list(self.reduction_.rank_classes)} against the margin of its top two scores"
+        ]  # fmt: skip
         return [
             f"classes: {list(self.classes_)}",
-            f"outputs: {list(self.transform_.columns)} -> {list(self.transform_.model_dim_names)}"
-            f" (resolution {list(self.transform_.resolution)}"
+            *reduced,
+            f"outputs: {list(self.transform_.columns)} -> "
+            + str(["margin"] if self.reduction_ else list(self.transform_.model_dim_names))
+            + f" (resolution {list(self.transform_.resolution)}"
             + ("; rotated onto their principal axes" if self.transform_.is_rotated else "")
             + ")",
             f"calibration items: {self.n_calibration_}",
@@ -932,6 +1115,17 @@ class Transducer:
     def _repr_html_(self) -> str:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self._summary_lines())
         return f"<div class='yieldwise-transducer'><b>Transducer</b><ul>{items}</ul></div>"
+
+
+def _refuse_prevalences(prevalences: Any) -> None:
+    """A class-reduced transducer has no generative mode: any prevalences are an error."""
+    if prevalences is not None:
+        raise ValueError(
+            "prevalences (the generative mode of theory 3.2) need each class's output "
+            "law F(y | c), which a class-reduced transducer does not model (it models the "
+            "rank of the true class among the output's own ordering; docs/model.md, "
+            "'Many classes'); fit with Transducer(class_reduction=None) to use prevalences"
+        )
 
 
 def _check_prob(prob: float) -> None:

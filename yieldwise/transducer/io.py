@@ -24,6 +24,7 @@ import numpy as np
 from .._design import KernelDesign
 from .._validation import Label, check_labels
 from .encoding import OutputTransform
+from .reduction import ClassRanks
 
 __all__ = [
     "ATTRIBUTES",
@@ -37,6 +38,7 @@ __all__ = [
     "read",
     "record_classifier",
     "record_members",
+    "record_reduction",
     "to_inference_data",
     "write",
 ]
@@ -47,8 +49,10 @@ __all__ = [
 #: output transform may end in a rotation (``centre``, ``axes``: two continuous
 #: coordinates on their principal axes), which a reader of version 2 would ignore. A file
 #: of version 1 describes another model, so it is refused with a message saying to refit;
-#: version 2 is read as it is (its transforms have no rotation).
-FORMAT_VERSION = 3
+#: version 2 is read as it is (its transforms have no rotation). 4: a file may hold a
+#: class-reduced transducer (``yieldwise_class_reduction``, ``class_outputs``,
+#: ``class_label_index``), which a reader of version 3 would take for a transducer of ranks.
+FORMAT_VERSION = 4
 #: The oldest version this yieldwise reads.
 OLDEST_READABLE = 2
 #: The first version whose transforms may end in a rotation.
@@ -145,6 +149,7 @@ ATTRIBUTES: dict[str, Callable[[Any], Any]] = {
 }
 #: Attributes that may be absent, and their values then.
 OPTIONAL_ATTRIBUTES: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "yieldwise_class_reduction": (lambda text: StoredReduction.from_json(text), None),
     "yieldwise_design": (_json(dict), {}),
     "yieldwise_members": (_json(dict), {}),
     FORMAT_ATTRIBUTE: (_integer(1), 1),
@@ -159,6 +164,43 @@ PROVENANCE_ATTRIBUTES = (
     "yieldwise_prior",
     "yieldwise_classifier",
 )
+
+
+@dataclass(frozen=True)
+class StoredReduction:
+    """A class-reduced transducer's own record (the file's other attributes describe its
+    reduced problem): the reduction, the transform of the classes' outputs, and the
+    constructor settings the user gave."""
+
+    record: ClassRanks
+    transform: OutputTransform
+    settings: dict[str, Any]
+
+    @property
+    def setting(self) -> Any:
+        return self.settings.get("class_reduction", "auto")
+
+    def to_json(self) -> str:
+        return json.dumps({"reduction": json.loads(self.record.to_json()),
+                           "transform": json.loads(self.transform.to_json()),
+                           "settings": self.settings}, default=_jsonable)  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: Any) -> StoredReduction:
+        record = _json(dict)(text)
+        missing = [k for k in ("reduction", "transform", "settings") if k not in record]
+        if missing:
+            raise ValueError(f"the record lacks {missing}")
+        if not isinstance(record["settings"], dict):
+            raise ValueError(f"settings must be a JSON object, found {record['settings']!r}")
+        reduction = ClassRanks.from_json(json.dumps(record["reduction"]))
+        transform = OutputTransform.from_json(json.dumps(record["transform"]))
+        if transform.columns != reduction.columns:
+            raise ValueError(
+                f"the transform's columns {list(transform.columns)} differ from the "
+                f"reduction's {list(reduction.columns)}"
+            )
+        return cls(reduction, transform, record["settings"])
 
 
 def _check_values(field: Field, values: np.ndarray, n_classes: int) -> str | None:
@@ -235,6 +277,7 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         "posterior_": data,
         "n_components_": int(data.posterior.sizes["component"]),
         "members_": meta["yieldwise_members"],
+        "reduction_": meta["yieldwise_class_reduction"],
     }
 
 
@@ -304,6 +347,28 @@ def _check_variables(path: Path, data: Any, meta: dict[str, Any]) -> None:
                     f"{where}: dimension {dim!r} has size {size}, but {source} give {expected}"
                 )
             seen.setdefault(dim, size)
+        problem = _check_values(field, np.asarray(variable.values), len(classes))
+        if problem is not None:
+            raise TransducerFileError(f"{where}: {problem}")
+    stored = meta["yieldwise_class_reduction"]
+    if stored is None:
+        return
+    classes, n = stored.record.classes, meta["yieldwise_n_calibration"]
+    for field, shape in (
+        (Field("observed_data", "class_outputs", ("item", "class_column"), "finite"),
+         (n, len(stored.record.columns))),
+        (Field("observed_data", "class_label_index", ("item",), "class index"), (n,)),
+    ):  # fmt: skip
+        where = f"{path}: variable {field.group}/{field.name}"
+        dataset = getattr(data, field.group)
+        if field.name not in dataset:
+            raise TransducerFileError(f"{where} is missing (the file holds a class reduction)")
+        variable = dataset[field.name]
+        if tuple(variable.dims) != field.dims or variable.shape != shape:
+            raise TransducerFileError(
+                f"{where}: expected dims {field.dims} of sizes {shape}, found "
+                f"{tuple(variable.dims)} of sizes {variable.shape}"
+            )
         problem = _check_values(field, np.asarray(variable.values), len(classes))
         if problem is not None:
             raise TransducerFileError(f"{where}: {problem}")
@@ -427,6 +492,25 @@ def _jsonable(value: Any) -> Any:
 def record_members(idata: Any, members: Mapping[str, list[str]]) -> None:
     """Record a joint transducer's members (each classifier's output columns)."""
     idata.posterior.attrs["yieldwise_members"] = json.dumps(dict(members))
+
+
+def record_reduction(
+    idata: Any, reduction: ClassRanks, transform: OutputTransform, settings: Mapping[str, Any],
+    y: np.ndarray, class_index: np.ndarray,
+) -> None:  # fmt: skip
+    """Record a class reduction beside the reduced problem's fit: the reduction, the classes'
+    outputs and true classes (``class_outputs``, ``class_label_index``), and the user's
+    constructor settings."""
+    import xarray as xr
+
+    observed = idata.observed_data
+    observed["class_outputs"] = xr.DataArray(
+        np.asarray(y, float), dims=("item", "class_column"),
+        coords={"class_column": list(transform.columns)},
+    )  # fmt: skip
+    observed["class_label_index"] = xr.DataArray(np.asarray(class_index), dims=("item",))
+    stored = StoredReduction(reduction, transform, dict(settings))
+    idata.posterior.attrs["yieldwise_class_reduction"] = stored.to_json()
 
 
 def record_classifier(idata: Any, name: str) -> None:

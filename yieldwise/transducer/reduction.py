@@ -1,0 +1,223 @@
+"""Many classes: the outputs reduced to the margin of their top two classes (docs/model.md).
+
+A probability vector of ``C`` classes is ``C - 1`` log-ratios, and a mixture with kernels
+in that many dimensions needs kernels placed on the data, between which ``p(c | y)`` is a
+blend of a few kernels' class shares (docs/model.md, "Ten classes: close to a
+nearest-centre rule"). :class:`ClassRanks` replaces the pair ``(c, y)`` by
+
+* the output's **margin** ``m(y) = s_(1) - s_(2)``, the gap between its largest and
+  second-largest class scores (``s_j = log p_j`` for a probability vector, squeezed as the
+  simplex transform squeezes; the scores themselves for logits), and
+* the **rank** of the true class in the output's own ordering: ``first`` (the output's
+  top class), ``second``, or ``others`` (any lower rank).
+
+The transducer is the theory-3.1 mixture of ``(rank, m)``, a 1-D problem with three
+classes, and is mapped back to the classes by the output itself:
+
+    p(c | y) = p(first | m(y))   for c the output's top class,
+               p(second | m(y))  for its second class,
+               p(others | m(y)) * softmax_{j in others}(s_j)_c   for the rest,
+
+which sums to one and is a deterministic function of ``y``, so every formula of theory
+3.2 applies draw by draw (a draw's ``F_t(c | y)`` is its ``F_t(rank | m)`` spread the same
+way). Temperature scaling is in its smooth limit: with ``p(c | y)`` proportional to
+``exp(s_c / T)`` the log-odds of the first against the second class are ``m / T``, linear
+in the margin. What is given up: class-specific calibration (every class is treated
+alike), and the generative mode (the prevalence correction needs each class's output law,
+which the reduced model does not hold); both are refused with a message saying to fit
+with ``class_reduction=None``.
+
+The record is stored with a saved transducer (:meth:`to_json`) and reverses the reduction
+for any new output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import Label, check_labels
+
+__all__ = ["MARGIN_COLUMN", "RANK_CLASSES", "ClassRanks", "choose_reduction"]
+
+#: The reduced transducer's output column: the margin of the output's top two scores.
+MARGIN_COLUMN = "margin"
+
+#: The reduced problem's classes, in the order of its ``alpha``'s last axis.
+RANK_CLASSES: tuple[str, ...] = ("first", "second", "others")
+#: ``class_reduction="auto"`` reduces probability vectors of at least this many classes:
+#: three classes keep their 2-D grid (two log-ratios); ten classes on 90 centres trailed the
+#: raw softmax and took 263 s a fit (docs/model.md, "Many classes: ranks and margins").
+AUTO_MIN_CLASSES = 4
+_KINDS = ("simplex", "scores")
+
+
+@dataclass(frozen=True)
+class ClassRanks:
+    """A recorded reduction of one score per class to ``(rank, margin)`` (module docstring).
+
+    Attributes
+    ----------
+    kind : {"simplex", "scores"}
+        ``"simplex"``: the columns are a probability vector, scored by their squeezed logs;
+        ``"scores"``: the columns are the scores themselves (logits).
+    columns : the output columns, column ``j`` the output for class ``classes[j]``.
+    classes : the ``C`` class labels.
+    squeeze_n : the ``n`` of the squeezing ``(p (n - 1) + 1 / C) / n`` (the calibration size).
+    kept : ranks modelled one by one before ``others``: 2 (``first``, ``second``), or 1
+        (``first`` and ``others``) when no calibration item's class ranks below second.
+    """
+
+    kind: str
+    columns: tuple[str, ...]
+    classes: tuple[Label, ...]
+    squeeze_n: int
+    kept: int = 2
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {list(_KINDS)}, found {self.kind!r}")
+        if len(self.columns) != len(self.classes) or len(self.classes) < 3:
+            raise ValueError(
+                "a rank reduction needs one output column per class and at least 3 classes, "
+                f"found {len(self.columns)} column(s) for {len(self.classes)} class(es)"
+            )
+        if (
+            isinstance(self.squeeze_n, bool)
+            or not isinstance(self.squeeze_n, int)
+            or (self.squeeze_n < 2)
+        ):
+            raise ValueError(f"squeeze_n must be an integer >= 2, found {self.squeeze_n!r}")
+        if self.kept not in (1, 2):
+            raise ValueError(f"kept must be 1 or 2, found {self.kept!r}")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def rank_classes(self) -> tuple[str, ...]:
+        """The reduced problem's class labels: ``first``, ``second`` (when kept), ``others``."""
+        return RANK_CLASSES if self.kept == 2 else (RANK_CLASSES[0], RANK_CLASSES[2])
+
+    def with_kept(self, kept: int) -> ClassRanks:
+        return ClassRanks(self.kind, self.columns, self.classes, self.squeeze_n, kept)
+
+    # ----------------------------------------------------------------- maps
+    def scores(self, outputs: np.ndarray) -> np.ndarray:
+        """Per-class scores ``s`` (n, C): squeezed log-probabilities or the outputs."""
+        if self.kind == "scores":
+            return np.asarray(outputs, float)
+        n, c = self.squeeze_n, self.n_classes
+        return np.log((np.asarray(outputs, float) * (n - 1) + 1.0 / c) / n)
+
+    def order(self, outputs: np.ndarray) -> np.ndarray:
+        """Class indices (n, C) by decreasing score; ties keep the column order."""
+        return np.argsort(-self.scores(outputs), axis=1, kind="stable")
+
+    def margins(self, outputs: np.ndarray) -> np.ndarray:
+        """``m(y) = s_(1) - s_(2)`` per output, shape (n, 1), never negative."""
+        s = self.scores(outputs)
+        top2 = -np.partition(-s, 1, axis=1)[:, :2]
+        return (top2[:, 0] - top2[:, 1])[:, None]
+
+    def ranks(self, outputs: np.ndarray, class_index: np.ndarray) -> np.ndarray:
+        """Each item's rank of its class in its output's order: 0 (top), 1, ..., C - 1."""
+        order = self.order(outputs)
+        return np.argmax(order == np.asarray(class_index)[:, None], axis=1)
+
+    def reduced_classes(self, outputs: np.ndarray, class_index: np.ndarray) -> np.ndarray:
+        """Each item's reduced class, an index into :attr:`rank_classes`."""
+        return np.minimum(self.ranks(outputs, class_index), self.kept)
+
+    def expand(self, outputs: np.ndarray, rank_proba: np.ndarray) -> np.ndarray:
+        """Class probabilities (..., n, C) from rank probabilities (..., n, kept + 1).
+
+        The first ``kept`` ranks go to the output's top classes; ``others`` is shared among
+        the rest in proportion to ``exp(s_j)`` (module docstring). Works on any leading
+        axes (draws), so per-draw probabilities map the same way as their mean.
+        """
+        k = self.kept
+        order = self.order(outputs)  # (n, C)
+        s = np.take_along_axis(self.scores(outputs), order[:, k:], axis=1)
+        share = np.exp(s - s.max(axis=1, keepdims=True))
+        share /= share.sum(axis=1, keepdims=True)  # (n, C - kept)
+        q = np.asarray(rank_proba, float)
+        if q.shape[-1] != k + 1:
+            raise ValueError(
+                f"rank_proba must have {k + 1} columns {list(self.rank_classes)} on its last "
+                f"axis, found {q.shape[-1]}"
+            )
+        by_rank = np.concatenate([q[..., :k], q[..., k : k + 1] * share], axis=-1)
+        out = np.empty_like(by_rank)
+        index = np.broadcast_to(order, by_rank.shape)
+        np.put_along_axis(out, index, by_rank, axis=-1)
+        return out
+
+    # ------------------------------------------------------------ recording
+    def to_json(self) -> str:
+        record = asdict(self)
+        record["classes"] = list(self.classes)
+        return json.dumps(record)
+
+    @classmethod
+    def from_json(cls, text: str) -> ClassRanks:
+        """The reduction recorded by :meth:`to_json`, checked (ValueError names the field)."""
+        record = json.loads(text)
+        if not isinstance(record, dict):
+            raise ValueError(f"expected a JSON object, found {type(record).__name__}")
+        missing = [k for k in ("kind", "columns", "classes", "squeeze_n") if k not in record]
+        if missing:
+            raise ValueError(f"the class reduction record lacks {missing}")
+        if not isinstance(record["columns"], list) or not isinstance(record["classes"], list):
+            raise ValueError(
+                f"columns and classes must be lists, found {record['columns']!r}, "
+                f"{record['classes']!r}"
+            )
+        classes = check_labels(record["classes"], len(record["classes"]), "the class labels")
+        return cls(
+            kind=record["kind"],
+            columns=tuple(str(c) for c in record["columns"]),
+            classes=classes,
+            squeeze_n=record["squeeze_n"],
+            kept=record.get("kept", 2),
+        )
+
+
+def choose_reduction(
+    setting: Any,
+    outputs: np.ndarray,
+    columns: tuple[str, ...],
+    classes: tuple[Label, ...],
+    kinds: tuple[str, ...],
+    joint: bool,
+) -> ClassRanks | None:
+    """The reduction ``class_reduction`` asks for on these calibration outputs, or None.
+
+    ``"auto"``: ranks for a probability vector of at least :data:`AUTO_MIN_CLASSES`
+    classes with one column per class (not a joint fit); None: never; ``"ranks"``: always,
+    for a probability vector (``"simplex"``) or one real score per class (``"scores"``:
+    columns the output transform leaves as they are, ``kinds`` all ``"identity"``), else
+    ValueError saying why.
+    """
+    is_simplex = kinds == ("simplex",)
+    if setting is None:
+        return None
+    if setting not in ("auto", "ranks"):
+        raise ValueError(f'class_reduction must be "auto", "ranks" or None, found {setting!r}')
+    fits = not joint and outputs.shape[1] == len(classes) >= 3
+    if setting == "auto":
+        if fits and is_simplex and len(classes) >= AUTO_MIN_CLASSES:
+            return ClassRanks("simplex", columns, classes, int(outputs.shape[0]))
+        return None
+    if not fits:
+        raise ValueError(
+            'class_reduction="ranks" needs one classifier\'s outputs with one column per '
+            f"class (at least 3 classes): found {outputs.shape[1]} column(s) for "
+            f"{len(classes)} class(es)" + (" in a joint fit" if joint else "")
+        )
+    return ClassRanks("simplex" if is_simplex else "scores", columns, classes,
+                      int(outputs.shape[0]))  # fmt: skip
