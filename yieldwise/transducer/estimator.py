@@ -1059,8 +1059,7 @@ class Transducer:
         if reduction is None:
             return transducer
         # the file holds the reduced problem's fit, and the classes' outputs beside it
-        outer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
-        outer.class_reduction = reduction.setting
+        outer = cls(**{k: v for k, v in reduction.settings.items() if k in cls._PARAMS})
         observed = transducer.posterior_.observed_data
         y = observed["class_outputs"].values
         outer.reduced_, outer.reduction_ = transducer, reduction.record

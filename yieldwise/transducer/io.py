@@ -176,10 +176,6 @@ class StoredReduction:
     transform: OutputTransform
     settings: dict[str, Any]
 
-    @property
-    def setting(self) -> Any:
-        return self.settings.get("class_reduction", "auto")
-
     def to_json(self) -> str:
         return json.dumps({"reduction": json.loads(self.record.to_json()),
                            "transform": json.loads(self.transform.to_json()),

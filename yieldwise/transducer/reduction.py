@@ -219,5 +219,11 @@ def choose_reduction(
             f"class (at least 3 classes): found {outputs.shape[1]} column(s) for "
             f"{len(classes)} class(es)" + (" in a joint fit" if joint else "")
         )
+    if not is_simplex and set(kinds) != {"identity"}:
+        raise ValueError(
+            'class_reduction="ranks" ranks probability vectors or real scores (logits); '
+            f"these columns are transformed as {list(kinds)}: pass "
+            'output_transform="identity" to rank the values as they are'
+        )
     return ClassRanks("simplex" if is_simplex else "scores", columns, classes,
                       int(outputs.shape[0]))  # fmt: skip

@@ -1,0 +1,243 @@
+"""Many classes: the rank reduction (yieldwise/transducer/reduction.py) and the transducer
+built on it. The maps are checked against worked examples and brute force; the fitted
+transducer's plumbing runs on the Laplace backend (seconds, no Stan), its numbers against
+independent computations (closed-form class frequencies of the reduced mixture, quantiles
+of the draws, the per-item shares)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import yieldwise as yw
+from yieldwise.transducer.io import TransducerFileError
+from yieldwise.transducer.reduction import ClassRanks, choose_reduction
+
+CLASSES = ("a", "b", "c", "d", "e")
+IDENTITY = yw.UtilityMatrix(np.eye(5), classes=list(CLASSES), decisions=list(CLASSES))
+
+
+# ------------------------------------------------------------------ the maps
+def test_margins_ranks_and_expand_match_a_worked_example():
+    r = ClassRanks("scores", ("s0", "s1", "s2", "s3"), (0, 1, 2, 3), 100)
+    x = np.array([[0.0, 3.0, 1.0, 0.0], [2.0, -1.0, 2.5, 0.5]])
+    # item 0: order 1, 2, then 0 and 3 tied (column order kept); item 1: order 2, 0, 3, 1
+    np.testing.assert_allclose(r.margins(x)[:, 0], [2.0, 0.5])
+    np.testing.assert_array_equal(r.ranks(x, np.array([0, 1])), [2, 3])
+    np.testing.assert_array_equal(r.reduced_classes(x, np.array([3, 0])), [2, 1])
+    q = np.array([[0.7, 0.2, 0.1], [0.5, 0.3, 0.2]])
+    p = r.expand(x, q)
+    # item 0: the rest {0, 3} share 0.1 equally; item 1: {3, 1} share 0.2 as e^0.5 : e^-1
+    w = np.exp(0.5) / (np.exp(0.5) + np.exp(-1.0))
+    np.testing.assert_allclose(p[0], [0.05, 0.7, 0.2, 0.05])
+    np.testing.assert_allclose(p[1], [0.3, 0.2 * (1 - w), 0.5, 0.2 * w])
+
+
+def test_simplex_scores_are_the_squeezed_log_probabilities():
+    n, c = 50, 4
+    r = ClassRanks("simplex", tuple("wxyz"), tuple("WXYZ"), n)
+    p = np.array([[0.5, 0.3, 0.2, 0.0]])
+    squeezed = (p * (n - 1) + 1 / c) / n
+    np.testing.assert_allclose(r.scores(p), np.log(squeezed))
+    np.testing.assert_allclose(r.margins(p)[0, 0], np.log(squeezed[0, 0] / squeezed[0, 1]))
+    # others {y, z}: shares in proportion to the squeezed probabilities (a zero gets a little)
+    out = r.expand(p, np.array([[0.6, 0.3, 0.1]]))[0]
+    share = squeezed[0, 2] / (squeezed[0, 2] + squeezed[0, 3])
+    np.testing.assert_allclose(out, [0.6, 0.3, 0.1 * share, 0.1 * (1 - share)])
+
+
+def test_expand_maps_every_draw_as_its_mean_and_sums_to_one():
+    rng = np.random.default_rng(3)
+    r = ClassRanks("scores", tuple(f"s{j}" for j in range(6)), tuple(range(6)), 100)
+    x = rng.normal(size=(7, 6))
+    q = rng.dirichlet(np.ones(3), size=(4, 5, 7))  # (chain, draw, item, rank)
+    per_draw = r.expand(x, q)
+    looped = np.stack([[r.expand(x, q[i, j]) for j in range(5)] for i in range(4)])
+    np.testing.assert_allclose(per_draw, looped)
+    np.testing.assert_allclose(per_draw.sum(axis=-1), 1.0)
+    np.testing.assert_allclose(per_draw.mean(axis=(0, 1)), r.expand(x, q.mean(axis=(0, 1))))
+    one = r.with_kept(1)  # first and others: the second class shares "others" too
+    p1 = one.expand(x, np.array([[0.9, 0.1]] * 7))
+    order = np.argsort(-x, axis=1, kind="stable")
+    rest = np.take_along_axis(x, order[:, 1:], axis=1)
+    expected = 0.1 * np.exp(rest) / np.exp(rest).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(np.take_along_axis(p1, order[:, 1:], axis=1), expected)
+    with pytest.raises(ValueError, match=r"rank_proba must have 3 columns"):
+        r.expand(x, np.ones((7, 2)) / 2)
+
+
+def test_the_record_round_trips_and_bad_records_are_named():
+    r = ClassRanks("simplex", ("p0", "p1", "p2", "p3"), ("zero", 1, "two", 3.5), 40, kept=1)
+    assert ClassRanks.from_json(r.to_json()) == r
+    with pytest.raises(ValueError, match=r"lacks \['squeeze_n'\]"):
+        ClassRanks.from_json('{"kind": "simplex", "columns": ["a","b","c"], "classes": [1,2,3]}')
+    with pytest.raises(ValueError, match=r"kind must be one of"):
+        ClassRanks("logit", ("a", "b", "c"), (1, 2, 3), 10)
+    with pytest.raises(ValueError, match=r"one output column per class"):
+        ClassRanks("scores", ("a", "b"), (1, 2, 3), 10)
+    with pytest.raises(ValueError, match=r"kept must be 1 or 2"):
+        ClassRanks("scores", ("a", "b", "c"), (1, 2, 3), 10, kept=3)
+
+
+def test_choose_reduction_follows_its_rules():
+    p4 = np.random.default_rng(0).dirichlet(np.ones(4), size=20)
+    cols4, classes4 = tuple("wxyz"), tuple("WXYZ")
+    auto = choose_reduction("auto", p4, cols4, classes4, ("simplex",), joint=False)
+    assert auto == ClassRanks("simplex", cols4, classes4, 20)
+    assert choose_reduction(None, p4, cols4, classes4, ("simplex",), joint=False) is None
+    assert choose_reduction("auto", p4, cols4, classes4, ("simplex",), joint=True) is None
+    p3 = p4[:, :3] / p4[:, :3].sum(axis=1, keepdims=True)  # three classes keep their grid
+    assert choose_reduction("auto", p3, tuple("wxy"), tuple("WXY"), ("simplex",), False) is None
+    scores = choose_reduction("ranks", p4 - 0.5, cols4, classes4, ("identity",) * 4, False)
+    assert scores is not None and scores.kind == "scores"
+    with pytest.raises(ValueError, match=r"one column per class .* found 4 column\(s\) for 5"):
+        choose_reduction("ranks", p4, cols4, (*classes4, "V"), ("simplex",), False)
+    with pytest.raises(ValueError, match=r"transformed as \['log'"):
+        choose_reduction("ranks", p4 + 1, cols4, classes4, ("log",) * 4, False)
+    with pytest.raises(ValueError, match=r'class_reduction must be "auto", "ranks" or None'):
+        choose_reduction("top2", p4, cols4, classes4, ("simplex",), False)
+
+
+# ------------------------------------------------------- the fitted transducer
+def _five_class_data(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """A network-like softmax of five classes: logits 2.5 at the true class plus noise."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, n)
+    logits = 2.5 * np.eye(5)[labels] + rng.normal(size=(n, 5))
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return pd.DataFrame(p, columns=[f"p_{c}" for c in CLASSES]), np.array(CLASSES)[labels]
+
+
+@pytest.fixture(scope="module")
+def reduced():
+    frame, labels = _five_class_data(400, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the Laplace backend's own warning
+        t = yw.Transducer(backend="laplace", chains=2, draws=300, seed=2, progress=False)
+        t.fit(frame, labels, class_labels=list(CLASSES))
+    return t, frame, labels
+
+
+def test_a_fit_on_five_classes_is_reduced_and_predicts_through_its_ranks(reduced):
+    t, _, _ = reduced
+    assert t.reduction_ is not None and t.reduction_.classes == CLASSES
+    assert t.reduced_.classes_ == ("first", "second", "others")
+    new, _ = _five_class_data(50, 9)
+    p = t.predict_proba(new)
+    assert p.shape == (50, 5)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    # the top class of each output gets p(first | margin), read off the reduced fit
+    margins = pd.DataFrame(t.reduction_.margins(new.to_numpy()), columns=["margin"])
+    first = t.reduced_.predict_proba(margins)[:, 0]
+    np.testing.assert_allclose(p[np.arange(50), new.to_numpy().argmax(axis=1)], first)
+    assert "reduced: the rank of the true class" in repr(t)
+
+
+def test_bands_are_the_quantiles_of_the_per_draw_probabilities(reduced):
+    t, frame, _ = reduced
+    rows = frame.iloc[:6]
+    draws = t.draws_proba(rows)
+    assert draws.dims == ("chain", "draw", "item", "class")
+    flat = draws.values.reshape(-1, 6, 5)
+    bands = t.predict_interval(rows, prob=0.8)
+    np.testing.assert_allclose(bands["lower"].values, np.quantile(flat, 0.1, axis=0), atol=1e-12)
+    np.testing.assert_allclose(bands["upper"].values, np.quantile(flat, 0.9, axis=0), atol=1e-12)
+    np.testing.assert_allclose(t.predict_proba(rows, exchangeable=False), flat.mean(axis=0))
+    assert list(bands["class"].values) == list(CLASSES)
+
+
+def test_long_run_accuracy_of_the_standard_rule_is_the_first_ranks_frequency(reduced):
+    """Per draw, the standard rule (the output's argmax) is right exactly when the true
+    class ranks first, so its long-run accuracy is the reduced mixture's class frequency of
+    "first", sum_k w_k alpha_k,first: closed form, against the calibration points' Monte
+    Carlo estimate."""
+    t, _, _ = reduced
+    identity = IDENTITY
+    u = yw.long_run_utility(t, identity, rule="standard")
+    exact = t.reduced_.posterior.class_frequencies()[:, 0]
+    estimate = u.values.reshape(-1)
+    assert abs(estimate.mean() - exact.mean()) < 4 * float(u.integration_error) + 1e-3
+    assert np.corrcoef(estimate, exact)[0, 1] > 0.9  # draw by draw, not only on average
+    augmented = yw.long_run_utility(t, identity)  # deciding with the transducer: no worse
+    assert float(augmented.mean()) >= float(u.mean()) - 2 * float(u.integration_error)
+    rescaled = yw.long_run_utility(t, identity, rescale=True)
+    assert float(rescaled.min()) >= 0 and float(rescaled.max()) <= 1
+
+
+def test_conditional_loo_adds_each_class_share_of_others(reduced):
+    t, frame, labels = reduced
+    inner = t.reduced_.loo(conditional=True)
+    outer = t.loo(conditional=True)
+    y = frame.to_numpy()
+    cls = pd.Categorical(labels, categories=CLASSES).codes
+    rank = t.reduction_.reduced_classes(y, cls)
+    shift = outer["loo_i"].values - inner["loo_i"].values
+    np.testing.assert_allclose(shift[rank < 2], 0.0, atol=1e-12)
+    # for "others", the log of the class's softmax share among the output's lower classes
+    order = np.argsort(-t.reduction_.scores(y), axis=1, kind="stable")
+    scores = t.reduction_.scores(y)
+    for i in np.flatnonzero(rank == 2):
+        rest = order[i, 2:]
+        expected = scores[i, cls[i]] - np.log(np.exp(scores[i, rest]).sum())
+        assert shift[i] == pytest.approx(expected, abs=1e-10)
+    assert outer["elpd_loo"] == pytest.approx(outer["loo_i"].values.sum())
+    assert t.loo()["elpd_loo"] == inner.__class__(t.reduced_.loo())["elpd_loo"]
+
+
+def test_a_reduced_transducer_refuses_what_it_does_not_model(reduced):
+    t, frame, _ = reduced
+    prevalences = [0.2] * 5
+    with pytest.raises(ValueError, match=r"class_reduction=None\) to use prevalences"):
+        t.predict_proba(frame.iloc[:3], prevalences=prevalences)
+    with pytest.raises(ValueError, match=r"generative mode"):
+        yw.long_run_utility(t, IDENTITY, prevalences=prevalences)
+    with pytest.raises(ValueError, match=r"reduced_.output_density"):
+        t.output_density(frame.iloc[:3])
+    with pytest.raises(ValueError, match=r"must have 5 column"):
+        t.predict_proba(frame.iloc[:3, :4].to_numpy())
+
+
+def test_a_reduced_transducer_round_trips_exactly(reduced, tmp_path):
+    t, frame, _ = reduced
+    path = t.save(tmp_path / "five.nc")
+    back = yw.Transducer.load(path)
+    assert back.reduction_ == t.reduction_ and back.classes_ == t.classes_
+    assert back.get_params() == t.get_params()
+    np.testing.assert_array_equal(back.predict_proba(frame), t.predict_proba(frame))
+    np.testing.assert_array_equal(back.draws_proba(frame.iloc[:4]).values,
+                                  t.draws_proba(frame.iloc[:4]).values)  # fmt: skip
+    np.testing.assert_array_equal(back.calibration_outputs(), t.calibration_outputs())
+
+
+def test_a_reduced_file_without_its_class_outputs_is_refused_by_name(reduced, tmp_path):
+    import arviz as az
+
+    t, _, _ = reduced
+    path = t.save(tmp_path / "five.nc")
+    data = az.from_netcdf(str(path))
+    data.observed_data = data.observed_data.drop_vars("class_outputs")
+    data.to_netcdf(str(tmp_path / "broken.nc"))
+    with pytest.raises(TransducerFileError, match=r"observed_data/class_outputs is missing"):
+        yw.Transducer.load(tmp_path / "broken.nc")
+
+
+def test_no_item_below_second_reduces_to_first_and_others():
+    frame, labels = _five_class_data(300, 4)
+    p = frame.to_numpy()
+    order = np.argsort(-p, axis=1)
+    truth = pd.Categorical(labels, categories=CLASSES).codes
+    keep = (order[:, 0] == truth) | (order[:, 1] == truth)  # no item ranks third or lower
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = yw.Transducer(backend="laplace", chains=1, draws=100, seed=1, progress=False)
+        t.fit(frame[keep], labels[keep], class_labels=list(CLASSES))
+    assert t.reduction_.kept == 1 and t.reduced_.classes_ == ("first", "others")
+    np.testing.assert_allclose(t.predict_proba(frame.iloc[:5]).sum(axis=1), 1.0)
+    top = keep & (order[:, 0] == truth)
+    with pytest.raises(ValueError, match=r"no items of rank 'others'"):
+        yw.Transducer(backend="laplace", progress=False).fit(
+            frame[top], labels[top], class_labels=list(CLASSES)
+        )
