@@ -5,7 +5,9 @@
 PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-monotone,
 overlapping, two-logits, softmax-3, clipped), N the calibration items, drawn with the
 seed [1, 7, N]; or one of the shipped sets (``SHIPPED``: digits-forest, digits-logits,
-digits-knn, digits-3-5-8) with N ``all``, every item, as the vignettes fit them; key=value
+digits-knn, digits-3-5-8, digits-ten) with N ``all``, every item, as the vignettes fit them,
+or for digits-ten a number: that many items drawn with replacement (seed [2026, N]; repeated
+items merge into counted rows), the size of issue 16's ten-class speed goal; key=value
 pairs override Transducer arguments (chains=2, adapt_delta=0.99, seed=2; the fit seed is
 1 unless given).
 ``--no-whitening`` preconditions without the conditional whitening of the smooth blocks
@@ -35,7 +37,7 @@ from _problems import PANEL
 
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
-from yieldwise.datasets import load_digits_binary, load_digits_three
+from yieldwise.datasets import load_digits_binary, load_digits_ten, load_digits_three
 
 #: The shipped sets: (loader, output columns).
 SHIPPED = {
@@ -43,7 +45,11 @@ SHIPPED = {
     "digits-logits": (load_digits_binary, ["net_logit_other", "net_logit_eight"]),
     "digits-knn": (load_digits_binary, ["knn_votes"]),
     "digits-3-5-8": (load_digits_three, ["p_three", "p_five", "p_eight"]),
-}
+    "digits-ten": (load_digits_ten, [f"p_{name}" for name in (
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")]),
+}  # fmt: skip
+#: Shipped sets that may also be resampled to N items.
+RESAMPLED = ("digits-ten",)
 
 
 def _shipped(name: str) -> tuple[pd.DataFrame, pd.Series]:
@@ -72,7 +78,8 @@ def main(argv: list[str]) -> int:
         print(f"PROBLEM must be one of {sorted(problems) + sorted(SHIPPED)}, found {name!r}",
               file=sys.stderr)  # fmt: skip
         return 2
-    if (name in SHIPPED) != (args[1] == "all") or (name in SHIPPED and rep is not None):
+    resample = name in RESAMPLED and args[1].isdigit()
+    if (name in SHIPPED) != (args[1] == "all" or resample) or (name in SHIPPED and rep is not None):
         print("N is 'all' for a shipped set (every item; no --coverage-rep) and a number "
               f"for a panel problem, found {name} {args[1]}", file=sys.stderr)  # fmt: skip
         return 2
@@ -82,6 +89,9 @@ def main(argv: list[str]) -> int:
     seed = options.pop("seed", 1)
     if name in SHIPPED:
         n, (frame, labels) = args[1], _shipped(name)
+        if resample:
+            pick = np.random.default_rng([2026, int(n)]).integers(0, len(frame), int(n))
+            frame, labels = frame.iloc[pick], labels.iloc[pick]
     else:
         n, problem = int(args[1]), problems[name]()
         entropy = [1, 7, n]
