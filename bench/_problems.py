@@ -315,6 +315,66 @@ def clipped_problem() -> Problem:
     )
 
 
+def softmax_ten_problem(points: int = 200_000) -> Problem:
+    """(9) Ten classes, a network-like softmax probability vector as output.
+
+    Class ``c`` draws logits ``x ~ N(mu_c, I)`` with ``mu_c = 3.5 e_c``, plus ``1.5`` on
+    class ``c + 1`` for even ``c`` (five pairs a network confuses one way); the output is
+    ``softmax(x)``. Softmax forgets the logits' common shift, the component of ``x`` along
+    ``(1, ..., 1)``, which is independent of the rest under an identity covariance; so with
+    ``z = log p - mean log p`` (the centred logits, that rest) and ``m_c = mu_c - mean(mu_c)``
+    the truth given the output is closed-form: ``log p(c | y) = m_c . z - |m_c|^2 / 2 +
+    log r_c`` up to a constant (checked against simulated frequencies). It is not
+    temperature scaling (the confused pairs are not symmetric) and not a function of the
+    output's ranks and margin alone: the transducer's reduction for many classes is
+    misspecified here, as it would be on a real network. Accuracy of the raw argmax 0.929,
+    of the truth's 0.950 (100,000 draws).
+
+    Nine dimensions have no grid, so the partition is Monte Carlo: ``points`` outputs drawn
+    from the population (seed 9), each a cell of mass ``p(c | y_g) / points`` (``W``;
+    ``class_mass`` is that over ``r_c``, renormalised per class), ordered by the margin of
+    their top two probabilities so that quantiles of the output law run from ambiguous to
+    confident outputs. Long-run utilities under ``W`` are exact for that sample of the
+    population and within about 0.001 of the population's (the Monte Carlo standard error
+    of a utility on [0, 1] over 200,000 points); the per-class renormalisation moves the
+    partition's ``truth()`` at most 0.005 from the closed form (measured at every cell).
+    """
+    k = 10
+    means = 3.5 * np.eye(k)
+    means[np.arange(0, k, 2), np.arange(1, k, 2)] = 1.5
+    prevalences = np.full(k, 1 / k)
+
+    def sample_outputs(classes, rng):
+        return softmax(means[classes] + rng.standard_normal((classes.size, k)), axis=1)
+
+    # the output keeps the logits' component orthogonal to (1, ..., 1): N(centred mu_c, I)
+    centred = means - means.mean(axis=1, keepdims=True)
+
+    def truth(p):
+        z = np.log(np.clip(p, 1e-300, None))
+        z = z - z.mean(axis=1, keepdims=True)
+        log_odds = z @ centred.T - 0.5 * (centred**2).sum(axis=1) + np.log(prevalences)
+        return softmax(log_odds, axis=1)
+
+    rng = np.random.default_rng(9)
+    cells = sample_outputs(rng.choice(k, size=points, p=prevalences), rng)
+    top2 = -np.partition(-np.log(cells), 1, axis=1)[:, :2]
+    cells = cells[np.argsort(top2[:, 0] - top2[:, 1], kind="stable")]
+    mass = truth(cells) / points / prevalences
+    mass /= mass.sum(axis=0, keepdims=True)
+    return Problem(
+        "softmax-10",
+        "ten classes, a network-like softmax probability vector output (Monte Carlo cells)",
+        prevalences,
+        sample_outputs,
+        cells,
+        mass,
+        score=lambda p: np.log(np.clip(p, 1e-300, None)),
+        raw_probability=lambda p: p,
+        columns=[f"p_{c}" for c in range(k)],
+    )
+
+
 PANEL = [
     votes_problem,
     logistic_problem,
@@ -324,4 +384,5 @@ PANEL = [
     two_logits_problem,
     softmax_problem,
     clipped_problem,
+    softmax_ten_problem,  # last: the others' seeds (their place in the panel) stay as they were
 ]

@@ -1,5 +1,5 @@
-"""The benchmark panel's clipped-scores problem (bench/_problems.py) against simulation
-and its closed form."""
+"""The benchmark panel's clipped-scores and ten-class problems (bench/_problems.py) against
+simulation and their closed forms."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ PREVALENCES = [0.85, 0.15]
 @pytest.fixture(scope="module")
 def problem(bench_import):
     module = bench_import("_problems")
-    assert module.PANEL[-1] is module.clipped_problem  # appended: the others keep their seeds
+    # appended in turn: the problems before each keep their seeds (their place in the panel)
+    assert module.PANEL.index(module.clipped_problem) == 7
+    assert module.PANEL[-1] is module.softmax_ten_problem
     return module.clipped_problem()
 
 
@@ -112,3 +114,35 @@ def test_kernel_projection_recovers_the_weights_of_a_mixture_of_its_own_kernels(
     probs = projection.class_probabilities(beta, kern)  # the per-cell scale cancels
     np.testing.assert_allclose(probs, (density @ truth) / (density @ truth).sum(1, keepdims=True),
                                atol=5e-3)  # fmt: skip
+
+
+def test_ten_class_truth_is_the_closed_form_and_agrees_with_simulation(bench_import):
+    """softmax-10: the partition's truth against the closed form written out here, and the
+    closed form against class frequencies of simulated items binned by it."""
+    from scipy.special import softmax
+
+    module = bench_import("_problems")
+    problem = module.softmax_ten_problem(points=20_000)
+    means = 3.5 * np.eye(10)
+    means[[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]] = 1.5
+    centred = means - means.mean(axis=1, keepdims=True)
+
+    def closed_form(p):
+        z = np.log(p) - np.log(p).mean(axis=1, keepdims=True)
+        return softmax(z @ centred.T - 0.5 * (centred**2).sum(axis=1), axis=1)
+
+    np.testing.assert_allclose(problem.class_mass.sum(axis=0), 1.0, atol=1e-12)
+    # the per-class renormalisation of the Monte Carlo partition moves the truth a little
+    assert np.abs(problem.truth() - closed_form(problem.cells)).max() < 0.02
+    margins = np.diff(np.sort(np.log(problem.cells), axis=1)[:, -2:], axis=1)[:, 0]
+    assert (np.diff(margins) >= 0).all()  # ordered from ambiguous to confident
+    rng = np.random.default_rng(11)
+    outputs, classes = problem.sample(200_000, rng)
+    truth = closed_form(outputs)
+    for c in (0, 1):  # a class with a confuser and one confused with another
+        q = truth[:, c]
+        for low, high in ((0.02, 0.2), (0.2, 0.5), (0.5, 0.8), (0.8, 0.98)):
+            inside = (q >= low) & (q < high)
+            observed = (classes[inside] == c).mean()
+            se = np.sqrt(observed * (1 - observed) / inside.sum())
+            assert abs(observed - q[inside].mean()) < 4 * se + 0.005, (c, low, observed)

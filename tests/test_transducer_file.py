@@ -149,7 +149,8 @@ CASES = [
     (_set_attr("yieldwise_seed_used", 1.5), r"'yieldwise_seed_used': expected an integer"),
     (_set_attr("yieldwise_format_version", FORMAT_VERSION + 1), r"written by a newer yieldwise"),
     (_set_attr("yieldwise_format_version", 1),
-     r"format version 1 .*the free-location mixture.* reads format versions 2 to 3\. Refit"),
+     rf"format version 1 .*the free-location mixture.* reads format versions 2 to "
+     rf"{FORMAT_VERSION}\. Refit"),
     # version 2 predates rotated outputs: a file that says 2 yet records one was altered
     (lambda d: (_set_attr("yieldwise_format_version", 2)(d),
                 _transform(centre=[0.5], axes=[[1.0]])(d)),

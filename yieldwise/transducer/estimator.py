@@ -198,6 +198,11 @@ class Transducer:
     True
     """
 
+    # Set by fit for a class-reduced transducer (class_reduction); None otherwise, and
+    # before fitting (check_fitted, not these, says whether it is fitted).
+    reduction_: ClassRanks | None = None
+    reduced_: Transducer | None = None
+
     def __init__(
         self,
         *,
