@@ -136,6 +136,11 @@ TAU_CLASS_FLOOR_MULTI = 0.0
 #: in both; the smoothness prior of ``a`` acts on a different function. Measured, not the
 #: default (docs/model.md: in one dimension, on ten classes and, on 2026-11-26, on 2-D grids).
 MARGINAL_DENSITY = 0
+#: ``class_reduction="auto"`` reduces probability vectors of at least this many classes to
+#: ranks and margins (yieldwise/transducer/reduction.py): three classes keep their 2-D grid;
+#: ten classes on 90 centres in nine dimensions trailed the raw softmax and took 263 s a fit
+#: (docs/model.md, "Many classes: ranks and margins").
+RANKS_MIN_CLASSES = 4
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
 GP_EIGEN_CUTOFF = 1e-6

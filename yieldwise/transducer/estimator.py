@@ -511,6 +511,9 @@ class Transducer:
         (:class:`~yieldwise.transducer.posterior.TransducerPosterior`); what
         :func:`~yieldwise.long_run_utility`, :func:`~yieldwise.compare` and
         :meth:`marginal` compute with. Raises RuntimeError before the transducer is fitted.
+        For a class-reduced transducer (``reduction_``), the posterior of the reduced
+        problem: its classes are the ranks (``reduction_.rank_classes``), its outputs the
+        margins.
         """
         self.check_fitted()
         return self._posterior

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _design
 from .._validation import Label, check_labels
 
 __all__ = ["MARGIN_COLUMN", "RANK_CLASSES", "ClassRanks", "choose_reduction"]
@@ -48,10 +49,6 @@ MARGIN_COLUMN = "margin"
 
 #: The reduced problem's classes, in the order of its ``alpha``'s last axis.
 RANK_CLASSES: tuple[str, ...] = ("first", "second", "others")
-#: ``class_reduction="auto"`` reduces probability vectors of at least this many classes:
-#: three classes keep their 2-D grid (two log-ratios); ten classes on 90 centres trailed the
-#: raw softmax and took 263 s a fit (docs/model.md, "Many classes: ranks and margins").
-AUTO_MIN_CLASSES = 4
 _KINDS = ("simplex", "scores")
 
 
@@ -197,11 +194,11 @@ def choose_reduction(
 ) -> ClassRanks | None:
     """The reduction ``class_reduction`` asks for on these calibration outputs, or None.
 
-    ``"auto"``: ranks for a probability vector of at least :data:`AUTO_MIN_CLASSES`
-    classes with one column per class (not a joint fit); None: never; ``"ranks"``: always,
-    for a probability vector (``"simplex"``) or one real score per class (``"scores"``:
-    columns the output transform leaves as they are, ``kinds`` all ``"identity"``), else
-    ValueError saying why.
+    ``"auto"``: ranks for a probability vector of at least
+    :data:`yieldwise._design.RANKS_MIN_CLASSES` classes (read at call time) with one column
+    per class (not a joint fit); None: never; ``"ranks"``: always, for a probability vector
+    (``"simplex"``) or one real score per class (``"scores"``: columns the output transform
+    leaves as they are, ``kinds`` all ``"identity"``), else ValueError saying why.
     """
     is_simplex = kinds == ("simplex",)
     if setting is None:
@@ -210,7 +207,7 @@ def choose_reduction(
         raise ValueError(f'class_reduction must be "auto", "ranks" or None, found {setting!r}')
     fits = not joint and outputs.shape[1] == len(classes) >= 3
     if setting == "auto":
-        if fits and is_simplex and len(classes) >= AUTO_MIN_CLASSES:
+        if fits and is_simplex and len(classes) >= _design.RANKS_MIN_CLASSES:
             return ClassRanks("simplex", columns, classes, int(outputs.shape[0]))
         return None
     if not fits:
