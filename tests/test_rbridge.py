@@ -408,3 +408,37 @@ def test_kernel_tail_cut_reaches_the_transducer_from_r(r_session, digits):
     classes, message = r_error(r, f"yw_fit(digits, 'label', {cols}, kernel_tail_cut = -1)")
     assert "yieldwise_error" in classes
     assert "kernel_tail_cut must be a number in [0, 1e-6]" in message
+
+
+def test_class_reduction_reaches_the_transducer_from_r(r_session, digits):
+    """yw_fit(class_reduction = ...) sets the Python argument: "ranks" reduces the ten-class
+    digits (the default "auto" too), NULL never reduces; predictions come back per class and
+    sum to one; a bad value is a yieldwise_error naming it."""
+    from yieldwise.datasets import load_digits_ten
+    from yieldwise.rbridge import _handles, write_rds
+
+    r = r_session
+    frame = load_digits_ten().iloc[::2].reset_index(drop=True)
+    path = Path(r("tempfile(fileext = '.rds')")[0])
+    write_rds(frame, path)
+    r(f"ten <- readRDS('{path}')")
+    cols = "c(" + ", ".join(f"'{c}'" for c in frame.columns if c.startswith("p_")) + ")"
+    fits = {}
+    for setting in ("'auto'", "'ranks'"):
+        key = r(f"yw_fit(ten, 'label', {cols}, backend = 'laplace', draws = 100, seed = 3, "
+                f"class_reduction = {setting})$key")[0]  # fmt: skip
+        fits[setting] = _handles[key]
+        assert fits[setting].reduction_ is not None
+        assert fits[setting].get_params()["class_reduction"] == setting.strip("'")
+    r(f"t10 <- yw_fit(ten, 'label', {cols}, backend = 'laplace', draws = 100, seed = 3)")
+    r("p10 <- yw_predict(t10, ten[1:4, ])")
+    assert set(r("as.character(p10$class)")) == set(frame["label"].cat.categories)
+    np.testing.assert_allclose(np.asarray(r("tapply(p10$probability, p10$item, sum)")), 1.0)
+    # NULL: no reduction (on the binary digits, where "auto" would not reduce either)
+    logits = "c('net_logit_other', 'net_logit_eight')"
+    key = r(f"yw_fit(digits, 'label', {logits}, backend = 'laplace', draws = 100, seed = 3, "
+            "class_reduction = NULL)$key")[0]  # fmt: skip
+    assert _handles[key].get_params()["class_reduction"] is None
+    classes, message = r_error(r, f"yw_fit(ten, 'label', {cols}, class_reduction = 'top2')")
+    assert "yieldwise_error" in classes
+    assert 'class_reduction must be "auto", "ranks" or None' in message

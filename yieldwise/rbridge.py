@@ -373,11 +373,13 @@ def _fit(
     backend: Any,
     progress: Any,
     kernel_tail_cut: Any = None,
+    class_reduction: Any = "auto",
 ) -> str:
     from .transducer import Transducer
     from .transducer.stan_data import KERNEL_TAIL_CUT
 
     cut = _scalar(kernel_tail_cut, "kernel_tail_cut")
+    reduction = _scalar(class_reduction, "class_reduction", str)  # R NULL: None, never reduce
 
     components = n_components
     if isinstance(components, np.ndarray) and components.dtype.kind in "US":
@@ -394,6 +396,7 @@ def _fit(
         backend=_scalar(backend, "backend", str),
         progress=bool(_scalar(progress, "progress", bool)),
         kernel_tail_cut=KERNEL_TAIL_CUT if cut is None else cut,
+        class_reduction=reduction,
     )
     labels = np.asarray(_strings(truth["values"]), dtype=object)
     transducer.fit(outputs, labels, class_labels=_strings(classes))

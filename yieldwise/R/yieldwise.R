@@ -161,7 +161,7 @@ yw_audit <- function(metrics = c("accuracy", "balanced_accuracy", "f1", "matthew
 
 yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = "auto",
                    chains = 4, warmup = NULL, draws = NULL, seed = NULL, backend = "auto",
-                   progress = FALSE, kernel_tail_cut = 1e-15) {
+                   progress = FALSE, kernel_tail_cut = 1e-15, class_reduction = "auto") {
   outputs <- .yw_columns(data, output_cols, "data")
   for (column in names(outputs)) {
     if (!is.numeric(outputs[[column]])) {
@@ -176,7 +176,8 @@ yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = 
                   warmup = if (is.null(warmup)) NULL else as.numeric(warmup),
                   draws = if (is.null(draws)) NULL else as.numeric(draws),
                   seed = if (is.null(seed)) NULL else as.numeric(seed), backend = backend,
-                  progress = isTRUE(progress), kernel_tail_cut = as.numeric(kernel_tail_cut))
+                  progress = isTRUE(progress), kernel_tail_cut = as.numeric(kernel_tail_cut),
+                  class_reduction = if (is.null(class_reduction)) NULL else as.character(class_reduction))
   .yw_handle(key)
 }
 
@@ -285,7 +286,9 @@ yw_help <- function(topic = NULL) {
     "'output_cols'. Returns a handle for yw_predict, yw_decide, yw_long_run_utility,",
     "yw_compare and yw_save. NAs are an error naming column and rows. kernel_tail_cut = 0",
     "keeps every kernel value in the likelihood (slower with two output columns; the fit",
-    "warns when the default's sparse sums mattered).", sep = "\n"),
+    "warns when the default's sparse sums mattered). class_reduction = \"auto\" models a",
+    "probability vector of 4 or more classes as the rank of the true class against the",
+    "margin of its top two outputs; \"ranks\" always, NULL never (docs/model.md).", sep = "\n"),
   yw_predict = paste(
     "Probabilities of each class for the outputs in 'data' (the transducer's output columns),",
     "with 'prob' variability bands: a long data.frame (item, class, probability, lower,",
