@@ -241,3 +241,14 @@ def test_no_item_below_second_reduces_to_first_and_others():
         yw.Transducer(backend="laplace", progress=False).fit(
             frame[top], labels[top], class_labels=list(CLASSES)
         )
+
+
+def test_the_reduced_fits_warnings_point_at_the_users_call(reduced):
+    """An output beyond the calibration margins warns as any extrapolation does, from the
+    line that asked for it (not from inside the package, where the reduced fit is called)."""
+    t, _, _ = reduced
+    tie = np.array([[0.5, 0.5, 0.0, 0.0, 0.0]])  # margin 0, below every calibration margin
+    for ask in (t.predict_proba, t.predict_interval, t.draws_proba):
+        with pytest.warns(yw.ExtrapolationWarning, match="'margin'") as record:
+            ask(tie)
+        assert record[0].filename == __file__, ask.__name__

@@ -12,6 +12,7 @@ import html
 import inspect
 import logging
 import secrets
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -642,7 +643,9 @@ class Transducer:
         if self.reduction_ is not None:
             y, margins = self._reduced_inputs(outputs, prevalences)
             assert self.reduced_ is not None
-            return self.reduction_.expand(y, self.reduced_.predict_proba(margins, exchangeable))
+            with _relayed_warnings():
+                ranks = self.reduced_.predict_proba(margins, exchangeable)
+            return self.reduction_.expand(y, ranks)
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
@@ -660,7 +663,8 @@ class Transducer:
         if self.reduction_ is not None:
             y, margins = self._reduced_inputs(outputs, prevalences)
             assert self.reduced_ is not None
-            ranks = self.reduced_.draws_proba(margins).values
+            with _relayed_warnings():
+                ranks = self.reduced_.draws_proba(margins).values
             return xr.DataArray(
                 self.reduction_.expand(y, ranks),
                 dims=("chain", "draw", "item", "class"),
@@ -698,7 +702,8 @@ class Transducer:
             # quantiles are the same multiple of that rank's quantiles
             y, margins = self._reduced_inputs(outputs, prevalences)
             assert self.reduced_ is not None
-            bands = self.reduced_.predict_interval(margins, prob)
+            with _relayed_warnings():
+                bands = self.reduced_.predict_interval(margins, prob)
             dims = ("item", "class")
             return xr.Dataset(
                 {key: (dims, self.reduction_.expand(y, bands[key].values))
@@ -1122,6 +1127,22 @@ class Transducer:
     def _repr_html_(self) -> str:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self._summary_lines())
         return f"<div class='yieldwise-transducer'><b>Transducer</b><ul>{items}</ul></div>"
+
+
+class _relayed_warnings:
+    """Warnings of the reduced transducer's calls, raised again at the user's call of the
+    class-reduced one (its public method's caller), not inside this module."""
+
+    def __enter__(self) -> None:
+        self._context = warnings.catch_warnings(record=True)
+        self._caught = self._context.__enter__()
+        warnings.simplefilter("always")
+
+    def __exit__(self, *exc: object) -> None:
+        self._context.__exit__(*exc)
+        for caught in self._caught:
+            # this frame, the public method's, then its caller's
+            warnings.warn(caught.message, caught.category, stacklevel=3)
 
 
 def _refuse_prevalences(prevalences: Any) -> None:
