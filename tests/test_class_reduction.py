@@ -252,3 +252,64 @@ def test_the_reduced_fits_warnings_point_at_the_users_call(reduced):
         with pytest.warns(yw.ExtrapolationWarning, match="'margin'") as record:
             ask(tie)
         assert record[0].filename == __file__, ask.__name__
+
+
+def test_rank_check_counts_against_a_binomial_by_hand():
+    """With F_t(first | m) = 0.5 at every draw, the replicated count of four items is
+    Binomial(4, 1/2): the two-sided mid-p of each observed count, by hand."""
+    from scipy.stats import binom
+
+    from yieldwise.transducer.reduction import rank_check
+
+    r = ClassRanks("scores", ("s0", "s1", "s2"), ("x", "y", "z"), 100)
+    outputs = np.array([[3.0, 1.0, 0.0]] * 4 + [[0.0, 2.0, 1.0]] * 4)  # tops: x four, y four
+    first = np.full((200_000, 8), 0.5)
+    for right_x in range(5):
+        truth = np.array([0] * right_x + [2] * (4 - right_x) + [1, 1, 0, 0])  # y right twice
+        table = rank_check(r, outputs, truth, first, seed=1).set_index("class")
+        assert list(table.index) == ["x", "y"]  # z is never the top class
+        below = binom.cdf(right_x - 1, 4, 0.5) + 0.5 * binom.pmf(right_x, 4, 0.5)
+        assert table.loc["x", "p_value"] == pytest.approx(2 * min(below, 1 - below), abs=0.01)
+        assert table.loc["x", "observed"] == right_x and table.loc["x", "items"] == 4
+        assert table.loc["x", "expected"] == pytest.approx(2.0)
+        assert table.loc["y", "p_value"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_rank_check_warns_by_name_only_below_the_corrected_level():
+    from yieldwise.transducer.reduction import ReductionWarning, warn_on_rank_check
+
+    table = pd.DataFrame({"class": ["x", "y"], "items": [50, 40], "observed": [50, 30],
+                          "expected": [41.0, 33.0], "lower": [35.0, 27.0],
+                          "upper": [46.0, 38.0], "p_value": [0.001, 0.3]})  # fmt: skip
+    with pytest.warns(ReductionWarning, match=r"1 class\(es\): 'x': right 50 of 50 times"):
+        warn_on_rank_check(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_on_rank_check(table.assign(p_value=[0.03, 0.3]))  # above 0.05 / 2: no warning
+
+
+def test_a_fit_whose_classes_are_calibrated_differently_warns(reduced):
+    """Five classes where outputs topped by 'a' are always right and the others far less
+    often than their margins say: the fit's check flags 'a'; the symmetric data of the
+    fixture pass it."""
+    from yieldwise.transducer.reduction import ReductionWarning
+
+    t, _, _ = reduced
+    assert t.rank_check()["p_value"].min() > 0.05 / 5
+    frame, labels = _five_class_data(800, 5)
+    top = frame.to_numpy().argmax(axis=1)
+    rng = np.random.default_rng(6)
+    flip = (top != 0) & (rng.random(800) < 0.3)  # relabel 30 % of the others' items
+    labels = labels.copy()
+    labels[flip] = np.array(CLASSES)[rng.integers(1, 5, flip.sum())]
+    labels[top == 0] = "a"
+    with pytest.warns(ReductionWarning, match=r"'a': right"):
+        yw.Transducer(backend="laplace", chains=2, draws=300, seed=2, progress=False).fit(
+            frame, labels, class_labels=list(CLASSES)
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        binary = yw.Transducer(backend="laplace", chains=1, draws=50, seed=1, progress=False)
+        binary.fit(np.linspace(0.01, 0.99, 40), [0, 1] * 20)
+    with pytest.raises(ValueError, match=r"checks a class-reduced transducer"):
+        binary.rank_check()

@@ -54,7 +54,7 @@ from .encoding import (
 )
 from .io import coord_labels, fit_record, record_members, record_reduction, to_inference_data
 from .posterior import TransducerPosterior
-from .reduction import MARGIN_COLUMN, ClassRanks, choose_reduction
+from .reduction import MARGIN_COLUMN, ClassRanks, choose_reduction, warn_on_rank_check
 from .sampler import SAMPLER_DEFAULTS
 from .stan_data import CUT_GAP_TOLERANCE, KERNEL_TAIL_CUT
 
@@ -383,13 +383,14 @@ class Transducer:
         self.n_components_ = inner.n_components_
         self.members_ = {}
         self.posterior_ = inner.posterior_
+        self._posterior = inner.posterior
         settings = self.get_params()
         settings["output_transform"] = (
             settings["output_transform"] if isinstance(settings["output_transform"], str)
             else list(settings["output_transform"])
         )  # fmt: skip
         record_reduction(self.posterior_, reduction, transform, settings, y, class_index)
-        self._posterior = inner.posterior
+        warn_on_rank_check(self.rank_check(), stacklevel=3)
         return self
 
     def _set_fitted(
@@ -548,6 +549,34 @@ class Transducer:
         observed = self.posterior_.observed_data
         key = "outputs" if self.reduction_ is None else "class_outputs"
         return observed[key].values
+
+    def rank_check(self, seed: int = 0) -> pd.DataFrame:
+        """Posterior predictive check of a class-reduced transducer, class by class.
+
+        Among the calibration items whose output ranks class ``j`` first, how many are of
+        class ``j``, against what the reduced model predicts for them (it treats all
+        classes alike): :func:`yieldwise.transducer.reduction.rank_check`. A small
+        ``p_value`` says the network is better or worse calibrated on that class than the
+        reduction assumes (class-specific confusions), so its probabilities for that class
+        are off; ``fit`` warns when one is below ``0.05 / C``. Raises ValueError for a
+        transducer that is not reduced.
+        """
+        from .reduction import rank_check
+
+        self.check_fitted()
+        if self.reduction_ is None or self.reduced_ is None:
+            raise ValueError(
+                "rank_check() checks a class-reduced transducer (class_reduction); this one "
+                "models the outputs themselves"
+            )
+        observed = self.posterior_.observed_data
+        margins = self.reduced_.calibration_outputs()
+        with _relayed_warnings():
+            first = self.reduced_.draws_proba(margins).values[..., 0]  # (chain, draw, item)
+        return rank_check(
+            self.reduction_, self.calibration_outputs(), observed["class_label_index"].values,
+            first.reshape(-1, first.shape[-1]), seed,
+        )  # fmt: skip
 
     def _reduced_inputs(self, outputs: Any, prevalences: Any) -> tuple[np.ndarray, pd.DataFrame]:
         """A class-reduced transducer's checked outputs and their margins (the reduced

@@ -34,15 +34,25 @@ for any new output.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import _design
 from .._validation import Label, check_labels
 
-__all__ = ["MARGIN_COLUMN", "RANK_CLASSES", "ClassRanks", "choose_reduction"]
+__all__ = [
+    "MARGIN_COLUMN",
+    "RANK_CLASSES",
+    "ClassRanks",
+    "ReductionWarning",
+    "choose_reduction",
+    "rank_check",
+    "warn_on_rank_check",
+]
 
 #: The reduced transducer's output column: the margin of the output's top two scores.
 MARGIN_COLUMN = "margin"
@@ -50,6 +60,11 @@ MARGIN_COLUMN = "margin"
 #: The reduced problem's classes, in the order of its ``alpha``'s last axis.
 RANK_CLASSES: tuple[str, ...] = ("first", "second", "others")
 _KINDS = ("simplex", "scores")
+
+
+class ReductionWarning(UserWarning):
+    """The calibration data contradict the class reduction's assumption that every class is
+    calibrated alike (:func:`rank_check`)."""
 
 
 @dataclass(frozen=True)
@@ -224,3 +239,80 @@ def choose_reduction(
         )
     return ClassRanks("simplex" if is_simplex else "scores", columns, classes,
                       int(outputs.shape[0]))  # fmt: skip
+
+
+def rank_check(
+    reduction: ClassRanks,
+    outputs: np.ndarray,
+    class_index: np.ndarray,
+    first: np.ndarray,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Posterior predictive check of the reduction, one row per class as the outputs' top.
+
+    The reduction treats every class alike, so among the calibration items whose output
+    ranks class ``j`` first, the number whose true class is ``j`` should look like a draw
+    from the model: per posterior draw ``t``, ``sum_i Bernoulli(F_t(first | m_i))`` over
+    those items. A class the network is better or worse calibrated on than the others
+    (class-specific confusions) shows as an observed count far in that distribution's tail.
+
+    Parameters
+    ----------
+    reduction : the fitted reduction.
+    outputs, class_index : the calibration outputs (n, C) and their true classes (0-based).
+    first : (S, n) per-draw ``F_t(first | m_i)`` at the calibration items.
+    seed : seeds the replicated counts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``class``, ``items`` (outputs ranking it first), ``observed`` (of those, how many
+        are of that class), ``expected`` (the posterior predictive mean), ``lower`` and
+        ``upper`` (its central 95 % interval) and ``p_value`` (two-sided posterior
+        predictive: twice the smaller tail, ties counted half), for classes ranked first at
+        least once.
+    """
+    top = reduction.order(outputs)[:, 0]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for j, label in enumerate(reduction.classes):
+        mine = np.flatnonzero(top == j)
+        if mine.size == 0:
+            continue
+        f = np.asarray(first, float)[:, mine]  # (S, items)
+        replicated = (rng.random(f.shape) < f).sum(axis=1)
+        observed = int((np.asarray(class_index)[mine] == j).sum())
+        below = np.mean(replicated < observed) + 0.5 * np.mean(replicated == observed)
+        rows.append({
+            "class": label, "items": int(mine.size), "observed": observed,
+            "expected": float(f.sum(axis=1).mean()),
+            "lower": float(np.quantile(replicated, 0.025)),
+            "upper": float(np.quantile(replicated, 0.975)),
+            "p_value": float(min(1.0, 2 * min(below, 1 - below))),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def warn_on_rank_check(table: pd.DataFrame, stacklevel: int = 2) -> None:
+    """A :class:`ReductionWarning` naming the classes whose :func:`rank_check` p-value is
+    below ``0.05 / C`` (Bonferroni over the classes), and what to do."""
+    if table.empty:
+        return
+    bad = table[table["p_value"] < 0.05 / len(table)]
+    if len(bad) == 0:
+        return
+    parts = "; ".join(
+        f"{row['class']!r}: right {row['observed']} of {row['items']} times as the top "
+        f"class, the model expects {row['expected']:.1f} [{row['lower']:.0f}, "
+        f"{row['upper']:.0f}] (p = {row['p_value']:.2g})"
+        for _, row in bad.iterrows()
+    )
+    warnings.warn(
+        f"the reduction to ranks treats all classes alike, and the calibration data "
+        f"disagree for {len(bad)} class(es): {parts}. The transducer's probabilities for "
+        "those classes are off by about that much. Fit with class_reduction=None to model "
+        "the outputs themselves (slower), or see rank_check() and docs/model.md, "
+        "'Many classes'",
+        ReductionWarning,
+        stacklevel=stacklevel + 1,
+    )
