@@ -165,6 +165,14 @@ def test_long_run_accuracy_of_the_standard_rule_is_the_first_ranks_frequency(red
     assert float(augmented.mean()) >= float(u.mean()) - 2 * float(u.integration_error)
     rescaled = yw.long_run_utility(t, identity, rescale=True)
     assert float(rescaled.min()) >= 0 and float(rescaled.max()) <= 1
+    # at most n_points calibration outputs: a seeded sample of 150 of the 400, a noisier
+    # estimate of the same closed form
+    fewer = yw.long_run_utility(t, identity, rule="standard", n_points=150, seed=3)
+    assert float(fewer.integration_error) > float(u.integration_error)
+    gap = abs(float(fewer.mean()) - exact.mean())
+    assert gap < 4 * float(fewer.integration_error) + 1e-3
+    with pytest.raises(ValueError, match=r"n_points"):
+        yw.long_run_utility(t, identity, n_points=0)
 
 
 def test_conditional_loo_adds_each_class_share_of_others(reduced):

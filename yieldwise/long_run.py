@@ -114,7 +114,9 @@ def long_run_utility(
     threshold : float
         The standard rule's threshold for a scalar output.
     n_cells, n_points : int
-        Cells of a continuous 1-D output; Monte Carlo points for several dimensions.
+        Cells of a continuous 1-D output; Monte Carlo points for several dimensions (for a
+        class-reduced transducer, the calibration outputs are the points: at most
+        ``n_points`` of them, a seeded sample when there are more).
     seed : int
         Seed of the Monte Carlo points (several dimensions only).
 
@@ -329,7 +331,7 @@ def _cells(
     transducer.check_fitted()
     transform = transducer.transform_
     if transducer.reduction_ is not None:
-        return _calibration_cells(transducer)
+        return _calibration_cells(transducer, check_positive_int(n_points, "n_points"), seed)
     if transform.model_dims > 1:
         return _monte_carlo_cells(transducer, r, check_positive_int(n_points, "n_points"), seed)
     h = transform.resolution[0]
@@ -452,7 +454,7 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
     return _Cells(mass, _pooled(mass), outputs, False, np.zeros(mass.shape[0]), "monte-carlo")
 
 
-def _calibration_cells(transducer: Transducer) -> _Cells:
+def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cells:
     """A class-reduced transducer's cells: its calibration outputs, importance-weighted.
 
     The reduced model gives the law of the margin, not of the whole output, so the points
@@ -462,10 +464,15 @@ def _calibration_cells(transducer: Transducer) -> _Cells:
     :meth:`ClassRanks.expand <yieldwise.transducer.reduction.ClassRanks.expand>` spreads
     it) over the predictive density of the margin, which the calibration margins
     approximately follow. The error reported is the Monte Carlo standard error over them.
+    With more than ``n_points`` calibration outputs, a seeded sample of ``n_points`` of them
+    (the work arrays hold draws x points x classes numbers).
     """
     reduced, reduction = transducer.reduced_, transducer.reduction_
     assert reduced is not None and reduction is not None
     outputs = transducer.calibration_outputs()
+    if outputs.shape[0] > n_points:
+        pick = np.random.default_rng(seed).choice(outputs.shape[0], n_points, replace=False)
+        outputs = outputs[np.sort(pick)]
     lower, upper, censored = reduced.transform_.intervals(reduction.margins(outputs))
     scaled = reduction.expand(outputs, reduced.posterior.scaled_joint(lower, upper, censored))
     q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)  # p(m | D), scaled
