@@ -248,6 +248,8 @@ def prefix_diagnostics(transducer: Any, prefix_draws: tuple[int, ...]) -> list[d
     ``Transducer.diagnostics``) over each chain's first ``d`` draws, for each ``d``."""
     from yieldwise.transducer.diagnostics import diagnose
 
+    # a class-reduced transducer is diagnosed on its reduced fit, as its diagnostics() are
+    transducer = getattr(transducer, "reduced_", None) or transducer
     reference = transducer.reference_outputs()
     proba = transducer.draws_proba(reference).values  # (chain, draw, item, class)
     log_lik = transducer.posterior_.posterior["log_lik"].values

@@ -620,6 +620,25 @@ def test_prefix_diagnostics_are_the_first_draws_of_each_chain(cov):
         cov.prefix_diagnostics(t, (60,))
 
 
+def test_prefix_diagnostics_of_a_class_reduced_fit_are_its_reduced_fits(cov):
+    """Ten-class outputs are reduced to ranks; the full-length prefix equals the fit's own
+    diagnostics() table, which is the reduced fit's."""
+    import warnings
+
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 5, 300)
+    logits = 2.5 * np.eye(5)[labels] + rng.normal(size=(300, 5))
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = Transducer(backend="laplace", chains=2, draws=50, seed=1, progress=False).fit(p, labels)
+    assert t.reduction_ is not None
+    (full,) = cov.prefix_diagnostics(t, (50,))
+    table = t.diagnostics()
+    assert full == {"draws": 50, "max_rhat": table["r_hat"].max(),
+                    "min_ess_bulk": table["ess_bulk"].min()}  # fmt: skip
+
+
 def test_prefix_draws_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch):
     seen = []
 
