@@ -300,8 +300,6 @@ def test_a_fit_whose_classes_are_calibrated_differently_warns(reduced):
     """Five classes where outputs topped by 'a' are always right and the others far less
     often than their margins say: the fit's check flags 'a'; the symmetric data of the
     fixture pass it."""
-    from yieldwise.transducer.reduction import ReductionWarning
-
     t, _, _ = reduced
     assert t.rank_check()["p_value"].min() > 0.05 / 5
     frame, labels = _five_class_data(800, 5)
@@ -311,7 +309,7 @@ def test_a_fit_whose_classes_are_calibrated_differently_warns(reduced):
     labels = labels.copy()
     labels[flip] = np.array(CLASSES)[rng.integers(1, 5, flip.sum())]
     labels[top == 0] = "a"
-    with pytest.warns(ReductionWarning, match=r"'a': right"):
+    with pytest.warns(yw.ReductionWarning, match=r"'a': right"):
         yw.Transducer(backend="laplace", chains=2, draws=300, seed=2, progress=False).fit(
             frame, labels, class_labels=list(CLASSES)
         )

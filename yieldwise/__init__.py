@@ -18,7 +18,13 @@ from .decision import decide, expected_utilities
 from .long_run import long_run_utility, oracle_utility, value_of_more_data
 from .metrics import UndefinedMetricError
 from .parallel import fit_many
-from .transducer import ExtrapolationWarning, LatticeWarning, Transducer, TransducerPosterior
+from .transducer import (
+    ExtrapolationWarning,
+    LatticeWarning,
+    ReductionWarning,
+    Transducer,
+    TransducerPosterior,
+)
 from .utility import UtilityMatrix
 from .yields import rescaled_yield, total_utility, utility_yield, utility_yield_per_item
 
@@ -32,6 +38,7 @@ __all__ = [
     "ConfusionMatrix",
     "ExtrapolationWarning",
     "LatticeWarning",
+    "ReductionWarning",
     "Transducer",
     "TransducerPosterior",
     "UndefinedMetricError",

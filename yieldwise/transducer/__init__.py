@@ -3,6 +3,8 @@
 * :mod:`.estimator`: :class:`Transducer`, the scikit-learn-style estimator (fit, predict);
 * :mod:`.encoding`: outputs as the model sees them (transforms, lattice detection and
   snapping, the checks of outputs a user gives);
+* :mod:`.reduction`: many classes as the rank of the true class against the margin of
+  the output's top two (``class_reduction``), and its posterior predictive check;
 * :mod:`.posterior`: :class:`TransducerPosterior`, the fitted draws in one form and the
   mixture's math on them (the joint, class frequencies, bin masses, the predictive);
 * :mod:`.stan_data`: the data of ``stan/transducer.stan`` (merged rows, prior, initial
@@ -21,6 +23,7 @@ from .diagnostics import DiagnosticsWarning
 from .encoding import ExtrapolationWarning, LatticeWarning, OutputTransform, choose_transform
 from .estimator import Transducer
 from .posterior import TransducerPosterior
+from .reduction import ReductionWarning
 from .sampler import SAMPLER_DEFAULTS, SamplerDefaults
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "ExtrapolationWarning",
     "LatticeWarning",
     "OutputTransform",
+    "ReductionWarning",
     "SamplerDefaults",
     "Transducer",
     "TransducerPosterior",
