@@ -7,6 +7,7 @@ call without reading the source.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
@@ -185,3 +186,15 @@ def check_positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a positive integer, found {value!r}")
     return int(value)
+
+
+def json_object(text: Any, required: Sequence[str], what: str) -> dict[str, Any]:
+    """A JSON object read from ``text`` holding every key of ``required``; ValueError says
+    what was found, or which keys ``what`` (e.g. "the transform record") lacks."""
+    record = json.loads(text)
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, found {type(record).__name__}")
+    missing = [key for key in required if key not in record]
+    if missing:
+        raise ValueError(f"{what} lacks {missing}")
+    return record

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-from .._validation import as_float_array
+from .._validation import as_float_array, json_object
 
 __all__ = [
     "SUPPORT",
@@ -269,12 +269,9 @@ class OutputTransform:
     @classmethod
     def from_json(cls, text: str) -> OutputTransform:
         """The transform recorded by :meth:`to_json`, checked (ValueError names the field)."""
-        record = json.loads(text)
-        if not isinstance(record, dict):
-            raise ValueError(f"expected a JSON object, found {type(record).__name__}")
-        missing = [k for k in ("kind", "columns", "resolution", "squeeze_n") if k not in record]
-        if missing:
-            raise ValueError(f"the transform record lacks {missing}")
+        record = json_object(
+            text, ("kind", "columns", "resolution", "squeeze_n"), "the transform record"
+        )
         kind, columns = record["kind"], record["columns"]
         resolution, squeeze_n = record["resolution"], record["squeeze_n"]
         if not isinstance(kind, list) or not isinstance(columns, list) or not columns:

@@ -54,7 +54,13 @@ from .encoding import (
 )
 from .io import coord_labels, fit_record, record_members, record_reduction, to_inference_data
 from .posterior import TransducerPosterior
-from .reduction import MARGIN_COLUMN, ClassRanks, choose_reduction, warn_on_rank_check
+from .reduction import (
+    MARGIN_COLUMN,
+    ClassRanks,
+    choose_reduction,
+    rank_check,
+    warn_on_rank_check,
+)
 from .sampler import SAMPLER_DEFAULTS
 from .stan_data import CUT_GAP_TOLERANCE, KERNEL_TAIL_CUT
 
@@ -374,24 +380,21 @@ class Transducer:
             np.asarray(reduction.rank_classes, dtype=object)[ranks],
             class_labels=list(reduction.rank_classes),
         )
-        self.reduced_ = inner
-        self.reduction_ = reduction
-        self.classes_ = reduction.classes
-        self.transform_ = transform
-        self.n_calibration_ = int(y.shape[0])
-        self.backend_, self.seed_ = inner.backend_, inner.seed_
-        self.n_components_ = inner.n_components_
-        self.members_ = {}
-        self.posterior_ = inner.posterior_
-        self._posterior = inner.posterior
-        settings = self.get_params()
-        settings["output_transform"] = (
-            settings["output_transform"] if isinstance(settings["output_transform"], str)
-            else list(settings["output_transform"])
-        )  # fmt: skip
-        record_reduction(self.posterior_, reduction, transform, settings, y, class_index)
+        self._adopt_reduced(inner, reduction, transform, int(y.shape[0]))
+        record_reduction(self.posterior_, self, y, class_index)
         warn_on_rank_check(self.rank_check(), stacklevel=3)
         return self
+
+    def _adopt_reduced(
+        self, inner: Transducer, reduction: ClassRanks, transform: OutputTransform, n: int
+    ) -> None:
+        """The fitted state of a class-reduced transducer: its classes, outputs' transform and
+        calibration size; the reduced fit ``inner``'s draws, record and sampler facts."""
+        self.reduced_, self.reduction_ = inner, reduction
+        self.classes_, self.transform_, self.n_calibration_ = reduction.classes, transform, n
+        self.backend_, self.seed_ = inner.backend_, inner.seed_
+        self.n_components_, self.members_ = inner.n_components_, {}
+        self.posterior_, self._posterior = inner.posterior_, inner.posterior
 
     def _set_fitted(
         self,
@@ -561,8 +564,6 @@ class Transducer:
         are off; ``fit`` warns when one is below ``0.05 / C``. Raises ValueError for a
         transducer that is not reduced.
         """
-        from .reduction import rank_check
-
         self.check_fitted()
         if self.reduction_ is None or self.reduced_ is None:
             raise ValueError(
@@ -1011,9 +1012,8 @@ class Transducer:
         result = self.reduced_.loo(conditional=conditional)
         if not conditional:
             return result
-        observed = self.posterior_.observed_data
-        y = observed["class_outputs"].values
-        cls = observed["class_label_index"].values
+        y = self.calibration_outputs()
+        cls = self.posterior_.observed_data["class_label_index"].values
         rank = self.reduction_.reduced_classes(y, cls)
         # log of class c_i's share of its rank: 0 for the first two, log softmax for others
         share = self.reduction_.expand(y, np.eye(self.reduction_.kept + 1)[rank])
@@ -1102,16 +1102,8 @@ class Transducer:
             return transducer
         # the file holds the reduced problem's fit, and the classes' outputs beside it
         outer = cls(**{k: v for k, v in reduction.settings.items() if k in cls._PARAMS})
-        observed = transducer.posterior_.observed_data
-        y = observed["class_outputs"].values
-        outer.reduced_, outer.reduction_ = transducer, reduction.record
-        outer.classes_ = reduction.record.classes
-        outer.transform_ = reduction.transform
-        outer.n_calibration_ = int(y.shape[0])
-        outer.backend_, outer.seed_ = transducer.backend_, transducer.seed_
-        outer.n_components_, outer.members_ = transducer.n_components_, {}
-        outer.posterior_ = transducer.posterior_
-        outer._posterior = transducer.posterior
+        outer._adopt_reduced(transducer, reduction.record, reduction.transform,
+                             transducer.n_calibration_)  # fmt: skip
         return outer
 
     # ----------------------------------------------------------------- display

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._design import KernelDesign
-from .._validation import Label, check_labels
+from .._validation import Label, check_labels, json_object
 from .encoding import OutputTransform
 from .reduction import ClassRanks
 
@@ -31,6 +31,7 @@ __all__ = [
     "FORMAT_VERSION",
     "OLDEST_READABLE",
     "PROVENANCE_ATTRIBUTES",
+    "REDUCTION_VARIABLES",
     "VARIABLES",
     "TransducerFileError",
     "fit_record",
@@ -39,6 +40,7 @@ __all__ = [
     "record_classifier",
     "record_members",
     "record_reduction",
+    "stored_settings",
     "to_inference_data",
     "write",
 ]
@@ -91,6 +93,12 @@ VARIABLES: tuple[Field, ...] = (
     Field("sample_stats", "step_size", ("chain", "draw"), "finite"),
     Field("observed_data", "outputs", ("item", "output_column"), "finite"),
     Field("observed_data", "class_index", ("item",), "class index"),
+)
+#: What a file holding a class reduction (``yieldwise_class_reduction``) holds besides: the
+#: classes' outputs and true classes, whose reduced forms the variables above hold.
+REDUCTION_VARIABLES: tuple[Field, ...] = (
+    Field("observed_data", "class_outputs", ("item", "class_column"), "finite"),
+    Field("observed_data", "class_label_index", ("item",), "class index"),
 )
 
 
@@ -183,10 +191,7 @@ class StoredReduction:
 
     @classmethod
     def from_json(cls, text: Any) -> StoredReduction:
-        record = _json(dict)(text)
-        missing = [k for k in ("reduction", "transform", "settings") if k not in record]
-        if missing:
-            raise ValueError(f"the record lacks {missing}")
+        record = json_object(text, ("reduction", "transform", "settings"), "the record")
         if not isinstance(record["settings"], dict):
             raise ValueError(f"settings must be a JSON object, found {record['settings']!r}")
         reduction = ClassRanks.from_json(json.dumps(record["reduction"]))
@@ -324,12 +329,26 @@ def _check_variables(path: Path, data: Any, meta: dict[str, Any]) -> None:
         "output_column": transform.n_inputs,
         "item": meta["yieldwise_n_calibration"],
     }
+    _check_fields(path, data, VARIABLES, sizes, len(classes), "")
+    stored = meta["yieldwise_class_reduction"]
+    if stored is not None:  # the classes' own outputs and labels, beside the reduced fit
+        sizes = {"item": sizes["item"], "class_column": len(stored.record.columns)}
+        _check_fields(path, data, REDUCTION_VARIABLES, sizes, len(stored.record.classes),
+                      " (the file holds a class reduction)")  # fmt: skip
+
+
+def _check_fields(
+    path: Path, data: Any, fields: tuple[Field, ...], sizes: dict[str, int], n_classes: int,
+    why: str,
+) -> None:  # fmt: skip
+    """Each field present, with its dims, sizes (``sizes``, else those of the fields before
+    it) and values; ``why`` follows the message of a missing one."""
     seen: dict[str, int] = {}
-    for field in VARIABLES:
+    for field in fields:
         where = f"{path}: variable {field.group}/{field.name}"
         dataset = getattr(data, field.group)
         if field.name not in dataset:
-            raise TransducerFileError(f"{where} is missing")
+            raise TransducerFileError(f"{where} is missing{why}")
         variable = dataset[field.name]
         if tuple(variable.dims) != field.dims:
             raise TransducerFileError(
@@ -343,29 +362,7 @@ def _check_variables(path: Path, data: Any, meta: dict[str, Any]) -> None:
                     f"{where}: dimension {dim!r} has size {size}, but {source} give {expected}"
                 )
             seen.setdefault(dim, size)
-        problem = _check_values(field, np.asarray(variable.values), len(classes))
-        if problem is not None:
-            raise TransducerFileError(f"{where}: {problem}")
-    stored = meta["yieldwise_class_reduction"]
-    if stored is None:
-        return
-    classes, n = stored.record.classes, meta["yieldwise_n_calibration"]
-    for field, shape in (
-        (Field("observed_data", "class_outputs", ("item", "class_column"), "finite"),
-         (n, len(stored.record.columns))),
-        (Field("observed_data", "class_label_index", ("item",), "class index"), (n,)),
-    ):  # fmt: skip
-        where = f"{path}: variable {field.group}/{field.name}"
-        dataset = getattr(data, field.group)
-        if field.name not in dataset:
-            raise TransducerFileError(f"{where} is missing (the file holds a class reduction)")
-        variable = dataset[field.name]
-        if tuple(variable.dims) != field.dims or variable.shape != shape:
-            raise TransducerFileError(
-                f"{where}: expected dims {field.dims} of sizes {shape}, found "
-                f"{tuple(variable.dims)} of sizes {variable.shape}"
-            )
-        problem = _check_values(field, np.asarray(variable.values), len(classes))
+        problem = _check_values(field, np.asarray(variable.values), n_classes)
         if problem is not None:
             raise TransducerFileError(f"{where}: {problem}")
 
@@ -440,12 +437,7 @@ def to_inference_data(
     posterior.update({name: result.draws[name] for name in ("tau_f",)
                       if name in result.draws})  # fmt: skip
     constant = {name: np.asarray(data[name]) for name in ("y_lower", "y_upper", "cls", "count")}
-    settings = transducer.get_params()
-    settings["output_transform"] = (
-        settings["output_transform"]
-        if isinstance(settings["output_transform"], str)
-        else list(settings["output_transform"])
-    )
+    settings = stored_settings(transducer)
     prior = default_prior(design) if design is not None else {}
     attrs = {
         "yieldwise_version": __version__,
@@ -475,6 +467,15 @@ def to_inference_data(
     return idata
 
 
+def stored_settings(transducer: Any) -> dict[str, Any]:
+    """The constructor's settings as a file stores them (an output-transform sequence as a
+    list)."""
+    settings = transducer.get_params()
+    spec = settings["output_transform"]
+    settings["output_transform"] = spec if isinstance(spec, str) else list(spec)
+    return settings
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
@@ -490,22 +491,20 @@ def record_members(idata: Any, members: Mapping[str, list[str]]) -> None:
     idata.posterior.attrs["yieldwise_members"] = json.dumps(dict(members))
 
 
-def record_reduction(
-    idata: Any, reduction: ClassRanks, transform: OutputTransform, settings: Mapping[str, Any],
-    y: np.ndarray, class_index: np.ndarray,
-) -> None:  # fmt: skip
-    """Record a class reduction beside the reduced problem's fit: the reduction, the classes'
-    outputs and true classes (``class_outputs``, ``class_label_index``), and the user's
-    constructor settings."""
+def record_reduction(idata: Any, transducer: Any, y: np.ndarray, class_index: np.ndarray) -> None:
+    """Record a class-reduced ``transducer``'s reduction beside its reduced problem's fit: the
+    reduction and transform, the classes' outputs and true classes (``class_outputs``,
+    ``class_label_index``), and the user's constructor settings."""
     import xarray as xr
 
+    transform = transducer.transform_
     observed = idata.observed_data
     observed["class_outputs"] = xr.DataArray(
         np.asarray(y, float), dims=("item", "class_column"),
         coords={"class_column": list(transform.columns)},
     )  # fmt: skip
     observed["class_label_index"] = xr.DataArray(np.asarray(class_index), dims=("item",))
-    stored = StoredReduction(reduction, transform, dict(settings))
+    stored = StoredReduction(transducer.reduction_, transform, stored_settings(transducer))
     idata.posterior.attrs["yieldwise_class_reduction"] = stored.to_json()
 
 

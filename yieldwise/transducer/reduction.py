@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _design
-from .._validation import Label, check_labels
+from .._validation import Label, check_labels, json_object
 
 __all__ = [
     "MARGIN_COLUMN",
@@ -178,12 +178,9 @@ class ClassRanks:
     @classmethod
     def from_json(cls, text: str) -> ClassRanks:
         """The reduction recorded by :meth:`to_json`, checked (ValueError names the field)."""
-        record = json.loads(text)
-        if not isinstance(record, dict):
-            raise ValueError(f"expected a JSON object, found {type(record).__name__}")
-        missing = [k for k in ("kind", "columns", "classes", "squeeze_n") if k not in record]
-        if missing:
-            raise ValueError(f"the class reduction record lacks {missing}")
+        record = json_object(
+            text, ("kind", "columns", "classes", "squeeze_n"), "the class reduction record"
+        )
         if not isinstance(record["columns"], list) or not isinstance(record["classes"], list):
             raise ValueError(
                 f"columns and classes must be lists, found {record['columns']!r}, "
