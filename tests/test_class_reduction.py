@@ -249,6 +249,12 @@ def test_no_item_below_second_reduces_to_first_and_others():
         yw.Transducer(backend="laplace", progress=False).fit(
             frame[top], labels[top], class_labels=list(CLASSES)
         )
+    lower = top | (order[:, 0] != truth) & (order[:, 1] != truth)  # none ranks second
+    assert (lower & ~top).any()
+    with pytest.raises(ValueError, match=r"no items of rank 'second'"):
+        yw.Transducer(backend="laplace", progress=False).fit(
+            frame[lower], labels[lower], class_labels=list(CLASSES)
+        )
 
 
 def test_the_reduced_fits_warnings_point_at_the_users_call(reduced):

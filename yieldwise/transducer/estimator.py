@@ -365,12 +365,13 @@ class Transducer:
         if (reduction.ranks(y, class_index) >= 2).sum() == 0:
             reduction = reduction.with_kept(1)  # no item ranks below second: first / others
         ranks = reduction.reduced_classes(y, class_index)
-        present = np.bincount(ranks, minlength=reduction.kept + 1)
-        if (present == 0).any():
+        present = np.bincount(ranks, minlength=reduction.kept + 1) > 0
+        if not present.all():
+            empty = " or ".join(repr(reduction.rank_classes[i]) for i in np.flatnonzero(~present))
             raise ValueError(
-                "class_reduction: every calibration item's class is its output's top class, "
-                "so the reduced transducer has no items of rank 'others' to learn from; add "
-                "calibration items or fit with class_reduction=None"
+                "class_reduction: no calibration item's class takes that place in its output's "
+                f"order, so the reduced transducer has no items of rank {empty} to learn from; "
+                "add calibration items or fit with class_reduction=None"
             )
         params = self.get_params() | {"class_reduction": None, "output_transform": "identity",
                                       "resolution": None}  # fmt: skip
