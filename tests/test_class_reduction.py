@@ -14,7 +14,13 @@ import pytest
 
 import yieldwise as yw
 from yieldwise.transducer.io import TransducerFileError
-from yieldwise.transducer.reduction import ClassRanks, choose_reduction
+from yieldwise.transducer.reduction import (
+    MEAN_NODES,
+    TEMPERATURE_PRIOR_SD,
+    ClassRanks,
+    choose_reduction,
+    temperature_draws,
+)
 
 CLASSES = ("a", "b", "c", "d", "e")
 IDENTITY = yw.UtilityMatrix(np.eye(5), classes=list(CLASSES), decisions=list(CLASSES))
@@ -67,6 +73,53 @@ def test_expand_maps_every_draw_as_its_mean_and_sums_to_one():
     np.testing.assert_allclose(np.take_along_axis(p1, order[:, 1:], axis=1), expected)
     with pytest.raises(ValueError, match=r"rank_proba must have 3 columns"):
         r.expand(x, np.ones((7, 2)) / 2)
+
+
+def _items_of_known_temperature(gamma: float, n: int, seed: int):
+    """Scores of six classes and true classes drawn so that, below the top two, the class
+    is softmax(gamma s) among the rest: the others' temperature is ``gamma``."""
+    rng = np.random.default_rng(seed)
+    r = ClassRanks("scores", tuple(f"s{j}" for j in range(6)), tuple(range(6)), n)
+    x = rng.normal(size=(n, 6))
+    order = r.order(x)
+    rest = np.take_along_axis(x, order[:, 2:], axis=1)
+    w = np.exp(gamma * rest)
+    pick = (rng.random((n, 1)) > np.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)).sum(1)
+    return r, x, order[np.arange(n), 2 + pick]
+
+
+def test_the_temperature_posterior_matches_quadrature_and_finds_a_known_truth():
+    """The draws' quantiles against the posterior integrated by scipy's quad (prior times the
+    conditional likelihood, written out item by item), and a large sample's posterior
+    around the temperature it was drawn with."""
+    from scipy.integrate import quad
+
+    r, x, cls = _items_of_known_temperature(2.5, 40, 1)
+    draws = temperature_draws(r, x, cls, (4, 1000), seed=3)
+    assert draws.shape == (4, 1000) and (draws > 0).all()
+    order = r.order(x)
+    rest = [x[i, order[i, 2:]] for i in range(40)]
+    truth = [x[i, cls[i]] for i in range(40)]
+
+    def density(g: float) -> float:  # the posterior of g = log gamma, unnormalised
+        gamma = np.exp(g)
+        ll = sum(
+            gamma * s - np.log(np.exp(gamma * o).sum()) for s, o in zip(truth, rest, strict=True)
+        )
+        return float(np.exp(ll - 0.5 * (g / TEMPERATURE_PRIOR_SD) ** 2 + 60.0))
+
+    total = quad(density, -8, 5, limit=200)[0]
+    for g in np.quantile(np.log(draws), [0.1, 0.5, 0.9]):
+        cdf = quad(density, -8, g, limit=200)[0] / total
+        # 4,000 draws: a quantile's CDF within about 3 sd of its level
+        assert cdf == pytest.approx(np.mean(np.log(draws) <= g), abs=0.02)
+    big, xb, cb = _items_of_known_temperature(2.5, 4000, 2)
+    g = np.log(temperature_draws(big, xb, cb, (2, 500), seed=1))
+    assert abs(g.mean() - np.log(2.5)) < 4 * g.std() and g.std() < 0.1
+    # no "others" item: the prior's draws
+    prior = temperature_draws(r, x[:1], np.array([order[0, 0]]), (1, 4000), seed=0)
+    assert np.log(prior).mean() == pytest.approx(0.0, abs=0.05)
+    assert np.log(prior).std() == pytest.approx(TEMPERATURE_PRIOR_SD, abs=0.05)
 
 
 def test_the_record_round_trips_and_bad_records_are_named():
@@ -149,6 +202,33 @@ def test_bands_are_the_quantiles_of_the_per_draw_probabilities(reduced):
     assert list(bands["class"].values) == list(CLASSES)
 
 
+def test_each_draw_spreads_others_at_its_own_temperature(reduced):
+    """draws_proba at one draw, by hand: the reduced fit's p(others | m) times the softmax
+    of gamma_t s over the output's lower classes; and the mean share by MEAN_NODES nodes
+    against the mean over every draw."""
+    t, frame, _ = reduced
+    rows = frame.iloc[:8]
+    y = rows.to_numpy()
+    draws = t.draws_proba(rows).values
+    margins = pd.DataFrame(t.reduction_.margins(y), columns=["margin"])
+    ranks = t.reduced_.draws_proba(margins).values
+    scores = t.reduction_.scores(y)
+    order = np.argsort(-scores, axis=1, kind="stable")
+    for chain, draw in [(0, 0), (1, 17), (1, 99)]:
+        gamma = t.posterior_.posterior["others_temperature"].values[chain, draw]
+        for i in range(8):
+            rest = order[i, 2:]
+            w = np.exp(gamma * scores[i, rest])
+            expected = ranks[chain, draw, i, 2] * w / w.sum()
+            np.testing.assert_allclose(draws[chain, draw, i, rest], expected, rtol=1e-12)
+    every = t.reduction_.shares(y, t.others_temperature_)
+    error = every.std(axis=0) / np.sqrt(every.shape[0])  # the all-draws mean's MC error
+    nodes = t.reduction_.mean_share(y, t.others_temperature_)
+    assert MEAN_NODES == 128
+    assert (np.abs(nodes - every.mean(axis=0)) <= error).all()
+    assert np.quantile(t.others_temperature_, 0.95) > 2 * np.quantile(t.others_temperature_, 0.05)
+
+
 def test_long_run_accuracy_of_the_standard_rule_is_the_first_ranks_frequency(reduced):
     """Per draw, the standard rule (the output's argmax) is right exactly when the true
     class ranks first, so its long-run accuracy is the reduced mixture's class frequency of
@@ -184,13 +264,18 @@ def test_conditional_loo_adds_each_class_share_of_others(reduced):
     rank = t.reduction_.reduced_classes(y, cls)
     shift = outer["loo_i"].values - inner["loo_i"].values
     np.testing.assert_allclose(shift[rank < 2], 0.0, atol=1e-12)
-    # for "others", the log of the class's softmax share among the output's lower classes
+    # for "others", the leave-one-out predictive of the class's share among the output's
+    # lower classes, softmax(gamma_t s), by importance sampling over the temperature's
+    # draws: 1 / mean_t (1 / share_t), item by item and draw by draw
     order = np.argsort(-t.reduction_.scores(y), axis=1, kind="stable")
     scores = t.reduction_.scores(y)
-    for i in np.flatnonzero(rank == 2):
+    gammas = t.others_temperature_
+    for i in np.flatnonzero(rank == 2)[:5]:
         rest = order[i, 2:]
-        expected = scores[i, cls[i]] - np.log(np.exp(scores[i, rest]).sum())
-        assert shift[i] == pytest.approx(expected, abs=1e-10)
+        inverse = [
+            np.exp(g * scores[i, rest]).sum() / np.exp(g * scores[i, cls[i]]) for g in gammas
+        ]
+        assert shift[i] == pytest.approx(-np.log(np.mean(inverse)), abs=1e-9)
     assert outer["elpd_loo"] == pytest.approx(outer["loo_i"].values.sum())
     assert t.loo()["elpd_loo"] == inner.__class__(t.reduced_.loo())["elpd_loo"]
 
@@ -218,6 +303,25 @@ def test_a_reduced_transducer_round_trips_exactly(reduced, tmp_path):
     np.testing.assert_array_equal(back.draws_proba(frame.iloc[:4]).values,
                                   t.draws_proba(frame.iloc[:4]).values)  # fmt: skip
     np.testing.assert_array_equal(back.calibration_outputs(), t.calibration_outputs())
+    np.testing.assert_array_equal(back.others_temperature_, t.others_temperature_)
+
+
+def test_a_version_4_reduced_file_is_refused_by_its_version(reduced, tmp_path):
+    """Version 4 shared "others" at temperature 1 (another model): refit, not misread."""
+    import arviz as az
+
+    t, _, _ = reduced
+    data = az.from_netcdf(str(t.save(tmp_path / "five.nc")))
+    data.posterior = data.posterior.drop_vars("others_temperature")
+    data.posterior.attrs["yieldwise_format_version"] = 4
+    data.to_netcdf(str(tmp_path / "v4.nc"))
+    with pytest.raises(TransducerFileError, match=r"format version 4, whose others' share has "
+                       r"no temperature .* refit"):  # fmt: skip
+        yw.Transducer.load(tmp_path / "v4.nc")
+    data.posterior.attrs["yieldwise_format_version"] = 5
+    data.to_netcdf(str(tmp_path / "v5.nc"))
+    with pytest.raises(TransducerFileError, match=r"posterior/others_temperature is missing"):
+        yw.Transducer.load(tmp_path / "v5.nc")
 
 
 def test_a_reduced_file_without_its_class_outputs_is_refused_by_name(reduced, tmp_path):

@@ -462,7 +462,8 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
     carries ``F_t(c, y_n) / (N p(m_n | D))``, the per-draw joint of the class and the
     margin ``m_n`` (theory 3.2, the rank's mass spread over the classes as
     :meth:`ClassRanks.expand <yieldwise.transducer.reduction.ClassRanks.expand>` spreads
-    it) over the predictive density of the margin, which the calibration margins
+    it, at each draw's temperature of the others' share) over the predictive density of
+    the margin, which the calibration margins
     approximately follow. The error reported is the Monte Carlo standard error over them.
     With more than ``n_points`` calibration outputs, a seeded sample of ``n_points`` of them
     (the work arrays hold draws x points x classes numbers).
@@ -474,7 +475,10 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
         pick = np.random.default_rng(seed).choice(outputs.shape[0], n_points, replace=False)
         outputs = outputs[np.sort(pick)]
     lower, upper, censored = reduced.transform_.intervals(reduction.margins(outputs))
-    scaled = reduction.expand(outputs, reduced.posterior.scaled_joint(lower, upper, censored))
+    scaled = reduction.expand(
+        outputs, reduced.posterior.scaled_joint(lower, upper, censored),
+        reduction.shares(outputs, transducer.others_temperature_),
+    )  # fmt: skip
     q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)  # p(m | D), scaled
     mass = scaled / (q * outputs.shape[0])
     return _Cells(mass, _pooled(mass), outputs, False, np.zeros(mass.shape[0]), "monte-carlo")

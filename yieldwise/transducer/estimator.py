@@ -13,7 +13,7 @@ import inspect
 import logging
 import secrets
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ from .reduction import (
     ClassRanks,
     choose_reduction,
     rank_check,
+    temperature_draws,
     warn_on_rank_check,
 )
 from .sampler import SAMPLER_DEFAULTS
@@ -79,6 +80,9 @@ MIN_ITEMS = 10
 # Above this many distinct 1-D continuous outputs, predict_proba interpolates the exact
 # formula from a grid (theory 3.2 costs draws x components per output).
 _INTERPOLATE_ABOVE = 4096
+#: A class-reduced transducer's bands hold at most this many draws x items x classes
+#: numbers at a time (160 MB).
+_BAND_BLOCK = 20_000_000
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
@@ -381,6 +385,13 @@ class Transducer:
             np.asarray(reduction.rank_classes, dtype=object)[ranks],
             class_labels=list(reduction.rank_classes),
         )
+        # the others' share's temperature: its exact posterior, one draw per mixture draw
+        sizes = inner.posterior_.posterior.sizes
+        inner.posterior_.posterior["others_temperature"] = (
+            ("chain", "draw"),
+            temperature_draws(reduction, y, class_index, (sizes["chain"], sizes["draw"]),
+                              inner.seed_),
+        )  # fmt: skip
         self._adopt_reduced(inner, reduction, transform, int(y.shape[0]))
         record_reduction(self.posterior_, self, y, class_index)
         warn_on_rank_check(self.rank_check(), stacklevel=3)
@@ -396,6 +407,9 @@ class Transducer:
         self.backend_, self.seed_ = inner.backend_, inner.seed_
         self.n_components_, self.members_ = inner.n_components_, {}
         self.posterior_, self._posterior = inner.posterior_, inner.posterior
+        self.others_temperature_ = np.asarray(
+            self.posterior_.posterior["others_temperature"].values, float
+        ).reshape(-1)
 
     def _set_fitted(
         self,
@@ -674,9 +688,16 @@ class Transducer:
         if self.reduction_ is not None:
             y, margins = self._reduced_inputs(outputs, prevalences)
             assert self.reduced_ is not None
+            if not exchangeable:  # the mean of the per-draw probabilities, as defined
+                with _relayed_warnings():
+                    means = [draws.mean(axis=0) for _, draws in self._reduced_draws(y)]
+                return np.concatenate(means, axis=0)
             with _relayed_warnings():
                 ranks = self.reduced_.predict_proba(margins, exchangeable)
-            return self.reduction_.expand(y, ranks)
+            # the others' share is independent of the ranks a posteriori: its mean
+            return self.reduction_.expand(
+                y, ranks, self.reduction_.mean_share(y, self.others_temperature_)
+            )
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
@@ -696,8 +717,11 @@ class Transducer:
             assert self.reduced_ is not None
             with _relayed_warnings():
                 ranks = self.reduced_.draws_proba(margins).values
+            share = self.reduction_.shares(
+                y, self.posterior.by_chain(self.others_temperature_)
+            )  # fmt: skip
             return xr.DataArray(
-                self.reduction_.expand(y, ranks),
+                self.reduction_.expand(y, ranks, share),
                 dims=("chain", "draw", "item", "class"),
                 coords=self._coords(y.shape[0]),
                 name="probability",
@@ -729,19 +753,7 @@ class Transducer:
         """
         _check_prob(prob)
         if self.reduction_ is not None:
-            # each class's F_t(c | y) is a fixed non-negative multiple of one rank's, so its
-            # quantiles are the same multiple of that rank's quantiles
-            y, margins = self._reduced_inputs(outputs, prevalences)
-            assert self.reduced_ is not None
-            with _relayed_warnings():
-                bands = self.reduced_.predict_interval(margins, prob)
-            dims = ("item", "class")
-            return xr.Dataset(
-                {key: (dims, self.reduction_.expand(y, bands[key].values))
-                 for key in ("mean", "lower", "upper")},
-                coords={k: v for k, v in self._coords(y.shape[0]).items() if k in dims},
-                attrs={"prob": prob},
-            )  # fmt: skip
+            return self._reduced_interval(outputs, prob, prevalences)
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
 
@@ -752,6 +764,33 @@ class Transducer:
             return _mixture.class_probabilities(log_w), _mixture.per_draw_probabilities(log_w)
 
         return self._bands(y, prob, summarise)
+
+    def _reduced_interval(self, outputs: Any, prob: float, prevalences: Any) -> xr.Dataset:
+        """predict_interval of a class-reduced transducer: the quantiles of its per-draw
+        probabilities (the others' share moves with each draw's temperature), computed
+        for blocks of items so that draws x items x classes numbers stay bounded."""
+        assert self.reduced_ is not None and self.reduction_ is not None
+        y, _ = self._reduced_inputs(outputs, prevalences)
+        tail = [(1 - prob) / 2, (1 + prob) / 2]
+        with _relayed_warnings(stacklevel=4):  # predict_interval's caller
+            mean = self.predict_proba(y)
+            lower, upper = np.empty_like(mean), np.empty_like(mean)
+            for rows, draws in self._reduced_draws(y):
+                lower[rows], upper[rows] = np.quantile(draws, tail, axis=0)
+        dims = ("item", "class")
+        return xr.Dataset(
+            {"mean": (dims, mean), "lower": (dims, lower), "upper": (dims, upper)},
+            coords={k: v for k, v in self._coords(y.shape[0]).items() if k in dims},
+            attrs={"prob": prob},
+        )
+
+    def _reduced_draws(self, y: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+        """A class-reduced transducer's per-draw probabilities (S, rows, C) at the checked
+        outputs ``y``, block by block (at most ``_BAND_BLOCK`` numbers each)."""
+        block = max(1, _BAND_BLOCK // (self.posterior.n_draws * len(self.classes_)))
+        for a in range(0, y.shape[0], block):
+            draws = self.draws_proba(y[a : a + block]).values
+            yield slice(a, a + block), draws.reshape(-1, *draws.shape[2:])
 
     def output_density(
         self, outputs: Any, given_class: Label | None = None, prob: float = 0.75
@@ -1016,9 +1055,20 @@ class Transducer:
         y = self.calibration_outputs()
         cls = self.posterior_.observed_data["class_label_index"].values
         rank = self.reduction_.reduced_classes(y, cls)
-        # log of class c_i's share of its rank: 0 for the first two, log softmax for others
-        share = self.reduction_.expand(y, np.eye(self.reduction_.kept + 1)[rank])
-        shift = np.log(share[np.arange(cls.size), cls])
+        # the log leave-one-out predictive of class c_i's share of its rank: 0 for the first
+        # two; for others, the temperature's posterior is apart from the mixture's, so the
+        # leave-one-out predictive factorises and this factor is the importance-sampling
+        # estimate over its draws, -log mean_t 1 / share_t(c_i)
+        from scipy.special import logsumexp
+
+        shift = np.zeros(cls.size)
+        mine = np.flatnonzero(rank == self.reduction_.kept)
+        if mine.size:
+            order, _ = self.reduction_.others(y[mine])
+            place = np.argmax(order == cls[mine, None], axis=1)
+            share = self.reduction_.shares(y[mine], self.others_temperature_)  # (S, n, C - k)
+            log_share = np.log(share[:, np.arange(mine.size), place])
+            shift[mine] = -(logsumexp(-log_share, axis=0) - np.log(log_share.shape[0]))
         loo_i = result["loo_i"] + shift
         result["loo_i"] = loo_i
         result["elpd_loo"] = float(loo_i.sum())
@@ -1155,6 +1205,10 @@ class _relayed_warnings:
     """Warnings of the reduced transducer's calls, raised again at the user's call of the
     class-reduced one (its public method's caller), not inside this module."""
 
+    def __init__(self, stacklevel: int = 3) -> None:
+        # this frame, the public method's, then its caller's (more with helpers between)
+        self.stacklevel = stacklevel
+
     def __enter__(self) -> None:
         self._context = warnings.catch_warnings(record=True)
         self._caught = self._context.__enter__()
@@ -1163,8 +1217,7 @@ class _relayed_warnings:
     def __exit__(self, *exc: object) -> None:
         self._context.__exit__(*exc)
         for caught in self._caught:
-            # this frame, the public method's, then its caller's
-            warnings.warn(caught.message, caught.category, stacklevel=3)
+            warnings.warn(caught.message, caught.category, stacklevel=self.stacklevel)
 
 
 def _refuse_prevalences(prevalences: Any) -> None:

@@ -54,7 +54,12 @@ __all__ = [
 #: version 2 is read as it is (its transforms have no rotation). 4: a file may hold a
 #: class-reduced transducer (``yieldwise_class_reduction``, ``class_outputs``,
 #: ``class_label_index``), which a reader of version 3 would take for a transducer of ranks.
-FORMAT_VERSION = 4
+#: 5: a class reduction also holds the draws of its others' share's temperature
+#: (``others_temperature``); a version 4 file with a reduction (shares at temperature 1,
+#: another model) is refused with a message saying to refit, one without is read as it is.
+FORMAT_VERSION = 5
+#: The first version whose class reductions hold the others' temperature.
+_TEMPERATURE_SINCE = 5
 #: The oldest version this yieldwise reads.
 OLDEST_READABLE = 2
 #: The first version whose transforms may end in a rotation.
@@ -99,6 +104,7 @@ VARIABLES: tuple[Field, ...] = (
 REDUCTION_VARIABLES: tuple[Field, ...] = (
     Field("observed_data", "class_outputs", ("item", "class_column"), "finite"),
     Field("observed_data", "class_label_index", ("item",), "class index"),
+    Field("posterior", "others_temperature", ("chain", "draw"), "positive"),
 )
 
 
@@ -304,6 +310,16 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
             f"yieldwise {attrs.get('yieldwise_version', '<= 0.1')}, the free-location mixture "
             f"that docs/model.md replaces); this yieldwise reads format versions "
             f"{OLDEST_READABLE} to {FORMAT_VERSION}. Refit the transducer on its calibration "
+            "data and save it again"
+        )
+    if (
+        meta[FORMAT_ATTRIBUTE] < _TEMPERATURE_SINCE
+        and meta["yieldwise_class_reduction"] is not None
+    ):
+        raise TransducerFileError(
+            f"{path}: a class-reduced transducer of format version {meta[FORMAT_ATTRIBUTE]}, "
+            "whose others' share has no temperature (the model before version "
+            f"{_TEMPERATURE_SINCE}, docs/model.md); refit the transducer on its calibration "
             "data and save it again"
         )
     if meta[FORMAT_ATTRIBUTE] < _ROTATION_SINCE and meta["yieldwise_transform"].is_rotated:
