@@ -42,6 +42,23 @@ def test_margins_ranks_and_expand_match_a_worked_example():
     np.testing.assert_allclose(p[1], [0.3, 0.2 * (1 - w), 0.5, 0.2 * w])
 
 
+def test_the_margin_against_the_rest_is_the_top_class_log_odds():
+    """margin="rest": s_(1) - log sum_{j >= 2} exp(s_(j)), worked by hand, stable far out;
+    for a probability vector, the logit of the squeezed top probability."""
+    r = ClassRanks("scores", ("s0", "s1", "s2", "s3"), (0, 1, 2, 3), 100, 1, "rest")
+    x = np.array([[0.0, 3.0, 1.0, 0.0], [900.0, 0.0, 1.0, 2.0]])
+    far = 900.0 - 2.0 - np.log1p(np.exp(-1) + np.exp(-2))  # rest {2, 1, 0} from 2
+    np.testing.assert_allclose(r.margins(x)[:, 0], [3.0 - np.log(np.e + 2.0), far])
+    n = 50
+    s = ClassRanks("simplex", tuple("wxyz"), tuple("WXYZ"), n, 1, "rest")
+    p = np.array([[0.5, 0.3, 0.2, 0.0]])
+    top = (0.5 * (n - 1) + 1 / 4) / n  # the squeezed probabilities still sum to 1
+    np.testing.assert_allclose(s.margins(p)[0, 0], np.log(top / (1 - top)))
+    assert ClassRanks.from_json(s.to_json()) == s
+    with pytest.raises(ValueError, match=r"margin must be one of \['second', 'rest'\]"):
+        ClassRanks("scores", ("a", "b", "c"), (1, 2, 3), 10, margin="gap")
+
+
 def test_simplex_scores_are_the_squeezed_log_probabilities():
     n, c = 50, 4
     r = ClassRanks("simplex", tuple("wxyz"), tuple("WXYZ"), n)

@@ -141,6 +141,12 @@ MARGINAL_DENSITY = 0
 #: ten classes on 90 centres in nine dimensions trailed the raw softmax and took 263 s a fit
 #: (docs/model.md, "Many classes: ranks and margins").
 RANKS_MIN_CLASSES = 4
+#: Ranks a class reduction models one by one before ``others`` (2: first and second, 1:
+#: first only, the rest shared by the tempered softmax; reduction.py).
+RANKS_KEPT = 2
+#: The reduction's margin: "second" (the top two scores' gap) or "rest" (the top class's
+#: log-odds against the others together).
+RANKS_MARGIN = "second"
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
 GP_EIGEN_CUTOFF = 1e-6

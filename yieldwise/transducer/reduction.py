@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,7 @@ MARGIN_COLUMN = "margin"
 #: The reduced problem's classes, in the order of its ``alpha``'s last axis.
 RANK_CLASSES: tuple[str, ...] = ("first", "second", "others")
 _KINDS = ("simplex", "scores")
+_MARGINS = ("second", "rest")
 #: Prior sd of ``log gamma``, the ``others`` share's temperature (module docstring), centred
 #: on ``gamma = 1`` (the output's own probabilities): within a factor e of 1 with
 #: probability 0.68, of 7 with 0.95.
@@ -107,6 +108,9 @@ class ClassRanks:
     squeeze_n : the ``n`` of the squeezing ``(p (n - 1) + 1 / C) / n`` (the calibration size).
     kept : ranks modelled one by one before ``others``: 2 (``first``, ``second``), or 1
         (``first`` and ``others``) when no calibration item's class ranks below second.
+    margin : {"second", "rest"}
+        The margin: ``s_(1) - s_(2)`` (``"second"``), or the top class's log-odds against
+        all the others together, ``s_(1) - log sum_{j >= 2} exp(s_(j))`` (``"rest"``).
     """
 
     kind: str
@@ -114,6 +118,7 @@ class ClassRanks:
     classes: tuple[Label, ...]
     squeeze_n: int
     kept: int = 2
+    margin: str = "second"
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -131,6 +136,8 @@ class ClassRanks:
             raise ValueError(f"squeeze_n must be an integer >= 2, found {self.squeeze_n!r}")
         if self.kept not in (1, 2):
             raise ValueError(f"kept must be 1 or 2, found {self.kept!r}")
+        if self.margin not in _MARGINS:
+            raise ValueError(f"margin must be one of {list(_MARGINS)}, found {self.margin!r}")
 
     @property
     def n_classes(self) -> int:
@@ -142,7 +149,7 @@ class ClassRanks:
         return RANK_CLASSES if self.kept == 2 else (RANK_CLASSES[0], RANK_CLASSES[2])
 
     def with_kept(self, kept: int) -> ClassRanks:
-        return ClassRanks(self.kind, self.columns, self.classes, self.squeeze_n, kept)
+        return replace(self, kept=kept)
 
     # ----------------------------------------------------------------- maps
     def scores(self, outputs: np.ndarray) -> np.ndarray:
@@ -159,6 +166,12 @@ class ClassRanks:
     def margins(self, outputs: np.ndarray) -> np.ndarray:
         """``m(y) = s_(1) - s_(2)`` per output, shape (n, 1), never negative."""
         s = self.scores(outputs)
+        if self.margin == "rest":
+            ordered = -np.sort(-s, axis=1)
+            rest = ordered[:, 1:]
+            top = rest[:, :1]  # log sum exp over the rest, shifted by its largest
+            lse = top[:, 0] + np.log(np.exp(rest - top).sum(axis=1))
+            return (ordered[:, 0] - lse)[:, None]
         top2 = -np.partition(-s, 1, axis=1)[:, :2]
         return (top2[:, 0] - top2[:, 1])[:, None]
 
@@ -246,6 +259,7 @@ class ClassRanks:
             classes=classes,
             squeeze_n=record["squeeze_n"],
             kept=record.get("kept", 2),
+            margin=record.get("margin", "second"),
         )
 
 
@@ -273,7 +287,8 @@ def choose_reduction(
     fits = not joint and outputs.shape[1] == len(classes) >= 3
     if setting == "auto":
         if fits and is_simplex and len(classes) >= _design.RANKS_MIN_CLASSES:
-            return ClassRanks("simplex", columns, classes, int(outputs.shape[0]))
+            return ClassRanks("simplex", columns, classes, int(outputs.shape[0]),
+                              _design.RANKS_KEPT, _design.RANKS_MARGIN)  # fmt: skip
         return None
     if not fits:
         raise ValueError(
@@ -288,7 +303,7 @@ def choose_reduction(
             'output_transform="identity" to rank the values as they are'
         )
     return ClassRanks("simplex" if is_simplex else "scores", columns, classes,
-                      int(outputs.shape[0]))  # fmt: skip
+                      int(outputs.shape[0]), _design.RANKS_KEPT, _design.RANKS_MARGIN)  # fmt: skip
 
 
 def temperature_draws(
