@@ -365,17 +365,44 @@ def test_no_item_below_second_reduces_to_first_and_others():
         t.fit(frame[keep], labels[keep], class_labels=list(CLASSES))
     assert t.reduction_.kept == 1 and t.reduced_.classes_ == ("first", "others")
     np.testing.assert_allclose(t.predict_proba(frame.iloc[:5]).sum(axis=1), 1.0)
-    top = keep & (order[:, 0] == truth)
-    with pytest.raises(ValueError, match=r"no items of rank 'others'"):
-        yw.Transducer(backend="laplace", progress=False).fit(
-            frame[top], labels[top], class_labels=list(CLASSES)
-        )
+
+
+def test_a_rank_no_item_takes_is_learnt_from_the_items_that_are_not_of_it():
+    """Every calibration item right (no "others"), or none second: the fit goes on, and
+    the empty rank's probability is small, positive and uncertain, smaller where the
+    network is surer; its temperature's draws are the prior's."""
+    frame, labels = _five_class_data(300, 4)
+    p = frame.to_numpy()
+    order = np.argsort(-p, axis=1)
+    truth = pd.Categorical(labels, categories=CLASSES).codes
+    top = order[:, 0] == truth
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the Laplace backend's own warning
+        t = yw.Transducer(backend="laplace", seed=1, progress=False)
+        t.fit(frame[top], labels[top], class_labels=list(CLASSES))
+    assert t.reduction_.kept == 1 and t.reduced_.classes_ == ("first", "others")
+    assert t.reduced_.posterior_.observed_data["class_index"].values.max() == 0
+    with pytest.warns(yw.ExtrapolationWarning):  # the wrong items' margins are outside
+        wrong = 1 - t.predict_proba(frame)[np.arange(300), order[:, 0]]
+    assert (wrong > 0).all() and wrong.mean() < 0.05
+    margin = t.reduction_.margins(p)[:, 0]
+    assert (
+        wrong[margin > np.quantile(margin, 0.9)].mean()
+        < wrong[margin < np.quantile(margin, 0.1)].mean()
+    )
+    band = t.predict_interval(frame.iloc[:20], prob=0.9)
+    assert (band["upper"].values - band["lower"].values).max() > 0.01
+    assert np.log(t.others_temperature_).std() == pytest.approx(1.0, abs=0.1)
+    assert (t.rank_check()["observed"] == t.rank_check()["items"]).all()
     lower = top | (order[:, 0] != truth) & (order[:, 1] != truth)  # none ranks second
     assert (lower & ~top).any()
-    with pytest.raises(ValueError, match=r"no items of rank 'second'"):
-        yw.Transducer(backend="laplace", progress=False).fit(
-            frame[lower], labels[lower], class_labels=list(CLASSES)
-        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t2 = yw.Transducer(backend="laplace", seed=1, progress=False)
+        t2.fit(frame[lower], labels[lower], class_labels=list(CLASSES))
+    assert t2.reduced_.classes_ == ("first", "second", "others")
+    second = t2.predict_proba(frame[lower])[:, :][np.arange(lower.sum()), order[lower, 1]]
+    assert (second > 0).all() and second.mean() < 0.05
 
 
 def test_the_reduced_fits_warnings_point_at_the_users_call(reduced):

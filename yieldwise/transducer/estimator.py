@@ -213,6 +213,11 @@ class Transducer:
     # before fitting (check_fitted, not these, says whether it is fitted).
     reduction_: ClassRanks | None = None
     reduced_: Transducer | None = None
+    # A class-reduced transducer's inner fit may have a rank no calibration item takes
+    # (every item right: no "others"); its probability is then learnt from the prior and
+    # the items that are not of it (docs/model.md, "Many classes"). Not a constructor
+    # parameter: a user's own classes must each have items.
+    _unseen_classes_allowed: bool = False
 
     def __init__(
         self,
@@ -316,7 +321,7 @@ class Transducer:
             raise ValueError(f"classes must include at least 2 classes, found {list(labels)}")
         class_index = indices_of(truth, labels, "classes", "class_labels")
         per_class = np.bincount(class_index, minlength=len(labels))
-        if (per_class == 0).any():
+        if (per_class == 0).any() and not self._unseen_classes_allowed:
             missing = [labels[j] for j in np.flatnonzero(per_class == 0)]
             raise ValueError(
                 f"class(es) {missing} have no calibration items; the transducer cannot learn "
@@ -369,17 +374,11 @@ class Transducer:
         if (reduction.ranks(y, class_index) >= 2).sum() == 0:
             reduction = reduction.with_kept(1)  # no item ranks below second: first / others
         ranks = reduction.reduced_classes(y, class_index)
-        present = np.bincount(ranks, minlength=reduction.kept + 1) > 0
-        if not present.all():
-            empty = " or ".join(repr(reduction.rank_classes[i]) for i in np.flatnonzero(~present))
-            raise ValueError(
-                "class_reduction: no calibration item's class takes that place in its output's "
-                f"order, so the reduced transducer has no items of rank {empty} to learn from; "
-                "add calibration items or fit with class_reduction=None"
-            )
         params = self.get_params() | {"class_reduction": None, "output_transform": "identity",
                                       "resolution": None}  # fmt: skip
         inner = Transducer(**params)
+        # a rank no item takes (every item right: no "others") is learnt from the others
+        inner._unseen_classes_allowed = True
         inner.fit(
             pd.DataFrame(reduction.margins(y), columns=[MARGIN_COLUMN]),
             np.asarray(reduction.rank_classes, dtype=object)[ranks],
