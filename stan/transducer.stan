@@ -51,7 +51,44 @@
 // dominates lambda (weak data or small tau), centred where lambda dominates. The prior of b
 // is unchanged (an exact change of variables, its log Jacobian sum(log v) / 2 added); with
 // lambda = 0 and kappa = 0 it is the plain non-centred b = tau e.
+// Group offsets (a class-reduced transducer's pairs; docs/model.md, "Many classes"). With
+// G > 0, each row belongs to one of G groups, each group to one of H parents, and the
+// class log-odds of a group's rows are shifted by a constant per group and class:
+//   p(c, y | g) proportional to sum_k beta[k, c] kernel_k(y) * exp(off[g, c]),  off[g, 1] = 0,
+//   off[g, c] = tau_h[c] e_h[parent[g], c] + tau_g[c] e_g[g, c],  e ~ N(0, 1),
+//   tau_h, tau_g ~ N+(0, tau_g_scale),
+// a two-level hierarchy shrunk towards no offset (the model above). Conditioning on the
+// group (its frequency a separate parameter, whose posterior the rest does not touch) keeps
+// the model a finite mixture of product kernels: a component per kernel and group, whose
+// kernel in the group's coordinate is an indicator. Appended to u after the log-odds'
+// blocks: (log tau_h, log tau_g, e_h, e_g), matrices column-major.
 functions {
+  // the groups' class offsets (G x C, column 1 zero) from u's group block, which starts
+  // after position at_g (header, "Group offsets")
+  matrix group_offsets(vector u, int at_g, int G, int H, int C1, array[] int parent) {
+    vector[C1] tau_h = exp(segment(u, at_g + 1, C1));
+    vector[C1] tau_g = exp(segment(u, at_g + C1 + 1, C1));
+    matrix[H, C1] e_h = to_matrix(segment(u, at_g + 2 * C1 + 1, H * C1), H, C1);
+    matrix[G, C1] e_g = to_matrix(segment(u, at_g + 2 * C1 + H * C1 + 1, G * C1), G, C1);
+    return append_col(rep_vector(0, G),
+                      diag_post_multiply(e_h[parent], tau_h) + diag_post_multiply(e_g, tau_g));
+  }
+
+  // log of each group's normaliser, log sum_c exp(off[g, c]) sum_k exp(theta[k, c])
+  vector group_log_norm(matrix theta, matrix off) {
+    int C = cols(theta);
+    int G = rows(off);
+    row_vector[C] col_lse;
+    vector[G] out;
+    for (c in 1:C) {
+      col_lse[c] = log_sum_exp(theta[:, c]);
+    }
+    for (g in 1:G) {
+      out[g] = log_sum_exp(col_lse + off[g]);
+    }
+    return out;
+  }
+
   // v = 1 / (lambda + tau^-2), the smooth blocks' conditional variances given their log
   // scales (conditional whitening, above), one column per block
   matrix whitening_variance(row_vector log_tau, matrix lambda) {
@@ -159,6 +196,13 @@ data {
   vector<lower=0, upper=1>[kern_nz] kern_w;
   array[kern_nz] int<lower=1, upper=K * C> kern_v;
   array[N + 1] int<lower=1> kern_u;
+  // group offsets (header): G groups (0: none), H parents, each row's group (0 when
+  // G = 0), each group's parent, and the half-Normal scale of both levels' sds
+  int<lower=0> G;
+  int<lower=0> H;
+  array[N] int<lower=0, upper=G> grp;
+  array[G] int<lower=1, upper=H> parent;
+  real<lower=0> tau_g_scale;
 }
 
 transformed data {
@@ -189,9 +233,24 @@ transformed data {
   int C1 = C - 1;
   // where each block starts in u
   int at_f = P1 + 1 + R;
-  if (U != at_f + C1 * (P + 1 + R)) {
-    reject("U must be (P - 1) + 1 + R + (C - 1) * (P + 1 + R) = ", at_f + C1 * (P + 1 + R),
-           ", found ", U);
+  int at_g = at_f + C1 * (P + 1 + R);  // the group block, after the log-odds'
+  int n_group = G > 0 ? C1 * (2 + H + G) : 0;
+  if (U != at_g + n_group) {
+    reject("U must be (P - 1) + 1 + R + (C - 1) * (P + 1 + R) + [G > 0] (C - 1) (2 + H + G) = ",
+           at_g + n_group, ", found ", U);
+  }
+  if (G > 0 && H < 1) {
+    reject("groups need at least one parent: H = ", H);
+  }
+  // each row's offset in to_vector(off) (column-major): (cls - 1) * G + grp
+  array[N] int off_index = rep_array(1, N);
+  if (G > 0) {
+    for (n in 1:N) {
+      if (grp[n] < 1) {
+        reject("grp[", n, "] must lie in 1..G = ", G, ", found ", grp[n]);
+      }
+      off_index[n] = (cls[n] - 1) * G + grp[n];
+    }
   }
   vector[P * C1] f_fixed_scale = to_vector(rep_matrix(fixed_scale, C1));
   // each smooth block's basis with its whitening rotation folded in (one K x R product
@@ -243,6 +302,12 @@ model {
   if (tau_f_floor > 0) {
     target += sum(log1m_exp(-square(tau_f / tau_f_floor)));
   }
+  // the group offsets' prior: e ~ N(0, 1), the log scales with their Jacobian
+  if (G > 0) {
+    segment(u, at_g + 2 * C1 + 1, (H + G) * C1) ~ std_normal();
+    exp(segment(u, at_g + 1, 2 * C1)) ~ normal(0, tau_g_scale);
+    target += sum(segment(u, at_g + 1, 2 * C1));
+  }
   {
     // beta = exp(theta - log_norm): the likelihood of the rows of class c is their block
     // of kern times column c of beta (C products of (rows of c) x K by K, together one
@@ -265,7 +330,13 @@ model {
         }
       }
     }
-    target += dot_product(count_vec, log(lik) + top[cls]' - log_norm);
+    if (G > 0) {  // each row's class offset, and its group's normaliser
+      matrix[G, C] off = group_offsets(u, at_g, G, H, C1, parent);
+      target += dot_product(count_vec, log(lik) + top[cls]' + to_vector(off)[off_index]
+                                       - group_log_norm(theta, off)[grp]);
+    } else {
+      target += dot_product(count_vec, log(lik) + top[cls]' - log_norm);
+    }
   }
 }
 
@@ -282,6 +353,9 @@ generated quantities {
   // how much the kernel values the sparse form leaves out add to log_lik (0 when dense):
   // the draws' density under the full kernels is theirs times exp(log_lik_cut_gap)
   real log_lik_cut_gap = 0;
+  // the group offsets (header; G = 0: none): p(c, y | g) is the mixture's joint times
+  // exp(group_offset[g, c]), renormalised
+  matrix[G, C] group_offset;
   {
     vector[U] u = u_centre + u_scale * z;
     tau_a = exp(u[P1 + 1]);
@@ -304,6 +378,11 @@ generated quantities {
       }
     }
     log_lik = log_lik_constant + dot_product(count_vec, log(lik));
+    if (G > 0) {
+      group_offset = group_offsets(u, at_g, G, H, C1, parent);
+      log_lik += dot_product(count_vec, to_vector(group_offset)[off_index] + log_norm
+                                        - group_log_norm(theta, group_offset)[grp]);
+    }
     if (kern_sparse) {
       log_lik_cut_gap = dot_product(
         count_vec, log(lik) - log(csr_matrix_times_vector(N, K * C, kern_w, kern_v, kern_u,

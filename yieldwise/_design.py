@@ -147,6 +147,14 @@ RANKS_KEPT = 2
 #: The reduction's margin: "second" (the top two scores' gap) or "rest" (the top class's
 #: log-odds against the others together).
 RANKS_MARGIN = "second"
+#: Half-Normal scale of the sds of a class reduction's pair offsets (both levels: the top
+#: class and the pair of top classes), in log-odds units (stan/transducer.stan, "Group
+#: offsets"): offsets of a few tenths to about 2 are expected.
+GROUP_OFFSET_SCALE = 1.0
+#: A class reduction models pair offsets (which classes are first and second) when the
+#: classes make at most this many ordered pairs (C (C - 1): 90 for ten classes); 0 turns
+#: them off.
+RANKS_MAX_PAIRS = 600
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
 GP_EIGEN_CUTOFF = 1e-6

@@ -104,6 +104,20 @@ class TransducerDensity:
         self.kappa = self._columns(data, "kappa")
         sizes = [("a_fixed", p1), ("log_tau_a", 1), ("a_raw", r), ("f_fixed", self.P * c1),
                  ("log_tau_f", c1), ("f_raw", r * c1)]  # fmt: skip
+        # group offsets (stan/transducer.stan, "Group offsets"), appended when G > 0
+        self.G, self.H = int(data.get("G", 0)), int(data.get("H", 0))
+        self.grp = (
+            np.asarray(data.get("grp", np.zeros(self.cls.size)), dtype=np.int64).reshape(-1) - 1
+        )
+        self.parent = np.asarray(data.get("parent", np.zeros(0)), dtype=np.int64).reshape(-1) - 1
+        self.tau_g_scale = float(data.get("tau_g_scale", 1.0))
+        if self.G > 0:
+            sizes += [("log_tau_h", c1), ("log_tau_g", c1), ("e_h", self.H * c1),
+                      ("e_g", self.G * c1)]  # fmt: skip
+            # each group's items, and each (group, class)'s
+            self.group_total = np.bincount(self.grp, weights=self.count, minlength=self.G)
+            self.group_class = np.zeros((self.G, self.C))
+            np.add.at(self.group_class, (self.grp, self.cls), self.count)
         self.slices: dict[str, slice] = {}
         start = 0
         for name, size in sizes:
@@ -130,7 +144,24 @@ class TransducerDensity:
             "f_fixed": u[..., s["f_fixed"]].reshape(*lead, c1, self.P).swapaxes(-1, -2),
             "log_tau_f": u[..., s["log_tau_f"]],
             "f_raw": u[..., s["f_raw"]].reshape(*lead, c1, self.R).swapaxes(-1, -2),
-        }
+        } | ({} if self.G == 0 else {
+            "log_tau_h": u[..., s["log_tau_h"]],
+            "log_tau_g": u[..., s["log_tau_g"]],
+            "e_h": u[..., s["e_h"]].reshape(*lead, c1, self.H).swapaxes(-1, -2),
+            "e_g": u[..., s["e_g"]].reshape(*lead, c1, self.G).swapaxes(-1, -2),
+        })  # fmt: skip
+
+    def offsets(self, u: np.ndarray) -> np.ndarray:
+        """(..., G, C) group offsets, column 0 zero (stan/transducer.stan, group_offsets)."""
+        p = self.unpack(u)
+        tau_h = np.exp(p["log_tau_h"])[..., None, :]
+        tau_g = np.exp(p["log_tau_g"])[..., None, :]
+        off = p["e_h"][..., self.parent, :] * tau_h + p["e_g"] * tau_g
+        return np.concatenate([np.zeros((*off.shape[:-1], 1)), off], axis=-1)
+
+    def group_log_norm(self, theta: np.ndarray, off: np.ndarray) -> np.ndarray:
+        """(..., G) log sum_c exp(off[g, c]) sum_k exp(theta[k, c])."""
+        return logsumexp(logsumexp(theta, axis=-2)[..., None, :] + off, axis=-1)
 
     def smooth_blocks(self, u: np.ndarray) -> dict[str, np.ndarray]:
         """The smooth coefficients of ``u`` and the pieces of their whitening.
@@ -190,16 +221,27 @@ class TransducerDensity:
             # them on the value alone; the gradient has no meaning there, and computing
             # it would divide by 0 (numpy's RuntimeWarnings reached the user).
             return -np.inf, np.full(u.shape, np.nan)
-        ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
         tau_a = float(np.exp(p["log_tau_a"]))
         tau_f = np.exp(p["log_tau_f"])
         fs = self.fixed_scale
-        lp = ll + float(self.log_prior(u, w))
-        # d ll / d theta[k, c] = sum_{n: c_n = c} count_n kern[n, k] beta_kc / lik_n
-        #                        - total softmax(theta)[k, c]
         weight = np.zeros((self.cls.size, self.C))
         weight[np.arange(self.cls.size), self.cls] = self.count / lik
-        g_theta = (self.kern.T @ weight) * e - self.total * np.exp(theta - log_norm)
+        if self.G == 0:
+            ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
+            # d ll / d theta[k, c] = sum_{n: c_n = c} count_n kern[n, k] beta_kc / lik_n
+            #                        - total softmax(theta)[k, c]
+            normaliser = self.total * np.exp(theta - log_norm)
+        else:  # each row's group offset and its group's normaliser (the Stan program)
+            off = self.offsets(u)
+            lnz = self.group_log_norm(theta, off)
+            ll = float(self.count @ (np.log(lik) + top[self.cls] + off[self.grp, self.cls]
+                                     - lnz[self.grp]))  # fmt: skip
+            # group g's class shares pi_g(c) = exp(off[g, c] + lse_k theta[k, c] - lnz[g])
+            share = np.exp(off + logsumexp(theta, axis=0)[None, :] - lnz[:, None])
+            normaliser = np.exp(theta) * (self.group_total @ np.exp(off - lnz[:, None]))
+            g_off = self.group_class - self.group_total[:, None] * share  # (G, C)
+        lp = ll + float(self.log_prior(u, w))
+        g_theta = (self.kern.T @ weight) * e - normaliser
         g_a = g_theta.sum(axis=1)
         g_f = g_theta[:, 1:]
         if self.marginal:  # d theta[k, c] / d f_j[k] = [c = j] - softmax(0, f[k])_j
@@ -228,12 +270,27 @@ class TransducerDensity:
         grad[s["f_fixed"]] = (self.fixed.T @ g_f - p["f_fixed"] / fs[:, None] ** 2).ravel("F")
         grad[s["f_raw"]] = g_e[:, 1:].ravel("F")
         grad[s["log_tau_f"]] = g_t[1:]
+        if self.G > 0:
+            d = g_off[:, 1:]  # (G, C - 1): d ll / d off
+            tau_h, tau_g = np.exp(p["log_tau_h"]), np.exp(p["log_tau_g"])
+            d_parent = np.zeros((self.H, self.C - 1))
+            np.add.at(d_parent, self.parent, d)
+            grad[s["e_h"]] = (d_parent * tau_h - p["e_h"]).ravel("F")
+            grad[s["e_g"]] = (d * tau_g - p["e_g"]).ravel("F")
+            grad[s["log_tau_h"]] = (
+                np.sum(d_parent * p["e_h"], axis=0) * tau_h - (tau_h / self.tau_g_scale) ** 2 + 1
+            )
+            grad[s["log_tau_g"]] = (
+                np.sum(d * p["e_g"], axis=0) * tau_g - (tau_g / self.tau_g_scale) ** 2 + 1
+            )
         return lp, grad
 
     def start(self, init: Mapping[str, Any] | None) -> np.ndarray:
         """``u`` from the sampler's initial values (``stan_data.initial_values``)."""
         u = np.zeros(self.size)
         s = self.slices
+        if self.G > 0:  # the offsets start at 0, their scales at a fifth of their prior's
+            u[s["log_tau_h"]] = u[s["log_tau_g"]] = np.log(0.2 * self.tau_g_scale)
         if init is None:
             u[s["log_tau_a"]] = np.log(0.2 * self.tau_a_scale)
             u[s["log_tau_f"]] = np.log(0.2 * self.tau_f_scale)
@@ -277,7 +334,7 @@ class TransducerDensity:
             - self.R * w["t"]
             + 0.5 * np.sum(np.log(w["v"]), axis=-2)
         )
-        return (
+        out = (
             -0.5 * np.sum((p["a_fixed"] / fs[1:]) ** 2, axis=-1)
             - 0.5 * np.sum((p["f_fixed"] / fs[:, None]) ** 2, axis=(-2, -1))
             + np.sum(smooth, axis=-1)
@@ -286,6 +343,15 @@ class TransducerDensity:
             + self._tau_f_log_prior(tau_f)
             + np.sum(p["log_tau_f"], axis=-1)
         )
+        if self.G > 0:  # e ~ N(0, 1); half-Normal scales on the log scale, with Jacobian
+            log_tau = np.concatenate([p["log_tau_h"], p["log_tau_g"]], axis=-1)
+            out = out + (
+                -0.5 * np.sum(p["e_h"] ** 2, axis=(-2, -1))
+                - 0.5 * np.sum(p["e_g"] ** 2, axis=(-2, -1))
+                - 0.5 * np.sum(np.exp(2 * log_tau), axis=-1) / self.tau_g_scale**2
+                + np.sum(log_tau, axis=-1)
+            )
+        return out
 
     def _tau_f_log_prior(self, tau_f: np.ndarray) -> np.ndarray:
         """Log prior of ``tau_f`` (..., C - 1), summed over the classes, up to its constant
@@ -345,7 +411,17 @@ class TransducerDensity:
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
         b = blocks["b"]
+        offset = np.zeros((us.shape[0], self.G, self.C))
+        if self.G > 0:  # each row's offset and its group's normaliser (the Stan program)
+            offset = self.offsets(us)
+            lnz = self.group_log_norm(theta, offset)  # (S, G)
+            log_lik = (
+                log_lik
+                + (offset[:, self.grp, self.cls] + log_norm.reshape(-1, 1) - lnz[:, self.grp])
+                @ self.count
+            )
         return {
+            "group_offset": offset,
             "a_fixed": p["a_fixed"],
             "tau_a": tau_a,
             "a_smooth": b[..., 0],

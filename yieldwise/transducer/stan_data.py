@@ -19,11 +19,12 @@ This module turns calibration items into the plain arrays the program reads:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
+from .. import _design
 from .._design import (
     SLOPE_SCALE,
     KernelDesign,
@@ -109,22 +110,34 @@ class StanData(Mapping[str, Any]):
     y_upper: np.ndarray = field(metadata={"stan": None})
     censored: np.ndarray = field(metadata={"stan": None})
     preconditioned: int = field(metadata={"stan": None})
+    # group offsets (stan/transducer.stan, "Group offsets"; a class-reduced transducer's
+    # pairs): G groups (0: none, the default), H parents, each row's group (1-based; 0
+    # when G = 0), each group's parent (1-based), and the scales' half-Normal scale
+    G: int = field(default=0, metadata={"stan": "int<lower=0>"})
+    H: int = field(default=0, metadata={"stan": "int<lower=0>"})
+    grp: np.ndarray = field(default=None, metadata={"stan": "array[N] int<lower=0, upper=G>"})  # type: ignore[assignment]
+    parent: np.ndarray = field(default=None, metadata={"stan": "array[G] int<lower=1, upper=H>"})  # type: ignore[assignment]
+    tau_g_scale: float = field(default=1.0, metadata={"stan": "real<lower=0>"})
 
     def __post_init__(self) -> None:
+        if self.grp is None:
+            object.__setattr__(self, "grp", np.zeros(int(self.N), dtype=np.int64))
+        if self.parent is None:
+            object.__setattr__(self, "parent", np.zeros(0, dtype=np.int64))
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "int":
                 value = int(value)
             elif f.type == "float":
                 value = float(value)
-            elif f.name in ("cls", "count", "censored", "kern_v", "kern_u"):
+            elif f.name in ("cls", "count", "censored", "kern_v", "kern_u", "grp", "parent"):
                 value = np.asarray(value, dtype=np.int64)
             else:
                 value = np.asarray(value, dtype=float)
             object.__setattr__(self, f.name, value)
         n, c, d, k, p, r, u = self.N, self.C, self.D, self.K, self.P, self.R, self.U
         sizes = {"N": n, "C - 1": c - 1, "D": d, "K": k, "P": p, "R": r, "U": u,
-                 "N + 1": n + 1, "kern_nz": self.kern_nz}  # fmt: skip
+                 "N + 1": n + 1, "kern_nz": self.kern_nz, "G": self.G}  # fmt: skip
         for name, dims in _SHAPES.items():
             expected = tuple(sizes[dim] for dim in dims)
             found = np.shape(getattr(self, name))
@@ -134,10 +147,12 @@ class StanData(Mapping[str, Any]):
                     f"found {found}"
                 )
         _check_sparse(self)
-        if u != (p - 1) + 1 + r + (c - 1) * (p + 1 + r):
+        _check_groups(self)
+        if u != unconstrained_size(p, r, c, self.G, self.H):
             raise ValueError(
-                f"StanData.U must be (P - 1) + 1 + R + (C - 1) (P + 1 + R) = "
-                f"{(p - 1) + 1 + r + (c - 1) * (p + 1 + r)}, found {u}"
+                f"StanData.U must be (P - 1) + 1 + R + (C - 1) (P + 1 + R), plus "
+                f"(C - 1) (2 + H + G) with groups, = {unconstrained_size(p, r, c, self.G, self.H)}"
+                f", found {u}"
             )
 
     @classmethod
@@ -145,10 +160,11 @@ class StanData(Mapping[str, Any]):
         """The data from a mapping with every field (a dict as :meth:`as_dict` gives)."""
         if isinstance(data, StanData):
             return data
-        missing = [f.name for f in fields(cls) if f.name not in data]
+        required = [f for f in fields(cls) if f.default is MISSING]
+        missing = [f.name for f in required if f.name not in data]
         if missing:
             raise ValueError(f"the transducer's Stan data lack {missing}")
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
     def as_dict(self) -> dict[str, Any]:
         """Every field as a plain dict: what the backends get (Stan reads the data block's
@@ -180,8 +196,33 @@ _SHAPES = {
     "white_f": ("C - 1", "R", "R"), "white_f_lambda": ("R", "C - 1"),
     "white_f_kappa": ("R", "C - 1"), "kern_w": ("kern_nz",), "kern_v": ("kern_nz",),
     "kern_u": ("N + 1",), "y_lower": ("N", "D"),
-    "y_upper": ("N", "D"), "censored": ("D",),
+    "y_upper": ("N", "D"), "censored": ("D",), "grp": ("N",), "parent": ("G",),
 }  # fmt: skip
+
+
+def unconstrained_size(p: int, r: int, c: int, g: int = 0, h: int = 0) -> int:
+    """The length of the program's unconstrained vector ``u`` (stan/transducer.stan,
+    "Geometry" and "Group offsets")."""
+    return (p - 1) + 1 + r + (c - 1) * (p + 1 + r) + ((c - 1) * (2 + h + g) if g > 0 else 0)
+
+
+def _check_groups(data: StanData) -> None:
+    """Group offsets' data consistent: each row's group in 1..G (0 when G = 0), each
+    group's parent in 1..H, H >= 1 when G >= 1 (ValueError naming the field)."""
+    g, h = data.G, data.H
+    if g < 0 or h < 0 or (g > 0 and h < 1):
+        raise ValueError(f"StanData.G and H must be >= 0, H >= 1 when G >= 1: found G {g}, H {h}")
+    low = 1 if g > 0 else 0
+    if data.grp.size and (data.grp.min() < low or data.grp.max() > g):
+        raise ValueError(
+            f"StanData.grp must lie in {low}..{g}, found {data.grp.min()}..{data.grp.max()}"
+        )
+    if data.parent.size and (data.parent.min() < 1 or data.parent.max() > h):
+        raise ValueError(
+            f"StanData.parent must lie in 1..{h}, found {data.parent.min()}..{data.parent.max()}"
+        )
+
+
 _FIELD_NAMES = tuple(f.name for f in fields(StanData))
 #: The program's data block, in its order.
 STAN_FIELDS = tuple(f.name for f in fields(StanData) if f.metadata["stan"] is not None)
@@ -486,6 +527,7 @@ def build_stan_data(
     seed: int = 0,
     preconditioned: bool = True,
     kernel_tail_cut: float = KERNEL_TAIL_CUT,
+    groups: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[StanData, KernelDesign]:
     """The data for ``stan/transducer.stan`` (both backends), and the kernel design.
 
@@ -516,6 +558,10 @@ def build_stan_data(
     kernel_tail_cut : float
         Kernel values below this fraction of their row's largest are left out of the
         likelihood when that makes it sparse (:func:`sparse_kernels`); 0 keeps them all.
+    groups : (group, parent), optional
+        Group offsets (stan/transducer.stan, "Group offsets"): each row's 0-based group
+        ``(n,)`` and each group's 0-based parent ``(G,)``; rows merge only within a group.
+        Their scales' half-Normal scale is ``yieldwise._design.GROUP_OFFSET_SCALE``.
     """
     cls = np.asarray(class_index)
     lo, hi, cens = as_bounds(lower, upper, censored)
@@ -530,15 +576,17 @@ def build_stan_data(
         raise ValueError(f"class_index must hold integers in [0, {n_classes})")
     overrides = _check_prior(prior)
     kernel_tail_cut = check_tail_cut(kernel_tail_cut)
+    grp, parent = _check_group_rows(groups, n)
     if counts is None:
-        cls_u, bounds_u, cnt = merge_rows(cls, np.hstack([lo, hi]))
-        lo_u, hi_u = bounds_u[:, :d], bounds_u[:, d:]
+        cls_u, merged, cnt = merge_rows(cls, np.hstack([grp[:, None], lo, hi]))
+        grp_u, lo_u, hi_u = merged[:, 0].astype(np.int64), merged[:, 1 : d + 1], merged[:, d + 1 :]
     else:
         cnt = np.asarray(counts)
         if cnt.shape != (n,) or (cnt < 1).any() or not np.all(np.equal(np.mod(cnt, 1), 0)):
             raise ValueError("counts must be positive integers, one per row")
         order = np.argsort(cls, kind="stable")  # the program reads rows grouped by class
         cls_u, lo_u, hi_u, cnt = cls[order].astype(np.int64), lo[order], hi[order], cnt[order]
+        grp_u = grp[order]
     design = design_kernels(
         lo_u, hi_u, cnt, n_components, seed=seed,
         tau_a_scale=overrides.get("tau_a_scale"), tau_f_scale=overrides.get("tau_f_scale"),
@@ -580,14 +628,40 @@ def build_stan_data(
         "censored": cens.astype(np.int64),
         **sparse_kernels(kern, cls_u + 1, kernel_tail_cut),
     }
+    if parent.size:
+        values.update(G=int(parent.size), H=int(parent.max()) + 1, grp=grp_u + 1,
+                      parent=parent + 1, tau_g_scale=float(_design.GROUP_OFFSET_SCALE))  # fmt: skip
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
-    u = (p_ - 1) + 1 + r_ + c1 * (p_ + 1 + r_)
+    u = unconstrained_size(
+        p_, r_, n_classes, int(parent.size), int(parent.max()) + 1 if parent.size else 0
+    )
     data = StanData(**values, U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
                     **_no_whitening(r_, c1))  # fmt: skip
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
+
+
+def _check_group_rows(
+    groups: tuple[np.ndarray, np.ndarray] | None, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``groups`` as (each row's 0-based group (n,), each group's 0-based parent (G,));
+    no groups: zeros and an empty parent array. ValueError names what is wrong."""
+    if groups is None:
+        return np.zeros(n, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    grp, parent = (np.asarray(a) for a in groups)
+    for name, a in (("group", grp), ("parent", parent)):
+        if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
+            raise ValueError(f"groups: the {name} indices must be a 1-D integer array")
+    if grp.shape != (n,):
+        raise ValueError(f"groups: one group per row ({n}) expected, found {grp.shape}")
+    if parent.size == 0 or (parent < 0).any() or (grp < 0).any() or grp.max() >= parent.size:
+        raise ValueError(
+            f"groups: rows' groups must lie in 0..G - 1 with G = {parent.size} parents given, "
+            "and parents must be >= 0"
+        )
+    return grp.astype(np.int64), parent.astype(np.int64)
 
 
 def _no_whitening(r: int, c1: int) -> dict[str, np.ndarray]:
