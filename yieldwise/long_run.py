@@ -474,9 +474,8 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
     if outputs.shape[0] > n_points:
         pick = np.random.default_rng(seed).choice(outputs.shape[0], n_points, replace=False)
         outputs = outputs[np.sort(pick)]
-    lower, upper, censored = reduced.transform_.intervals(reduction.margins(outputs))
     scaled = reduction.expand(
-        outputs, reduced.posterior.scaled_joint(lower, upper, censored),
+        outputs, transducer.reduced_joint(outputs),
         reduction.shares(outputs, transducer.others_temperature_),
     )  # fmt: skip
     q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)  # p(m | D), scaled

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import logsumexp
 
 from .. import _mixture
 from .._design import KernelDesign
@@ -218,6 +219,9 @@ class Transducer:
     # the items that are not of it (docs/model.md, "Many classes"). Not a constructor
     # parameter: a user's own classes must each have items.
     _unseen_classes_allowed: bool = False
+    # A class-reduced transducer's inner fit with pair offsets: each item's 0-based group
+    # and each group's parent (stan/transducer.stan, "Group offsets"); None otherwise.
+    _groups: tuple[np.ndarray, np.ndarray] | None = None
 
     def __init__(
         self,
@@ -343,7 +347,7 @@ class Transducer:
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
-            seed=seed, kernel_tail_cut=tail_cut,
+            seed=seed, kernel_tail_cut=tail_cut, groups=self._groups,
         )  # fmt: skip
         program = get_backend(self.backend).compile(stan_file("transducer"))
         result = program.sample(
@@ -379,6 +383,8 @@ class Transducer:
         inner = Transducer(**params)
         # a rank no item takes (every item right: no "others") is learnt from the others
         inner._unseen_classes_allowed = True
+        if reduction.paired:
+            inner._groups = (reduction.pairs(y), reduction.pair_parents())
         inner.fit(
             pd.DataFrame(reduction.margins(y), columns=[MARGIN_COLUMN]),
             np.asarray(reduction.rank_classes, dtype=object)[ranks],
@@ -409,6 +415,12 @@ class Transducer:
         self.others_temperature_ = np.asarray(
             self.posterior_.posterior["others_temperature"].values, float
         ).reshape(-1)
+        # the pair offsets' draws (S, pairs, ranks), or None without them
+        offsets = self.posterior_.posterior.get("group_offset")
+        self.pair_offset_ = (
+            None if offsets is None
+            else np.asarray(offsets.values, float).reshape(-1, *offsets.shape[2:])
+        )  # fmt: skip
 
     def _set_fitted(
         self,
@@ -587,7 +599,11 @@ class Transducer:
         observed = self.posterior_.observed_data
         margins = self.reduced_.calibration_outputs()
         with _relayed_warnings():
-            first = self.reduced_.draws_proba(margins).values[..., 0]  # (chain, draw, item)
+            first = self.reduced_.draws_proba(margins).values  # (chain, draw, item, rank)
+        if self.pair_offset_ is not None:  # given each item's pair of top classes
+            flat = first.reshape(-1, *first.shape[2:])
+            first = self.reduction_.tilt(self.calibration_outputs(), flat, self.pair_offset_)
+        first = first[..., 0]
         return rank_check(
             self.reduction_, self.calibration_outputs(), observed["class_label_index"].values,
             first.reshape(-1, first.shape[-1]), seed,
@@ -620,6 +636,77 @@ class Transducer:
             log_w = self.posterior.log_class_weights(log_g, prevalences)
             out[sl] = _mixture.class_probabilities(log_w, exchangeable=exchangeable)
         return out
+
+    def _pair_weights(self) -> np.ndarray:
+        """(S, pairs, ranks) ``exp(offset_t[g, r]) / Z_t(g)``, with ``Z_t(g) = sum_r
+        exp(offset_t[g, r]) F_t(r)``: a draw's joint of (rank, margin) given the output's
+        pair is the reduced fit's joint times these (stan/transducer.stan, "Group
+        offsets")."""
+        assert self.pair_offset_ is not None and self.reduced_ is not None
+        off = self.pair_offset_
+        log_f = self.reduced_.posterior.log_class_frequencies[:, None, :]
+        log_z = logsumexp(off + log_f, axis=2, keepdims=True)
+        return np.exp(off - log_z)
+
+    def _pair_joint(self, z: np.ndarray) -> np.ndarray:
+        """(S, n, ranks) the reduced fit's per-draw joint at margins ``z``, scaled per
+        point (ratios over draws and ranks are exact)."""
+        assert self.reduced_ is not None
+        lower, upper, censored = self.reduced_.transform_.intervals(z[:, None])
+        return self.reduced_.posterior.scaled_joint(lower, upper, censored)
+
+    def reduced_joint(self, outputs: Any) -> np.ndarray:
+        """A class-reduced transducer's per-draw joint of (rank, margin) at each output,
+        given the output's pair of top classes when the fit has pair offsets: (S, n,
+        ranks), scaled by one positive number per output (ratios over draws and ranks are
+        exact; theory 3.2). What long-run integrals weigh the calibration outputs by."""
+        if self.reduction_ is None or self.reduced_ is None:
+            raise ValueError("reduced_joint() is for a class-reduced transducer (class_reduction)")
+        y, margins = self._reduced_inputs(outputs, None)
+        joint = self._pair_joint(margins.to_numpy()[:, 0])
+        if self.pair_offset_ is None:
+            return joint
+        return joint * self._pair_weights()[:, self.reduction_.pairs(y)]
+
+    def _paired_proba(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Exchangeable ``p(rank | m, pair)`` (n, ranks) of a transducer with pair
+        offsets: ``sum_t J_t(r) / sum_t sum_r J_t(r)``, ``J_t`` the draw's joint given the
+        pair (:meth:`_pair_weights`). Up to ``_INTERPOLATE_ABOVE`` distinct (margin, pair)
+        outputs exactly; more through a cubic interpolation per pair along the margin,
+        its grid doubled until its error at every midpoint is below
+        ``_INTERPOLATION_TOLERANCE`` (as for 1-D outputs; ``interpolation_error_``)."""
+        assert self.reduction_ is not None
+        weights = self._pair_weights()
+        pairs = self.reduction_.pairs(y)
+        keys, inverse = np.unique(np.column_stack([z, pairs]), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        self.interpolation_error_ = 0.0
+        if keys.shape[0] <= _INTERPOLATE_ABOVE:
+            g = keys[:, 1].astype(np.int64)
+            num = np.einsum("tir,tir->ir", self._pair_joint(keys[:, 0]), weights[:, g])
+            return (num / num.sum(axis=1, keepdims=True))[inverse]
+        from scipy.interpolate import CubicSpline
+
+        low, high = float(z.min()), float(z.max())
+        nodes = _GRID_START
+        while True:
+            fine = np.linspace(low, high, 2 * nodes - 1)
+            joint = self._pair_joint(fine)  # (S, grid, ranks)
+            num = np.stack([joint[:, :, r].T @ weights[:, :, r] for r in range(joint.shape[2])],
+                           axis=2)  # (grid, pairs, ranks): a matrix product per rank  # fmt: skip
+            exact = num / num.sum(axis=2, keepdims=True)
+            spline = CubicSpline(fine[::2], exact[::2], axis=0)
+            error = float(np.abs(spline(fine[1::2]) - exact[1::2]).max())
+            if error <= _INTERPOLATION_TOLERANCE or nodes >= _GRID_MAX:
+                break
+            nodes = 2 * nodes - 1
+        self.interpolation_error_ = error
+        values = np.empty((z.size, exact.shape[2]))
+        for g in np.unique(pairs):  # one spline per pair present (at most C (C - 1))
+            mine = pairs == g
+            values[mine] = CubicSpline(fine[::2], exact[::2, g], axis=0)(z[mine])
+        values = np.clip(values, 0.0, 1.0)
+        return values / values.sum(axis=1, keepdims=True)
 
     def _interpolated_proba(
         self, z: np.ndarray, exchangeable: bool, prevalences: np.ndarray | None
@@ -692,7 +779,10 @@ class Transducer:
                     means = [draws.mean(axis=0) for _, draws in self._reduced_draws(y)]
                 return np.concatenate(means, axis=0)
             with _relayed_warnings():
-                ranks = self.reduced_.predict_proba(margins, exchangeable)
+                if self.pair_offset_ is None:
+                    ranks = self.reduced_.predict_proba(margins, exchangeable)
+                else:
+                    ranks = self._paired_proba(y, margins.to_numpy()[:, 0])
             # the others' share is independent of the ranks a posteriori: its mean
             return self.reduction_.expand(
                 y, ranks, self.reduction_.mean_share(y, self.others_temperature_)
@@ -716,6 +806,9 @@ class Transducer:
             assert self.reduced_ is not None
             with _relayed_warnings():
                 ranks = self.reduced_.draws_proba(margins).values
+            if self.pair_offset_ is not None:  # each draw's offsets for each output's pair
+                flat = ranks.reshape(-1, *ranks.shape[2:])
+                ranks = self.reduction_.tilt(y, flat, self.pair_offset_).reshape(ranks.shape)
             share = self.reduction_.shares(
                 y, self.posterior.by_chain(self.others_temperature_)
             )  # fmt: skip
@@ -1007,7 +1100,6 @@ class Transducer:
         --------
         ``t.loo()["elpd_loo"]``; ``arviz.compare({"a": t_a.loo(), "b": t_b.loo()})``.
         """
-        import arviz as az
         from scipy.special import logsumexp
 
         self.check_fitted()
@@ -1019,60 +1111,32 @@ class Transducer:
         log_g = np.concatenate([g for _, g in self._log_joint_chunks(unique)], axis=1)
         log_g = log_g + self.transform_.log_jacobian(unique)[None, :, None]  # (S, rows, C)
         joint = log_g[:, inverse, cls]  # (S, items)
-        n_samples, n_items = joint.shape
-        log_weights, pareto_k = az.psislw(-joint.T)  # (items, S), normalised
-        lw = log_weights.T  # (S, items)
-        elpd_i = logsumexp(lw + joint, axis=0)
-        if conditional:
-            total = logsumexp(log_g, axis=2)[:, inverse]  # log sum_c G_t(c, y_i)
-            elpd_i = elpd_i - logsumexp(lw + total, axis=0)
-            lppd_draws = joint - total
-        else:
-            lppd_draws = joint
-        lppd = float((logsumexp(lppd_draws, axis=0) - np.log(n_samples)).sum())
-        elpd = float(elpd_i.sum())
-        good_k = min(1 - 1 / np.log10(n_samples), 0.7)
-        k = np.asarray(pareto_k, float)
-        return az.ELPDData(
-            data=[
-                elpd, float(np.sqrt(n_items * np.var(elpd_i))), lppd - elpd, n_samples,
-                n_items, bool((k > good_k).any()),
-                xr.DataArray(elpd_i, dims=["item"], name="loo_i"),
-                xr.DataArray(k, dims=["item"], name="pareto_shape"), "log", good_k,
-            ],
-            index=[
-                "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
-                "pareto_k", "scale", "good_k",
-            ],
-        )  # fmt: skip
+        total = logsumexp(log_g, axis=2)[:, inverse]  # log sum_c G_t(c, y_i)
+        return _psis_loo(joint, total if conditional else None)
 
     def _reduced_loo(self, conditional: bool) -> az.ELPDData:
+        """loo() of a class-reduced transducer: per item and draw, the reduced fit's log
+        joint of its rank and margin (given its pair, with pair offsets) plus, for rank
+        ``others``, the log of its class's share at the draw's temperature."""
         assert self.reduced_ is not None and self.reduction_ is not None
-        result = self.reduced_.loo(conditional=conditional)
-        if not conditional:
-            return result
         y = self.calibration_outputs()
         cls = self.posterior_.observed_data["class_label_index"].values
         rank = self.reduction_.reduced_classes(y, cls)
-        # the log leave-one-out predictive of class c_i's share of its rank: 0 for the first
-        # two; for others, the temperature's posterior is apart from the mixture's, so the
-        # leave-one-out predictive factorises and this factor is the importance-sampling
-        # estimate over its draws, -log mean_t 1 / share_t(c_i)
-        from scipy.special import logsumexp
-
-        shift = np.zeros(cls.size)
+        z = self.reduction_.margins(y)
+        lower, upper, censored = self.reduced_.transform_.intervals(z)
+        log_g = self.reduced_.posterior.log_joint(lower, upper, censored)  # (S, n, ranks)
+        if self.pair_offset_ is not None:
+            log_g = log_g + np.log(self._pair_weights()[:, self.reduction_.pairs(y)])
+        items = np.arange(cls.size)
+        joint = log_g[:, items, rank]
         mine = np.flatnonzero(rank == self.reduction_.kept)
-        if mine.size:
+        if mine.size:  # the class's share of "others" at each draw's temperature
             order, _ = self.reduction_.others(y[mine])
             place = np.argmax(order == cls[mine, None], axis=1)
-            share = self.reduction_.shares(y[mine], self.others_temperature_)  # (S, n, C - k)
-            log_share = np.log(share[:, np.arange(mine.size), place])
-            shift[mine] = -(logsumexp(-log_share, axis=0) - np.log(log_share.shape[0]))
-        loo_i = result["loo_i"] + shift
-        result["loo_i"] = loo_i
-        result["elpd_loo"] = float(loo_i.sum())
-        result["se"] = float(np.sqrt(cls.size * np.var(loo_i.values)))
-        return result
+            share = self.reduction_.shares(y[mine], self.others_temperature_)
+            joint[:, mine] += np.log(share[:, np.arange(mine.size), place])
+        total = logsumexp(log_g, axis=2)  # the shares sum to 1 over each rank's classes
+        return _psis_loo(joint, total if conditional else None)
 
     def sampler_summary(self) -> dict[str, Any]:
         """Divergences, tree-depth saturation, step sizes and timing of the fit, and
@@ -1198,6 +1262,41 @@ class Transducer:
     def _repr_html_(self) -> str:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self._summary_lines())
         return f"<div class='yieldwise-transducer'><b>Transducer</b><ul>{items}</ul></div>"
+
+
+def _psis_loo(joint: np.ndarray, total: np.ndarray | None) -> Any:
+    """PSIS-LOO from per-draw, per-item log joints ``joint`` (S, items); with ``total``
+    (S, items), the log of each item's joint summed over its classes, the conditional
+    ``log p(c_i | y_i, data without i)``; the importance ratios always come from the joint
+    (Transducer.loo)."""
+    import arviz as az
+    from scipy.special import logsumexp
+
+    n_samples, n_items = joint.shape
+    log_weights, pareto_k = az.psislw(-joint.T)  # (items, S), normalised
+    lw = log_weights.T  # (S, items)
+    elpd_i = logsumexp(lw + joint, axis=0)
+    if total is not None:
+        elpd_i = elpd_i - logsumexp(lw + total, axis=0)
+        lppd_draws = joint - total
+    else:
+        lppd_draws = joint
+    lppd = float((logsumexp(lppd_draws, axis=0) - np.log(n_samples)).sum())
+    elpd = float(elpd_i.sum())
+    good_k = min(1 - 1 / np.log10(n_samples), 0.7)
+    k = np.asarray(pareto_k, float)
+    return az.ELPDData(
+    data=[
+        elpd, float(np.sqrt(n_items * np.var(elpd_i))), lppd - elpd, n_samples,
+        n_items, bool((k > good_k).any()),
+        xr.DataArray(elpd_i, dims=["item"], name="loo_i"),
+        xr.DataArray(k, dims=["item"], name="pareto_shape"), "log", good_k,
+    ],
+    index=[
+        "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
+        "pareto_k", "scale", "good_k",
+    ],
+    )  # fmt: skip
 
 
 class _relayed_warnings:

@@ -449,6 +449,10 @@ def to_inference_data(
         "tau_f": ["class_log_odds"],
     }
     posterior = {name: result.draws[name] for name in ("w", "alpha", "mu", "sigma", "log_lik")}
+    if int(data.get("G", 0)) > 0:  # a class reduction's pair offsets (stan/transducer.stan)
+        posterior["group_offset"] = result.draws["group_offset"]
+        coords["group"] = np.arange(int(data["G"]))
+        dims["group_offset"] = ["group", "class"]
     # the smoothing sd's: identified parameters, diagnosed with the invariant quantities
     posterior.update({name: result.draws[name] for name in ("tau_f",)
                       if name in result.draws})  # fmt: skip

@@ -111,6 +111,9 @@ class ClassRanks:
     margin : {"second", "rest"}
         The margin: ``s_(1) - s_(2)`` (``"second"``), or the top class's log-odds against
         all the others together, ``s_(1) - log sum_{j >= 2} exp(s_(j))`` (``"rest"``).
+    paired : bool
+        Whether the reduced model has offsets per pair of top classes (:meth:`pairs`;
+        stan/transducer.stan, "Group offsets").
     """
 
     kind: str
@@ -119,6 +122,7 @@ class ClassRanks:
     squeeze_n: int
     kept: int = 2
     margin: str = "second"
+    paired: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -147,6 +151,22 @@ class ClassRanks:
     def rank_classes(self) -> tuple[str, ...]:
         """The reduced problem's class labels: ``first``, ``second`` (when kept), ``others``."""
         return RANK_CLASSES if self.kept == 2 else (RANK_CLASSES[0], RANK_CLASSES[2])
+
+    @property
+    def n_pairs(self) -> int:
+        """The ordered pairs (top class, second class): ``C (C - 1)``."""
+        return self.n_classes * (self.n_classes - 1)
+
+    def pairs(self, outputs: np.ndarray) -> np.ndarray:
+        """Each output's pair of top classes ``(a, b)`` as an index in ``0 .. C (C - 1) - 1``:
+        ``a (C - 1) + b - [b > a]``."""
+        order = self.order(outputs)
+        a, b = order[:, 0], order[:, 1]
+        return a * (self.n_classes - 1) + b - (b > a)
+
+    def pair_parents(self) -> np.ndarray:
+        """Each pair's top class (the offsets' upper level), ``(C (C - 1),)``."""
+        return np.repeat(np.arange(self.n_classes), self.n_classes - 1)
 
     def with_kept(self, kept: int) -> ClassRanks:
         return replace(self, kept=kept)
@@ -183,6 +203,14 @@ class ClassRanks:
     def reduced_classes(self, outputs: np.ndarray, class_index: np.ndarray) -> np.ndarray:
         """Each item's reduced class, an index into :attr:`rank_classes`."""
         return np.minimum(self.ranks(outputs, class_index), self.kept)
+
+    def tilt(self, outputs: np.ndarray, rank_proba: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Per-draw rank probabilities (S, n, kept + 1) given each output's pair: the
+        reduced fit's ``F_t(rank | m)`` times ``exp(offset_t[pair, rank])``, renormalised
+        (stan/transducer.stan, "Group offsets"); ``offsets`` (S, pairs, kept + 1)."""
+        off = np.asarray(offsets, float)[:, self.pairs(outputs)]  # (S, n, kept + 1)
+        q = np.asarray(rank_proba, float) * np.exp(off - off.max(axis=-1, keepdims=True))
+        return q / q.sum(axis=-1, keepdims=True)
 
     def others(self, outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The ``others`` classes of each output: their indices (n, C - kept), in the
@@ -260,6 +288,7 @@ class ClassRanks:
             squeeze_n=record["squeeze_n"],
             kept=record.get("kept", 2),
             margin=record.get("margin", "second"),
+            paired=bool(record.get("paired", False)),
         )
 
 
@@ -288,7 +317,8 @@ def choose_reduction(
     if setting == "auto":
         if fits and is_simplex and len(classes) >= _design.RANKS_MIN_CLASSES:
             return ClassRanks("simplex", columns, classes, int(outputs.shape[0]),
-                              _design.RANKS_KEPT, _design.RANKS_MARGIN)  # fmt: skip
+                              _design.RANKS_KEPT, _design.RANKS_MARGIN,
+                              _paired(len(classes)))  # fmt: skip
         return None
     if not fits:
         raise ValueError(
@@ -303,7 +333,13 @@ def choose_reduction(
             'output_transform="identity" to rank the values as they are'
         )
     return ClassRanks("simplex" if is_simplex else "scores", columns, classes,
-                      int(outputs.shape[0]), _design.RANKS_KEPT, _design.RANKS_MARGIN)  # fmt: skip
+                      int(outputs.shape[0]), _design.RANKS_KEPT, _design.RANKS_MARGIN,
+                      _paired(len(classes)))  # fmt: skip
+
+
+def _paired(n_classes: int) -> bool:
+    """Pair offsets for this many classes (:data:`yieldwise._design.RANKS_MAX_PAIRS`)."""
+    return 0 < n_classes * (n_classes - 1) <= _design.RANKS_MAX_PAIRS
 
 
 def temperature_draws(
