@@ -59,6 +59,7 @@ __all__ = [
     "ClassRanks",
     "ReductionWarning",
     "choose_reduction",
+    "gauss_nodes",
     "rank_check",
     "temperature_draws",
     "warn_on_rank_check",
@@ -80,13 +81,15 @@ TEMPERATURE_PRIOR_SD = 1.0
 #: it (the inverse CDF interpolates linearly between them).
 TEMPERATURE_RANGE = (-8.0, 5.0)
 _COARSE, _FINE = 261, 1001
-#: Temperature nodes (quantiles of the draws) over which :meth:`ClassRanks.mean_share`
-#: averages the ``others`` share, in place of every draw (so that a prediction costs
-#: nodes x items x classes, whatever the number of draws): the share is smooth in gamma,
-#: and with 128 nodes the mean differs from the all-draws mean by at most 0.65 of that
-#: mean's own Monte Carlo standard error (64 nodes: 1.1) on a 400-item fit whose
-#: temperature spans 0.9 to 6.4 (tests/test_class_reduction.py).
-MEAN_NODES = 128
+#: Nodes of the Gaussian quadrature over which :meth:`ClassRanks.mean_share` averages the
+#: ``others`` share, in place of every draw (so that a prediction costs nodes x items x
+#: classes, whatever the number of draws): the rule whose nodes and weights integrate
+#: polynomials of ``log gamma`` up to degree 31 exactly against the draws' empirical
+#: measure (:func:`gauss_nodes`). The share is smooth in ``log gamma``: on a 400-item fit
+#: whose temperature spans 0.9 to 6.4 the mean differs from the all-draws mean by 7e-9
+#: at 16 nodes (6e-7 at 12, 4e-5 at 8), where 128 quantile midpoints missed it by 1.7e-4
+#: (tests/test_class_reduction.py).
+MEAN_NODES = 16
 
 
 class ReductionWarning(UserWarning):
@@ -229,10 +232,11 @@ class ClassRanks:
 
     def mean_share(self, outputs: np.ndarray, temperature: np.ndarray) -> np.ndarray:
         """The posterior mean of the ``others`` share (n, C - kept) over the temperature's
-        draws, by :data:`MEAN_NODES` of their quantiles (each a node of equal weight)."""
-        t = np.asarray(temperature, float).reshape(-1)
-        nodes = np.quantile(t, (np.arange(MEAN_NODES) + 0.5) / MEAN_NODES)
-        return self.shares(outputs, nodes).mean(axis=0)
+        draws, by the Gaussian quadrature of :data:`MEAN_NODES` nodes for their empirical
+        measure (:func:`gauss_nodes`)."""
+        nodes, weights = gauss_nodes(np.log(np.asarray(temperature, float).reshape(-1)),
+                                     MEAN_NODES)  # fmt: skip
+        return np.tensordot(weights, self.shares(outputs, np.exp(nodes)), axes=(0, 0))
 
     def expand(
         self, outputs: np.ndarray, rank_proba: np.ndarray, share: np.ndarray | None = None
@@ -340,6 +344,41 @@ def choose_reduction(
 def _paired(n_classes: int) -> bool:
     """Pair offsets for this many classes (:data:`yieldwise._design.RANKS_MAX_PAIRS`)."""
     return 0 < n_classes * (n_classes - 1) <= _design.RANKS_MAX_PAIRS
+
+
+def gauss_nodes(samples: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of the ``m``-point Gaussian quadrature for the empirical measure
+    of ``samples`` (each of weight ``1 / S``): exact for polynomials of degree ``2 m - 1``.
+
+    The Jacobi matrix of the measure's orthonormal polynomials comes from the Lanczos
+    process on ``diag(samples)`` started at the uniform vector (with full
+    reorthogonalisation, on standardised samples); its eigenvalues are the nodes and the
+    squared first components of its eigenvectors the weights (Golub and Welsch 1969). With
+    fewer than ``m`` distinct values, as many nodes as there are.
+    """
+    x = np.asarray(samples, float).reshape(-1)
+    centre, scale = float(x.mean()), float(x.std())
+    if not scale > 0:
+        return np.array([centre]), np.array([1.0])
+    x = (x - centre) / scale
+    basis = np.zeros((m + 1, x.size))
+    basis[0] = 1.0 / np.sqrt(x.size)
+    diagonal, off = np.zeros(m), np.zeros(m + 1)
+    size = m
+    for k in range(m):  # m steps, each over the samples (not per item or draw)
+        w = x * basis[k]
+        diagonal[k] = basis[k] @ w
+        w -= diagonal[k] * basis[k] + (off[k] * basis[k - 1] if k else 0.0)
+        w -= basis[: k + 1].T @ (basis[: k + 1] @ w)
+        off[k + 1] = np.linalg.norm(w)
+        if off[k + 1] < 1e-10:
+            size = k + 1
+            break
+        basis[k + 1] = w / off[k + 1]
+    jacobi = np.diag(diagonal[:size]) + np.diag(off[1:size], 1) + np.diag(off[1:size], -1)
+    nodes, vectors = np.linalg.eigh(jacobi)
+    weights = vectors[0] ** 2
+    return centre + scale * nodes, weights / weights.sum()
 
 
 def temperature_draws(
