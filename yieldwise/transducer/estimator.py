@@ -781,8 +781,9 @@ class Transducer:
             with _relayed_warnings():
                 if self.pair_offset_ is None:
                     ranks = self.reduced_.predict_proba(margins, exchangeable)
-                else:
-                    ranks = self._paired_proba(y, margins.to_numpy()[:, 0])
+                else:  # the margins checked (and warned about) as the reduced fit would
+                    z = self.reduced_._prepare_outputs(margins)[:, 0]
+                    ranks = self._paired_proba(y, z)
             # the others' share is independent of the ranks a posteriori: its mean
             return self.reduction_.expand(
                 y, ranks, self.reduction_.mean_share(y, self.others_temperature_)

@@ -30,6 +30,7 @@ __all__ = [
     "ATTRIBUTES",
     "FORMAT_VERSION",
     "OLDEST_READABLE",
+    "PAIR_VARIABLES",
     "PROVENANCE_ATTRIBUTES",
     "REDUCTION_VARIABLES",
     "VARIABLES",
@@ -105,6 +106,10 @@ REDUCTION_VARIABLES: tuple[Field, ...] = (
     Field("observed_data", "class_outputs", ("item", "class_column"), "finite"),
     Field("observed_data", "class_label_index", ("item",), "class index"),
     Field("posterior", "others_temperature", ("chain", "draw"), "positive"),
+)
+#: What a class reduction with pair offsets (``paired``) holds besides.
+PAIR_VARIABLES: tuple[Field, ...] = (
+    Field("posterior", "group_offset", ("chain", "draw", "group", "class"), "finite"),
 )
 
 
@@ -351,6 +356,11 @@ def _check_variables(path: Path, data: Any, meta: dict[str, Any]) -> None:
         sizes = {"item": sizes["item"], "class_column": len(stored.record.columns)}
         _check_fields(path, data, REDUCTION_VARIABLES, sizes, len(stored.record.classes),
                       " (the file holds a class reduction)")  # fmt: skip
+        if stored.record.paired:  # the pair offsets' draws, one set per ordered pair
+            record = stored.record
+            pair_sizes = {"group": record.n_pairs, "class": len(record.rank_classes)}
+            _check_fields(path, data, PAIR_VARIABLES, pair_sizes, len(record.classes),
+                          " (the class reduction has pair offsets)")  # fmt: skip
 
 
 def _check_fields(

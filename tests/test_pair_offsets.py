@@ -1,0 +1,174 @@
+"""Pair offsets of a class reduction (stan/transducer.stan, "Group offsets"): the data
+contract, the Laplace density against brute force, and the reduced transducer's maps
+against computations by hand. Fits run on the Laplace backend (seconds, no Stan)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import logsumexp
+
+import yieldwise as yw
+from yieldwise import _design
+from yieldwise.backends._laplace import TransducerDensity
+from yieldwise.transducer.io import TransducerFileError
+from yieldwise.transducer.reduction import ClassRanks
+from yieldwise.transducer.stan_data import build_stan_data
+
+CLASSES = ("a", "b", "c", "d", "e")
+
+
+def _grouped_data(n: int = 240, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    cls = rng.integers(0, 3, n)
+    y = np.round(rng.normal(cls, 1.0), 1)  # repeated values, so rows merge
+    parent = np.array([0, 0, 1, 1, 2])
+    grp = rng.integers(0, parent.size, n)
+    data, _ = build_stan_data(cls, y, y, None, 3, preconditioned=False, groups=(grp, parent))
+    return data, cls, y, grp, parent
+
+
+def test_rows_merge_within_their_group_only_and_bad_groups_are_named():
+    data, cls, y, grp, parent = _grouped_data()
+    assert (data.G, data.H) == (5, 3) and data.count.sum() == cls.size
+    keys = {(c, g, v) for c, g, v in zip(cls, grp, y, strict=True)}
+    assert len(keys) == data.N  # one row per distinct (class, group, output)
+    np.testing.assert_array_equal(data.parent, parent + 1)
+    with pytest.raises(ValueError, match=r"groups: one group per row \(240\)"):
+        build_stan_data(cls, y, y, None, 3, preconditioned=False, groups=(grp[:5], parent))
+    with pytest.raises(ValueError, match=r"groups: rows' groups must lie in 0..G - 1"):
+        build_stan_data(cls, y, y, None, 3, preconditioned=False, groups=(grp + 5, parent))
+
+
+def test_the_density_gradient_and_log_lik_match_brute_force():
+    """Gradient by central differences; log_lik row by row from theta and the offsets:
+    log sum_k kern[n, k] exp(theta[k, c_n]) + offset[g_n, c_n] - log sum_c exp(offset[g_n,
+    c]) sum_k exp(theta[k, c]), plus the kernel values' scale."""
+    data, *_ = _grouped_data()
+    model = TransducerDensity(data)
+    u = np.random.default_rng(1).normal(0.0, 0.3, model.size)
+    _, grad = model.log_density(u)
+    step = 1e-6
+    numeric = np.array([
+        (model.log_density(u + step * e)[0] - model.log_density(u - step * e)[0]) / (2 * step)
+        for e in np.eye(u.size)
+    ])  # fmt: skip
+    np.testing.assert_allclose(grad, numeric, atol=1e-5 * np.abs(grad).max())
+    q = model.quantities(u[None])
+    theta, off = model.theta(u), model.offsets(u)
+    by_hand = 0.0
+    for n in range(int(data.N)):
+        c, g = data.cls[n] - 1, data.grp[n] - 1
+        row = np.log(data.kern[n] @ np.exp(theta[:, c])) + data.kern_log_scale[n]
+        norm = logsumexp(off[g] + logsumexp(theta, axis=0))
+        by_hand += data.count[n] * (row + off[g, c] - norm)
+    assert q["log_lik"][0] == pytest.approx(by_hand, rel=1e-12)
+    np.testing.assert_allclose(q["group_offset"][0], off)
+    assert (off[:, 0] == 0).all()
+
+
+def test_pairs_and_the_tilt_match_a_worked_example():
+    r = ClassRanks("scores", ("s0", "s1", "s2", "s3"), (0, 1, 2, 3), 100, paired=True)
+    x = np.array([[0.0, 3.0, 1.0, 0.5], [2.0, -1.0, 2.5, 0.5]])
+    # item 0: top 1, second 2 -> 1 * 3 + 2 - 1 = 4; item 1: top 2, second 0 -> 2 * 3 + 0 = 6
+    np.testing.assert_array_equal(r.pairs(x), [4, 6])
+    np.testing.assert_array_equal(r.pair_parents(), np.repeat(np.arange(4), 3))
+    q = np.array([[[0.6, 0.3, 0.1], [0.5, 0.25, 0.25]]])  # one draw
+    off = np.zeros((1, 12, 3))
+    off[0, 4] = [0.0, np.log(2.0), 0.0]  # the pair (1, 2) doubles "second"
+    tilted = r.tilt(x, q, off)
+    np.testing.assert_allclose(tilted[0, 0], np.array([0.6, 0.6, 0.1]) / 1.3)
+    np.testing.assert_allclose(tilted[0, 1], q[0, 1])
+    assert ClassRanks.from_json(r.to_json()) == r
+
+
+def _five_class_data(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, n)
+    logits = 2.5 * np.eye(5)[labels] + rng.normal(size=(n, 5))
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return pd.DataFrame(p, columns=[f"p_{c}" for c in CLASSES]), np.array(CLASSES)[labels]
+
+
+@pytest.fixture(scope="module")
+def paired():
+    frame, labels = _five_class_data(400, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the Laplace backend's own warning
+        t = yw.Transducer(backend="laplace", seed=1, progress=False)
+        t.fit(frame, labels, class_labels=list(CLASSES))
+    return t, frame
+
+
+def test_a_fit_of_five_classes_has_offsets_for_its_twenty_pairs(paired, monkeypatch):
+    t, frame = paired
+    assert t.reduction_.paired and t.pair_offset_.shape == (t.posterior.n_draws, 20, 3)
+    monkeypatch.setattr(_design, "RANKS_MAX_PAIRS", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = yw.Transducer(backend="laplace", seed=1, progress=False)
+        plain.fit(frame, _five_class_data(400, 1)[1], class_labels=list(CLASSES))
+    assert not plain.reduction_.paired and plain.pair_offset_ is None
+
+
+def test_draws_are_the_reduced_draws_tilted_by_their_pairs_offsets(paired):
+    """draws_proba at one draw, by hand: F_t(rank | m) exp(offset_t[pair, rank]),
+    renormalised, the top two classes taking first and second."""
+    t, frame = paired
+    rows = frame.iloc[:6]
+    y = rows.to_numpy()
+    draws = t.draws_proba(rows).values.reshape(-1, 6, 5)
+    margins = pd.DataFrame(t.reduction_.margins(y), columns=["margin"])
+    ranks = t.reduced_.draws_proba(margins).values.reshape(-1, 6, 3)
+    order = np.argsort(-y, axis=1, kind="stable")
+    for s in (0, 777):
+        for i in range(6):
+            pair = order[i, 0] * 4 + order[i, 1] - (order[i, 1] > order[i, 0])
+            w = ranks[s, i] * np.exp(t.pair_offset_[s, pair])
+            w = w / w.sum()
+            assert draws[s, i, order[i, 0]] == pytest.approx(w[0], rel=1e-10)
+            assert draws[s, i, order[i, 1]] == pytest.approx(w[1], rel=1e-10)
+            assert draws[s, i, order[i, 2:]].sum() == pytest.approx(w[2], rel=1e-10)
+
+
+def test_predictions_interpolated_per_pair_match_the_exact_formula(paired):
+    """More than 4,096 distinct outputs go through the verified interpolation; fewer are
+    exact: the same outputs both ways agree to the interpolation's tolerance."""
+    t, _ = paired
+    new, _ = _five_class_data(6000, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # margins beyond the calibration ones
+        many = t.predict_proba(new)
+        error = t.interpolation_error_
+        few = t.predict_proba(new.iloc[:500])
+    assert t.interpolation_error_ == 0.0 and 0 < error < 1e-5
+    np.testing.assert_allclose(many[:500], few, atol=1e-5)
+    np.testing.assert_allclose(many.sum(axis=1), 1.0)
+
+
+def test_a_paired_transducer_round_trips_and_its_offsets_are_required(paired, tmp_path):
+    import arviz as az
+
+    t, frame = paired
+    back = yw.Transducer.load(t.save(tmp_path / "paired.nc"))
+    np.testing.assert_array_equal(back.pair_offset_, t.pair_offset_)
+    np.testing.assert_array_equal(back.predict_proba(frame), t.predict_proba(frame))
+    data = az.from_netcdf(str(tmp_path / "paired.nc"))
+    data.posterior = data.posterior.drop_vars("group_offset")
+    data.to_netcdf(str(tmp_path / "broken.nc"))
+    with pytest.raises(TransducerFileError, match=r"group_offset is missing \(the class "
+                       r"reduction has pair offsets\)"):  # fmt: skip
+        yw.Transducer.load(tmp_path / "broken.nc")
+
+
+def test_loo_adds_up_its_items(paired):
+    t, _ = paired
+    for conditional in (False, True):
+        result = t.loo(conditional=conditional)
+        assert result["elpd_loo"] == pytest.approx(result["loo_i"].values.sum())
+        assert np.isfinite(result["loo_i"].values).all()
+    # the class given the output is more probable than the output's margin density
+    assert t.loo(conditional=True)["elpd_loo"] > t.loo()["elpd_loo"]
