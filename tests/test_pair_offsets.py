@@ -4,6 +4,7 @@ against computations by hand. Fits run on the Laplace backend (seconds, no Stan)
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -93,20 +94,32 @@ def _five_class_data(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
     return pd.DataFrame(p, columns=[f"p_{c}" for c in CLASSES]), np.array(CLASSES)[labels]
 
 
+@contextlib.contextmanager
+def _max_pairs(value: int):
+    """Class reductions with pair offsets for up to ``value`` ordered pairs (off by
+    default: yieldwise._design.RANKS_MAX_PAIRS)."""
+    kept = _design.RANKS_MAX_PAIRS
+    _design.RANKS_MAX_PAIRS = value
+    try:
+        yield
+    finally:
+        _design.RANKS_MAX_PAIRS = kept
+
+
 @pytest.fixture(scope="module")
 def paired():
     frame, labels = _five_class_data(400, 1)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _max_pairs(600):
         warnings.simplefilter("ignore")  # the Laplace backend's own warning
         t = yw.Transducer(backend="laplace", seed=1, progress=False)
         t.fit(frame, labels, class_labels=list(CLASSES))
     return t, frame
 
 
-def test_a_fit_of_five_classes_has_offsets_for_its_twenty_pairs(paired, monkeypatch):
+def test_a_fit_of_five_classes_has_offsets_for_its_twenty_pairs(paired):
     t, frame = paired
     assert t.reduction_.paired and t.pair_offset_.shape == (t.posterior.n_draws, 20, 3)
-    monkeypatch.setattr(_design, "RANKS_MAX_PAIRS", 0)
+    assert _design.RANKS_MAX_PAIRS == 0  # the default: no pair offsets
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain = yw.Transducer(backend="laplace", seed=1, progress=False)

@@ -169,7 +169,8 @@ DATA_KEYS = {
     "fixed_basis", "fixed_scale", "R", "smooth_basis", "tau_a_scale", "tau_f_scale",
     "tau_f_df", "tau_f_floor", "density_marginal", "U", "u_centre", "u_scale", "white_a",
     "white_a_lambda", "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
-    "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u",
+    "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u", "G", "H", "grp", "parent",
+    "tau_g_scale",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)

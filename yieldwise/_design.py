@@ -151,10 +151,13 @@ RANKS_MARGIN = "second"
 #: class and the pair of top classes), in log-odds units (stan/transducer.stan, "Group
 #: offsets"): offsets of a few tenths to about 2 are expected.
 GROUP_OFFSET_SCALE = 1.0
-#: A class reduction models pair offsets (which classes are first and second) when the
-#: classes make at most this many ordered pairs (C (C - 1): 90 for ten classes); 0 turns
-#: them off.
-RANKS_MAX_PAIRS = 600
+#: A class reduction models pair offsets (which classes are first and second; stan/
+#: transducer.stan, "Group offsets") when the classes make at most this many ordered pairs
+#: (C (C - 1): 90 for ten classes). 0, the default, turns them off: measured on 2026-11-27
+#: (docs/model.md, "Pair offsets") they bring the bands on softmax-10 much closer to
+#: nominal in the fits measured so far but sample 3-5 times slower, and the whole coverage
+#: study and panel have not been run with them yet; set 600 to use them.
+RANKS_MAX_PAIRS = 0
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
 GP_EIGEN_CUTOFF = 1e-6
