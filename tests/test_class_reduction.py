@@ -172,7 +172,11 @@ def test_choose_reduction_follows_its_rules():
     p4 = np.random.default_rng(0).dirichlet(np.ones(4), size=20)
     cols4, classes4 = tuple("wxyz"), tuple("WXYZ")
     auto = choose_reduction("auto", p4, cols4, classes4, ("simplex",), joint=False)
-    assert auto == ClassRanks("simplex", cols4, classes4, 20)  # pairs off by default
+    assert auto == ClassRanks("simplex", cols4, classes4, 20, paired=True)  # 12 pairs
+    with _unpaired():
+        assert choose_reduction("auto", p4, cols4, classes4, ("simplex",), joint=False) == (
+            ClassRanks("simplex", cols4, classes4, 20)
+        )
     assert choose_reduction(None, p4, cols4, classes4, ("simplex",), joint=False) is None
     assert choose_reduction("auto", p4, cols4, classes4, ("simplex",), joint=True) is None
     p3 = p4[:, :3] / p4[:, :3].sum(axis=1, keepdims=True)  # three classes keep their grid
@@ -424,7 +428,7 @@ def test_a_rank_no_item_takes_is_learnt_from_the_items_that_are_not_of_it():
     assert t.reduced_.posterior_.observed_data["class_index"].values.max() == 0
     with pytest.warns(yw.ExtrapolationWarning):  # the wrong items' margins are outside
         wrong = 1 - t.predict_proba(frame)[np.arange(300), order[:, 0]]
-    assert (wrong > 0).all() and wrong.mean() < 0.05
+    assert (wrong > 0).all() and wrong.mean() < 0.1  # the pairs' offsets add uncertainty
     margin = t.reduction_.margins(p)[:, 0]
     assert (
         wrong[margin > np.quantile(margin, 0.9)].mean()
@@ -442,7 +446,7 @@ def test_a_rank_no_item_takes_is_learnt_from_the_items_that_are_not_of_it():
         t2.fit(frame[lower], labels[lower], class_labels=list(CLASSES))
     assert t2.reduced_.classes_ == ("first", "second", "others")
     second = t2.predict_proba(frame[lower])[:, :][np.arange(lower.sum()), order[lower, 1]]
-    assert (second > 0).all() and second.mean() < 0.05
+    assert (second > 0).all() and second.mean() < 0.1
 
 
 def test_the_reduced_fits_warnings_point_at_the_users_call(reduced):
