@@ -159,8 +159,9 @@ class Transducer:
     class_reduction : "auto", "ranks" or None
         Many classes (:mod:`yieldwise.transducer.reduction`): ``"ranks"`` models the rank
         of the true class in the output's own ordering (first, second, others) against
-        the margin between the output's top two class scores, a 1-D problem, and maps it
-        back to the classes through the output. ``"auto"`` (default) does so for a
+        the margin between the output's top two class scores, a 1-D problem with offsets
+        per pair of top classes, and maps it back to the classes through the output (the
+        lower classes share by a tempered softmax). ``"auto"`` (default) does so for a
         probability vector of 4 or more classes with one column per class (column ``j``
         the output for ``class_labels[j]``); ``"ranks"`` also takes one real score per
         class (logits); None never reduces. A reduced transducer has no generative mode

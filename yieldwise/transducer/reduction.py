@@ -29,12 +29,23 @@ which ``others`` class an item of rank ``others`` is (a conditional logit in ``g
 alone), its posterior is independent of the mixture's and is computed exactly on a grid
 (:func:`temperature_draws`); each mixture draw is paired with one draw of ``gamma``.
 
+Which classes are first and second matters (a network that reads a 3 as a 5 but not the
+other way round): with ``paired`` (the default up to
+:data:`yieldwise._design.RANKS_MAX_PAIRS` ordered pairs) each pair of top classes
+``(a, b)`` shifts the rank log-odds by an offset, ``p(rank | m, (a, b))`` proportional to
+``p(rank | m) exp(offset[(a, b), rank])``, with offsets of two levels (the top class
+``a``, then the pair) shrunk towards 0 by half-Normal sds (stan/transducer.stan, "Group
+offsets"); a pair no calibration output had takes its offsets from the prior given its
+top class. The model stays a finite mixture of product kernels (a component per kernel
+and pair).
+
 Temperature scaling is in its smooth limit: with ``p(c | y)`` proportional to
 ``exp(s_c / T)`` the log-odds of the first against the second class are ``m / T``, linear
-in the margin. What is given up: class-specific calibration (every class is treated
-alike), and the generative mode (the prevalence correction needs each class's output law,
-which the reduced model does not hold); both are refused with a message saying to fit
-with ``class_reduction=None``.
+in the margin. What is given up: calibration that depends on more of the output than its
+margin and its top pair (a class's own calibration enters only through the pairs it
+tops), and the generative mode (the prevalence correction needs each class's output law,
+which the reduced model does not hold); the latter is refused with a message saying to
+fit with ``class_reduction=None``.
 
 The record is stored with a saved transducer (:meth:`to_json`) and reverses the reduction
 for any new output.
