@@ -1174,7 +1174,9 @@ class Transducer:
         contains the class label, else the column in the class's position): a
         calibration plot, on which the raw output read as a probability is the
         diagonal. A class-reduced transducer (``reduction_``) plots its reduced problem:
-        the probability of each rank against the margin of the output's top two scores.
+        the probability of each rank against the margin of the output's top two scores
+        (with pair offsets, for a pair whose offsets are 0: the curve the pairs' offsets
+        tilt).
         """
         from .plots import plot_transducer
 
