@@ -51,7 +51,7 @@ cov = load_coverage_study()
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "stan" / "transducer.stan"
-DATA_END = "  array[N + 1] int<lower=1> kern_u;\n}"
+DATA_END = "  real<lower=0> tau_g_scale;\n}"
 PARAMS = "parameters {\n  vector[U] z;\n}"
 # theta is computed in the model block and again in generated quantities: the hinge terms
 # are added after both (EXPECTED counts the anchors that must be found)
@@ -61,20 +61,20 @@ THETA = (
 EXPECTED = {THETA: 2}
 MODEL = "model {\n"
 HINGE_DATA = (
-    "  int<lower=0> H;\n  matrix[K, H] hinge;\n  real<lower=0> kink_scale;\n"
+    "  int<lower=0> n_hinge;\n  matrix[K, n_hinge] hinge;\n  real<lower=0> kink_scale;\n"
     "  real<lower=0> kink_nu;\n  real kink_lo;\n  real kink_hi;\n  real<lower=0> kink_eps;\n}"
 )
 EDITS = {
     "t": [
         (DATA_END, DATA_END[:-1] + HINGE_DATA),
-        (PARAMS, PARAMS[:-1] + "  matrix[H, C - 1] kink;\n}"),
+        (PARAMS, PARAMS[:-1] + "  matrix[n_hinge, C - 1] kink;\n}"),
         (THETA, THETA + " theta[:, 2:C] += hinge * kink;"),
         (MODEL, MODEL + "  to_vector(kink) ~ student_t(kink_nu, 0, kink_scale);\n"),
     ],
     "t-noncentred": [
         (DATA_END, DATA_END[:-1] + HINGE_DATA),
-        (PARAMS, PARAMS[:-1] + "  matrix[H, C - 1] kink_z;\n"
-                               "  matrix<lower=0>[H, C - 1] kink_lam;\n}"),
+        (PARAMS, PARAMS[:-1] + "  matrix[n_hinge, C - 1] kink_z;\n"
+                               "  matrix<lower=0>[n_hinge, C - 1] kink_lam;\n}"),
         (THETA, THETA + " theta[:, 2:C] += hinge * (kink_scale * kink_z .* sqrt(kink_lam));"),
         (MODEL, MODEL + "  to_vector(kink_z) ~ std_normal();\n"
                         "  to_vector(kink_lam) ~ inv_gamma(0.5 * kink_nu, 0.5 * kink_nu);\n"),
@@ -133,15 +133,15 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
         nodes = [j for j in range(1, u.size - 1) if q_lo <= loc[j] <= q_hi]
         span = loc.max() - loc.min()
         if variant == "moving":
-            d["H"], d["hinge"] = 1, u[:, None]
+            d["n_hinge"], d["hinge"] = 1, u[:, None]
         else:
-            d["H"], d["hinge"] = len(nodes), np.abs(u[:, None] - u[None, nodes])
+            d["n_hinge"], d["hinge"] = len(nodes), np.abs(u[:, None] - u[None, nodes])
         d.update(
             kink_scale=scale, kink_nu=nu, kink_eps=0.5 / (u.size - 1),
             kink_lo=float(max((q_lo - loc.min()) / span, 0.0)),
             kink_hi=float(min((q_hi - loc.min()) / span, 1.0)),
         )  # fmt: skip
-        print(f"  hinges: {d['H']} ({len(nodes)} grid nodes inside the data's range)")
+        print(f"  hinges: {d['n_hinge']} ({len(nodes)} grid nodes inside the data's range)")
         return d, design
 
     return build

@@ -118,7 +118,7 @@ def test_result_layout(gaussian_fit, gaussian_data, record_property):
     # locals) nor the kernels mu = loc and sigma = width (the same at every draw)
     expected = {
         "w": (k,), "alpha": (k, c), "log_lik": (), "log_lik_cut_gap": (), "z": (u,),
-        "tau_a": (), "tau_f": (c - 1,),
+        "tau_a": (), "tau_f": (c - 1,), "group_offset": (0, c),  # no groups: G = 0
     }  # fmt: skip
     assert u == (p - 1) + 1 + r + (c - 1) * (p + 1 + r)
     assert shapes == {name: (2, 200, *shape) for name, shape in expected.items()}

@@ -54,7 +54,7 @@ def test_hinges_are_distances_on_the_grid_inside_the_data(probe):
     # nodes j = 1, 2 lie inside [1, 5] only if loc[j] does
     inside = [j for j in (1, 2) if 1 <= loc[j] <= 5]
     assert inside == [1, 2]  # the grid spans about [0.07, 6.93]: nodes 2.36 and 4.64
-    assert data["H"] == len(inside)
+    assert data["n_hinge"] == len(inside)
     assert np.allclose(data["hinge"], np.abs(u[:, None] - u[None, inside]))
     assert data["kink_scale"] == 1.0 and data["kink_nu"] == 2.0
     assert data["kink_eps"] == pytest.approx(0.5 / 3)

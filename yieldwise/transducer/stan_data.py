@@ -120,7 +120,8 @@ class StanData(Mapping[str, Any]):
     tau_g_scale: float = field(default=1.0, metadata={"stan": "real<lower=0>"})
 
     def __post_init__(self) -> None:
-        if self.grp is None:
+        if self.grp is None or (int(self.G) == 0 and not np.any(self.grp)):
+            # no groups: every row's group is 0, whatever N a replace() gave the rows
             object.__setattr__(self, "grp", np.zeros(int(self.N), dtype=np.int64))
         if self.parent is None:
             object.__setattr__(self, "parent", np.zeros(0, dtype=np.int64))
