@@ -6,11 +6,13 @@ pytest header says which backends are present, and the terminal summary which ra
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 _ran: set[str] = set()
@@ -188,3 +190,46 @@ def bench_import():
             sys.path.remove(str(bench))
 
     return load
+
+
+# ------------------------------------------------------------- class reductions
+FIVE_CLASSES = ("a", "b", "c", "d", "e")
+
+
+def _five_class_data(n: int, seed: int):
+    """A network-like softmax of five classes: logits 2.5 at the true class plus noise;
+    (DataFrame of p_a .. p_e, labels)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, n)
+    logits = 2.5 * np.eye(5)[labels] + rng.normal(size=(n, 5))
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    frame = pd.DataFrame(p, columns=[f"p_{c}" for c in FIVE_CLASSES])
+    return frame, np.array(FIVE_CLASSES)[labels]
+
+
+@contextlib.contextmanager
+def _max_pairs(value: int):
+    """Class reductions with pair offsets for up to ``value`` ordered pairs (0: none)
+    inside the block (yieldwise._design.RANKS_MAX_PAIRS)."""
+    from yieldwise import _design
+
+    kept = _design.RANKS_MAX_PAIRS
+    _design.RANKS_MAX_PAIRS = value
+    try:
+        yield
+    finally:
+        _design.RANKS_MAX_PAIRS = kept
+
+
+@pytest.fixture(scope="session")
+def five_class_data():
+    """make(n, seed): a seeded five-class softmax data set (:func:`_five_class_data`)."""
+    return _five_class_data
+
+
+@pytest.fixture(scope="session")
+def max_pairs():
+    """max_pairs(value): a context setting RANKS_MAX_PAIRS (:func:`_max_pairs`)."""
+    return _max_pairs

@@ -6,7 +6,6 @@ of the draws, the per-item shares)."""
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import numpy as np
@@ -168,12 +167,12 @@ def test_the_record_round_trips_and_bad_records_are_named():
         ClassRanks("scores", ("a", "b", "c"), (1, 2, 3), 10, kept=3)
 
 
-def test_choose_reduction_follows_its_rules():
+def test_choose_reduction_follows_its_rules(max_pairs):
     p4 = np.random.default_rng(0).dirichlet(np.ones(4), size=20)
     cols4, classes4 = tuple("wxyz"), tuple("WXYZ")
     auto = choose_reduction("auto", p4, cols4, classes4, ("simplex",), joint=False)
     assert auto == ClassRanks("simplex", cols4, classes4, 20, paired=True)  # 12 pairs
-    with _unpaired():
+    with max_pairs(0):
         assert choose_reduction("auto", p4, cols4, classes4, ("simplex",), joint=False) == (
             ClassRanks("simplex", cols4, classes4, 20)
         )
@@ -192,49 +191,25 @@ def test_choose_reduction_follows_its_rules():
 
 
 # ------------------------------------------------------- the fitted transducer
-def _five_class_data(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
-    """A network-like softmax of five classes: logits 2.5 at the true class plus noise."""
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 5, n)
-    logits = 2.5 * np.eye(5)[labels] + rng.normal(size=(n, 5))
-    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    return pd.DataFrame(p, columns=[f"p_{c}" for c in CLASSES]), np.array(CLASSES)[labels]
 
 
 @pytest.fixture(scope="module")
-def reduced():
+def reduced(five_class_data, max_pairs):
     """A reduction without pair offsets (tests/test_pair_offsets.py has them): the maps
     here are the rank model's own."""
-    frame, labels = _five_class_data(400, 1)
-    with warnings.catch_warnings(), _unpaired():
+    frame, labels = five_class_data(400, 1)
+    with warnings.catch_warnings(), max_pairs(0):
         warnings.simplefilter("ignore")  # the Laplace backend's own warning
         t = yw.Transducer(backend="laplace", chains=2, draws=300, seed=2, progress=False)
         t.fit(frame, labels, class_labels=list(CLASSES))
     return t, frame, labels
 
 
-@contextlib.contextmanager
-def _max_pairs(value: int):
-    """Class reductions with pair offsets for up to ``value`` ordered pairs (0: none)."""
-    from yieldwise import _design
-
-    kept = _design.RANKS_MAX_PAIRS
-    _design.RANKS_MAX_PAIRS = value
-    try:
-        yield
-    finally:
-        _design.RANKS_MAX_PAIRS = kept
-
-
-def _unpaired():
-    return _max_pairs(0)
-
-
-def test_a_fit_on_five_classes_is_reduced_and_predicts_through_its_ranks(reduced):
+def test_a_fit_on_five_classes_is_reduced_and_predicts_through_its_ranks(reduced, five_class_data):
     t, _, _ = reduced
     assert t.reduction_ is not None and t.reduction_.classes == CLASSES
     assert t.reduced_.classes_ == ("first", "second", "others")
-    new, _ = _five_class_data(50, 9)
+    new, _ = five_class_data(50, 9)
     p = t.predict_proba(new)
     assert p.shape == (50, 5)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
@@ -397,8 +372,8 @@ def test_a_reduced_file_without_its_class_outputs_is_refused_by_name(reduced, tm
         yw.Transducer.load(tmp_path / "broken.nc")
 
 
-def test_no_item_below_second_reduces_to_first_and_others():
-    frame, labels = _five_class_data(300, 4)
+def test_no_item_below_second_reduces_to_first_and_others(five_class_data):
+    frame, labels = five_class_data(300, 4)
     p = frame.to_numpy()
     order = np.argsort(-p, axis=1)
     truth = pd.Categorical(labels, categories=CLASSES).codes
@@ -411,11 +386,11 @@ def test_no_item_below_second_reduces_to_first_and_others():
     np.testing.assert_allclose(t.predict_proba(frame.iloc[:5]).sum(axis=1), 1.0)
 
 
-def test_a_rank_no_item_takes_is_learnt_from_the_items_that_are_not_of_it():
+def test_a_rank_no_item_takes_is_learnt_from_the_items_that_are_not_of_it(five_class_data):
     """Every calibration item right (no "others"), or none second: the fit goes on, and
     the empty rank's probability is small, positive and uncertain, smaller where the
     network is surer; its temperature's draws are the prior's."""
-    frame, labels = _five_class_data(300, 4)
+    frame, labels = five_class_data(300, 4)
     p = frame.to_numpy()
     order = np.argsort(-p, axis=1)
     truth = pd.Categorical(labels, categories=CLASSES).codes
@@ -494,25 +469,25 @@ def test_rank_check_warns_by_name_only_below_the_corrected_level():
         warn_on_rank_check(table.assign(p_value=[0.03, 0.3]))  # above 0.05 / 2: no warning
 
 
-def test_a_fit_whose_classes_are_calibrated_differently_warns(reduced):
+def test_a_fit_whose_classes_are_calibrated_differently_warns(reduced, five_class_data, max_pairs):
     """Five classes where outputs topped by 'a' are always right and the others far less
     often than their margins say: the fit's check flags 'a'; the symmetric data of the
     fixture pass it."""
     t, _, _ = reduced
     assert t.rank_check()["p_value"].min() > 0.05 / 5
-    frame, labels = _five_class_data(800, 5)
+    frame, labels = five_class_data(800, 5)
     top = frame.to_numpy().argmax(axis=1)
     rng = np.random.default_rng(6)
     flip = (top != 0) & (rng.random(800) < 0.3)  # relabel 30 % of the others' items
     labels = labels.copy()
     labels[flip] = np.array(CLASSES)[rng.integers(1, 5, flip.sum())]
     labels[top == 0] = "a"
-    with pytest.warns(yw.ReductionWarning, match=r"'a': right"), _unpaired():
+    with pytest.warns(yw.ReductionWarning, match=r"'a': right"), max_pairs(0):
         yw.Transducer(backend="laplace", chains=2, draws=300, seed=2, progress=False).fit(
             frame, labels, class_labels=list(CLASSES)
         )
     # with pair offsets the top class's own calibration is modelled: no warning
-    with warnings.catch_warnings(record=True) as caught, _max_pairs(600):
+    with warnings.catch_warnings(record=True) as caught, max_pairs(600):
         warnings.simplefilter("always")
         paired = yw.Transducer(backend="laplace", chains=2, draws=300, seed=2, progress=False)
         paired.fit(frame, labels, class_labels=list(CLASSES))

@@ -4,7 +4,6 @@ against computations by hand. Fits run on the Laplace backend (seconds, no Stan)
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import numpy as np
@@ -86,44 +85,24 @@ def test_pairs_and_the_tilt_match_a_worked_example():
     assert ClassRanks.from_json(r.to_json()) == r
 
 
-def _five_class_data(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 5, n)
-    logits = 2.5 * np.eye(5)[labels] + rng.normal(size=(n, 5))
-    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    return pd.DataFrame(p, columns=[f"p_{c}" for c in CLASSES]), np.array(CLASSES)[labels]
-
-
-@contextlib.contextmanager
-def _max_pairs(value: int):
-    """Class reductions with pair offsets for up to ``value`` ordered pairs (off by
-    default: yieldwise._design.RANKS_MAX_PAIRS)."""
-    kept = _design.RANKS_MAX_PAIRS
-    _design.RANKS_MAX_PAIRS = value
-    try:
-        yield
-    finally:
-        _design.RANKS_MAX_PAIRS = kept
-
-
 @pytest.fixture(scope="module")
-def paired():
-    frame, labels = _five_class_data(400, 1)
-    with warnings.catch_warnings(), _max_pairs(600):
+def paired(five_class_data, max_pairs):
+    frame, labels = five_class_data(400, 1)
+    with warnings.catch_warnings(), max_pairs(600):
         warnings.simplefilter("ignore")  # the Laplace backend's own warning
         t = yw.Transducer(backend="laplace", seed=1, progress=False)
         t.fit(frame, labels, class_labels=list(CLASSES))
     return t, frame
 
 
-def test_a_fit_of_five_classes_has_offsets_for_its_twenty_pairs(paired):
+def test_a_fit_of_five_classes_has_offsets_for_its_twenty_pairs(paired, five_class_data, max_pairs):
     t, frame = paired
     assert t.reduction_.paired and t.pair_offset_.shape == (t.posterior.n_draws, 20, 3)
     assert _design.RANKS_MAX_PAIRS >= 20  # the default: pairs for five classes
-    with warnings.catch_warnings(), _max_pairs(0):
+    with warnings.catch_warnings(), max_pairs(0):
         warnings.simplefilter("ignore")
         plain = yw.Transducer(backend="laplace", seed=1, progress=False)
-        plain.fit(frame, _five_class_data(400, 1)[1], class_labels=list(CLASSES))
+        plain.fit(frame, five_class_data(400, 1)[1], class_labels=list(CLASSES))
     assert not plain.reduction_.paired and plain.pair_offset_ is None
 
 
@@ -147,11 +126,11 @@ def test_draws_are_the_reduced_draws_tilted_by_their_pairs_offsets(paired):
             assert draws[s, i, order[i, 2:]].sum() == pytest.approx(w[2], rel=1e-10)
 
 
-def test_predictions_interpolated_per_pair_match_the_exact_formula(paired):
+def test_predictions_interpolated_per_pair_match_the_exact_formula(paired, five_class_data):
     """More than 4,096 distinct outputs go through the verified interpolation; fewer are
     exact: the same outputs both ways agree to the interpolation's tolerance."""
     t, _ = paired
-    new, _ = _five_class_data(6000, 5)
+    new, _ = five_class_data(6000, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # margins beyond the calibration ones
         many = t.predict_proba(new)
