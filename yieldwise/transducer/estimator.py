@@ -599,14 +599,14 @@ class Transducer:
             )
         observed = self.posterior_.observed_data
         margins = self.reduced_.calibration_outputs()
+        y = self.calibration_outputs()
         with _relayed_warnings():
             first = self.reduced_.draws_proba(margins).values  # (chain, draw, item, rank)
         if self.pair_offset_ is not None:  # given each item's pair of top classes
-            flat = first.reshape(-1, *first.shape[2:])
-            first = self.reduction_.tilt(self.calibration_outputs(), flat, self.pair_offset_)
+            first = self.reduction_.tilt(y, first, self.posterior.by_chain(self.pair_offset_))
         first = first[..., 0]
         return rank_check(
-            self.reduction_, self.calibration_outputs(), observed["class_label_index"].values,
+            self.reduction_, y, observed["class_label_index"].values,
             first.reshape(-1, first.shape[-1]), seed,
         )  # fmt: skip
 
@@ -809,8 +809,7 @@ class Transducer:
             with _relayed_warnings():
                 ranks = self.reduced_.draws_proba(margins).values
             if self.pair_offset_ is not None:  # each draw's offsets for each output's pair
-                flat = ranks.reshape(-1, *ranks.shape[2:])
-                ranks = self.reduction_.tilt(y, flat, self.pair_offset_).reshape(ranks.shape)
+                ranks = self.reduction_.tilt(y, ranks, self.posterior.by_chain(self.pair_offset_))
             share = self.reduction_.shares(
                 y, self.posterior.by_chain(self.others_temperature_)
             )  # fmt: skip
@@ -1102,8 +1101,6 @@ class Transducer:
         --------
         ``t.loo()["elpd_loo"]``; ``arviz.compare({"a": t_a.loo(), "b": t_b.loo()})``.
         """
-        from scipy.special import logsumexp
-
         self.check_fitted()
         if self.reduced_ is not None:
             return self._reduced_loo(conditional)
@@ -1274,7 +1271,6 @@ def _psis_loo(joint: np.ndarray, total: np.ndarray | None) -> Any:
     ``log p(c_i | y_i, data without i)``; the importance ratios always come from the joint
     (Transducer.loo)."""
     import arviz as az
-    from scipy.special import logsumexp
 
     n_samples, n_items = joint.shape
     log_weights, pareto_k = az.psislw(-joint.T)  # (items, S), normalised
@@ -1290,16 +1286,16 @@ def _psis_loo(joint: np.ndarray, total: np.ndarray | None) -> Any:
     good_k = min(1 - 1 / np.log10(n_samples), 0.7)
     k = np.asarray(pareto_k, float)
     return az.ELPDData(
-    data=[
-        elpd, float(np.sqrt(n_items * np.var(elpd_i))), lppd - elpd, n_samples,
-        n_items, bool((k > good_k).any()),
-        xr.DataArray(elpd_i, dims=["item"], name="loo_i"),
-        xr.DataArray(k, dims=["item"], name="pareto_shape"), "log", good_k,
-    ],
-    index=[
-        "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
-        "pareto_k", "scale", "good_k",
-    ],
+        data=[
+            elpd, float(np.sqrt(n_items * np.var(elpd_i))), lppd - elpd, n_samples,
+            n_items, bool((k > good_k).any()),
+            xr.DataArray(elpd_i, dims=["item"], name="loo_i"),
+            xr.DataArray(k, dims=["item"], name="pareto_shape"), "log", good_k,
+        ],
+        index=[
+            "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
+            "pareto_k", "scale", "good_k",
+        ],
     )  # fmt: skip
 
 

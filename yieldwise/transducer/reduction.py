@@ -219,10 +219,11 @@ class ClassRanks:
         return np.minimum(self.ranks(outputs, class_index), self.kept)
 
     def tilt(self, outputs: np.ndarray, rank_proba: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Per-draw rank probabilities (S, n, kept + 1) given each output's pair: the
+        """Per-draw rank probabilities (..., n, kept + 1) given each output's pair: the
         reduced fit's ``F_t(rank | m)`` times ``exp(offset_t[pair, rank])``, renormalised
-        (stan/transducer.stan, "Group offsets"); ``offsets`` (S, pairs, kept + 1)."""
-        off = np.asarray(offsets, float)[:, self.pairs(outputs)]  # (S, n, kept + 1)
+        (stan/transducer.stan, "Group offsets"); ``offsets`` (..., pairs, kept + 1) with
+        the same leading (draw) axes."""
+        off = np.asarray(offsets, float)[..., self.pairs(outputs), :]  # (..., n, kept + 1)
         q = np.asarray(rank_proba, float) * np.exp(off - off.max(axis=-1, keepdims=True))
         return q / q.sum(axis=-1, keepdims=True)
 

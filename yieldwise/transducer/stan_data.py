@@ -629,14 +629,13 @@ def build_stan_data(
         "censored": cens.astype(np.int64),
         **sparse_kernels(kern, cls_u + 1, kernel_tail_cut),
     }
-    if parent.size:
-        values.update(G=int(parent.size), H=int(parent.max()) + 1, grp=grp_u + 1,
-                      parent=parent + 1, tau_g_scale=float(_design.GROUP_OFFSET_SCALE))  # fmt: skip
+    g, h = int(parent.size), int(parent.max()) + 1 if parent.size else 0  # groups, parents
+    if g:
+        values.update(G=g, H=h, grp=grp_u + 1, parent=parent + 1,
+                      tau_g_scale=float(_design.GROUP_OFFSET_SCALE))  # fmt: skip
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
-    u = unconstrained_size(
-        p_, r_, n_classes, int(parent.size), int(parent.max()) + 1 if parent.size else 0
-    )
+    u = unconstrained_size(p_, r_, n_classes, g, h)
     data = StanData(**values, U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
                     **_no_whitening(r_, c1))  # fmt: skip
     if preconditioned:
