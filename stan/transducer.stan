@@ -61,17 +61,59 @@
 // group (its frequency a separate parameter, whose posterior the rest does not touch) keeps
 // the model a finite mixture of product kernels: a component per kernel and group, whose
 // kernel in the group's coordinate is an indicator. Appended to u after the log-odds'
-// blocks: (log tau_h, log tau_g, e_h, e_g), matrices column-major.
+// blocks: (log tau_h, log tau_g, e_h, e_g), matrices column-major. The offsets are
+// conditionally whitened as the smooth blocks are, with each group's likelihood precision
+// lambda[g, c] and linear term kappa[g, c] for its offset (data; 0 and 0 give the plain
+// non-centred form above). Per column c, writing off = h[parent] + b:
+//   parents: h = v_h .* sum_{g in p} kappa_g / A_g + sqrt(v_h) .* e_h,
+//            v_h = 1 / (sum_{g in p} lambda_g / A_g + tau_h^-2),  A_g = 1 + lambda_g tau_g^2,
+//   groups:  b = v_g .* (kappa - lambda .* h[parent]) + sqrt(v_g) .* e_g,
+//            v_g = 1 / (lambda + tau_g^-2),
+// the mean and variance of h given the scales under the groups' Normal likelihoods with
+// each child's b integrated out, then of b given h. The prior h ~ N(0, tau_h^2),
+// b ~ N(0, tau_g^2) is unchanged (an exact change of variables; the log Jacobian of
+// (e_h, e_g) -> (h, b) is sum(log v) / 2).
 functions {
-  // the groups' class offsets (G x C, column 1 zero) from u's group block, which starts
-  // after position at_g (header, "Group offsets")
-  matrix group_offsets(vector u, int at_g, int G, int H, int C1, array[] int parent) {
-    vector[C1] tau_h = exp(segment(u, at_g + 1, C1));
-    vector[C1] tau_g = exp(segment(u, at_g + C1 + 1, C1));
+  // the group block's h (H x C1, rows 1..H), b (G x C1, rows H + 1..H + G) and their
+  // conditional variances v_h, v_g (the next H and G rows) from u's group block, which
+  // starts after position at_g (header, "Group offsets")
+  matrix group_blocks(vector u, int at_g, int G, int H, int C1, array[] int parent,
+                      matrix lambda, matrix kappa) {
+    row_vector[C1] tau_h2 = exp(2 * segment(u, at_g + 1, C1))';
+    row_vector[C1] tau_g2 = exp(2 * segment(u, at_g + C1 + 1, C1))';
     matrix[H, C1] e_h = to_matrix(segment(u, at_g + 2 * C1 + 1, H * C1), H, C1);
     matrix[G, C1] e_g = to_matrix(segment(u, at_g + 2 * C1 + H * C1 + 1, G * C1), G, C1);
-    return append_col(rep_vector(0, G),
-                      diag_post_multiply(e_h[parent], tau_h) + diag_post_multiply(e_g, tau_g));
+    matrix[G, C1] inv_a = inv(1 + lambda .* rep_matrix(tau_g2, G));
+    matrix[H, C1] precision_h = rep_matrix(inv(tau_h2), H);
+    matrix[H, C1] linear_h = rep_matrix(0, H, C1);
+    for (g in 1:G) {
+      precision_h[parent[g]] += lambda[g] .* inv_a[g];
+      linear_h[parent[g]] += kappa[g] .* inv_a[g];
+    }
+    matrix[H, C1] v_h = inv(precision_h);
+    matrix[H, C1] h = v_h .* linear_h + sqrt(v_h) .* e_h;
+    matrix[G, C1] v_g = inv(lambda + rep_matrix(inv(tau_g2), G));
+    matrix[G, C1] b = v_g .* (kappa - lambda .* h[parent]) + sqrt(v_g) .* e_g;
+    return append_row(append_row(h, b), append_row(v_h, v_g));
+  }
+
+  // the groups' class offsets (G x C, column 1 zero) from group_blocks
+  matrix group_offsets(matrix blocks, int G, int H, array[] int parent) {
+    return append_col(rep_vector(0, G), blocks[parent] + blocks[(H + 1):(H + G)]);
+  }
+
+  // the same, adding to the target the prior h ~ N(0, tau_h^2), b ~ N(0, tau_g^2) and
+  // the log Jacobian of (e_h, e_g) -> (h, b) (header, "Group offsets")
+  matrix group_offsets_lp(vector u, int at_g, int G, int H, int C1, array[] int parent,
+                          matrix lambda, matrix kappa) {
+    matrix[2 * (H + G), C1] blocks = group_blocks(u, at_g, G, H, C1, parent, lambda, kappa);
+    row_vector[C1] log_tau_h = segment(u, at_g + 1, C1)';
+    row_vector[C1] log_tau_g = segment(u, at_g + C1 + 1, C1)';
+    target += -0.5 * dot_product(columns_dot_self(blocks[1:H]), exp(-2 * log_tau_h))
+              - 0.5 * dot_product(columns_dot_self(blocks[(H + 1):(H + G)]), exp(-2 * log_tau_g))
+              - H * sum(log_tau_h) - G * sum(log_tau_g)
+              + 0.5 * sum(log(blocks[(H + G + 1):(2 * (H + G))]));
+    return group_offsets(blocks, G, H, parent);
   }
 
   // log of each group's normaliser, log sum_c exp(off[g, c]) sum_k exp(theta[k, c])
@@ -203,6 +245,10 @@ data {
   array[N] int<lower=0, upper=G> grp;
   array[G] int<lower=1, upper=H> parent;
   real<lower=0> tau_g_scale;
+  // the group offsets' conditional whitening (header): each group's likelihood precision
+  // and linear term per class column (0 and 0: the plain non-centred offsets)
+  matrix<lower=0>[G, C - 1] white_g_lambda;
+  matrix[G, C - 1] white_g_kappa;
 }
 
 transformed data {
@@ -302,9 +348,9 @@ model {
   if (tau_f_floor > 0) {
     target += sum(log1m_exp(-square(tau_f / tau_f_floor)));
   }
-  // the group offsets' prior: e ~ N(0, 1), the log scales with their Jacobian
+  // the group offsets' scales: half-Normal on the log scale, with their Jacobian (the
+  // offsets' own prior is added with the likelihood, by group_offsets_lp)
   if (G > 0) {
-    segment(u, at_g + 2 * C1 + 1, (H + G) * C1) ~ std_normal();
     exp(segment(u, at_g + 1, 2 * C1)) ~ normal(0, tau_g_scale);
     target += sum(segment(u, at_g + 1, 2 * C1));
   }
@@ -331,7 +377,8 @@ model {
       }
     }
     if (G > 0) {  // each row's class offset, and its group's normaliser
-      matrix[G, C] off = group_offsets(u, at_g, G, H, C1, parent);
+      matrix[G, C] off = group_offsets_lp(u, at_g, G, H, C1, parent, white_g_lambda,
+                                          white_g_kappa);
       target += dot_product(count_vec, log(lik) + top[cls]' + to_vector(off)[off_index]
                                        - group_log_norm(theta, off)[grp]);
     } else {
@@ -379,7 +426,8 @@ generated quantities {
     }
     log_lik = log_lik_constant + dot_product(count_vec, log(lik));
     if (G > 0) {
-      group_offset = group_offsets(u, at_g, G, H, C1, parent);
+      group_offset = group_offsets(group_blocks(u, at_g, G, H, C1, parent, white_g_lambda,
+                                                white_g_kappa), G, H, parent);
       log_lik += dot_product(count_vec, to_vector(group_offset)[off_index] + log_norm
                                         - group_log_norm(theta, group_offset)[grp]);
     }

@@ -16,7 +16,7 @@ from yieldwise import _design
 from yieldwise.backends._laplace import TransducerDensity
 from yieldwise.transducer.io import TransducerFileError
 from yieldwise.transducer.reduction import ClassRanks
-from yieldwise.transducer.stan_data import build_stan_data
+from yieldwise.transducer.stan_data import StanData, build_stan_data
 
 CLASSES = ("a", "b", "c", "d", "e")
 
@@ -43,11 +43,21 @@ def test_rows_merge_within_their_group_only_and_bad_groups_are_named():
         build_stan_data(cls, y, y, None, 3, preconditioned=False, groups=(grp + 5, parent))
 
 
-def test_the_density_gradient_and_log_lik_match_brute_force():
+def _random_group_whitening(data, rng):
+    """The offsets' whitening data anywhere in their domain: lambda >= 0, any kappa."""
+    shape = (int(data["G"]), int(data["C"]) - 1)
+    return StanData.from_mapping({**data.as_dict(), "white_g_lambda": rng.uniform(0, 5, shape),
+                                  "white_g_kappa": rng.normal(size=shape)})  # fmt: skip
+
+
+@pytest.mark.parametrize("whitening", ["none", "random"])
+def test_the_density_gradient_and_log_lik_match_brute_force(whitening):
     """Gradient by central differences; log_lik row by row from theta and the offsets:
     log sum_k kern[n, k] exp(theta[k, c_n]) + offset[g_n, c_n] - log sum_c exp(offset[g_n,
     c]) sum_k exp(theta[k, c]), plus the kernel values' scale."""
     data, *_ = _grouped_data()
+    if whitening == "random":
+        data = _random_group_whitening(data, np.random.default_rng(7))
     model = TransducerDensity(data)
     u = np.random.default_rng(1).normal(0.0, 0.3, model.size)
     _, grad = model.log_density(u)
@@ -68,6 +78,103 @@ def test_the_density_gradient_and_log_lik_match_brute_force():
     assert q["log_lik"][0] == pytest.approx(by_hand, rel=1e-12)
     np.testing.assert_allclose(q["group_offset"][0], off)
     assert (off[:, 0] == 0).all()
+
+
+def test_the_offsets_whitening_is_an_exact_change_of_variables():
+    """With no data, the whitened offsets' log density is the prior written out by hand:
+    h ~ N(0, tau_h^2) per parent, b ~ N(0, tau_g^2) per group (off = h[parent] + b),
+    half-Normal scales with their log Jacobian, plus log |det d(h, b) / d(e_h, e_g)|
+    computed from the map's Jacobian matrix by central differences. And the same offsets
+    reached from the plain coordinates (group_whitened inverts the map) give the same
+    offsets, whatever the whitening data."""
+    from scipy.stats import norm
+
+    data, *_ = _grouped_data()
+    rng = np.random.default_rng(3)
+    white = _random_group_whitening(data, rng)
+    empty = TransducerDensity({**white, "count": np.zeros_like(data.count)})
+    u = rng.normal(0.0, 0.5, empty.size)
+    p, q = empty.unpack(u), empty.group_blocks(u)
+    tau_h, tau_g = np.exp(p["log_tau_h"]), np.exp(p["log_tau_g"])
+    s = empty.slices
+    at = np.r_[s["e_h"], s["e_g"]]
+
+    def hb(v):
+        blocks = empty.group_blocks(v)
+        return np.concatenate([blocks["h"].ravel("F"), blocks["b"].ravel("F")])
+
+    step = 1e-6
+    jacobian = np.column_stack([
+        (hb(u + step * np.eye(u.size)[j]) - hb(u - step * np.eye(u.size)[j])) / (2 * step)
+        for j in at
+    ])  # fmt: skip
+    scale = data.tau_g_scale
+    by_hand = (
+        norm.logpdf(q["h"], 0, tau_h).sum() + norm.logpdf(q["b"], 0, tau_g).sum()
+        + (q["h"].size + q["b"].size) * 0.5 * np.log(2 * np.pi)  # Stan's ~ drops constants
+        + np.linalg.slogdet(jacobian)[1]
+        - 0.5 * ((tau_h / scale) ** 2).sum() - 0.5 * ((tau_g / scale) ** 2).sum()
+        + p["log_tau_h"].sum() + p["log_tau_g"].sum()
+    )  # fmt: skip
+    # the terms of the rest of u are the plain model's, whose group terms are known
+    plain_empty = TransducerDensity({**data.as_dict(), "count": np.zeros_like(data.count)})
+    rest = plain_empty.log_prior(u) - _plain_group_prior(plain_empty, u)
+    groups_only = empty.log_density(u)[0] - rest
+    assert groups_only == pytest.approx(by_hand, rel=1e-8)
+    # the plain coordinates of the same offsets give the same offsets
+    plain = TransducerDensity(data)
+    back = plain.group_whitened(u, q["h"], q["b"])
+    np.testing.assert_allclose(plain.offsets(back), empty.offsets(u), atol=1e-12)
+    np.testing.assert_allclose(empty.group_whitened(back, q["h"], q["b"]), u, atol=1e-12)
+
+
+def _plain_group_prior(model, u):
+    """The plain non-centred offsets' prior terms: e ~ N(0, 1) and the scales'."""
+    p = model.unpack(u)
+    log_tau = np.concatenate([p["log_tau_h"], p["log_tau_g"]])
+    return (-0.5 * (p["e_h"] ** 2).sum() - 0.5 * (p["e_g"] ** 2).sum()
+            - 0.5 * (np.exp(2 * log_tau)).sum() / model.tau_g_scale**2 + log_tau.sum())  # fmt: skip
+
+
+def test_the_offsets_whitening_is_the_groups_likelihood_at_the_mode(five_class_data):
+    """precondition() whitens each offset with its group's likelihood precision at the
+    non-centred mode: lambda is the curvature of the plain log density in that group's
+    e_g coordinate, (minus its second difference - 1) / tau_g^2 (the prior's 1 taken out;
+    exact for a group's offsets when its items are the only ones the offset moves); at the
+    whitened mode the e_g coordinates of groups with data have curvature near 1."""
+    from yieldwise.transducer.reduction import ClassRanks
+    from yieldwise.transducer.stan_data import precondition
+
+    frame, labels = five_class_data(1500, 2)
+    ranks = ClassRanks("simplex", tuple(frame.columns), CLASSES, 1500, paired=True)
+    y = frame.to_numpy()
+    cls = ranks.reduced_classes(y, np.searchsorted(CLASSES, labels))
+    margin = ranks.margins(y)
+    data, _ = build_stan_data(cls, margin, margin, None, 3, preconditioned=False,
+                              groups=(ranks.pairs(y), ranks.pair_parents()))  # fmt: skip
+    plain = precondition(data, seed=0, whiten=False)
+    white = precondition(data, seed=0)
+    flat, model = TransducerDensity(plain), TransducerDensity(white)
+    base, centre = np.asarray(plain["u_centre"]), np.asarray(white["u_centre"])
+    lam = np.asarray(white["white_g_lambda"])
+    tau_g = np.exp(flat.unpack(base)["log_tau_g"])
+    h = 1e-4
+    e_g = np.arange(flat.slices["e_g"].start, flat.slices["e_g"].stop)
+    busy = np.flatnonzero(lam.ravel("F") > 2.0)  # groups with items enough to matter
+    assert busy.size >= 10
+
+    def curvature(m, u, j):
+        step = np.eye(m.size)[j] * h
+        return -(m.log_density(u + step)[0] - 2 * m.log_density(u)[0]
+                 + m.log_density(u - step)[0]) / h**2  # fmt: skip
+
+    for k in busy[:10]:
+        column = k // lam.shape[0]
+        expected = (curvature(flat, base, e_g[k]) - 1) / tau_g[column] ** 2
+        assert lam.ravel("F")[k] == pytest.approx(expected, rel=0.05)
+        assert curvature(model, centre, e_g[k]) == pytest.approx(1.0, abs=0.3)
+        # non-centred, the data dominate the prior there
+    assert max(curvature(flat, base, e_g[k]) for k in busy[:10]) > 2.0
 
 
 def test_pairs_and_the_tilt_match_a_worked_example():

@@ -111,6 +111,14 @@ class TransducerDensity:
         )
         self.parent = np.asarray(data.get("parent", np.zeros(0)), dtype=np.int64).reshape(-1) - 1
         self.tau_g_scale = float(data.get("tau_g_scale", 1.0))
+        # the offsets' conditional whitening (stan/transducer.stan, "Group offsets"):
+        # (G, C - 1) precisions and linear terms, 0 and 0 the plain non-centred offsets
+        shape = (self.G, self.C - 1)
+        self.lam_g = np.asarray(data.get("white_g_lambda", np.zeros(shape)), float).reshape(shape)
+        self.kappa_g = np.asarray(data.get("white_g_kappa", np.zeros(shape)), float).reshape(shape)
+        # each parent's children, as a (H, G) 0/1 matrix: sums over children are products
+        self.children = np.zeros((self.H, self.G))
+        self.children[self.parent, np.arange(self.G)] = 1.0
         if self.G > 0:
             sizes += [("log_tau_h", c1), ("log_tau_g", c1), ("e_h", self.H * c1),
                       ("e_g", self.G * c1)]  # fmt: skip
@@ -151,13 +159,60 @@ class TransducerDensity:
             "e_g": u[..., s["e_g"]].reshape(*lead, c1, self.G).swapaxes(-1, -2),
         })  # fmt: skip
 
-    def offsets(self, u: np.ndarray) -> np.ndarray:
-        """(..., G, C) group offsets, column 0 zero (stan/transducer.stan, group_offsets)."""
+    def group_blocks(self, u: np.ndarray) -> dict[str, np.ndarray]:
+        """The group offsets' pieces (stan/transducer.stan, group_blocks), for one or many
+        ``u``: the parents' ``h`` (..., H, C - 1) and the groups' ``b`` (..., G, C - 1),
+        their conditional variances ``v_h``, ``v_g``, the sampled ``e_h``, ``e_g``, the
+        squared scales ``tau_h2``, ``tau_g2`` (..., 1, C - 1), ``inv_a`` = 1 / (1 + lambda
+        tau_g^2) and the parents' linear terms ``linear_h``."""
         p = self.unpack(u)
-        tau_h = np.exp(p["log_tau_h"])[..., None, :]
-        tau_g = np.exp(p["log_tau_g"])[..., None, :]
-        off = p["e_h"][..., self.parent, :] * tau_h + p["e_g"] * tau_g
+        tau_h2 = np.exp(2 * p["log_tau_h"])[..., None, :]
+        tau_g2 = np.exp(2 * p["log_tau_g"])[..., None, :]
+        inv_a = 1.0 / (1.0 + self.lam_g * tau_g2)
+        v_h = 1.0 / (self.children @ (self.lam_g * inv_a) + 1.0 / tau_h2)
+        linear_h = self.children @ (self.kappa_g * inv_a)
+        h = v_h * linear_h + np.sqrt(v_h) * p["e_h"]
+        v_g = 1.0 / (self.lam_g + 1.0 / tau_g2)
+        b = v_g * (self.kappa_g - self.lam_g * h[..., self.parent, :]) + np.sqrt(v_g) * p["e_g"]
+        return {
+            "h": h, "b": b, "v_h": v_h, "v_g": v_g, "e_h": p["e_h"], "e_g": p["e_g"],
+            "tau_h2": tau_h2, "tau_g2": tau_g2, "inv_a": inv_a, "linear_h": linear_h,
+        }  # fmt: skip
+
+    def offsets(self, u: np.ndarray, blocks: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+        """(..., G, C) group offsets, column 0 zero (stan/transducer.stan, group_offsets)."""
+        q = self.group_blocks(u) if blocks is None else blocks
+        off = q["h"][..., self.parent, :] + q["b"]
         return np.concatenate([np.zeros((*off.shape[:-1], 1)), off], axis=-1)
+
+    def group_whitened(self, u: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``u`` (..., size) with its offsets' coordinates ``e_h``, ``e_g`` set so that
+        the parents' and groups' offsets are ``h`` (..., H, C - 1) and ``b`` (..., G,
+        C - 1) at ``u``'s scales: the inverse of :meth:`group_blocks`'s map."""
+        out = np.array(u, dtype=float)
+        q = self.group_blocks(out)
+        e_h = (h - q["v_h"] * q["linear_h"]) / np.sqrt(q["v_h"])
+        e_g = (b - q["v_g"] * (self.kappa_g - self.lam_g * h[..., self.parent, :])) / np.sqrt(
+            q["v_g"]
+        )
+        s = self.slices
+        out[..., s["e_h"]] = e_h.swapaxes(-1, -2).reshape(*e_h.shape[:-2], -1)
+        out[..., s["e_g"]] = e_g.swapaxes(-1, -2).reshape(*e_g.shape[:-2], -1)
+        return out
+
+    def group_likelihood(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's likelihood for its offsets at ``u``, as a Normal in each offset
+        alone: the precision ``n_g pi_gc (1 - pi_gc)`` (the diagonal of minus the
+        Hessian of the multinomial log-likelihood ``sum_c n_gc log pi_gc``) and the linear
+        term ``kappa = gradient + lambda off`` (so that the gradient at ``off'`` is about
+        ``kappa - lambda off'``), each (G, C - 1): the conditional whitening's data
+        (yieldwise.transducer.stan_data.whitening)."""
+        theta, off = self.theta(u), self.offsets(u)
+        lnz = self.group_log_norm(theta, off)
+        share = np.exp(off + logsumexp(theta, axis=0)[None, :] - lnz[:, None])[:, 1:]
+        lam = self.group_total[:, None] * share * (1.0 - share)
+        gradient = self.group_class[:, 1:] - self.group_total[:, None] * share
+        return lam, gradient + lam * off[:, 1:]
 
     def group_log_norm(self, theta: np.ndarray, off: np.ndarray) -> np.ndarray:
         """(..., G) log sum_c exp(off[g, c]) sum_k exp(theta[k, c])."""
@@ -271,19 +326,50 @@ class TransducerDensity:
         grad[s["f_raw"]] = g_e[:, 1:].ravel("F")
         grad[s["log_tau_f"]] = g_t[1:]
         if self.G > 0:
-            d = g_off[:, 1:]  # (G, C - 1): d ll / d off
-            tau_h, tau_g = np.exp(p["log_tau_h"]), np.exp(p["log_tau_g"])
-            d_parent = np.zeros((self.H, self.C - 1))
-            np.add.at(d_parent, self.parent, d)
-            grad[s["e_h"]] = (d_parent * tau_h - p["e_h"]).ravel("F")
-            grad[s["e_g"]] = (d * tau_g - p["e_g"]).ravel("F")
-            grad[s["log_tau_h"]] = (
-                np.sum(d_parent * p["e_h"], axis=0) * tau_h - (tau_h / self.tau_g_scale) ** 2 + 1
-            )
-            grad[s["log_tau_g"]] = (
-                np.sum(d * p["e_g"], axis=0) * tau_g - (tau_g / self.tau_g_scale) ** 2 + 1
+            grad[s["e_h"]], grad[s["e_g"]], grad[s["log_tau_h"]], grad[s["log_tau_g"]] = (
+                self._group_gradient(u, g_off[:, 1:])
             )
         return lp, grad
+
+    def _group_gradient(self, u: np.ndarray, d_off: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The gradient in the group block's coordinates ``e_h``, ``e_g`` (flattened column
+        by column), ``log tau_h`` and ``log tau_g``, given ``d_off`` (G, C - 1), the
+        likelihood's gradient in the offsets: by the chain rule through
+        :meth:`group_blocks`'s map (stan/transducer.stan, "Group offsets"), with the
+        prior and log Jacobian of :meth:`log_prior`."""
+        q = self.group_blocks(u)
+        h, b, v_h, v_g = q["h"], q["b"], q["v_h"], q["v_g"]
+        e_h, e_g, tau_h2, tau_g2, inv_a = q["e_h"], q["e_g"], q["tau_h2"], q["tau_g2"], q["inv_a"]
+        lam, kappa, parent, children = self.lam_g, self.kappa_g, self.parent, self.children
+        # explicit derivatives in b and h (b held fixed), prior included
+        g_b = d_off - b / tau_g2
+        g_h_explicit = children @ d_off - h / tau_h2
+        # h's total derivative, through b's dependence on h as well
+        g_h = g_h_explicit + children @ (g_b * -(v_g * lam))
+        g_e_g = g_b * np.sqrt(v_g)
+        g_e_h = g_h * np.sqrt(v_h)
+        # log tau_h: v_h = 1 / (Lambda + tau_h^-2), d v_h / d t_h = 2 v_h^2 tau_h^-2
+        dh_dt_h = (2 * v_h**2 * q["linear_h"] + v_h**1.5 * e_h) / tau_h2
+        g_t_h = (
+            np.sum(g_h * dh_dt_h + h**2 / tau_h2 - 1.0 + v_h / tau_h2, axis=0)
+            - tau_h2[0] / self.tau_g_scale**2
+            + 1.0
+        )
+        # log tau_g, directly through b (v_g) and through h (Lambda and the linear term)
+        residual = kappa - lam * h[parent]
+        db_dt_g = (2 * v_g**2 * residual + v_g**1.5 * e_g) / tau_g2
+        d_inv_a = -2.0 * lam * tau_g2 * inv_a**2  # d (1 / A_g) / d t_g
+        d_lambda_h = children @ (lam * d_inv_a)  # d Lambda_p / d t_g
+        d_linear_h = children @ (kappa * d_inv_a)  # d K_p / d t_g
+        dh_dlambda = -(v_h**2) * q["linear_h"] - 0.5 * v_h**1.5 * e_h  # d h / d Lambda
+        g_t_g = (
+            np.sum(g_b * db_dt_g + b**2 / tau_g2 - 1.0 + v_g / tau_g2, axis=0)
+            + np.sum(g_h * (dh_dlambda * d_lambda_h + v_h * d_linear_h), axis=0)
+            - 0.5 * np.sum(v_h * d_lambda_h, axis=0)
+            - tau_g2[0] / self.tau_g_scale**2
+            + 1.0
+        )
+        return g_e_h.ravel("F"), g_e_g.ravel("F"), g_t_h, g_t_g
 
     def start(self, init: Mapping[str, Any] | None) -> np.ndarray:
         """``u`` from the sampler's initial values (``stan_data.initial_values``)."""
@@ -343,11 +429,17 @@ class TransducerDensity:
             + self._tau_f_log_prior(tau_f)
             + np.sum(p["log_tau_f"], axis=-1)
         )
-        if self.G > 0:  # e ~ N(0, 1); half-Normal scales on the log scale, with Jacobian
+        if self.G > 0:  # h ~ N(0, tau_h^2), b ~ N(0, tau_g^2), the whitening's log
+            # Jacobian; half-Normal scales on the log scale, with their Jacobian
+            q = self.group_blocks(us)
             log_tau = np.concatenate([p["log_tau_h"], p["log_tau_g"]], axis=-1)
             out = out + (
-                -0.5 * np.sum(p["e_h"] ** 2, axis=(-2, -1))
-                - 0.5 * np.sum(p["e_g"] ** 2, axis=(-2, -1))
+                -0.5 * np.sum(q["h"] ** 2 / q["tau_h2"], axis=(-2, -1))
+                - 0.5 * np.sum(q["b"] ** 2 / q["tau_g2"], axis=(-2, -1))
+                - self.H * np.sum(p["log_tau_h"], axis=-1)
+                - self.G * np.sum(p["log_tau_g"], axis=-1)
+                + 0.5 * np.sum(np.log(q["v_h"]), axis=(-2, -1))
+                + 0.5 * np.sum(np.log(q["v_g"]), axis=(-2, -1))
                 - 0.5 * np.sum(np.exp(2 * log_tau), axis=-1) / self.tau_g_scale**2
                 + np.sum(log_tau, axis=-1)
             )

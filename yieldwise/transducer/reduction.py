@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import logsumexp, softmax
 
 from .. import _design
 from .._validation import Label, check_labels, json_object
@@ -202,10 +203,7 @@ class ClassRanks:
         s = self.scores(outputs)
         if self.margin == "rest":
             ordered = -np.sort(-s, axis=1)
-            rest = ordered[:, 1:]
-            top = rest[:, :1]  # log sum exp over the rest, shifted by its largest
-            lse = top[:, 0] + np.log(np.exp(rest - top).sum(axis=1))
-            return (ordered[:, 0] - lse)[:, None]
+            return (ordered[:, 0] - logsumexp(ordered[:, 1:], axis=1))[:, None]
         top2 = -np.partition(-s, 1, axis=1)[:, :2]
         return (top2[:, 0] - top2[:, 1])[:, None]
 
@@ -238,9 +236,7 @@ class ClassRanks:
         of any shape (the leading axes, one per draw), in the output's order."""
         _, s = self.others(outputs)
         g = np.asarray(temperature, float)[..., None, None]
-        z = g * s
-        share = np.exp(z - z.max(axis=-1, keepdims=True))
-        return share / share.sum(axis=-1, keepdims=True)
+        return softmax(g * s, axis=-1)
 
     def mean_share(self, outputs: np.ndarray, temperature: np.ndarray) -> np.ndarray:
         """The posterior mean of the ``others`` share (n, C - kept) over the temperature's
@@ -424,9 +420,7 @@ def temperature_draws(
         out = -0.5 * (g / TEMPERATURE_PRIOR_SD) ** 2
         gamma = np.exp(g)
         for rows in np.array_split(np.arange(true.size), max(1, true.size // 500)):
-            z = gamma[:, None, None] * s[rows][None]  # (grid, items, others)
-            top = z.max(axis=2)
-            lse = top + np.log(np.exp(z - top[..., None]).sum(axis=2))
+            lse = logsumexp(gamma[:, None, None] * s[rows][None], axis=2)  # (grid, items)
             out += (gamma[:, None] * s_true[rows][None] - lse).sum(axis=1)
         return out
 

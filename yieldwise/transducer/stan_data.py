@@ -118,6 +118,11 @@ class StanData(Mapping[str, Any]):
     grp: np.ndarray = field(default=None, metadata={"stan": "array[N] int<lower=0, upper=G>"})  # type: ignore[assignment]
     parent: np.ndarray = field(default=None, metadata={"stan": "array[G] int<lower=1, upper=H>"})  # type: ignore[assignment]
     tau_g_scale: float = field(default=1.0, metadata={"stan": "real<lower=0>"})
+    # the group offsets' conditional whitening (stan/transducer.stan, "Group offsets";
+    # :func:`whitening`): each group's likelihood precision and linear term per class
+    # column, G x (C - 1); None: zeros, the plain non-centred offsets
+    white_g_lambda: np.ndarray = field(default=None, metadata={"stan": "matrix<lower=0>[G, C - 1]"})  # type: ignore[assignment]
+    white_g_kappa: np.ndarray = field(default=None, metadata={"stan": "matrix[G, C - 1]"})  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.grp is None or (int(self.G) == 0 and not np.any(self.grp)):
@@ -125,6 +130,9 @@ class StanData(Mapping[str, Any]):
             object.__setattr__(self, "grp", np.zeros(int(self.N), dtype=np.int64))
         if self.parent is None:
             object.__setattr__(self, "parent", np.zeros(0, dtype=np.int64))
+        for name in ("white_g_lambda", "white_g_kappa"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros((int(self.G), int(self.C) - 1)))
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "int":
@@ -198,6 +206,7 @@ _SHAPES = {
     "white_f_kappa": ("R", "C - 1"), "kern_w": ("kern_nz",), "kern_v": ("kern_nz",),
     "kern_u": ("N + 1",), "y_lower": ("N", "D"),
     "y_upper": ("N", "D"), "censored": ("D",), "grp": ("N",), "parent": ("G",),
+    "white_g_lambda": ("G", "C - 1"), "white_g_kappa": ("G", "C - 1"),
 }  # fmt: skip
 
 
@@ -637,7 +646,7 @@ def build_stan_data(
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
     u = unconstrained_size(p_, r_, n_classes, g, h)
     data = StanData(**values, U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
-                    **_no_whitening(r_, c1))  # fmt: skip
+                    **_no_whitening(r_, c1, g))  # fmt: skip
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
@@ -664,12 +673,14 @@ def _check_group_rows(
     return grp.astype(np.int64), parent.astype(np.int64)
 
 
-def _no_whitening(r: int, c1: int) -> dict[str, np.ndarray]:
-    """Whitening data that leave the plain non-centred model (stan/transducer.stan)."""
+def _no_whitening(r: int, c1: int, g: int = 0) -> dict[str, np.ndarray]:
+    """Whitening data that leave the plain non-centred model (stan/transducer.stan), for
+    ``g`` groups."""
     return {
         "white_a": np.eye(r), "white_a_lambda": np.zeros(r), "white_a_kappa": np.zeros(r),
         "white_f": np.broadcast_to(np.eye(r), (c1, r, r)).copy(),
         "white_f_lambda": np.zeros((r, c1)), "white_f_kappa": np.zeros((r, c1)),
+        "white_g_lambda": np.zeros((g, c1)), "white_g_kappa": np.zeros((g, c1)),
     }  # fmt: skip
 
 
@@ -682,6 +693,12 @@ def whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
     satisfies ``H (b_hat - b*) = b* / tau*^2``, which gives the likelihood's linear term
     ``kappa = Q' H b_hat = (lambda + tau*^-2) Q' b*`` without inverting H. Both are kept
     fixed; the whitening then adapts to every tau the sampler visits.
+
+    The group offsets (G > 0; stan/transducer.stan, "Group offsets") are whitened offset
+    by offset, with each group's multinomial likelihood at the mode as a Normal in that
+    offset alone (``TransducerDensity.group_likelihood``); the dense preconditioning found
+    again in the whitened coordinates (:func:`precondition`) takes up what the diagonal
+    leaves.
     """
     p = model.unpack(fit.mode)
     r, c1 = model.R, model.C - 1
@@ -700,10 +717,13 @@ def whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
         values = np.clip(values, 0.0, None)
         rotation[c], lam[:, c] = vectors, values
         kappa[:, c] = (values + np.exp(-2 * t[c])) * (vectors.T @ (np.exp(t[c]) * e[:, c]))
-    return {
+    out = {
         "white_a": rotation[0], "white_a_lambda": lam[:, 0], "white_a_kappa": kappa[:, 0],
         "white_f": rotation[1:], "white_f_lambda": lam[:, 1:], "white_f_kappa": kappa[:, 1:],
     }  # fmt: skip
+    if model.G > 0:  # the group offsets': each group's multinomial likelihood at the mode
+        out["white_g_lambda"], out["white_g_kappa"] = model.group_likelihood(fit.mode)
+    return out
 
 
 def precondition(
@@ -734,7 +754,8 @@ def precondition(
     from ..backends._laplace import TransducerDensity, laplace
 
     # the mode and Hessian of the non-centred model, whatever whitening ``data`` carry
-    out = StanData.from_mapping({**data, **_no_whitening(int(data["R"]), int(data["C"]) - 1)})  # type: ignore[call-overload]
+    plain = _no_whitening(int(data["R"]), int(data["C"]) - 1, int(data.get("G", 0)))  # type: ignore[call-overload]
+    out = StanData.from_mapping({**data, **plain})
     try:
         fit = laplace(out, initial_values(out, 1, seed)[0])
     except (SamplingError, np.linalg.LinAlgError, FloatingPointError) as exc:
@@ -755,6 +776,9 @@ def precondition(
     white_model = TransducerDensity(whitened)
     # the same point in the whitened coordinates (its smooth coordinates are 0)
     start = white_model.whitened(fit.mode, model.smooth_blocks(fit.mode)["b"])
+    if model.G > 0:
+        groups = model.group_blocks(fit.mode)
+        start = white_model.group_whitened(start, groups["h"], groups["b"])
     try:
         again = laplace(whitened, model=white_model, start=start)
     except (SamplingError, np.linalg.LinAlgError, FloatingPointError):
