@@ -679,13 +679,17 @@ class Transducer:
         assert self.reduction_ is not None
         weights = self._pair_weights()
         pairs = self.reduction_.pairs(y)
-        keys, inverse = np.unique(np.column_stack([z, pairs]), axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
         self.interpolation_error_ = 0.0
-        if keys.shape[0] <= _INTERPOLATE_ABOVE:
-            g = keys[:, 1].astype(np.int64)
-            num = np.einsum("tir,tir->ir", self._pair_joint(keys[:, 0]), weights[:, g])
-            return (num / num.sum(axis=1, keepdims=True))[inverse]
+        # distinct (margin, pair) outputs: at least as many as distinct margins, so those
+        # (one sort of n numbers) decide most calls; each pair at each margin once
+        margins, at = np.unique(z, return_inverse=True)
+        if margins.size <= _INTERPOLATE_ABOVE:
+            keys, inverse = np.unique(at.reshape(-1) * self.reduction_.n_pairs + pairs,
+                                      return_inverse=True)  # fmt: skip
+            if keys.size <= _INTERPOLATE_ABOVE:
+                m, g = margins[keys // self.reduction_.n_pairs], keys % self.reduction_.n_pairs
+                num = np.einsum("tir,tir->ir", self._pair_joint(m), weights[:, g])
+                return (num / num.sum(axis=1, keepdims=True))[inverse.reshape(-1)]
         from scipy.interpolate import CubicSpline
 
         low, high = float(z.min()), float(z.max())

@@ -244,7 +244,14 @@ class ClassRanks:
         measure (:func:`gauss_nodes`)."""
         nodes, weights = gauss_nodes(np.log(np.asarray(temperature, float).reshape(-1)),
                                      MEAN_NODES)  # fmt: skip
-        return np.tensordot(weights, self.shares(outputs, np.exp(nodes)), axes=(0, 0))
+        _, s = self.others(outputs)
+        s = s - s[:, :1]  # the others' largest score first (the output's order): <= 0
+        out = np.zeros_like(s)
+        for gamma, weight in zip(np.exp(nodes), weights, strict=True):
+            # one node at a time: an (n, C - kept) array, not (nodes, n, C - kept)
+            share = np.exp(gamma * s)
+            out += share * (weight / share.sum(axis=1, keepdims=True))
+        return out
 
     def expand(
         self, outputs: np.ndarray, rank_proba: np.ndarray, share: np.ndarray | None = None
