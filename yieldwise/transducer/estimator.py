@@ -669,7 +669,7 @@ class Transducer:
             return joint
         return joint * self._pair_weights()[:, self.reduction_.pairs(y)]
 
-    def _paired_proba(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    def _paired_proba(self, y: np.ndarray, z: np.ndarray, order: np.ndarray) -> np.ndarray:
         """Exchangeable ``p(rank | m, pair)`` (n, ranks) of a transducer with pair
         offsets: ``sum_t J_t(r) / sum_t sum_r J_t(r)``, ``J_t`` the draw's joint given the
         pair (:meth:`_pair_weights`). Up to ``_INTERPOLATE_ABOVE`` distinct (margin, pair)
@@ -678,7 +678,7 @@ class Transducer:
         ``_INTERPOLATION_TOLERANCE`` (as for 1-D outputs; ``interpolation_error_``)."""
         assert self.reduction_ is not None
         weights = self._pair_weights()
-        pairs = self.reduction_.pairs(y)
+        pairs = self.reduction_.pairs(y, order)
         self.interpolation_error_ = 0.0
         # distinct (margin, pair) outputs: at least as many as distinct margins, so those
         # (one sort of n numbers) decide most calls; each pair at each margin once
@@ -786,16 +786,16 @@ class Transducer:
                 with _relayed_warnings():
                     means = [draws.mean(axis=0) for _, draws in self._reduced_draws(y)]
                 return np.concatenate(means, axis=0)
+            order = self.reduction_.order(y)  # one sort of the outputs' scores
             with _relayed_warnings():
                 if self.pair_offset_ is None:
                     ranks = self.reduced_.predict_proba(margins, exchangeable)
                 else:  # the margins checked (and warned about) as the reduced fit would
                     z = self.reduced_._prepare_outputs(margins)[:, 0]
-                    ranks = self._paired_proba(y, z)
+                    ranks = self._paired_proba(y, z, order)
             # the others' share is independent of the ranks a posteriori: its mean
-            return self.reduction_.expand(
-                y, ranks, self.reduction_.mean_share(y, self.others_temperature_)
-            )
+            share = self.reduction_.mean_share(y, self.others_temperature_, order)
+            return self.reduction_.expand(y, ranks, share, order)
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.

@@ -172,10 +172,11 @@ class ClassRanks:
         """The ordered pairs (top class, second class): ``C (C - 1)``."""
         return self.n_classes * (self.n_classes - 1)
 
-    def pairs(self, outputs: np.ndarray) -> np.ndarray:
+    def pairs(self, outputs: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
         """Each output's pair of top classes ``(a, b)`` as an index in ``0 .. C (C - 1) - 1``:
-        ``a (C - 1) + b - [b > a]``."""
-        order = self.order(outputs)
+        ``a (C - 1) + b - [b > a]`` (``order``: :meth:`order` of ``outputs``, when the
+        caller has it)."""
+        order = self.order(outputs) if order is None else order
         a, b = order[:, 0], order[:, 1]
         return a * (self.n_classes - 1) + b - (b > a)
 
@@ -225,10 +226,12 @@ class ClassRanks:
         q = np.asarray(rank_proba, float) * np.exp(off - off.max(axis=-1, keepdims=True))
         return q / q.sum(axis=-1, keepdims=True)
 
-    def others(self, outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def others(
+        self, outputs: np.ndarray, order: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``others`` classes of each output: their indices (n, C - kept), in the
         output's order, and their scores ``s_j`` (n, C - kept)."""
-        order = self.order(outputs)[:, self.kept :]
+        order = (self.order(outputs) if order is None else order)[:, self.kept :]
         return order, np.take_along_axis(self.scores(outputs), order, axis=1)
 
     def shares(self, outputs: np.ndarray, temperature: Any = 1.0) -> np.ndarray:
@@ -238,13 +241,15 @@ class ClassRanks:
         g = np.asarray(temperature, float)[..., None, None]
         return softmax(g * s, axis=-1)
 
-    def mean_share(self, outputs: np.ndarray, temperature: np.ndarray) -> np.ndarray:
+    def mean_share(
+        self, outputs: np.ndarray, temperature: np.ndarray, order: np.ndarray | None = None
+    ) -> np.ndarray:
         """The posterior mean of the ``others`` share (n, C - kept) over the temperature's
         draws, by the Gaussian quadrature of :data:`MEAN_NODES` nodes for their empirical
         measure (:func:`gauss_nodes`)."""
         nodes, weights = gauss_nodes(np.log(np.asarray(temperature, float).reshape(-1)),
                                      MEAN_NODES)  # fmt: skip
-        _, s = self.others(outputs)
+        _, s = self.others(outputs, order)
         s = s - s[:, :1]  # the others' largest score first (the output's order): <= 0
         out = np.zeros_like(s)
         for gamma, weight in zip(np.exp(nodes), weights, strict=True):
@@ -254,7 +259,11 @@ class ClassRanks:
         return out
 
     def expand(
-        self, outputs: np.ndarray, rank_proba: np.ndarray, share: np.ndarray | None = None
+        self,
+        outputs: np.ndarray,
+        rank_proba: np.ndarray,
+        share: np.ndarray | None = None,
+        order: np.ndarray | None = None,
     ) -> np.ndarray:
         """Class probabilities (..., n, C) from rank probabilities (..., n, kept + 1).
 
@@ -265,7 +274,7 @@ class ClassRanks:
         probabilities with their draws' shares map the same way as their mean.
         """
         k = self.kept
-        order = self.order(outputs)  # (n, C)
+        order = self.order(outputs) if order is None else order  # (n, C)
         if share is None:
             share = self.shares(outputs)
         q = np.asarray(rank_proba, float)
