@@ -195,9 +195,26 @@ def sparse(transducer_program):
     return _short_fit(transducer_program, data, 5), data
 
 
-@pytest.mark.parametrize("form", ["non-centred", "whitened", "floored", "marginal", "sparse"])
+@pytest.fixture(scope="module")
+def grouped(transducer_program):
+    """Three classes in five groups under three parents (a class reduction's pair offsets;
+    stan/transducer.stan, "Group offsets"), preconditioned with the default whitening, which
+    whitens the offsets too, and a short fit."""
+    rng = np.random.default_rng(11)
+    cls = rng.integers(0, 3, 400)
+    y = rng.normal(cls, 1.0)
+    parent = np.array([0, 0, 1, 1, 2])
+    grp = np.minimum(rng.integers(0, 5, 400), cls + 2)  # groups 3 and 4 lean to classes 1-2
+    data, _ = _stan_data.build_stan_data(cls, y, y, [0], 3, 10, groups=(grp, parent))
+    assert (data["G"], data["H"]) == (5, 3) and np.asarray(data["white_g_lambda"]).min() > 0
+    return _short_fit(transducer_program, data, 5), data
+
+
+@pytest.mark.parametrize(
+    "form", ["non-centred", "whitened", "floored", "marginal", "sparse", "grouped"]
+)
 def test_stan_target_is_the_numpy_log_density(
-    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse
+    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse, grouped
 ):
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
@@ -207,7 +224,7 @@ def test_stan_target_is_the_numpy_log_density(
 
     fit, data = {
         "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
-        "floored": floored, "marginal": marginal, "sparse": sparse,
+        "floored": floored, "marginal": marginal, "sparse": sparse, "grouped": grouped,
     }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = _u(fit, data)
@@ -215,6 +232,21 @@ def test_stan_target_is_the_numpy_log_density(
     stan_lp = fit.sample_stats["lp"].reshape(-1)[::5]
     difference = stan_lp - numpy_lp
     assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(stan_lp).max())
+
+
+def test_stan_group_offsets_and_log_lik_are_the_numpy_ones(grouped):
+    """The program's generated group_offset and log_lik at every draw equal the numpy
+    density's (the conditionally whitened offsets mapped back the same way)."""
+    from yieldwise.backends._laplace import TransducerDensity
+
+    fit, data = grouped
+    model = TransducerDensity(data)
+    u = _u(fit, data)
+    q = model.quantities(u)
+    np.testing.assert_allclose(
+        fit.draws["group_offset"].reshape(u.shape[0], 5, 3), q["group_offset"], atol=1e-8
+    )
+    np.testing.assert_allclose(fit.draws["log_lik"].reshape(-1), q["log_lik"], rtol=1e-8)
 
 
 @pytest.mark.parametrize("form", ["non-centred", "whitened"])
