@@ -135,3 +135,28 @@ def test_the_report_documents_the_sampler_defaults():
             continue
         assert found is not None, name
         assert int(found.group(1)) == getattr(SAMPLER_DEFAULTS, name), name
+
+
+def test_a_class_reduction_with_pair_offsets_takes_its_own_adapt_delta(
+    five_class_data, max_pairs
+):
+    """A class reduction's fit with pair offsets runs at 0.95 unless given; without the
+    offsets it keeps the one output dimension's 0.99 (Laplace backend: the settings reach
+    the backend as a real fit's would)."""
+    import warnings
+
+    from yieldwise.transducer.io import fit_record
+
+    assert SAMPLER_DEFAULTS.adapt_delta_for(1, grouped=True) == 0.95
+    assert SAMPLER_DEFAULTS.adapt_delta_for(1, 0.8, grouped=True) == 0.8
+    frame, labels = five_class_data(400, 1)
+    kw = {"backend": "laplace", "chains": 2, "draws": 50, "seed": 1, "progress": False}
+    ran = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for pairs, given in ((600, None), (0, None), (600, 0.9)):
+            with max_pairs(pairs):
+                t = Transducer(**kw, adapt_delta=given).fit(frame, labels)
+            assert t.reduction_.paired == (pairs > 0)
+            ran.append(fit_record(t.posterior_)["sampler"]["adapt_delta"])
+    assert ran == [0.95, 0.99, 0.9]

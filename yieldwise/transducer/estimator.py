@@ -359,7 +359,9 @@ class Transducer:
             seed=seed,
             init=sampler_inits(data, chains, seed),
             max_treedepth=self.max_treedepth,
-            adapt_delta=SAMPLER_DEFAULTS.adapt_delta_for(transform.model_dims, self.adapt_delta),
+            adapt_delta=SAMPLER_DEFAULTS.adapt_delta_for(
+                transform.model_dims, self.adapt_delta, grouped=self._groups is not None
+            ),
             progress=self.progress,
         )
         result.draws = with_kernels(result.draws, data)

@@ -66,7 +66,11 @@ class SamplerDefaults:
         0.95 (0.97 not measured there): the ten classes' fits at 2,000 items are limited
         by the tree depth, which a smaller step can only make worse, and 0.9 left
         divergent transitions there (14; docs/model.md, "Fewer draws, or a larger step
-        size, for two dimensions").
+        size, for two dimensions"). A class reduction's fit with pair offsets (one output
+        dimension, the margin, and the offsets' groups) takes 0.95: with the offsets
+        conditionally whitened it is clean at about 30 leapfrog steps per iteration
+        against 46-63 at 0.99 (the coverage study's softmax-10 sets, all 60 fits, and the
+        ten-class digits; docs/model.md, "A larger step for pair offsets").
     max_treedepth : int
         Stan's default tree depth.
     """
@@ -82,6 +86,8 @@ class SamplerDefaults:
     ADAPT_DELTA_ONE_DIM: ClassVar[float] = 0.99
     ADAPT_DELTA_TWO_DIMS: ClassVar[float] = 0.97
     ADAPT_DELTA_MULTI: ClassVar[float] = 0.95
+    #: ``adapt_delta_for`` a class reduction's fit with pair offsets ("grouped").
+    ADAPT_DELTA_GROUPED: ClassVar[float] = 0.95
     #: ``warmup_for`` one output dimension, and for two or more.
     WARMUP_ONE_DIM: ClassVar[int] = 500
     WARMUP_MULTI: ClassVar[int] = 250
@@ -89,14 +95,18 @@ class SamplerDefaults:
     DRAWS_ONE_DIM: ClassVar[int] = 1000
     DRAWS_MULTI: ClassVar[int] = 750
 
-    def adapt_delta_for(self, model_dims: int, adapt_delta: float | None = None) -> float:
+    def adapt_delta_for(
+        self, model_dims: int, adapt_delta: float | None = None, grouped: bool = False
+    ) -> float:
         """The target acceptance rate of a fit with ``model_dims`` output dimensions:
         ``adapt_delta`` when given, else this set's, else 0.99 for one dimension, 0.97 for
-        two and 0.95 for more."""
+        two and 0.95 for more; 0.95 for a class reduction's fit with pair offsets
+        (``grouped``)."""
         by_dims = {1: self.ADAPT_DELTA_ONE_DIM, 2: self.ADAPT_DELTA_TWO_DIMS}
-        return _first_given(
-            adapt_delta, self.adapt_delta, by_dims.get(int(model_dims), self.ADAPT_DELTA_MULTI)
-        )
+        default = by_dims.get(int(model_dims), self.ADAPT_DELTA_MULTI)
+        if grouped:
+            default = self.ADAPT_DELTA_GROUPED
+        return _first_given(adapt_delta, self.adapt_delta, default)
 
     def warmup_for(self, model_dims: int, warmup: int | None = None) -> int:
         """The warm-up iterations of a fit with ``model_dims`` output dimensions:
