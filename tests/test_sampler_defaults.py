@@ -137,9 +137,7 @@ def test_the_report_documents_the_sampler_defaults():
         assert int(found.group(1)) == getattr(SAMPLER_DEFAULTS, name), name
 
 
-def test_a_class_reduction_with_pair_offsets_takes_its_own_adapt_delta(
-    five_class_data, max_pairs
-):
+def test_a_class_reduction_with_pair_offsets_takes_its_own_adapt_delta(five_class_data, max_pairs):
     """A class reduction's fit with pair offsets runs at 0.95 unless given; without the
     offsets it keeps the one output dimension's 0.99 (Laplace backend: the settings reach
     the backend as a real fit's would)."""

@@ -158,8 +158,9 @@ GROUP_OFFSET_SCALE = 1.0
 #: instead of 10 % and 5 %, the long-run intervals 75 % instead of 62 %; the ten-class
 #: digits' regret is unchanged (0.00156 against 0.00155); a 2,000-item ten-class fit
 #: samples in 52 s instead of 13 s (87 leapfrog steps per iteration against 34; 61.5 since
-#: the offsets' conditional whitening). Beyond 600 pairs (25 classes) the offsets' dimension
-#: would grow past the preconditioning's dense matrix; not measured.
+#: the offsets' conditional whitening, 30.8 at adapt_delta 0.95). Beyond 600 pairs (25
+#: classes) the offsets' dimension would grow past the preconditioning's dense matrix; not
+#: measured.
 RANKS_MAX_PAIRS = 600
 #: The Gaussian-process prior of scattered centres keeps eigenvectors down to this share
 #: of the largest eigenvalue.
