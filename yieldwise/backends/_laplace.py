@@ -266,6 +266,7 @@ class TransducerDensity:
         """Log posterior (Stan's target, Jacobians of the log scales included) and gradient."""
         p = self.unpack(u)
         w = self.smooth_blocks(u)  # once, for theta, the prior and the gradient
+        groups = self.group_blocks(u) if self.G > 0 else None  # likewise for the offsets
         theta = self.theta(u, w)
         e, lik, top, log_norm = self._lik(theta)
         if not np.all(lik > 0):
@@ -287,7 +288,7 @@ class TransducerDensity:
             #                        - total softmax(theta)[k, c]
             normaliser = self.total * np.exp(theta - log_norm)
         else:  # each row's group offset and its group's normaliser (the Stan program)
-            off = self.offsets(u)
+            off = self.offsets(u, groups)
             lnz = self.group_log_norm(theta, off)
             ll = float(self.count @ (np.log(lik) + top[self.cls] + off[self.grp, self.cls]
                                      - lnz[self.grp]))  # fmt: skip
@@ -295,7 +296,7 @@ class TransducerDensity:
             share = np.exp(off + logsumexp(theta, axis=0)[None, :] - lnz[:, None])
             normaliser = np.exp(theta) * (self.group_total @ np.exp(off - lnz[:, None]))
             g_off = self.group_class - self.group_total[:, None] * share  # (G, C)
-        lp = ll + float(self.log_prior(u, w))
+        lp = ll + float(self.log_prior(u, w, groups))
         g_theta = (self.kern.T @ weight) * e - normaliser
         g_a = g_theta.sum(axis=1)
         g_f = g_theta[:, 1:]
@@ -327,17 +328,18 @@ class TransducerDensity:
         grad[s["log_tau_f"]] = g_t[1:]
         if self.G > 0:
             grad[s["e_h"]], grad[s["e_g"]], grad[s["log_tau_h"]], grad[s["log_tau_g"]] = (
-                self._group_gradient(u, g_off[:, 1:])
+                self._group_gradient(groups, g_off[:, 1:])
             )
         return lp, grad
 
-    def _group_gradient(self, u: np.ndarray, d_off: np.ndarray) -> tuple[np.ndarray, ...]:
+    def _group_gradient(
+        self, q: Mapping[str, np.ndarray], d_off: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
         """The gradient in the group block's coordinates ``e_h``, ``e_g`` (flattened column
-        by column), ``log tau_h`` and ``log tau_g``, given ``d_off`` (G, C - 1), the
-        likelihood's gradient in the offsets: by the chain rule through
-        :meth:`group_blocks`'s map (stan/transducer.stan, "Group offsets"), with the
+        by column), ``log tau_h`` and ``log tau_g``, given the point's :meth:`group_blocks`
+        ``q`` and ``d_off`` (G, C - 1), the likelihood's gradient in the offsets: by the
+        chain rule through that map (stan/transducer.stan, "Group offsets"), with the
         prior and log Jacobian of :meth:`log_prior`."""
-        q = self.group_blocks(u)
         h, b, v_h, v_g = q["h"], q["b"], q["v_h"], q["v_g"]
         e_h, e_g, tau_h2, tau_g2, inv_a = q["e_h"], q["e_g"], q["tau_h2"], q["tau_g2"], q["inv_a"]
         lam, kappa, parent, children = self.lam_g, self.kappa_g, self.parent, self.children
@@ -405,10 +407,14 @@ class TransducerDensity:
         return out
 
     def log_prior(
-        self, us: np.ndarray, blocks: Mapping[str, np.ndarray] | None = None
+        self,
+        us: np.ndarray,
+        blocks: Mapping[str, np.ndarray] | None = None,
+        groups: Mapping[str, np.ndarray] | None = None,
     ) -> np.ndarray:
         """The prior and Jacobian terms of :meth:`log_density` for each row of ``us``
-        (``blocks``: :meth:`smooth_blocks` of ``us`` when the caller has it already)."""
+        (``blocks``, ``groups``: :meth:`smooth_blocks` and :meth:`group_blocks` of ``us``
+        when the caller has them already)."""
         p = self.unpack(us)
         fs = self.fixed_scale
         tau_a = np.exp(p["log_tau_a"])
@@ -431,7 +437,7 @@ class TransducerDensity:
         )
         if self.G > 0:  # h ~ N(0, tau_h^2), b ~ N(0, tau_g^2), the whitening's log
             # Jacobian; half-Normal scales on the log scale, with their Jacobian
-            q = self.group_blocks(us)
+            q = self.group_blocks(us) if groups is None else groups
             log_tau = np.concatenate([p["log_tau_h"], p["log_tau_g"]], axis=-1)
             out = out + (
                 -0.5 * np.sum(q["h"] ** 2 / q["tau_h2"], axis=(-2, -1))
