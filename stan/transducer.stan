@@ -155,6 +155,9 @@ functions {
   // log tau_f), as the header's u lists them
   matrix smooth_e(vector u, int P, int R, int C) {
     int C1 = C - 1;
+    if (R == 0) {  // no smooth part (few distinct outputs): segment's start would pass U
+      return rep_matrix(0, 0, C);
+    }
     return append_col(segment(u, P + 1, R),
                       to_matrix(segment(u, P + R + P * C1 + C1 + 1, R * C1), R, C1));
   }

@@ -210,12 +210,34 @@ def grouped(transducer_program):
     return _short_fit(transducer_program, data, 5), data
 
 
+@pytest.fixture(scope="module")
+def linear(transducer_program):
+    """Hard labels: two distinct outputs (a binary classifier's 0 / 1 on the logit scale,
+    squeezed), so the design has no smooth part (``R = 0``, :func:`_design.distinct_outputs`)
+    and only the linear smooth limit is sampled; with pair offsets too (grouped rows), as
+    a one-hot classifier's reduced fit has them. A short fit of each."""
+    rng = np.random.default_rng(12)
+    cls = rng.integers(0, 3, 300)
+    y = np.where(rng.random(300) < 0.8, np.minimum(cls, 1), 1 - np.minimum(cls, 1)) * 8.0 - 4.0
+    plain, _ = _stan_data.build_stan_data(np.minimum(cls, 1), y, y, [0], 2)
+    grp = np.minimum(rng.integers(0, 3, 300), cls + 1)
+    groups, _ = _stan_data.build_stan_data(cls, y, y, [0], 3, groups=(grp, np.array([0, 0, 1])))
+    assert plain["R"] == 0 and groups["R"] == 0 and groups["G"] == 3
+    return {
+        "linear": (_short_fit(transducer_program, plain, 5), plain),
+        "linear, grouped": (_short_fit(transducer_program, groups, 5), groups),
+    }
+
+
 @pytest.mark.parametrize(
-    "form", ["non-centred", "whitened", "floored", "marginal", "sparse", "grouped"]
-)
+    "form",
+    ["non-centred", "whitened", "floored", "marginal", "sparse", "grouped", "linear",
+     "linear, grouped"],
+)  # fmt: skip
 def test_stan_target_is_the_numpy_log_density(
-    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse, grouped
-):
+    form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse, grouped,
+    linear,
+):  # fmt: skip
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
     preconditioning map's log Jacobian. Checks the program's model block term by term
@@ -225,6 +247,7 @@ def test_stan_target_is_the_numpy_log_density(
     fit, data = {
         "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
         "floored": floored, "marginal": marginal, "sparse": sparse, "grouped": grouped,
+        **linear,
     }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = _u(fit, data)

@@ -120,6 +120,28 @@ def test_one_dimensional_width_equals_spacing_and_a_single_value_gets_a_unit_ran
     np.testing.assert_allclose(single.loc[:, 0], np.linspace(2.0, 3.0, 5))
 
 
+def test_hard_labels_leave_one_dimension_without_a_smooth_part():
+    """At most two distinct 1-D outputs (points or bins): the linear smooth limit takes any
+    values there, so the design has no smooth functions (R = 0) and the fixed effects
+    stay; three distinct outputs keep the whole walk; two dimensions always keep it."""
+    ones = np.ones(40, int)
+    one = np.full((40, 1), 1.5)
+    assert _design.design_kernels(one, one, ones, 9).smooth_basis.shape == (9, 0)
+    two = np.repeat([[-8.0], [8.0]], 20, axis=0)
+    design = _design.design_kernels(two, two, ones, 9)
+    assert design.smooth_basis.shape == (9, 0) and design.fixed_basis.shape == (9, 2)
+    # a binary lattice {0, 1} on the logit scale: two censored bins with infinite edges
+    lo = np.repeat([[-np.inf], [0.0]], 20, axis=0)
+    hi = np.repeat([[0.0], [np.inf]], 20, axis=0)
+    assert _design.distinct_outputs(lo, hi) == 2
+    assert _design.design_kernels(lo, hi, ones, 9).smooth_basis.shape == (9, 0)
+    three = np.repeat([[-8.0], [0.0], [8.0]], [14, 13, 13], axis=0)
+    assert _design.distinct_outputs(three, three) == 3
+    assert _design.design_kernels(three, three, ones, 9).smooth_basis.shape == (9, 7)
+    corners = np.repeat([[5.9, 6.0], [5.9, -5.9], [-11.9, 0.0]], [14, 13, 13], axis=0)
+    assert _design.design_kernels(corners, corners, ones, 16).smooth_basis.shape == (16, 12)
+
+
 def test_edge_atoms_of_exact_values_are_left_out_of_the_range():
     """Scores clipped to [0, 1]: exact 0s (here 17 %) and 1s (3 %) squeezed to single
     values far out on the logit scale. The grid spans the 1 % / 99 % quantiles of the

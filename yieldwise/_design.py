@@ -494,6 +494,26 @@ def _centres_design(
     )  # fmt: skip
 
 
+def distinct_outputs(lower: np.ndarray, upper: np.ndarray) -> int:
+    """How many distinct calibration outputs (points or bins, rows of ``(lower, upper)``)
+    there are.
+
+    With one output dimension, when they are at most two (the grid's fixed-effect
+    functions), the smooth limit alone (log-odds and log-density linear in the transformed
+    output) takes any values at those outputs, so the data cannot inform a smooth part and
+    :func:`design_kernels` leaves it out (``R = 0``). Such outputs come from classifiers
+    that give hard labels: a binary one's 0 / 1, a one-hot probability vector's margin
+    (one value) under the class reduction. With the smooth part kept, its scale ``tau_f``
+    had nothing but its heavy-tailed prior to go on, and the sampler diverged in that
+    tail: 16-47 divergent transitions per fit at the defaults (docs/model.md, "Hard
+    labels"). Two dimensions keep their smooth part: measured on three-class one-hot
+    vectors (three distinct outputs), the bilinear limit alone put 0.9998 where the
+    data say 0.87.
+    """
+    bins = np.column_stack([np.asarray(lower, float), np.asarray(upper, float)])
+    return int(np.unique(bins, axis=0).shape[0])
+
+
 def design_kernels(
     lower: np.ndarray,
     upper: np.ndarray,
@@ -533,6 +553,9 @@ def design_kernels(
         point = lo == hi  # exact values, not censored bins
         ranges = [_axis_range(rep[:, j], weights, point[:, j]) for j in range(d)]
         design = _grid_design(ranges, nodes, tau_a_scale, tau_f_scale)
+        if d == 1 and distinct_outputs(lo, hi) <= design.fixed_basis.shape[1]:
+            # the smooth limit alone fits every distinct output: no smooth part to learn
+            design = replace(design, smooth_basis=design.smooth_basis[:, :0])
     else:
         if k < d + 2:
             raise ValueError(f"n_components must be at least {d + 2} for {d} output dimensions")

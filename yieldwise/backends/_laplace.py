@@ -387,7 +387,7 @@ class TransducerDensity:
         tau_f = np.asarray(init["tau_f"], dtype=float).reshape(self.C - 1)
         # a_smooth is the coefficient b of the density; f_raw is the non-centred b / tau_f
         a_smooth = np.asarray(init["a_smooth"], dtype=float).reshape(-1)
-        f_raw = np.asarray(init["f_raw"], dtype=float).reshape(self.R, -1)
+        f_raw = np.asarray(init["f_raw"], dtype=float).reshape(self.R, self.C - 1)
         u[s["a_fixed"]] = np.asarray(init["a_fixed"], dtype=float).reshape(-1)
         u[s["log_tau_a"]] = np.log(tau_a)
         u[s["f_fixed"]] = np.asarray(init["f_fixed"], dtype=float).reshape(self.P, -1).ravel("F")

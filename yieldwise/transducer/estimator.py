@@ -817,13 +817,16 @@ class Transducer:
             assert self.reduced_ is not None
             with _relayed_warnings():
                 ranks = self.reduced_.draws_proba(margins).values
+            order = self.reduction_.order(y)  # one sort of the outputs' scores
             if self.pair_offset_ is not None:  # each draw's offsets for each output's pair
-                ranks = self.reduction_.tilt(y, ranks, self.posterior.by_chain(self.pair_offset_))
+                ranks = self.reduction_.tilt(
+                    y, ranks, self.posterior.by_chain(self.pair_offset_), order
+                )
             share = self.reduction_.shares(
-                y, self.posterior.by_chain(self.others_temperature_)
-            )  # fmt: skip
+                y, self.posterior.by_chain(self.others_temperature_), order
+            )
             return xr.DataArray(
-                self.reduction_.expand(y, ranks, share),
+                self.reduction_.expand(y, ranks, share, order),
                 dims=("chain", "draw", "item", "class"),
                 coords=self._coords(y.shape[0]),
                 name="probability",

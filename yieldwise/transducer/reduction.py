@@ -217,12 +217,19 @@ class ClassRanks:
         """Each item's reduced class, an index into :attr:`rank_classes`."""
         return np.minimum(self.ranks(outputs, class_index), self.kept)
 
-    def tilt(self, outputs: np.ndarray, rank_proba: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def tilt(
+        self,
+        outputs: np.ndarray,
+        rank_proba: np.ndarray,
+        offsets: np.ndarray,
+        order: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Per-draw rank probabilities (..., n, kept + 1) given each output's pair: the
         reduced fit's ``F_t(rank | m)`` times ``exp(offset_t[pair, rank])``, renormalised
         (stan/transducer.stan, "Group offsets"); ``offsets`` (..., pairs, kept + 1) with
-        the same leading (draw) axes."""
-        off = np.asarray(offsets, float)[..., self.pairs(outputs), :]  # (..., n, kept + 1)
+        the same leading (draw) axes (``order``: :meth:`order` of ``outputs``, when the
+        caller has it)."""
+        off = np.asarray(offsets, float)[..., self.pairs(outputs, order), :]  # (..., n, kept + 1)
         q = np.asarray(rank_proba, float) * np.exp(off - off.max(axis=-1, keepdims=True))
         return q / q.sum(axis=-1, keepdims=True)
 
@@ -234,10 +241,13 @@ class ClassRanks:
         order = (self.order(outputs) if order is None else order)[:, self.kept :]
         return order, np.take_along_axis(self.scores(outputs), order, axis=1)
 
-    def shares(self, outputs: np.ndarray, temperature: Any = 1.0) -> np.ndarray:
+    def shares(
+        self, outputs: np.ndarray, temperature: Any = 1.0, order: np.ndarray | None = None
+    ) -> np.ndarray:
         """``softmax_{j in others}(gamma s_j)`` (..., n, C - kept) for temperatures ``gamma``
-        of any shape (the leading axes, one per draw), in the output's order."""
-        _, s = self.others(outputs)
+        of any shape (the leading axes, one per draw), in the output's order (``order``:
+        :meth:`order` of ``outputs``, when the caller has it)."""
+        _, s = self.others(outputs, order)
         g = np.asarray(temperature, float)[..., None, None]
         return softmax(g * s, axis=-1)
 

@@ -1,0 +1,55 @@
+"""bench/hard_labels.py: each case draws what its docstring says, and a run on the Laplace
+backend (no Stan) prints the sampler's figures and p(c | y) beside the frequency counted
+in the calibration set."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def hard_labels(bench_import):
+    return bench_import("hard_labels")
+
+
+def test_cases_draw_their_outputs(hard_labels):
+    rng = np.random.default_rng(0)
+    y, labels = hard_labels.CASES["hard-binary"](rng, 2000)
+    assert set(np.unique(y)) == {0.0, 1.0} and abs(np.mean(y[:, 0] == labels) - 0.8) < 0.03
+    y, _ = hard_labels.CASES["three-levels"](rng, 500)
+    assert set(np.unique(y)) == {0.0, 0.5, 1.0}
+    for name, c in (("one-hot-3", 3), ("one-hot-5", 5), ("one-hot-10", 10)):
+        y, labels = hard_labels.CASES[name](rng, 3000)
+        assert y.shape == (3000, c) and set(np.unique(y)) == {0.0, 1.0}
+        assert (y.sum(axis=1) == 1).all()
+        # right for 80 % plus a uniform guess's 1 / c of the rest
+        assert abs(np.mean(y.argmax(axis=1) == labels) - (0.8 + 0.2 / c)) < 0.03
+    y, _ = hard_labels.CASES["ties"](rng, 500)
+    top = -np.sort(-y, axis=1)
+    assert (top[:, 0] == top[:, 1]).mean() > 0.05 and (y == 0).any()
+    y, _ = hard_labels.CASES["classes-30"](rng, 100)
+    np.testing.assert_allclose(y.sum(axis=1), 1.0)
+    assert y.shape == (100, 30)
+    y, _ = hard_labels.CASES["some-one-hot"](rng, 1000)
+    assert 0.25 < (y.max(axis=1) == 1.0).mean() < 0.35
+
+
+def test_a_laplace_run_prints_the_fit_and_the_counted_frequency(hard_labels, capsys):
+    assert hard_labels.main(["hard-binary", "400", "backend=laplace"]) == 0
+    text = capsys.readouterr().out
+    assert "hard-binary n=400 seed=1 {'backend': 'laplace'}: total" in text
+    assert "divergent 0, tree-depth hits 0" in text
+    model = np.array(ast.literal_eval(text.split("p(c | first output) ")[1].split("\n")[0]))
+    counted = np.array(ast.literal_eval(text.split("empirical           ")[1].split(" (")[0]))
+    # two distinct outputs: the model's p(c | y) is the binomial posterior's, near the count
+    assert np.abs(model - counted).max() < 0.03
+
+
+def test_bad_arguments_are_refused(hard_labels, capsys):
+    assert hard_labels.main(["no-such-case"]) == 2
+    assert "CASE must be one of" in capsys.readouterr().err
+    assert hard_labels.main(["hard-binary", "300", "adapt_delta"]) == 2
+    assert "key=value" in capsys.readouterr().err
