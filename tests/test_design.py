@@ -173,6 +173,20 @@ def test_edge_atoms_of_exact_values_are_left_out_of_the_range():
     np.testing.assert_allclose(_design.design_kernels(rows, rows, counts).loc[[0, -1], 0], [0, 1])
 
 
+def test_edge_atoms_stay_in_the_range_when_only_atoms_would_remain():
+    """Three-class one-hot vectors on the principal axes: every value an atom. Leaving an
+    end's atom out would leave two values 0.04 apart to span; with no continuous part
+    (at most two distinct values left) every value stays, and the grid spans them all."""
+    points = np.repeat([[5.88, 6.0], [5.92, -5.89], [-11.94, -0.02]], [500, 500, 500], axis=0)
+    design = _design.design_kernels(points, points, np.ones(1500, int), 196)
+    low, high = design.loc.min(axis=0), design.loc.max(axis=0)
+    assert (low <= points.min(axis=0)).all() and (high >= points.max(axis=0) - 1e-9).all()
+    # an atom beside a continuous part is still left out (the clipped scores' case)
+    rng = np.random.default_rng(3)
+    y = np.concatenate([rng.normal(0.0, 1.0, 300), np.full(100, 9.0)])[:, None]
+    assert _design.design_kernels(y, y, np.ones(400, int), 9).loc.max() < 4.0
+
+
 def test_edge_atoms_in_two_dimensions_are_per_axis():
     rng = np.random.default_rng(5)
     z = rng.normal(size=(900, 2))

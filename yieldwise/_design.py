@@ -301,7 +301,7 @@ def _axis_range(
 
     ``point`` marks the rows that are exact values (not censored bins); among those, an
     atom at either end holding at least EDGE_ATOM_SHARE of the weight is left out, as
-    long as other values remain.
+    long as more than two distinct values remain.
     """
     keep = np.isfinite(rep)
     if not keep.any():
@@ -314,7 +314,10 @@ def _axis_range(
                 break
             atom = exact & (rep == edge(rep[exact]))
             rest = keep & ~atom
-            spread = rest.any() and rep[rest].max() > rep[rest].min()
+            # a continuous part to span: more than two distinct values left (only atoms,
+            # e.g. one-hot vectors' three, would leave a range 0.04 wide between two of
+            # them; docs/model.md, "Hard labels")
+            spread = np.unique(rep[rest]).size > 2
             if spread and weights[atom].sum() >= EDGE_ATOM_SHARE * total:
                 keep = rest
     low = _weighted_quantile(rep[keep], weights[keep], RANGE_QUANTILES[0])
