@@ -683,9 +683,13 @@ class Transducer:
         pairs = self.reduction_.pairs(y, order)
         self.interpolation_error_ = 0.0
         # distinct (margin, pair) outputs: at least as many as distinct margins, so those
-        # (one sort of n numbers) decide most calls; each pair at each margin once
-        margins, at = np.unique(z, return_inverse=True)
-        if margins.size <= _INTERPOLATE_ABOVE:
+        # (one sort of n numbers) decide most calls; each pair at each margin once. More
+        # than _INTERPOLATE_ABOVE distinct among the first 2 * _INTERPOLATE_ABOVE decide
+        # it without sorting all n (continuous margins: 0.15 s on 1e6 outputs)
+        few = np.unique(z[: 2 * _INTERPOLATE_ABOVE]).size <= _INTERPOLATE_ABOVE
+        if few:
+            margins, at = np.unique(z, return_inverse=True)
+        if few and margins.size <= _INTERPOLATE_ABOVE:
             keys, inverse = np.unique(at.reshape(-1) * self.reduction_.n_pairs + pairs,
                                       return_inverse=True)  # fmt: skip
             if keys.size <= _INTERPOLATE_ABOVE:
