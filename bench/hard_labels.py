@@ -48,6 +48,20 @@ def hard_binary(rng, n):
     return guess[:, None].astype(float), labels
 
 
+def constant(rng, n):
+    """A binary score that never moves (always 0.5): one distinct output."""
+    return np.full((n, 1), 0.5), rng.integers(0, 2, n)
+
+
+def two_logits_hard(rng, n):
+    """Two logits that are hard labels, (5, -5) or (-5, 5) (right for 80 % of items): two
+    distinct points of a 2-D output."""
+    labels = rng.integers(0, 2, n)
+    guess = np.where(rng.random(n) < 0.8, labels, 1 - labels)
+    sign = np.where(guess == 1, 1.0, -1.0)
+    return np.column_stack([-5.0 * sign, 5.0 * sign]), labels
+
+
 def three_levels(rng, n):
     """A binary score taking only the values 0, 0.5 and 1."""
     labels = rng.integers(0, 2, n)
@@ -94,8 +108,8 @@ def some_one_hot(rng, n):
 
 
 CASES = {f.__name__.replace("_", "-"): f for f in (
-    hard_binary, three_levels, one_hot_3, one_hot_5, one_hot_10, ties, classes_30,
-    some_one_hot)}  # fmt: skip
+    hard_binary, constant, two_logits_hard, three_levels, one_hot_3, one_hot_5, one_hot_10,
+    ties, classes_30, some_one_hot)}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -19,6 +19,11 @@ def test_cases_draw_their_outputs(hard_labels):
     rng = np.random.default_rng(0)
     y, labels = hard_labels.CASES["hard-binary"](rng, 2000)
     assert set(np.unique(y)) == {0.0, 1.0} and abs(np.mean(y[:, 0] == labels) - 0.8) < 0.03
+    y, _ = hard_labels.CASES["constant"](rng, 50)
+    assert (y == 0.5).all() and y.shape == (50, 1)
+    y, labels = hard_labels.CASES["two-logits-hard"](rng, 2000)
+    assert len(np.unique(y, axis=0)) == 2 and (y.sum(axis=1) == 0).all()
+    assert abs(np.mean((y[:, 1] > 0) == labels) - 0.8) < 0.03
     y, _ = hard_labels.CASES["three-levels"](rng, 500)
     assert set(np.unique(y)) == {0.0, 0.5, 1.0}
     for name, c in (("one-hot-3", 3), ("one-hot-5", 5), ("one-hot-10", 10)):
