@@ -21,6 +21,7 @@ from yieldwise.backends import (
     APPROXIMATIONS,
     BACKENDS,
     CompilationError,
+    SamplerWarning,
     backend_names,
     get_backend,
     stan_file,
@@ -481,3 +482,28 @@ def test_a_bad_kernel_tail_cut_is_refused_before_fitting(bad):
     y = np.linspace(-1, 1, 40)
     with pytest.raises(ValueError, match=r"kernel_tail_cut must be a number in \[0, 1e-6\]"):
         Transducer(backend="laplace", kernel_tail_cut=bad).fit(y, y > 0)
+
+
+def test_two_dimensional_hard_labels_warn_before_sampling_and_name_the_remedy():
+    """Two logits that are hard labels, (5, -5) or (-5, 5): two distinct points, one
+    dimension of information on a 2-D grid, which NUTS samples badly (docs/model.md, "Hard
+    labels"). The fit warns before sampling and names the one-column remedy; three distinct
+    points, or one column, do not warn."""
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 2, 300)
+    sign = np.where(np.where(rng.random(300) < 0.8, labels, 1 - labels) == 1, 1.0, -1.0)
+    hard = np.column_stack([-5.0 * sign, 5.0 * sign])
+
+    def sampler_warnings(outputs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            Transducer(backend="laplace", seed=1, progress=False).fit(outputs, labels)
+        return [str(w.message) for w in caught if issubclass(w.category, SamplerWarning)
+                and "distinct value" in str(w.message)]  # fmt: skip
+
+    (message,) = sampler_warnings(hard)
+    assert "take only 2 distinct value(s)" in message and "difference of the two logits" in message
+    third = hard.copy()
+    third[:30] = [0.5, 0.5]  # a third point
+    assert sampler_warnings(third) == []
+    assert sampler_warnings(hard[:, 1] - hard[:, 0]) == []

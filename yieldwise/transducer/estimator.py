@@ -23,7 +23,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from .. import _mixture
-from .._design import KernelDesign
+from .._design import KernelDesign, distinct_outputs
 from .._validation import (
     Label,
     categories_of,
@@ -300,7 +300,7 @@ class Transducer:
         Transducer
             ``self``, fitted.
         """
-        from ..backends import get_backend, stan_file
+        from ..backends import SamplerWarning, get_backend, stan_file
         from .stan_data import build_stan_data, check_tail_cut, sampler_inits, with_kernels
 
         n_components = check_components(self.n_components)
@@ -350,6 +350,21 @@ class Transducer:
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
             seed=seed, kernel_tail_cut=tail_cut, groups=self._groups,
         )  # fmt: skip
+        distinct = distinct_outputs(data.y_lower, data.y_upper)
+        if data.D >= 2 and distinct <= 2:
+            # two points lie on a line: one dimension of information on a D-dimensional
+            # grid, whose bilinear density runs to the corners (docs/model.md, "Hard labels")
+            warnings.warn(
+                f"the {data.D} output columns take only {distinct} distinct value(s) (hard "
+                "labels?): one dimension of information, which a grid over "
+                f"{data.D} dimensions samples badly (two logits (5, -5) / (-5, 5): 22-31 "
+                "divergent transitions, 9 at adapt_delta 0.99). Fit on one column that tells "
+                "the values apart instead, such as the difference of the two logits or the "
+                "predicted class as 0 / 1: that fit is the binomial model at each value and "
+                "samples cleanly (docs/model.md, 'Hard labels')",
+                SamplerWarning,
+                stacklevel=2,
+            )
         program = get_backend(self.backend).compile(stan_file("transducer"))
         result = program.sample(
             data.as_dict(),
