@@ -300,7 +300,7 @@ class Transducer:
         Transducer
             ``self``, fitted.
         """
-        from ..backends import SamplerWarning, get_backend, stan_file
+        from ..backends import get_backend, stan_file
         from .stan_data import build_stan_data, check_tail_cut, sampler_inits, with_kernels
 
         n_components = check_components(self.n_components)
@@ -350,21 +350,8 @@ class Transducer:
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
             seed=seed, kernel_tail_cut=tail_cut, groups=self._groups,
         )  # fmt: skip
-        distinct = distinct_outputs(data.y_lower, data.y_upper)
-        if data.D >= 2 and distinct <= 2:
-            # two points lie on a line: one dimension of information on a D-dimensional
-            # grid, whose bilinear density runs to the corners (docs/model.md, "Hard labels")
-            warnings.warn(
-                f"the {data.D} output columns take only {distinct} distinct value(s) (hard "
-                "labels?): one dimension of information, which a grid over "
-                f"{data.D} dimensions samples badly (two logits (5, -5) / (-5, 5): 22-31 "
-                "divergent transitions, 9 at adapt_delta 0.99). Fit on one column that tells "
-                "the values apart instead, such as the difference of the two logits or the "
-                "predicted class as 0 / 1: that fit is the binomial model at each value and "
-                "samples cleanly (docs/model.md, 'Hard labels')",
-                SamplerWarning,
-                stacklevel=2,
-            )
+        if data.D >= 2:
+            _warn_on_few_outputs(data)
         program = get_backend(self.backend).compile(stan_file("transducer"))
         result = program.sample(
             data.as_dict(),
@@ -1358,6 +1345,27 @@ def _refuse_prevalences(prevalences: Any) -> None:
             "rank of the true class among the output's own ordering; docs/model.md, "
             "'Many classes'); fit with Transducer(class_reduction=None) to use prevalences"
         )
+
+
+def _warn_on_few_outputs(data: Any) -> None:
+    """A :class:`SamplerWarning` before sampling when outputs of two or more columns take
+    at most two distinct values: two points lie on a line, one dimension of information
+    on a grid whose bilinear density runs to the corners (docs/model.md, "Hard labels")."""
+    from ..backends import SamplerWarning  # here, as in fit: the backends load on use
+
+    distinct = distinct_outputs(data.y_lower, data.y_upper)
+    if distinct > 2:
+        return
+    warnings.warn(
+        f"the {data.D} output columns take only {distinct} distinct value(s) (hard "
+        f"labels?): one dimension of information, which a grid over {data.D} dimensions "
+        "samples badly (two logits (5, -5) / (-5, 5): 22-31 divergent transitions, 9 at "
+        "adapt_delta 0.99). Fit on one column that tells the values apart instead, such as "
+        "the difference of the two logits or the predicted class as 0 / 1: that fit is the "
+        "binomial model at each value and samples cleanly (docs/model.md, 'Hard labels')",
+        SamplerWarning,
+        stacklevel=3,
+    )
 
 
 def _check_prob(prob: float) -> None:
