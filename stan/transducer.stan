@@ -61,7 +61,16 @@
 // group (its frequency a separate parameter, whose posterior the rest does not touch) keeps
 // the model a finite mixture of product kernels: a component per kernel and group, whose
 // kernel in the group's coordinate is an indicator. Appended to u after the log-odds'
-// blocks: (log tau_h, log tau_g, e_h, e_g), matrices column-major. The offsets are
+// blocks: (log tau, z, e_h, e_g), matrices column-major, where the two scales are
+// sampled in polar form (group_log_scales): tau_h = tau sqrt(rho), tau_g =
+// tau sqrt(1 - rho), rho = inv_logit(z). Under the half-Normal pair above, tau is
+// tau_g_scale times a chi with 2 degrees of freedom and rho ~ Beta(1/2, 1/2), independent;
+// (log tau, z) -> (log tau_h, log tau_g) has the constant Jacobian 1/2, so the prior
+// written in log tau_h, log tau_g is unchanged. Where each parent has one group (every
+// top class with one observed pair, as one-hot outputs give) the data inform only
+// tau_h^2 + tau_g^2 = tau^2: an L-shaped ridge in (log tau_h, log tau_g) that a diagonal
+// or dense metric cannot follow, a product of tau's posterior and rho's prior here
+// (docs/model.md, "Pair offsets"). The offsets are
 // conditionally whitened as the smooth blocks are, with each group's likelihood precision
 // lambda[g, c] and linear term kappa[g, c] for its offset (data; 0 and 0 give the plain
 // non-centred form above). Per column c, writing off = h[parent] + b:
@@ -74,13 +83,22 @@
 // b ~ N(0, tau_g^2) is unchanged (an exact change of variables; the log Jacobian of
 // (e_h, e_g) -> (h, b) is sum(log v) / 2).
 functions {
+  // the group offsets' log scales (header, "Group offsets"): row 1 log tau_h, row 2
+  // log tau_g, from u's (log tau, z) after position at_g
+  matrix group_log_scales(vector u, int at_g, int C1) {
+    row_vector[C1] log_tau = segment(u, at_g + 1, C1)';
+    row_vector[C1] z = segment(u, at_g + C1 + 1, C1)';
+    return append_row(log_tau + 0.5 * log_inv_logit(z), log_tau + 0.5 * log1m_inv_logit(z));
+  }
+
   // the group block's h (H x C1, rows 1..H), b (G x C1, rows H + 1..H + G) and their
   // conditional variances v_h, v_g (the next H and G rows) from u's group block, which
   // starts after position at_g (header, "Group offsets")
   matrix group_blocks(vector u, int at_g, int G, int H, int C1, array[] int parent,
                       matrix lambda, matrix kappa) {
-    row_vector[C1] tau_h2 = exp(2 * segment(u, at_g + 1, C1))';
-    row_vector[C1] tau_g2 = exp(2 * segment(u, at_g + C1 + 1, C1))';
+    matrix[2, C1] log_scales = group_log_scales(u, at_g, C1);
+    row_vector[C1] tau_h2 = exp(2 * log_scales[1]);
+    row_vector[C1] tau_g2 = exp(2 * log_scales[2]);
     matrix[H, C1] e_h = to_matrix(segment(u, at_g + 2 * C1 + 1, H * C1), H, C1);
     matrix[G, C1] e_g = to_matrix(segment(u, at_g + 2 * C1 + H * C1 + 1, G * C1), G, C1);
     matrix[G, C1] inv_a = inv(1 + lambda .* rep_matrix(tau_g2, G));
@@ -107,8 +125,9 @@ functions {
   matrix group_offsets_lp(vector u, int at_g, int G, int H, int C1, array[] int parent,
                           matrix lambda, matrix kappa) {
     matrix[2 * (H + G), C1] blocks = group_blocks(u, at_g, G, H, C1, parent, lambda, kappa);
-    row_vector[C1] log_tau_h = segment(u, at_g + 1, C1)';
-    row_vector[C1] log_tau_g = segment(u, at_g + C1 + 1, C1)';
+    matrix[2, C1] log_scales = group_log_scales(u, at_g, C1);
+    row_vector[C1] log_tau_h = log_scales[1];
+    row_vector[C1] log_tau_g = log_scales[2];
     target += -0.5 * dot_product(columns_dot_self(blocks[1:H]), exp(-2 * log_tau_h))
               - 0.5 * dot_product(columns_dot_self(blocks[(H + 1):(H + G)]), exp(-2 * log_tau_g))
               - H * sum(log_tau_h) - G * sum(log_tau_g)
@@ -351,11 +370,13 @@ model {
   if (tau_f_floor > 0) {
     target += sum(log1m_exp(-square(tau_f / tau_f_floor)));
   }
-  // the group offsets' scales: half-Normal on the log scale, with their Jacobian (the
-  // offsets' own prior is added with the likelihood, by group_offsets_lp)
+  // the group offsets' scales: half-Normal on the log scale, with their Jacobian, written
+  // in log tau_h, log tau_g (the polar coordinates' Jacobian is constant: header, "Group
+  // offsets"; the offsets' own prior is added with the likelihood, by group_offsets_lp)
   if (G > 0) {
-    exp(segment(u, at_g + 1, 2 * C1)) ~ normal(0, tau_g_scale);
-    target += sum(segment(u, at_g + 1, 2 * C1));
+    vector[2 * C1] log_scales = to_vector(group_log_scales(u, at_g, C1));
+    exp(log_scales) ~ normal(0, tau_g_scale);
+    target += sum(log_scales);
   }
   {
     // beta = exp(theta - log_norm): the likelihood of the rows of class c is their block

@@ -128,6 +128,55 @@ def test_the_offsets_whitening_is_an_exact_change_of_variables():
     np.testing.assert_allclose(empty.group_whitened(back, q["h"], q["b"]), u, atol=1e-12)
 
 
+def test_the_offsets_scales_polar_form_keeps_their_prior():
+    """The two scales are sampled as (log tau, z), tau_h = tau sqrt(rho), tau_g =
+    tau sqrt(1 - rho), rho = expit(z). Their prior is still two independent half-Normals,
+    which in polar form is tau = scale x chi(2) (a Rayleigh) and rho ~ Beta(1/2, 1/2),
+    independent. Checked against those closed forms with their own Jacobians (tau for log
+    tau, rho (1 - rho) for z): with no data and the offsets' coordinates fixed, the log
+    density minus the two closed forms is the same constant at every (log tau, z). Then,
+    by simulation: half-Normal pairs mapped to (tau, rho) have the Rayleigh's and the
+    arcsine law's quantiles."""
+    from scipy.stats import beta, rayleigh
+
+    data, *_ = _grouped_data()
+    empty = TransducerDensity({**data.as_dict(), "count": np.zeros_like(data.count)})
+    s, scale = empty.slices, data.tau_g_scale
+    rng = np.random.default_rng(11)
+    base = np.zeros(empty.size)
+    base[s["e_h"]], base[s["e_g"]] = 0.0, 0.0  # offsets 0: their own prior is constant
+    gaps = []
+    for _ in range(6):
+        u = base.copy()
+        t = rng.normal(np.log(scale), 1.0, s["log_tau_pair"].stop - s["log_tau_pair"].start)
+        z = rng.normal(0.0, 2.0, t.size)
+        u[s["log_tau_pair"]], u[s["pair_share"]] = t, z
+        tau, rho = np.exp(t), 1.0 / (1.0 + np.exp(-z))
+        closed = (
+            rayleigh.logpdf(tau, scale=scale) + t  # + log |d tau / d log tau|
+            + beta.logpdf(rho, 0.5, 0.5) + np.log(rho * (1.0 - rho))  # + log |d rho / dz|
+        ).sum()  # fmt: skip
+        # at e = 0 in plain coordinates (lambda = kappa = 0) the offsets are 0 and their
+        # prior's terms in the scales cancel the map's log Jacobian (v = tau^2)
+        p, q = empty.unpack(u), empty.group_blocks(u)
+        np.testing.assert_allclose(np.exp(2 * p["log_tau_h"]), tau**2 * rho)
+        np.testing.assert_allclose(np.exp(2 * p["log_tau_g"]), tau**2 * (1.0 - rho))
+        offsets = (
+            -empty.H * p["log_tau_h"].sum() - empty.G * p["log_tau_g"].sum()
+            + 0.5 * np.log(q["v_h"]).sum() + 0.5 * np.log(q["v_g"]).sum()
+        )  # fmt: skip
+        assert offsets == pytest.approx(0.0, abs=1e-9)  # plain coordinates: v = tau^2
+        gaps.append(float(empty.log_prior(u)) - closed)
+    np.testing.assert_allclose(gaps, gaps[0], atol=1e-9)
+    # the law of (tau, rho) for independent half-Normal scales, simulated
+    pair = np.abs(rng.normal(0.0, scale, (200_000, 2)))
+    tau, rho = np.hypot(pair[:, 0], pair[:, 1]), pair[:, 0] ** 2 / (pair**2).sum(axis=1)
+    levels = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+    np.testing.assert_allclose(np.quantile(tau, levels), rayleigh.ppf(levels, scale=scale),
+                               rtol=0.01)  # fmt: skip
+    np.testing.assert_allclose(np.quantile(rho, levels), beta.ppf(levels, 0.5, 0.5), atol=0.005)
+
+
 def _plain_group_prior(model, u):
     """The plain non-centred offsets' prior terms: e ~ N(0, 1) and the scales'."""
     p = model.unpack(u)

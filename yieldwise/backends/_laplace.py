@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import expit, logsumexp
 
 from ._base import CompilationError, CompiledProgram, SampleResult, SamplingError, StanBackend
 
@@ -120,7 +120,9 @@ class TransducerDensity:
         self.children = np.zeros((self.H, self.G))
         self.children[self.parent, np.arange(self.G)] = 1.0
         if self.G > 0:
-            sizes += [("log_tau_h", c1), ("log_tau_g", c1), ("e_h", self.H * c1),
+            # the two scales in polar form, log tau and z (stan/transducer.stan,
+            # group_log_scales): tau_h = tau sqrt(rho), tau_g = tau sqrt(1 - rho)
+            sizes += [("log_tau_pair", c1), ("pair_share", c1), ("e_h", self.H * c1),
                       ("e_g", self.G * c1)]  # fmt: skip
             # each group's items, and each (group, class)'s
             self.group_total = np.bincount(self.grp, weights=self.count, minlength=self.G)
@@ -145,6 +147,19 @@ class TransducerDensity:
         c1 = self.C - 1
         s = self.slices
         lead = u.shape[:-1]
+        groups: dict[str, np.ndarray] = {}
+        if self.G > 0:
+            t, z = u[..., s["log_tau_pair"]], u[..., s["pair_share"]]
+            groups = {
+                "log_tau_pair": t,
+                "pair_share": z,
+                # stan/transducer.stan, group_log_scales: log tau + log(rho) / 2 and
+                # log tau + log(1 - rho) / 2, rho = inv_logit(z)
+                "log_tau_h": t - 0.5 * np.logaddexp(0.0, -z),
+                "log_tau_g": t - 0.5 * np.logaddexp(0.0, z),
+                "e_h": u[..., s["e_h"]].reshape(*lead, c1, self.H).swapaxes(-1, -2),
+                "e_g": u[..., s["e_g"]].reshape(*lead, c1, self.G).swapaxes(-1, -2),
+            }
         return {
             "a_fixed": u[..., s["a_fixed"]],
             "log_tau_a": u[..., s["log_tau_a"]][..., 0],
@@ -152,12 +167,7 @@ class TransducerDensity:
             "f_fixed": u[..., s["f_fixed"]].reshape(*lead, c1, self.P).swapaxes(-1, -2),
             "log_tau_f": u[..., s["log_tau_f"]],
             "f_raw": u[..., s["f_raw"]].reshape(*lead, c1, self.R).swapaxes(-1, -2),
-        } | ({} if self.G == 0 else {
-            "log_tau_h": u[..., s["log_tau_h"]],
-            "log_tau_g": u[..., s["log_tau_g"]],
-            "e_h": u[..., s["e_h"]].reshape(*lead, c1, self.H).swapaxes(-1, -2),
-            "e_g": u[..., s["e_g"]].reshape(*lead, c1, self.G).swapaxes(-1, -2),
-        })  # fmt: skip
+        } | groups
 
     def group_blocks(self, u: np.ndarray) -> dict[str, np.ndarray]:
         """The group offsets' pieces (stan/transducer.stan, group_blocks), for one or many
@@ -327,9 +337,14 @@ class TransducerDensity:
         grad[s["f_raw"]] = g_e[:, 1:].ravel("F")
         grad[s["log_tau_f"]] = g_t[1:]
         if self.G > 0:
-            grad[s["e_h"]], grad[s["e_g"]], grad[s["log_tau_h"]], grad[s["log_tau_g"]] = (
-                self._group_gradient(groups, g_off[:, 1:])
+            grad[s["e_h"]], grad[s["e_g"]], g_t_h, g_t_g = self._group_gradient(
+                groups, g_off[:, 1:]
             )
+            # through (log tau, z) -> (log tau_h, log tau_g): d/d log tau = g_h + g_g,
+            # d/dz = (1 - rho) g_h / 2 - rho g_g / 2
+            rho = expit(p["pair_share"])
+            grad[s["log_tau_pair"]] = g_t_h + g_t_g
+            grad[s["pair_share"]] = 0.5 * ((1.0 - rho) * g_t_h - rho * g_t_g)
         return lp, grad
 
     def _group_gradient(
@@ -377,8 +392,9 @@ class TransducerDensity:
         """``u`` from the sampler's initial values (``stan_data.initial_values``)."""
         u = np.zeros(self.size)
         s = self.slices
-        if self.G > 0:  # the offsets start at 0, their scales at a fifth of their prior's
-            u[s["log_tau_h"]] = u[s["log_tau_g"]] = np.log(0.2 * self.tau_g_scale)
+        if self.G > 0:  # the offsets start at 0, both scales at a fifth of their prior's
+            # (tau_h = tau_g: rho = 1/2, tau = sqrt(2) times that)
+            u[s["log_tau_pair"]] = np.log(0.2 * self.tau_g_scale) + 0.5 * np.log(2.0)
         if init is None:
             u[s["log_tau_a"]] = np.log(0.2 * self.tau_a_scale)
             u[s["log_tau_f"]] = np.log(0.2 * self.tau_f_scale)
