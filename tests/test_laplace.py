@@ -507,3 +507,67 @@ def test_two_dimensional_hard_labels_warn_before_sampling_and_name_the_remedy():
     third[:30] = [0.5, 0.5]  # a third point
     assert sampler_warnings(third) == []
     assert sampler_warnings(hard[:, 1] - hard[:, 0]) == []
+
+
+def test_outputs_on_a_line_fit_as_the_one_column_of_their_positions(tmp_path):
+    """Two logits that are exact negatives lie on a line: the transducer models their
+    position along it, so its fit is the fit of that one column (the same data, the same
+    seed: the same draws) and its predictions equal the one-column transducer's at the
+    positions. An output off the line warns and is taken at its projection. The file
+    round-trips exactly and records format version 6, which an older version may not
+    claim."""
+    import pandas as pd
+
+    from yieldwise.transducer.encoding import ExtrapolationWarning
+    from yieldwise.transducer.io import TransducerFileError
+
+    rng = np.random.default_rng(12)
+    labels = rng.integers(0, 2, 300)
+    z = rng.normal(1.5 * (2 * labels - 1), 1.0)
+    two = pd.DataFrame({"l0": -z / 2, "l1": z / 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)  # the Laplace backend's own
+        line = Transducer(backend="laplace", seed=1, progress=False).fit(two, labels)
+        position = line.transform_.forward(two.to_numpy())[:, 0]
+        one = Transducer(backend="laplace", seed=1, progress=False).fit(
+            pd.DataFrame({"axis": position}), labels
+        )
+    assert line.transform_.is_projected and line.posterior_.posterior.sizes["output_dim"] == 1
+    grid = pd.DataFrame({"l0": [-1.5, -0.2, 0.0, 1.0], "l1": [1.5, 0.2, 0.0, -1.0]})
+    at = pd.DataFrame({"axis": line.transform_.forward(grid.to_numpy())[:, 0]})
+    np.testing.assert_allclose(line.predict_proba(grid), one.predict_proba(at), rtol=1e-12)
+    # (0.5, 0.5) is off the line l1 = -l0; its projection onto it is (0, 0) (centre
+    # (m, -m), direction (1, -1) / sqrt(2): (0.5 - m, 0.5 + m) . d = -sqrt(2) m)
+    with pytest.warns(ExtrapolationWarning, match="off the line"):
+        off = line.predict_proba(pd.DataFrame({"l0": [0.5], "l1": [0.5]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExtrapolationWarning)  # on the line: silent
+        np.testing.assert_allclose(off, line.predict_proba(grid.iloc[[2]]), rtol=1e-12)
+    path = tmp_path / "line.nc"
+    line.save(path)
+    loaded = Transducer.load(path)
+    assert loaded.transform_ == line.transform_
+    np.testing.assert_array_equal(loaded.predict_proba(grid), line.predict_proba(grid))
+    import arviz as az
+
+    data = az.from_netcdf(path)
+    data.load()
+    assert data.posterior.attrs["yieldwise_format_version"] == 6
+    data.posterior.attrs["yieldwise_format_version"] = 5
+    older = tmp_path / "older.nc"
+    data.to_netcdf(older)
+    with pytest.raises(TransducerFileError, match="no outputs projected onto a line"):
+        Transducer.load(older)
+    # the summary says so, and the plot (a probability map over the outputs' box, every
+    # point of it taken at its projection) does not warn
+    assert "on a line, modelled along it" in repr(line)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExtrapolationWarning)
+        ax = line.plot()
+    assert ax.get_title() == "Transducer probability map"
+    plt.close(ax.figure)

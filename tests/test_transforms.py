@@ -86,6 +86,49 @@ def test_a_rotated_transform_round_trips_and_its_record_is_checked():
         OutputTransform.from_json(json.dumps({**record, "resolution": [0.5, None]}))
 
 
+def test_outputs_on_a_line_are_modelled_along_it():
+    """Continuous coordinates on one line keep only the first principal axis: one model
+    dimension, the position along the line, checked against the position computed by
+    hand; off the line, an output is at its distance from it (by hand); the record
+    round-trips and is checked."""
+    rng = np.random.default_rng(9)
+    z = rng.normal(0.3, 2.0, 300)
+    y = np.column_stack([z / 2, -z / 2])  # two logits that are exact negatives
+    t = choose_transform(y, ["l0", "l1"])
+    assert t.is_rotated and t.is_projected
+    assert (t.coordinate_dims, t.model_dims, t.model_dim_names) == (2, 1, ("axis1",))
+    # the direction (1, -1) / sqrt(2), its largest entry (ties: the first) positive, so
+    # the position is ((z - mean z) / 2 - (-(z - mean z) / 2)) / sqrt(2)
+    np.testing.assert_allclose(t.axes, [[2**-0.5, -(2**-0.5)]], atol=1e-12)
+    position = t.forward(y)
+    assert position.shape == (300, 1)
+    np.testing.assert_allclose(position[:, 0], (z - z.mean()) / np.sqrt(2), atol=1e-12)
+    np.testing.assert_allclose(t.inverse(position), y, atol=1e-12)  # on the line: exact
+    lower, upper, censored = t.intervals(y)
+    assert censored.tolist() == [0] and (lower == position).all() and (upper == position).all()
+    assert t.off_line(y).max() < 1e-12
+    # (1, 1) - centre = (1 - m / 2, 1 + m / 2), m = mean z; its part along the line is
+    # -m / sqrt(2) times the direction, which leaves (1, 1): distance sqrt(2)
+    np.testing.assert_allclose(t.off_line(np.array([[1.0, 1.0], [2.0, -2.0]])),
+                               [np.sqrt(2), 0.0], atol=1e-12)  # fmt: skip
+    np.testing.assert_array_equal(t.log_jacobian(y), np.zeros(300))
+    back = OutputTransform.from_json(t.to_json())
+    assert back == t and back.is_projected
+    record = json.loads(t.to_json())
+    with pytest.raises(ValueError, match=r"axes 2 x 2 \(or 1 x 2, a line\)"):
+        OutputTransform.from_json(json.dumps({**record, "axes": [[0.6, 0.0, 0.8]]}))
+    with pytest.raises(ValueError, match="orthonormal"):
+        OutputTransform.from_json(json.dumps({**record, "axes": [[1.0, 1.0]]}))
+    # one column that never moves: the line is the other column's axis
+    flat = choose_transform(np.column_stack([z, np.full(300, 3.0)]), ["a", "b"])
+    assert flat.is_projected and np.allclose(flat.axes, [[1.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(flat.forward(np.column_stack([z, np.full(300, 3.0)]))[:, 0],
+                               z - z.mean(), atol=1e-12)  # fmt: skip
+    # a little spread across the line (1e-6 of the spread along it) keeps both axes
+    near = y + np.column_stack([np.zeros(300), rng.normal(0, 1e-6, 300)])
+    assert not choose_transform(near, ["l0", "l1"]).is_projected
+
+
 def test_vote_fractions_are_censored_bins_reaching_infinity():
     votes = np.tile([0, 0, 1, 1, 5, 200, 200, 199, 3, 3], 3) / 200
     t = choose_transform(votes[:, None], ["rf"])

@@ -21,7 +21,11 @@ transform so that a saved transducer reproduces every prediction:
   (:data:`ROTATE_TWO_DIMENSIONS`). A rotation and a shift have Jacobian 1, so
   densities are unchanged; the kernels' grid is then laid along the outputs' own
   directions instead of over a square that correlated outputs fill only along its
-  diagonal (docs/model.md, "Two correlated dimensions").
+  diagonal (docs/model.md, "Two correlated dimensions"). When every calibration output
+  lies on one line (hard labels as two logits: two points; two logits that are exact
+  negatives), only the first axis is kept: the outputs are modelled as one dimension, their
+  position along the line (docs/model.md, "Outputs on a line"); an output off that line is
+  projected onto it, with an :class:`ExtrapolationWarning`.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ __all__ = [
     "resolution_bins",
     "snap_to_lattice",
     "unique_rows",
+    "warn_off_line",
     "warn_outside",
 ]
 
@@ -64,6 +69,10 @@ _SIMPLEX_TOLERANCE = 1e-6
 ROTATE_TWO_DIMENSIONS = True
 # Principal axes are orthonormal within this (checked when a recorded transform is read).
 _ORTHONORMAL_TOLERANCE = 1e-9
+#: Two continuous coordinates lie on a line when their spread across the first principal
+#: axis is at most this fraction of their spread along it (rounding: two logits (z, -z)
+#: stored as float64 spread about 1e-16 across): then only the first axis is kept.
+LINE_TOLERANCE = 1e-9
 # An output is on a fitted lattice when it lies within this many steps of a lattice point,
 # relative to the step count (detect_resolution's own tolerance, rtol=1e-6).
 _LATTICE_RTOL = 1e-6
@@ -99,7 +108,8 @@ class OutputTransform:
     squeeze_n : the ``n`` of the squeezing formula, the calibration size at fit time.
     centre, axes : None, or the rotation applied last: model coordinates are
         ``(z - centre) @ axes.T`` with ``z`` the per-column (or log-ratio) values and
-        ``axes`` orthonormal rows, largest variance first (:func:`principal_axes`).
+        ``axes`` orthonormal rows, largest variance first (:func:`principal_axes`); one
+        row only for outputs on a line (a projection onto it: :attr:`is_projected`).
         Only for continuous coordinates: a lattice column's bins are per axis.
     """
 
@@ -120,13 +130,32 @@ class OutputTransform:
         return len(self.columns)
 
     @property
-    def model_dims(self) -> int:
-        """Number of model coordinates ``D'`` (one fewer than inputs for a simplex)."""
+    def coordinate_dims(self) -> int:
+        """Number of coordinates before the rotation (one fewer than inputs for a simplex)."""
         return self.n_inputs - 1 if self.is_simplex else self.n_inputs
+
+    @property
+    def model_dims(self) -> int:
+        """Number of model coordinates ``D'``: :attr:`coordinate_dims`, or the axes kept."""
+        return self.coordinate_dims if self.axes is None else len(self.axes)
 
     @property
     def is_rotated(self) -> bool:
         return self.axes is not None
+
+    @property
+    def is_projected(self) -> bool:
+        """True when the outputs are modelled on a line: fewer axes than coordinates."""
+        return self.model_dims < self.coordinate_dims
+
+    def off_line(self, outputs: np.ndarray) -> np.ndarray:
+        """Each output's distance (in the unrotated coordinates) from the line a projected
+        transform models (zeros when nothing is projected)."""
+        if not self.is_projected:
+            return np.zeros(len(outputs))
+        z = self.unrotated(outputs) - np.asarray(self.centre)
+        a = np.asarray(self.axes)
+        return np.linalg.norm(z - (z @ a.T) @ a, axis=1)
 
     @property
     def model_dim_names(self) -> tuple[str, ...]:
@@ -310,9 +339,10 @@ class OutputTransform:
         return transform.rotated(centre, axes)
 
     def rotated(self, centre: Any, axes: Any) -> OutputTransform:
-        """This transform followed by the rotation ``(z - centre) @ axes.T``, checked:
-        ValueError names what is wrong (shape, orthonormality, a lattice column)."""
-        d = self.model_dims
+        """This transform followed by the rotation ``(z - centre) @ axes.T`` (``axes``
+        ``d x d``, or ``1 x d``: the projection onto a line), checked: ValueError names
+        what is wrong (shape, orthonormality, a lattice column)."""
+        d = self.coordinate_dims
         try:
             c = np.asarray(centre, dtype=float)
             a = np.asarray(axes, dtype=float)
@@ -322,14 +352,14 @@ class OutputTransform:
             ) from exc
         if (
             c.shape != (d,)
-            or a.shape != (d, d)
+            or a.shape not in ((d, d), (1, d))
             or not (np.isfinite(c).all() and np.isfinite(a).all())
         ):
             raise ValueError(
-                f"centre must hold {d} finite numbers and axes {d} x {d}, found shapes "
-                f"{c.shape} and {a.shape}"
+                f"centre must hold {d} finite numbers and axes {d} x {d} (or 1 x {d}, a "
+                f"line), found shapes {c.shape} and {a.shape}"
             )
-        if np.abs(a @ a.T - np.eye(d)).max() > _ORTHONORMAL_TOLERANCE:
+        if np.abs(a @ a.T - np.eye(len(a))).max() > _ORTHONORMAL_TOLERANCE:
             raise ValueError(f"axes must be orthonormal rows, found {a.tolist()}")
         if any(h is not None for h in self.resolution):
             raise ValueError(
@@ -451,8 +481,13 @@ def choose_transform(
         and n > 2
     ):
         z = transform.unrotated(outputs)
-        if np.isfinite(z).all() and np.ptp(z, axis=0).min() > 0:
-            transform = transform.rotated(*principal_axes(z))
+        if np.isfinite(z).all() and np.ptp(z, axis=0).max() > 0:
+            centre, axes = principal_axes(z)
+            spread = np.ptp((z - centre) @ axes.T, axis=0)
+            if spread[1] <= LINE_TOLERANCE * spread[0]:  # on a line: model its position
+                transform = transform.rotated(centre, axes[:1])
+            elif np.ptp(z, axis=0).min() > 0:
+                transform = transform.rotated(centre, axes)
     return transform
 
 
@@ -712,6 +747,28 @@ def snap_to_lattice(
             stacklevel=4,
         )
     return snapped
+
+
+def warn_off_line(y: np.ndarray, transform: OutputTransform, calibration: np.ndarray) -> None:
+    """ExtrapolationWarning for outputs off the line on which a projected transform's
+    ``calibration`` outputs lie (:attr:`OutputTransform.is_projected`); they are projected.
+    Off means farther from it than every calibration output (which lie within
+    :data:`LINE_TOLERANCE` of their spread along it) and than that tolerance of a unit."""
+    if not transform.is_projected:
+        return
+    distance = transform.off_line(y)
+    scale = max(1.0, float(np.abs(transform.centre).max()))
+    off = distance > max(LINE_TOLERANCE * scale, 2.0 * transform.off_line(calibration).max())
+    if not off.any():
+        return
+    warnings.warn(
+        f"{int(off.sum())} of {len(y)} outputs lie off the line on which every calibration "
+        f"output of {list(transform.columns)} lies (largest distance {distance.max():.4g} in "
+        "the transformed outputs); the transducer models positions along that line only and "
+        "takes each such output at its projection onto it, which no data support",
+        ExtrapolationWarning,
+        stacklevel=4,
+    )
 
 
 def warn_outside(y: np.ndarray, columns: tuple[str, ...], calibration: np.ndarray) -> None:

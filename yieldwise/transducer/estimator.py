@@ -51,6 +51,7 @@ from .encoding import (
     joint_outputs,
     snap_to_lattice,
     unique_rows,
+    warn_off_line,
     warn_outside,
 )
 from .io import coord_labels, fit_record, record_members, record_reduction, to_inference_data
@@ -565,6 +566,7 @@ class Transducer:
         calibration = self.posterior_.observed_data["outputs"].values
         y = snap_to_lattice(y, self.transform_, calibration)
         warn_outside(y, self.transform_.columns, calibration)
+        warn_off_line(y, self.transform_, calibration)
         return y
 
     def check_prevalences(self, prevalences: Any) -> np.ndarray | None:
@@ -1254,7 +1256,11 @@ class Transducer:
             f"outputs: {list(self.transform_.columns)} -> "
             + str(["margin"] if self.reduction_ else list(self.transform_.model_dim_names))
             + f" (resolution {list(self.transform_.resolution)}"
-            + ("; rotated onto their principal axes" if self.transform_.is_rotated else "")
+            + (
+                "; on a line, modelled along it" if self.transform_.is_projected
+                else "; rotated onto their principal axes" if self.transform_.is_rotated
+                else ""
+            )
             + ")",
             f"calibration items: {self.n_calibration_}",
             f"kernels: {self.n_components_} ({self._design_note()})",
@@ -1348,9 +1354,12 @@ def _refuse_prevalences(prevalences: Any) -> None:
 
 
 def _warn_on_few_outputs(data: Any) -> None:
-    """A :class:`SamplerWarning` before sampling when outputs of two or more columns take
-    at most two distinct values: two points lie on a line, one dimension of information
-    on a grid whose bilinear density runs to the corners (docs/model.md, "Hard labels")."""
+    """A :class:`SamplerWarning` before sampling when outputs of two or more model
+    dimensions take at most two distinct values: two points lie on a line, one dimension of
+    information on a grid whose bilinear density runs to the corners (docs/model.md, "Hard
+    labels"). Continuous outputs on a line are modelled along it (encoding.LINE_TOLERANCE),
+    so this is left to lattice columns, which are not rotated: two logits (5, -5) / (-5, 5)
+    are read as a lattice of spacing 10 in each column."""
     from ..backends import SamplerWarning  # here, as in fit: the backends load on use
 
     distinct = distinct_outputs(data.y_lower, data.y_upper)

@@ -58,13 +58,18 @@ __all__ = [
 #: 5: a class reduction also holds the draws of its others' share's temperature
 #: (``others_temperature``); a version 4 file with a reduction (shares at temperature 1,
 #: another model) is refused with a message saying to refit, one without is read as it is.
-FORMAT_VERSION = 5
+#: 6: the transform may end in a projection onto one principal axis (``axes`` 1 x d:
+#: continuous outputs on a line, modelled as one dimension), which a reader of version 5
+#: refuses as malformed; files of versions 2-5 are read as they are.
+FORMAT_VERSION = 6
 #: The first version whose class reductions hold the others' temperature.
 _TEMPERATURE_SINCE = 5
 #: The oldest version this yieldwise reads.
 OLDEST_READABLE = 2
 #: The first version whose transforms may end in a rotation.
 _ROTATION_SINCE = 3
+#: The first version whose transforms may end in a projection onto a line.
+_PROJECTION_SINCE = 6
 FORMAT_ATTRIBUTE = "yieldwise_format_version"
 
 
@@ -331,6 +336,11 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
         raise TransducerFileError(
             f"{path}: format version {meta[FORMAT_ATTRIBUTE]} has no rotated outputs, "
             "yet its transform records one; the file was altered"
+        )
+    if meta[FORMAT_ATTRIBUTE] < _PROJECTION_SINCE and meta["yieldwise_transform"].is_projected:
+        raise TransducerFileError(
+            f"{path}: format version {meta[FORMAT_ATTRIBUTE]} has no outputs projected onto "
+            "a line, yet its transform records one; the file was altered"
         )
     return meta
 

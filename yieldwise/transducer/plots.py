@@ -58,6 +58,9 @@ def plot_transducer(
         points = np.column_stack([xx.ravel(), yy.ravel()])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LatticeWarning)  # the grid is no lattice
+            if transducer.transform_.is_projected:  # outputs on a line: the map is p at
+                # each point's projection onto it, off the line by construction
+                warnings.simplefilter("ignore", ExtrapolationWarning)
             p = transducer.predict_proba(points, prevalences=prevalences)[:, j].reshape(xx.shape)
         mesh = ax.pcolormesh(xx, yy, p, vmin=0, vmax=1, cmap="viridis", shading="auto")
         bar = ax.figure.colorbar(mesh, ax=ax)
