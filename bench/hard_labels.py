@@ -1,4 +1,5 @@
-"""Fit outputs a panel does not hold: hard labels, one-hot vectors, ties and many classes.
+"""Fit outputs a panel does not hold: hard labels, one-hot vectors, ties, many classes and
+outputs on a line.
 
     python bench/hard_labels.py CASE [N] [key=value ...]
 
@@ -62,6 +63,15 @@ def two_logits_hard(rng, n):
     return np.column_stack([-5.0 * sign, 5.0 * sign]), labels
 
 
+def logits_on_a_line(rng, n):
+    """Two continuous logits that are exact negatives, (-z / 2, z / 2) with z ~ N(+-1.5, 1)
+    by class: outputs on a line, modelled along it (docs/model.md, "Outputs on a line");
+    truth p(1 | z) = sigmoid(3 z)."""
+    labels = rng.integers(0, 2, n)
+    z = rng.normal(1.5 * (2 * labels - 1), 1.0)
+    return np.column_stack([-z / 2, z / 2]), labels
+
+
 def three_levels(rng, n):
     """A binary score taking only the values 0, 0.5 and 1."""
     labels = rng.integers(0, 2, n)
@@ -108,8 +118,8 @@ def some_one_hot(rng, n):
 
 
 CASES = {f.__name__.replace("_", "-"): f for f in (
-    hard_binary, constant, two_logits_hard, three_levels, one_hot_3, one_hot_5, one_hot_10,
-    ties, classes_30, some_one_hot)}  # fmt: skip
+    hard_binary, constant, two_logits_hard, logits_on_a_line, three_levels, one_hot_3,
+    one_hot_5, one_hot_10, ties, classes_30, some_one_hot)}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
