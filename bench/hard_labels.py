@@ -54,6 +54,14 @@ def constant(rng, n):
     return np.full((n, 1), 0.5), rng.integers(0, 2, n)
 
 
+def hard_score(rng, n):
+    """A binary classifier's hard labels as one score, -5 or 5 (right for 80 % of items);
+    with ``resolution=none`` the two values are given as continuous outputs."""
+    labels = rng.integers(0, 2, n)
+    guess = np.where(rng.random(n) < 0.8, labels, 1 - labels)
+    return np.where(guess == 1, 5.0, -5.0)[:, None], labels
+
+
 def two_logits_hard(rng, n):
     """Two logits that are hard labels, (5, -5) or (-5, 5) (right for 80 % of items): two
     distinct points of a 2-D output."""
@@ -118,7 +126,7 @@ def some_one_hot(rng, n):
 
 
 CASES = {f.__name__.replace("_", "-"): f for f in (
-    hard_binary, constant, two_logits_hard, logits_on_a_line, three_levels, one_hot_3,
+    hard_binary, constant, hard_score, two_logits_hard, logits_on_a_line, three_levels, one_hot_3,
     one_hot_5, one_hot_10, ties, classes_30, some_one_hot)}  # fmt: skip
 
 

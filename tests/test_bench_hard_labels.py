@@ -24,6 +24,8 @@ def test_cases_draw_their_outputs(hard_labels):
     y, labels = hard_labels.CASES["two-logits-hard"](rng, 2000)
     assert len(np.unique(y, axis=0)) == 2 and (y.sum(axis=1) == 0).all()
     assert abs(np.mean((y[:, 1] > 0) == labels) - 0.8) < 0.03
+    y, labels = hard_labels.CASES["hard-score"](rng, 2000)
+    assert set(np.unique(y)) == {-5.0, 5.0} and abs(np.mean((y[:, 0] > 0) == labels) - 0.8) < 0.03
     y, labels = hard_labels.CASES["logits-on-a-line"](rng, 4000)
     assert (y[:, 0] == -y[:, 1]).all() and len(np.unique(y, axis=0)) == 4000
     # the sign of z = 2 y[:, 1] is the class with probability Phi(1.5) = 0.933

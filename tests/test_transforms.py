@@ -129,6 +129,32 @@ def test_outputs_on_a_line_are_modelled_along_it():
     assert not choose_transform(near, ["l0", "l1"]).is_projected
 
 
+def test_a_continuous_column_with_two_values_is_read_as_two_bins():
+    """resolution=None (continuous) cannot model two distinct values (docs/model.md, "Hard
+    labels"): they become a lattice of their spacing, with a LatticeWarning naming the
+    column; one or three values stay continuous, silently. Two distinct rows of two
+    columns are not taken for a line (their position would take two values)."""
+    import warnings
+
+    from yieldwise.transducer.encoding import LatticeWarning
+
+    two = np.tile([-5.0, 5.0], 50)[:, None]
+    with pytest.warns(LatticeWarning, match=r"column 's' takes only two distinct values"):
+        t = choose_transform(two, ["s"], resolution=None)
+    assert t.resolution == (10.0,)
+    lower, upper, censored = t.intervals(np.array([[-5.0], [5.0]]))
+    assert censored.tolist() == [1]
+    np.testing.assert_allclose(np.column_stack([lower, upper]), [[-10.0, 0.0], [0.0, 10.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LatticeWarning)
+        for values in ([0.5], [-5.0, 0.0, 5.0]):
+            column = np.tile(values, 20)[:, None]
+            assert choose_transform(column, ["s"], resolution=None).resolution == (None,)
+        rows = np.tile([[-5.0, 5.0], [5.0, -5.0]], (50, 1))
+        pair = choose_transform(rows, ["a", "b"], resolution=None)
+    assert pair.model_dims == 2 and not pair.is_projected
+
+
 def test_vote_fractions_are_censored_bins_reaching_infinity():
     votes = np.tile([0, 0, 1, 1, 5, 200, 200, 199, 3, 3], 3) / 200
     t = choose_transform(votes[:, None], ["rf"])

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -87,7 +87,8 @@ class ExtrapolationWarning(UserWarning):
 
 
 class LatticeWarning(UserWarning):
-    """Outputs off the lattice a discrete transducer was fitted on, each taken as its bin.
+    """Outputs off the lattice a discrete transducer was fitted on, each taken as its bin;
+    or a continuous column with two distinct values, read as a lattice of two bins.
 
     A transducer fitted on lattice outputs (vote fractions ``k/200``) models bins
     ``[v - h/2, v + h/2]``; an output between lattice points is read as the bin that holds
@@ -473,6 +474,10 @@ def choose_transform(
         kind=kinds, columns=tuple(str(c) for c in columns), resolution=resolutions, squeeze_n=n
     )
     transform.check(outputs)
+    if d == 1 and not transform.is_simplex and resolutions[0] is None:
+        spacing = _two_values_as_bins(outputs[:, 0], transform.columns[0])
+        if spacing is not None:
+            transform = replace(transform, resolution=(spacing,))
     if (
         rotate
         and ROTATE_TWO_DIMENSIONS
@@ -484,11 +489,39 @@ def choose_transform(
         if np.isfinite(z).all() and np.ptp(z, axis=0).max() > 0:
             centre, axes = principal_axes(z)
             spread = np.ptp((z - centre) @ axes.T, axis=0)
-            if spread[1] <= LINE_TOLERANCE * spread[0]:  # on a line: model its position
+            # on a line: model the position along it (two points stay 2-D, which warns:
+            # their position would take two values, which need bins, _two_values_as_bins)
+            if spread[1] <= LINE_TOLERANCE * spread[0] and len(unique_rows(z)[0]) > 2:
                 transform = transform.rotated(centre, axes[:1])
             elif np.ptp(z, axis=0).min() > 0:
                 transform = transform.rotated(centre, axes)
     return transform
+
+
+def _two_values_as_bins(column: np.ndarray, name: str) -> float | None:
+    """None, or for a continuous column that takes exactly two distinct values the
+    lattice spacing that reads them as two bins, with a :class:`LatticeWarning`.
+
+    A density over the real line cannot be learnt from two points: the model's smooth
+    limit (log-density and log-odds linear) then spreads mass over the line between them,
+    where no output is, and misstates p(class | output) at both (measured: 0.983 where
+    the counted frequency is 0.796, docs/model.md "Hard labels"), while a smooth part
+    learnt from two points diverges. Two bins are the binomial model at each value, what
+    ``resolution="auto"`` gives such a column.
+    """
+    values = np.unique(column)
+    if values.size != 2:
+        return None
+    spacing = float(values[1] - values[0])
+    warnings.warn(
+        f"output column {name!r} takes only two distinct values ({values[0]:.6g} and "
+        f"{values[1]:.6g}), which a continuous density cannot model (resolution=None); they "
+        f"are read as two bins of a lattice of spacing {spacing:.6g}, the binomial model at "
+        "each value (resolution='auto' does the same without this warning)",
+        LatticeWarning,
+        stacklevel=4,
+    )
+    return spacing
 
 
 def _auto_kind(column: np.ndarray) -> str:
