@@ -561,6 +561,15 @@ def test_outputs_on_a_line_fit_as_the_one_column_of_their_positions(tmp_path):
     # the summary says so, and the plot (a probability map over the outputs' box, every
     # point of it taken at its projection) does not warn
     assert "on a line, modelled along it" in repr(line)
+    # draws given for two dimensions do not fit outputs modelled along their line
+    two_d = {"w": np.full((1, 1, 2), 0.5), "alpha": np.full((1, 1, 2, 2), 0.5),
+             "mu": np.zeros((1, 1, 2, 2)), "sigma": np.ones((1, 1, 2, 2))}  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"draws\['mu'\] must have shape .* D = 1, .*"
+        r"\['axis1'\]; they lie on a line",
+    ):
+        Transducer.from_draws(two_d, two, labels, (0, 1), rotate=True)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -505,6 +505,15 @@ class Transducer:
         class_index = indices_of(truth, class_labels, "classes", "class_labels")
         chains, n_draws, k = np.shape(draws["w"])
         transform = choose_transform(y, columns, output_transform, resolution, rotate=rotate)
+        for name in ("mu", "sigma"):
+            found = np.shape(draws[name])
+            if len(found) != 4 or found[-1] != transform.model_dims:
+                line = "; they lie on a line, modelled along it" if transform.is_projected else ""
+                raise ValueError(
+                    f"draws[{name!r}] must have shape (chain, draw, K, D) with D = "
+                    f"{transform.model_dims}, the outputs' model dimensions "
+                    f"{list(transform.model_dim_names)}{line}; found shape {found}"
+                )
         lower, upper, censored = transform.intervals(y)
         data = _merged_rows(class_index, lower, upper, censored)
         zeros = np.zeros((chains, n_draws))
