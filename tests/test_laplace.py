@@ -536,6 +536,13 @@ def test_outputs_on_a_line_fit_as_the_one_column_of_their_positions(tmp_path):
     grid = pd.DataFrame({"l0": [-1.5, -0.2, 0.0, 1.0], "l1": [1.5, 0.2, 0.0, -1.0]})
     at = pd.DataFrame({"axis": line.transform_.forward(grid.to_numpy())[:, 0]})
     np.testing.assert_allclose(line.predict_proba(grid), one.predict_proba(at), rtol=1e-12)
+    # so are the long-run utility (its cells mapped back onto the line) and PSIS-LOO
+    from yieldwise import long_run_utility
+
+    matrix = np.array([[[1.0, -10.0], [0.0, 10.0]]])
+    np.testing.assert_allclose(long_run_utility(line, matrix), long_run_utility(one, matrix),
+                               rtol=1e-12)  # fmt: skip
+    assert line.loo().elpd_loo == pytest.approx(one.loo().elpd_loo, rel=1e-12)
     # (0.5, 0.5) is off the line l1 = -l0; its projection onto it is (0, 0) (centre
     # (m, -m), direction (1, -1) / sqrt(2): (0.5 - m, 0.5 + m) . d = -sqrt(2) m)
     with pytest.warns(ExtrapolationWarning, match="off the line"):
