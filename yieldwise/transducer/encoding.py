@@ -515,9 +515,10 @@ def _two_values_as_bins(column: np.ndarray, name: str) -> float | None:
     spacing = float(values[1] - values[0])
     warnings.warn(
         f"output column {name!r} takes only two distinct values ({values[0]:.6g} and "
-        f"{values[1]:.6g}), which a continuous density cannot model (resolution=None); they "
-        f"are read as two bins of a lattice of spacing {spacing:.6g}, the binomial model at "
-        "each value (resolution='auto' does the same without this warning)",
+        f"{values[1]:.6g}), which a continuous density cannot model (a continuous column: "
+        "resolution=None, or a class reduction's margin of the top two scores); they are "
+        f"read as two bins of a lattice of spacing {spacing:.6g}, the binomial model at each "
+        "value (resolution='auto' does the same for a column without this warning)",
         LatticeWarning,
         stacklevel=4,
     )
