@@ -21,11 +21,14 @@ transform so that a saved transducer reproduces every prediction:
   (:data:`ROTATE_TWO_DIMENSIONS`). A rotation and a shift have Jacobian 1, so
   densities are unchanged; the kernels' grid is then laid along the outputs' own
   directions instead of over a square that correlated outputs fill only along its
-  diagonal (docs/model.md, "Two correlated dimensions"). When every calibration output
-  lies on one line (hard labels as two logits: two points; two logits that are exact
-  negatives), only the first axis is kept: the outputs are modelled as one dimension, their
-  position along the line (docs/model.md, "Outputs on a line"); an output off that line is
-  projected onto it, with an :class:`ExtrapolationWarning`.
+  diagonal (docs/model.md, "Two correlated dimensions"). When the calibration outputs
+  take more than two distinct values and all lie on one line (two logits that are exact
+  negatives; a column that never moves), only the first axis is kept: the outputs are
+  modelled as one dimension, their position along the line (docs/model.md, "Outputs on a
+  line"); an output off that line is projected onto it, with an
+  :class:`ExtrapolationWarning`.
+* **Two distinct values in one continuous column** are read as two bins of their spacing,
+  with a :class:`LatticeWarning`: a density cannot be learnt from two points.
 """
 
 from __future__ import annotations

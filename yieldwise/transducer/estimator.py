@@ -1366,9 +1366,10 @@ def _warn_on_few_outputs(data: Any) -> None:
     """A :class:`SamplerWarning` before sampling when outputs of two or more model
     dimensions take at most two distinct values: two points lie on a line, one dimension of
     information on a grid whose bilinear density runs to the corners (docs/model.md, "Hard
-    labels"). Continuous outputs on a line are modelled along it (encoding.LINE_TOLERANCE),
-    so this is left to lattice columns, which are not rotated: two logits (5, -5) / (-5, 5)
-    are read as a lattice of spacing 10 in each column."""
+    labels"). Continuous outputs on a line with more than two distinct values are modelled
+    along it (encoding.LINE_TOLERANCE), so this is left to lattice columns, which are not
+    rotated (two logits (5, -5) / (-5, 5) are read as a lattice of spacing 10 in each
+    column), and to two continuous points given with ``resolution=None``."""
     from ..backends import SamplerWarning  # here, as in fit: the backends load on use
 
     distinct = distinct_outputs(data.y_lower, data.y_upper)
