@@ -2,10 +2,10 @@
 ten-class probability vectors (``--ten-classes``).
 
 Target (issue 3): under 2 s with all 4,000 draws, maximum absolute error under
-1e-4 against the exact formula. The posterior is a synthetic one, larger than a
-default fit (4 chains x 1,000 draws and 12 components, against 4 x 500 and 8 by
-default; 2 classes, a logit-scale output), so no Stan run is needed; the exact formula is evaluated
-on a random subsample of the outputs for the error.
+1e-4 against the exact formula. The posterior is a synthetic one with a default 1-D
+fit's shape (4 chains x 1,000 draws; the default grid's kernels, fixed, half a spacing
+wide; 2 classes, a logit-scale output), so no Stan run is needed; the exact formula is
+evaluated on a random subsample of the outputs for the error.
 
 ``--ten-classes`` (issue 16): the panel's ``softmax-10`` (bench/_problems.py) fitted to
 ``--calibration`` items with the Laplace backend (4,000 draws; the class reduction with
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from yieldwise import Transducer
+from yieldwise import Transducer, _design
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import mib, peak_rss_bytes, write_section
@@ -48,16 +48,19 @@ TARGET_ERROR = 1e-4
 
 
 def synthetic_transducer(rng: np.random.Generator, chains: int = 4, draws: int = 1000,
-                         k: int = 12) -> Transducer:  # fmt: skip
-    """A transducer whose draws scatter around a two-class logit-scale mixture."""
+                         k: int | None = None) -> Transducer:  # fmt: skip
+    """A transducer whose draws scatter around a two-class logit-scale mixture, with the
+    kernels of a default 1-D fit: ``k`` (None: the default grid's count) fixed kernels on
+    an even grid over [-4, 4], ``_design.WIDTH_FACTOR`` of the spacing wide."""
     s = chains * draws
+    k = _design.auto_components(1) if k is None else k
     centres = np.linspace(-4, 4, k)
     w = rng.dirichlet(np.full(k, 5.0), size=s)
     p1 = 1 / (1 + np.exp(-centres))  # class-1 share rises along the output
     alpha1 = np.clip(p1 + rng.normal(0, 0.05, (s, k)), 0.01, 0.99)
     alpha = np.stack([1 - alpha1, alpha1], axis=-1)
-    mu = (centres + rng.normal(0, 0.2, (s, k)))[..., None]
-    sigma = np.exp(rng.normal(np.log(0.8), 0.2, (s, k)))[..., None]
+    mu = np.broadcast_to(centres, (s, k))[..., None]
+    sigma = np.full((s, k, 1), _design.WIDTH_FACTOR * (centres[1] - centres[0]))
     draws_ = {name: a.reshape(chains, draws, *a.shape[1:]) for name, a in
               {"w": w, "alpha": alpha, "mu": mu, "sigma": sigma}.items()}  # fmt: skip
     calibration = rng.random(500)
@@ -187,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     _print_and_write(
         figures, args.write, SECTION,
         "`Transducer.predict_proba` (exchangeable formula) on distinct continuous 1-D "
-        "outputs with a synthetic posterior (4,000 draws x 12 components, twice the draws "
-        "and 1.5 times the components of a default fit). Above 4,096 distinct outputs the "
+        f"outputs with a synthetic posterior shaped like a default fit's (4,000 draws x "
+        f"{transducer.posterior.n_components} fixed kernels on an even grid, "
+        f"{_design.WIDTH_FACTOR:g} of the spacing wide). Above 4,096 distinct outputs the "
         "exact formula is evaluated on a grid refined until its interpolation error at "
         "every grid midpoint is below 1e-6, then interpolated.",
     )  # fmt: skip

@@ -67,7 +67,7 @@ def test_grid_spans_the_count_weighted_quantiles_of_points():
     assert design.kind == "grid" and loc.shape == (_design.GRID_1D,)
     assert loc[0] == pytest.approx(low, abs=1e-12) and loc[-1] == pytest.approx(high, abs=1e-12)
     assert values.min() < low and high < values.max()  # outliers stay outside the grid
-    np.testing.assert_allclose(np.diff(loc), (high - low) / 29, rtol=1e-10)
+    np.testing.assert_allclose(np.diff(loc), (high - low) / (_design.GRID_1D - 1), rtol=1e-10)
 
 
 def test_grid_spans_the_quantiles_of_bins_midpoints_and_finite_edges():
@@ -111,10 +111,11 @@ def test_two_dimensional_grid_is_a_tensor_grid_with_width_half_the_spacing():
     assert _design.WIDTH_FACTOR_2D == 0.5
 
 
-def test_one_dimensional_width_equals_spacing_and_a_single_value_gets_a_unit_range():
+def test_one_dimensional_width_is_half_the_spacing_and_a_single_value_gets_a_unit_range():
     y = np.linspace(-3.0, 5.0, 400)[:, None]
     design = _design.design_kernels(y, y, np.ones(400, int), 9)
-    np.testing.assert_allclose(np.diff(design.loc[:, 0]), design.width[0], rtol=1e-12)
+    np.testing.assert_allclose(0.5 * np.diff(design.loc[:, 0]), design.width[0], rtol=1e-12)
+    assert _design.WIDTH_FACTOR == 0.5
     same = np.full((20, 1), 2.5)
     single = _design.design_kernels(same, same, np.ones(20, int), 5)
     np.testing.assert_allclose(single.loc[:, 0], np.linspace(2.0, 3.0, 5))
@@ -283,6 +284,34 @@ def test_two_dimensional_null_space_with_and_without_the_squares(monkeypatch, qu
     # one dimension is untouched by the switch
     x = np.linspace(0.0, 1.0, 50)[:, None]
     assert _design.design_kernels(x, x, np.ones(50, int), 12).fixed_basis.shape == (12, 2)
+
+
+@pytest.mark.parametrize("modes", [28, None])
+def test_one_dimensional_grid_keeps_the_smoothest_random_walk_functions(monkeypatch, modes):
+    """SMOOTH_MODES_1D: a 60-node grid keeps the 28 functions of least penalty, each of
+    unit penalty and penalty-orthogonal to the others, and they carry all but 0.02 % of
+    the random walk's prior variance; None keeps every one (covariance exactly Q^+)."""
+    monkeypatch.setattr(_design, "SMOOTH_MODES_1D", modes)
+    y = np.linspace(0.0, 1.0, 300)[:, None]
+    design = _design.design_kernels(y, y, np.ones(300, int), 60)
+    smooth, q = design.smooth_basis, _rw2_penalty(60)
+    full = np.linalg.pinv(q, rcond=1e-10)
+    if modes is None:
+        assert smooth.shape == (60, 58)
+        np.testing.assert_allclose(smooth @ smooth.T, full, atol=1e-9)
+        return
+    assert smooth.shape == (60, 28)
+    np.testing.assert_allclose(smooth.T @ q @ smooth, np.eye(28), atol=1e-8)
+    np.testing.assert_allclose(design.fixed_basis.T @ smooth, 0.0, atol=1e-9)
+    # the kept functions' penalties (per unit length) are the 28 smallest non-zero
+    # eigenvalues of the penalty built here from its differences
+    direction = smooth / np.linalg.norm(smooth, axis=0)
+    rayleigh = np.sort(np.einsum("ki,kl,li->i", direction, q, direction))
+    smallest = np.sort(np.linalg.eigvalsh(q))[2:30]
+    np.testing.assert_allclose(rayleigh, smallest, rtol=1e-8)
+    share = np.trace(smooth @ smooth.T) / np.trace(full)
+    assert 0.9998 < share < 1.0, share
+    assert design.record()["n_smooth"] == 28
 
 
 def test_rw2_scale_is_the_size_of_the_non_linear_part_whatever_the_nodes():
@@ -542,7 +571,7 @@ def test_variance_share_leaves_the_grids_alone(monkeypatch):
     after = [_design.design_kernels(y, y, np.ones(300, int)).smooth_basis for y in (y1, y2)]
     for b, a in zip(before, after, strict=True):
         np.testing.assert_array_equal(a, b)
-    assert before[0].shape[1] == _design.GRID_1D - 2
+    assert before[0].shape[1] == min(_design.GRID_1D - 2, _design.SMOOTH_MODES_1D)
     # four free functions on a 2-D grid, six with the squares (QUADRATIC_NULL_2D)
     assert before[1].shape[1] == _design.GRID_2D**2 - (6 if _design.QUADRATIC_NULL_2D else 4)
 
@@ -564,7 +593,7 @@ def test_centres_record_names_the_smoothing_basis():
     np.fill_diagonal(dist, np.inf)
     np.testing.assert_allclose(record["gp_lengthscale"], 2.0 * np.median(dist.min(axis=1)))
     grid = _design.design_kernels(y[:, :1], y[:, :1], counts).record()
-    assert "gp_variance_share" not in grid and "n_smooth" not in grid
+    assert "gp_variance_share" not in grid and grid["n_smooth"] == _design.SMOOTH_MODES_1D
 
 
 # --- n_components -------------------------------------------------------------------
@@ -607,7 +636,7 @@ def test_too_few_kernels_for_the_dimensions_are_refused():
 
 
 def test_auto_components():
-    assert _design.auto_components(1) == 30
+    assert _design.auto_components(1) == 60
     assert _design.auto_components(2) == 196
     assert _design.auto_components(3) == 30
     assert _design.auto_components(20) == _design.MAX_CENTRES == 120

@@ -137,10 +137,10 @@ def test_posterior_layout_and_diagnostics(fitted):
     assert post["alpha"].dims == ("chain", "draw", "component", "class")
     assert post["mu"].dims == ("chain", "draw", "component", "output_dim")
     assert list(post["output_dim"].values) == ["logit(output)"]
-    # the kernels are fixed: an even grid, width equal to the spacing, in every draw
+    # the kernels are fixed: an even grid, width half the spacing, in every draw
     mu = post["mu"].values
     np.testing.assert_array_equal(mu, np.broadcast_to(mu[:1, :1], mu.shape))
-    np.testing.assert_allclose(np.diff(mu[0, 0, :, 0]), post["sigma"].values[0, 0, 0, 0])
+    np.testing.assert_allclose(np.diff(mu[0, 0, :, 0]), 2 * post["sigma"].values[0, 0, 0, 0])
     stats = t.posterior_.sample_stats
     assert {"diverging", "tree_depth", "lp", "step_size"} <= set(stats.data_vars)
     np.testing.assert_array_equal(t.posterior_.observed_data["outputs"].values[:, 0], y)

@@ -6,10 +6,12 @@ and a smooth prior on ``theta[k, c] = a[k] + f_c[k]`` over the kernel locations
 (transformed) scale:
 
 * one or two output dimensions: an even grid over the outputs' range (a tensor grid in
-  2-D), kernel width equal to the grid spacing; the smoothing prior is an intrinsic
+  2-D), kernel width half the grid spacing; the smoothing prior is an intrinsic
   second-order random walk along each axis (its penalty is the Kronecker sum of the
   axes' second-difference penalties), whose null space (constant, linear and, in 2-D,
-  the bilinear term) gets weak Normal priors;
+  the bilinear term) gets weak Normal priors; on a 1-D grid only its smoothest
+  functions are kept (``SMOOTH_MODES_1D``), so the kernels can be finer than the
+  functions the sampler moves;
 * three or more dimensions (probability vectors of four or more classes, several joint
   classifiers): a grid would need ``G^D`` kernels, so the kernels sit at centres placed on
   the data (a seeded, count-weighted k-means on standardised outputs), one width per
@@ -30,26 +32,40 @@ import numpy as np
 
 __all__ = ["KernelDesign", "auto_components", "design_kernels", "kernel_matrix"]
 
-#: Kernels along the single axis of a 1-D grid ("auto"). Measured in docs/model.md:
-#: 30 kernels resolve every panel truth (the sharpest, the vote sets' ends) while a
-#: likelihood evaluation stays one 3,600 x 30 product.
-GRID_1D = 30
+#: Kernels along the single axis of a 1-D grid ("auto"), half a spacing wide
+#: (``WIDTH_FACTOR``), with the smoothest ``SMOOTH_MODES_1D`` random-walk functions. Until
+#: 2026-11-28 the grid had 30 kernels one spacing wide (sd 1/29 of the range): kernels
+#: that wide blur a steep class boundary (an item's p(c | y) averages the class shares of
+#: the kernels around it), and the smoothing prior then holds the blurred curve against
+#: the data. On the votes at n = 300, whose truth climbs from 0.003 to 0.997 over 29 % of
+#: the range, the posterior mean was flatter than Platt's maximum-likelihood curve at both
+#: ends in each of 4 fits. Measured on the coverage study's sets and seeds (docs/model.md, "Narrower
+#: kernels in one dimension"): 60 kernels half a spacing wide (sd 1/118 of the range
+#: instead of 1/29), 28 functions kept; votes n = 300, 95 % bands at the decision outputs
+#: 88 -> 92 % and 50 % bands 22 -> 31 % (8 fits); over 72 paired 1-D fits, decision
+#: outputs +2.8 / +2.6 / +1.1 points at 50 / 75 / 95 % (SE 1.3 / 1.4 / 0.6), every
+#: other cell within its noise, median sampling 14.2 -> 16.2 s.
+GRID_1D = 60
 #: Kernels per axis of a 2-D tensor grid ("auto"): 14 x 14 = 196 kernels.
 GRID_2D = 14
 #: Centres per output dimension for three or more dimensions ("auto"), at most MAX_CENTRES.
 CENTRES_PER_DIM = 10
 MAX_CENTRES = 120
-#: Kernel width as a multiple of the grid spacing (the issue's measured sketch: 1).
-WIDTH_FACTOR = 1.0
-#: ... and on a 2-D grid, whose 14 nodes per axis are twice as far apart (relative to the
-#: range) as the 30 of a 1-D grid: half the spacing, so the kernels resolve the outputs
-#: about as finely as in one dimension. Measured with the Laplace backend (bench panel,
-#: 2,000 chart matrices, mean over 2-3 calibration sets; docs/model.md, "Kernel width"):
+#: Kernel width as a multiple of the grid spacing on a 1-D grid (the issue's measured
+#: sketch: 1, with 30 kernels). Half a spacing is the narrowest at which a sum of equal
+#: kernels stays flat between nodes (its ripple is ``2 exp(-2 pi^2 w^2)``: 1.4 % at 0.5,
+#: 58 % at 0.25), so a finer grid, not a smaller factor, makes the kernels narrower.
+WIDTH_FACTOR = 0.5
+#: ... and on a 2-D grid, whose 14 nodes per axis are about twice as far apart (relative
+#: to the range) as the 30 a 1-D grid had until 2026-11-28: half the spacing, so that the
+#: kernels resolved the outputs about as finely as in one dimension then. Measured with
+#: the Laplace backend (bench panel, 2,000 chart matrices, mean over 2-3 calibration sets;
+#: docs/model.md, "Kernel width"):
 #: on two logits the mean regret at n = 300 / 1,000 / 3,600 falls from 0.0023 / 0.0021 /
 #: 0.0013 at width = spacing to 0.0008 / 0.0005 / 0.0001 (Platt: 0.0009 / 0.0006 /
-#: 0.0006); on softmax-3 it is unchanged (0.0005). In one dimension narrower kernels
-#: change nothing but the clipped scores' regret (0.0017 -> 0.0012 at 0.5), and make
-#: votes and beta slightly worse, so 1-D keeps WIDTH_FACTOR.
+#: 0.0006); on softmax-3 it is unchanged (0.0005). In one dimension (30 nodes then) the
+#: same measurement moved only the clipped scores' regret (0.0017 -> 0.0012 at 0.5); the
+#: coverage study, not regret, later decided for finer 1-D kernels (GRID_1D).
 WIDTH_FACTOR_2D = 0.5
 #: ... and for scattered centres (three or more dimensions): each kernel's sd per dimension
 #: is this multiple of the typical distance from a centre to its nearest other centre
@@ -187,6 +203,15 @@ GP_LENGTHSCALE_FACTOR = 2.0
 #: 12 / 21, votes n = 300 unmoved (docs/model.md, "A first-order walk beside the
 #: second-order one"). Not adopted.
 RW1_SHARE = 0.0
+#: At most this many of a 1-D grid's penalised functions are kept, the smoothest first
+#: (None: all ``G - 2``): the 28 a 30-node walk has. The random walk's prior variance of
+#: its j-th function falls like ``j**-4``; on the 60-node grid the 28 smoothest carry
+#: 99.99 % of it, and the 29th has 0.3 % of the first's sd. So the grid (the kernels'
+#: resolution) doubled without doubling the parameters the sampler moves: on 8 vote fits
+#: at n = 300 the coverage with all 58 functions and with 28 is the same (95 % bands at
+#: the decision outputs 90 and 92 %), at a median 10.8 against 7.0 s of sampling, and on
+#: votes at n = 3,600 all 58 took 79-159 leapfrog steps per iteration against 31-68.
+SMOOTH_MODES_1D: int | None = 28
 #: On a 2-D grid, whether the squares u1^2 and u2^2 join the functions the smoothing prior
 #: leaves free (1, u1, u2, u1 u2: the null space of the Kronecker sum of second-difference
 #: penalties), so that the smooth limit of the class log-odds is a quadratic (the exact
@@ -255,13 +280,14 @@ class KernelDesign:
             "tau_f_df": self.tau_f_df,
             "tau_f_floor": self.tau_f_floor,
             "density_marginal": self.density_marginal,
+            # the penalised functions kept (a 1-D grid keeps SMOOTH_MODES_1D of G - 2)
+            "n_smooth": int(self.smooth_basis.shape[1]),
             # the functions the smoothing leaves free: 2 on a 1-D grid (1, u), 6 on a 2-D
             # grid with QUADRATIC_NULL_2D (1, u1, u2, u1 u2, u1^2, u2^2), else 4
             "n_fixed": int(self.fixed_basis.shape[1]),
         }
         if self.kind == "centres":
             record.update(
-                n_smooth=int(self.smooth_basis.shape[1]),
                 gp_lengthscale=self.gp_lengthscale,
                 gp_variance_share=self.gp_variance_share,
             )
@@ -369,6 +395,8 @@ def _grid_design(
         smooth = _without(smooth, null)
     if len(ranges) == 1 and RW1_SHARE > 0:
         smooth = _with_first_order_walk(smooth, null, RW1_SHARE)
+    if len(ranges) == 1 and SMOOTH_MODES_1D is not None:
+        smooth = smooth[:, : int(SMOOTH_MODES_1D)]
     scale = np.full(null.shape[1], SLOPE_SCALE)
     scale[0] = INTERCEPT_SCALE
     if len(ranges) == 2 and QUADRATIC_NULL_2D:

@@ -97,8 +97,8 @@ class Transducer:
     ----------
     n_components : "auto" or int
         Number of fixed kernels ``K`` of the mixture (docs/model.md). ``"auto"``: an
-        even grid of 30 kernels for one output dimension, a 14 x 14 tensor grid for
-        two, and 10 centres per dimension (at most 120) placed on the data for more.
+        even grid of 60 kernels, half a spacing wide, for one output dimension, a 14 x 14
+        tensor grid for two, and 10 centres per dimension (at most 120) placed on the data for more.
         An int sets ``K`` (a 2-D grid takes the nearest square).
     output_transform : str or sequence of str
         ``"auto"`` (logit for outputs in [0, 1], log for positive ones, identity
