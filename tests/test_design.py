@@ -314,6 +314,20 @@ def test_one_dimensional_grid_keeps_the_smoothest_random_walk_functions(monkeypa
     assert design.record()["n_smooth"] == 28
 
 
+def test_truncation_keeps_the_largest_variance_functions_with_a_first_order_walk(monkeypatch):
+    """With RW1_SHARE the basis comes from an eigen-decomposition of the covariance (the
+    largest variance last); the truncation must still keep the 28 functions of largest
+    prior variance: those of the covariance's 28 largest eigenvalues, computed here."""
+    monkeypatch.setattr(_design, "RW1_SHARE", 0.3)
+    y = np.linspace(0.0, 1.0, 300)[:, None]
+    design = _design.design_kernels(y, y, np.ones(300, int), 60)
+    monkeypatch.setattr(_design, "SMOOTH_MODES_1D", None)
+    full = _design.design_kernels(y, y, np.ones(300, int), 60).smooth_basis
+    values = np.sort(np.linalg.eigvalsh(full @ full.T))[::-1][:28]
+    kept = np.sort(np.linalg.eigvalsh(design.smooth_basis @ design.smooth_basis.T))[::-1][:28]
+    np.testing.assert_allclose(kept, values, rtol=1e-8)
+
+
 def test_rw2_scale_is_the_size_of_the_non_linear_part_whatever_the_nodes():
     """delta^-3 makes the prior a discretised integrated Wiener process: the prior sd of the
     function's value at the centre of the range (linear part removed) barely moves when

@@ -395,6 +395,9 @@ def _grid_design(
         smooth = _without(smooth, null)
     if len(ranges) == 1 and RW1_SHARE > 0:
         smooth = _with_first_order_walk(smooth, null, RW1_SHARE)
+        # _basis_of orders its columns by ascending variance: the largest first, as the
+        # random walk's own basis has them, so that SMOOTH_MODES_1D keeps the smoothest
+        smooth = smooth[:, np.argsort(-np.sum(smooth**2, axis=0), kind="stable")]
     if len(ranges) == 1 and SMOOTH_MODES_1D is not None:
         smooth = smooth[:, : int(SMOOTH_MODES_1D)]
     scale = np.full(null.shape[1], SLOPE_SCALE)
