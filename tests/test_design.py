@@ -315,9 +315,10 @@ def test_one_dimensional_grid_keeps_the_smoothest_random_walk_functions(monkeypa
 
 
 def test_truncation_keeps_the_largest_variance_functions_with_a_first_order_walk(monkeypatch):
-    """With RW1_SHARE the basis comes from an eigen-decomposition of the covariance (the
-    largest variance last); the truncation must still keep the 28 functions of largest
-    prior variance: those of the covariance's 28 largest eigenvalues, computed here."""
+    """With RW1_SHARE the basis comes from an eigen-decomposition of the covariance, not
+    from the random walk's own ordered basis; the truncation must still keep the 28
+    functions of largest prior variance: those of the covariance's 28 largest
+    eigenvalues, computed here."""
     monkeypatch.setattr(_design, "RW1_SHARE", 0.3)
     y = np.linspace(0.0, 1.0, 300)[:, None]
     design = _design.design_kernels(y, y, np.ones(300, int), 60)
@@ -326,6 +327,31 @@ def test_truncation_keeps_the_largest_variance_functions_with_a_first_order_walk
     values = np.sort(np.linalg.eigvalsh(full @ full.T))[::-1][:28]
     kept = np.sort(np.linalg.eigvalsh(design.smooth_basis @ design.smooth_basis.T))[::-1][:28]
     np.testing.assert_allclose(kept, values, rtol=1e-8)
+
+
+def test_basis_of_a_covariance_is_ordered_largest_variance_first():
+    """``_basis_of(cov)``: B B' = cov, orthogonal columns, their variances (squared norms)
+    the covariance's non-zero eigenvalues in descending order, the null directions
+    dropped. Checked on a covariance built here with known eigenvalues."""
+    rng = np.random.default_rng(3)
+    q, _ = np.linalg.qr(rng.normal(size=(8, 8)))
+    eigen = np.array([0.5, 4.0, 0.0, 2.0, 1e-3, 0.0, 3.0, 1.0])
+    cov = (q * eigen) @ q.T
+    basis = _design._basis_of(cov)
+    np.testing.assert_allclose(basis @ basis.T, cov, atol=1e-12)
+    np.testing.assert_allclose(np.sum(basis**2, axis=0), [4.0, 3.0, 2.0, 1.0, 0.5, 1e-3])
+
+
+def test_leading_keeps_by_cutoff_share_and_count():
+    """``_leading``: largest first; above cutoff x largest; the fewest reaching the share
+    of the total; at most ``count``. Against the choices worked out by hand."""
+    values = np.array([1.0, 8.0, 0.01, 4.0, 2.0, -1e-12])  # total of positives 15.01
+    assert _design._leading(values, 0.0, None).tolist() == [1, 3, 4, 0, 2]
+    assert _design._leading(values, 0.1, None).tolist() == [1, 3, 4, 0]  # 0.01 < 0.8
+    assert _design._leading(values, 0.0, 0.75).tolist() == [1, 3]  # 12 >= 11.26
+    assert _design._leading(values, 0.0, 0.81).tolist() == [1, 3, 4]  # 12 < 12.16
+    assert _design._leading(values, 0.0, None, count=2).tolist() == [1, 3]
+    assert _design._leading(values, 0.0, 0.81, count=5).tolist() == [1, 3, 4]
 
 
 def test_rw2_scale_is_the_size_of_the_non_linear_part_whatever_the_nodes():

@@ -395,11 +395,10 @@ def _grid_design(
         smooth = _without(smooth, null)
     if len(ranges) == 1 and RW1_SHARE > 0:
         smooth = _with_first_order_walk(smooth, null, RW1_SHARE)
-        # _basis_of orders its columns by ascending variance: the largest first, as the
-        # random walk's own basis has them, so that SMOOTH_MODES_1D keeps the smoothest
-        smooth = smooth[:, np.argsort(-np.sum(smooth**2, axis=0), kind="stable")]
     if len(ranges) == 1 and SMOOTH_MODES_1D is not None:
-        smooth = smooth[:, : int(SMOOTH_MODES_1D)]
+        # the columns are orthogonal, so each one's prior variance is its squared norm;
+        # keep the SMOOTH_MODES_1D largest (the random walk's smoothest functions)
+        smooth = smooth[:, _leading(np.sum(smooth**2, axis=0), 0.0, None, SMOOTH_MODES_1D)]
     scale = np.full(null.shape[1], SLOPE_SCALE)
     scale[0] = INTERCEPT_SCALE
     if len(ranges) == 2 and QUADRATIC_NULL_2D:
@@ -418,9 +417,11 @@ def _projector_off(null: np.ndarray) -> np.ndarray:
 
 def _basis_of(cov: np.ndarray) -> np.ndarray:
     """A basis ``B`` with ``B B' = cov`` (a covariance over the kernels), its eigenvectors
-    scaled by the square roots of their eigenvalues, the null directions dropped."""
+    scaled by the square roots of their eigenvalues, the null directions dropped; the
+    columns ordered by variance, the largest first (as ``_leading`` and the random walk's
+    own basis order them)."""
     values, vectors = np.linalg.eigh(cov)
-    keep = values > values[-1] * 1e-10
+    keep = _leading(values, 1e-10, None)
     return vectors[:, keep] * np.sqrt(values[keep])
 
 
@@ -477,15 +478,19 @@ def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, seed: int) -> np.nd
     return np.unique(c, axis=0)
 
 
-def _leading(values: np.ndarray, cutoff: float, share: float | None) -> np.ndarray:
-    """Indices of the eigenvalues kept, largest first: those above ``cutoff`` times the
-    largest, and of them at most the fewest leading ones whose sum reaches ``share`` of
-    the sum of all (the trace: the prior's total variance)."""
-    order = np.argsort(values)[::-1]
+def _leading(
+    values: np.ndarray, cutoff: float, share: float | None, count: int | None = None
+) -> np.ndarray:
+    """Indices of the variances (eigenvalues) kept, largest first: those above ``cutoff``
+    times the largest; of them at most the fewest leading ones whose sum reaches ``share``
+    of the sum of all (the trace: the prior's total variance); and at most ``count``."""
+    order = np.argsort(-values, kind="stable")
     kept = order[values[order] > cutoff * values.max()]
     if share is not None:
         cum = np.cumsum(values[kept])
         kept = kept[: int(np.searchsorted(cum, share * values.clip(0).sum())) + 1]
+    if count is not None:
+        kept = kept[: int(count)]
     return kept
 
 
