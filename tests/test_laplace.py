@@ -465,6 +465,49 @@ def test_a_point_of_zero_density_is_minus_infinity_without_numpy_warnings():
     assert np.isnan(grad).all()
 
 
+def test_a_point_of_vanishing_but_positive_density_is_read_as_zero_without_warnings():
+    """A row whose likelihood is positive but tiny (subnormal here: 4e-309 relative to its
+    class's heaviest kernel) made ``count / lik`` overflow: 2 of 18 vote fits at 3,600
+    items raised numpy's overflow and invalid-value warnings from the mode search's trial
+    steps (coverage study, 2026-11-28). Below ``_LIK_FLOOR`` the point is read as one of
+    zero density, like an exact 0; above it the value is the finite one, checked here
+    against the log-likelihood summed by hand."""
+    from yieldwise.backends import _laplace
+
+    rng = np.random.default_rng(5)
+    c = (rng.random(600) < 0.4).astype(int)
+    y = rng.normal(np.where(c[:, None] == 1, 1.5, -1.5), 1.0, (600, 2))
+    data, _ = build_stan_data(c, y, y, None, 2, n_components=64, kernel_tail_cut=1e-6)
+    model = TransducerDensity(data.as_dict())
+    u = _random_u(model, rng)
+    slope = np.arange(model.size)[model.slices["f_fixed"]][1]  # class 1's first slope
+
+    def row_likelihoods(value):
+        u[slope] = value
+        theta = model.theta(u)
+        e = np.exp(theta - theta.max(axis=0))
+        return theta, (model.kern @ e)[np.arange(model.cls.size), model.cls]
+
+    _, lik = row_likelihoods(-821.0)
+    assert 0 < lik.min() < 5e-309  # 1 / lik overflows: the case the floor guards
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lp, grad = model.log_density(u)
+    assert lp == -np.inf and np.isnan(grad).all()
+    # far above the floor the density is the finite one: its likelihood part by hand
+    theta, lik = row_likelihoods(-100.0)
+    assert lik.min() > 1e3 * _laplace._LIK_FLOOR
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lp, grad = model.log_density(u)
+    assert np.isfinite(lp) and np.all(np.isfinite(grad))
+    top = theta.max(axis=0)
+    ll = np.sum(model.count * (np.log(lik) + top[model.cls])) - model.total * logsumexp(theta)
+    assert model.G == 0
+    prior = float(model.log_prior(u, model.smooth_blocks(u), None))
+    np.testing.assert_allclose(lp, ll + prior, rtol=1e-12)
+
+
 def test_a_large_gap_warns_and_says_what_to_do():
     from yieldwise.transducer.diagnostics import DiagnosticsWarning, warn_on_cut_gap
 

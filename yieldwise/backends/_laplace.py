@@ -57,6 +57,13 @@ _HESSIAN_STEP = 1e-5
 _MIN_CURVATURE = 1.0
 #: Curvatures below this count as flat (the mode is a saddle or a ridge in that direction).
 _FLAT = 1e-6
+#: A calibration row's likelihood relative to its class's heaviest kernel
+#: (``kern @ exp(theta - top)``) below which :meth:`TransducerDensity.log_density` reads
+#: the point as one of zero density (-inf, gradient NaN): its log-likelihood is below
+#: -645 there, which the mode search's trial steps reach and reject on the value, and
+#: ``count / lik`` and the gradient's sums over rows stay finite above it (at most
+#: 1e4 x 1e280 per row).
+_LIK_FLOOR = 1e-280
 
 
 class TransducerDensity:
@@ -279,13 +286,15 @@ class TransducerDensity:
         groups = self.group_blocks(u) if self.G > 0 else None  # likewise for the offsets
         theta = self.theta(u, w)
         e, lik, top, log_norm = self._lik(theta)
-        if not np.all(lik > 0):
+        if not np.all(lik > _LIK_FLOOR):
             # A row whose kept kernels all carry weight 0 in double precision (underflow
             # of exp(theta - top), or the kernel matrix's cut, stan_data.KERNEL_TAIL_CUT):
             # the density is 0 at u, as in Stan's log(lik). The mode search's trial steps
             # reach such points (two logits, 3,600 items: 4 of 20 coverage fits) and reject
             # them on the value alone; the gradient has no meaning there, and computing
-            # it would divide by 0 (numpy's RuntimeWarnings reached the user).
+            # it would divide by 0 (numpy's RuntimeWarnings reached the user). Rows whose
+            # likelihood is positive but below _LIK_FLOOR are treated alike: count / lik
+            # would overflow (votes, 3,600 items: 2 of 18 coverage fits, 2026-11-28).
             return -np.inf, np.full(u.shape, np.nan)
         tau_a = float(np.exp(p["log_tau_a"]))
         tau_f = np.exp(p["log_tau_f"])
