@@ -430,25 +430,31 @@ def test_two_dimensions_fit_the_sparse_likelihood_and_record_it():
     np.testing.assert_allclose(sparse.predict_proba(grid), dense.predict_proba(grid), atol=1e-6)
 
 
-def test_a_point_of_zero_density_is_minus_infinity_without_numpy_warnings():
-    """Where a row's kept kernels all carry class weight 0 in double precision, the
-    density is 0 (Stan's log(lik) is -inf). The mode search's trial steps reach such
-    points on 2-D grids (the likelihood's sparse form keeps few kernels per row); the
-    value alone rejects them, and no RuntimeWarning may reach the user (4 of 20 two-logit
-    coverage fits at 3,600 items raised them before the fix)."""
+def _sparse_two_class_density():
+    """A 2-D, two-class density on the likelihood's sparse form (600 items, 64 kernels,
+    tail cut 1e-6), a random point ``u`` and the index in ``u`` of class 1's first slope."""
     rng = np.random.default_rng(5)
     c = (rng.random(600) < 0.4).astype(int)
     y = rng.normal(np.where(c[:, None] == 1, 1.5, -1.5), 1.0, (600, 2))
     data, _ = build_stan_data(c, y, y, None, 2, n_components=64, kernel_tail_cut=1e-6)
     assert int(data.kern_sparse) == 1  # the cut applies: rows keep part of the grid
     model = TransducerDensity(data.as_dict())
-    u = _random_u(model, rng)
+    f_fixed = np.arange(model.size)[model.slices["f_fixed"]]
+    # (P, C - 1) column-major: the first slope of class 1's log-odds
+    return model, _random_u(model, rng), f_fixed[1]
+
+
+def test_a_point_of_zero_density_is_minus_infinity_without_numpy_warnings():
+    """Where a row's kept kernels all carry class weight 0 in double precision, the
+    density is 0 (Stan's log(lik) is -inf). The mode search's trial steps reach such
+    points on 2-D grids (the likelihood's sparse form keeps few kernels per row); the
+    value alone rejects them, and no RuntimeWarning may reach the user (4 of 20 two-logit
+    coverage fits at 3,600 items raised them before the fix)."""
+    model, u, slope = _sparse_two_class_density()
     lp, grad = model.log_density(u)
     assert np.isfinite(lp) and np.all(np.isfinite(grad))
     # class 1's log-odds falling steeply along the first output: exp(theta - top) is 0 in
     # double precision at every kernel except the top ones
-    f_fixed = np.arange(model.size)[model.slices["f_fixed"]]
-    slope = f_fixed[1]  # (P, C - 1) column-major: the first slope of class 1's log-odds
     u[slope] = -1e4
     theta = model.theta(u)
     weight = np.exp(theta[:, 1] - theta[:, 1].max())
@@ -474,13 +480,7 @@ def test_a_point_of_vanishing_but_positive_density_is_read_as_zero_without_warni
     against the log-likelihood summed by hand."""
     from yieldwise.backends import _laplace
 
-    rng = np.random.default_rng(5)
-    c = (rng.random(600) < 0.4).astype(int)
-    y = rng.normal(np.where(c[:, None] == 1, 1.5, -1.5), 1.0, (600, 2))
-    data, _ = build_stan_data(c, y, y, None, 2, n_components=64, kernel_tail_cut=1e-6)
-    model = TransducerDensity(data.as_dict())
-    u = _random_u(model, rng)
-    slope = np.arange(model.size)[model.slices["f_fixed"]][1]  # class 1's first slope
+    model, u, slope = _sparse_two_class_density()
 
     def row_likelihoods(value):
         u[slope] = value
