@@ -39,12 +39,12 @@ __all__ = ["KernelDesign", "auto_components", "design_kernels", "kernel_matrix"]
 #: the kernels around it), and the smoothing prior then holds the blurred curve against
 #: the data. On the votes at n = 300, whose truth climbs from 0.003 to 0.997 over 29 % of
 #: the range, the posterior mean was flatter than Platt's maximum-likelihood curve at both
-#: ends in each of 4 fits. Measured on the coverage study's sets and seeds (docs/model.md,
-#: "Narrower kernels in one dimension"): 60 kernels half a spacing wide (sd 1/118 of the
-#: range instead of 1/29), 28 functions kept (20 since: SMOOTH_MODES_1D); votes n = 300,
-#: 95 % bands at the decision outputs 88 -> 92 % and 50 % bands 22 -> 31 % (8 fits); over
-#: 72 paired 1-D fits, decision outputs +2.8 / +2.6 / +1.1 points at 50 / 75 / 95 % (SE
-#: 1.3 / 1.4 / 0.6), every other cell within its noise, median sampling 14.2 -> 16.2 s.
+#: ends in each of 4 fits. Measured on the coverage study's sets and seeds (docs/model.md, "Narrower
+#: kernels in one dimension"): 60 kernels half a spacing wide (sd 1/118 of the range
+#: instead of 1/29), 28 functions kept; votes n = 300, 95 % bands at the decision outputs
+#: 88 -> 92 % and 50 % bands 22 -> 31 % (8 fits); over 72 paired 1-D fits, decision
+#: outputs +2.8 / +2.6 / +1.1 points at 50 / 75 / 95 % (SE 1.3 / 1.4 / 0.6), every
+#: other cell within its noise, median sampling 14.2 -> 16.2 s.
 GRID_1D = 60
 #: Kernels per axis of a 2-D tensor grid ("auto"): 14 x 14 = 196 kernels.
 GRID_2D = 14
@@ -204,19 +204,19 @@ GP_LENGTHSCALE_FACTOR = 2.0
 #: second-order one"). Not adopted.
 RW1_SHARE = 0.0
 #: At most this many of a 1-D grid's penalised functions are kept, the smoothest first
-#: (None: all ``G - 2``). The random walk's prior variance of its j-th function falls like
-#: ``j**-4``; on the 60-node grid the 20 smoothest carry 99.98 % of it (the 28 a 30-node
-#: walk has: 99.99 %), and the 21st has 0.5 % of the first's sd. So the grid (the
-#: kernels' resolution) doubled without doubling the parameters the sampler moves: on 8
-#: vote fits at n = 300 all 58 functions took a median 10.8 s of sampling against 7.0 s
-#: with 28, at the same coverage. 28 until 2026-11-28 (session 27): on the coverage
-#: study's vote sets at n = 3,600 the 60-node grid with 28 functions took a mean 61
-#: leapfrog steps per iteration (the 30-node design 45); with 20, paired over 111 1-D
-#: fits of the study's sets and seeds, votes 3,600 61 -> 47 and 1,000 43 -> 36 steps, the
-#: other cells the same or fewer, coverage unchanged (every pooled level within 1 point,
-#: SE 0.2-0.6) and the regret panel's cells and the shipped sets' regret within 0.00003
-#: (docs/model.md, "Narrower kernels in one dimension").
-SMOOTH_MODES_1D: int | None = 20
+#: (None: all ``G - 2``): the 28 a 30-node walk has. The random walk's prior variance of
+#: its j-th function falls like ``j**-4``; on the 60-node grid the 28 smoothest carry
+#: 99.99 % of it, and the 29th has 0.3 % of the first's sd. So the grid (the kernels'
+#: resolution) doubled without doubling the parameters the sampler moves: on 8 vote fits
+#: at n = 300 the coverage with all 58 functions and with 28 is the same (95 % bands at
+#: the decision outputs 90 and 92 %), at a median 10.8 against 7.0 s of sampling, and on
+#: votes at n = 3,600 all 58 took 79-159 leapfrog steps per iteration against 31-68.
+#: Measured 2026-11-28 (session 27) and not kept: 20 functions. On the coverage study's
+#: 1-D sets (121 paired fits) the coverage and regret were the same and the votes at 3,600
+#: took 47 instead of 61 steps, but the six-class `ties` case of bench/hard_labels.py (its
+#: margin's grid) failed at every fit seed tried: 199 / 0 / 0 divergent transitions, R-hat
+#: 1.24 / 1.023 / 1.017, against 0 and <= 1.007 with 28 (docs/model.md, "Twenty functions").
+SMOOTH_MODES_1D: int | None = 28
 #: On a 2-D grid, whether the squares u1^2 and u2^2 join the functions the smoothing prior
 #: leaves free (1, u1, u2, u1 u2: the null space of the Kronecker sum of second-difference
 #: penalties), so that the smooth limit of the class log-odds is a quadratic (the exact

@@ -100,7 +100,7 @@ class Transducer:
         even grid of 60 kernels, half a spacing wide, for one output dimension, a 14 x 14
         tensor grid for two, and 10 centres per dimension (at most 120) placed on the
         data for more. An int sets ``K`` (a 2-D grid takes the nearest square); on a 1-D
-        grid the smoothing prior keeps at most the random walk's 20 smoothest functions
+        grid the smoothing prior keeps at most the random walk's 28 smoothest functions
         whatever ``K``, so a larger ``K`` makes the kernels finer, not the curve rougher.
     output_transform : str or sequence of str
         ``"auto"`` (logit for outputs in [0, 1], log for positive ones, identity
