@@ -17,7 +17,7 @@ score (binary) or the logits (3 classes) that post-hoc calibrators take.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -372,6 +372,30 @@ def softmax_ten_problem(points: int = 200_000) -> Problem:
         score=lambda p: np.log(np.clip(p, 1e-300, None)),
         raw_probability=lambda p: p,
         columns=[f"p_{c}" for c in range(k)],
+    )
+
+
+def with_positives(problem: Problem, positives: float) -> Problem:
+    """``problem`` with class 1 at frequency ``positives`` (a binary problem only).
+
+    The class-conditional laws, hence the partition's ``class_mass``, stay as they are, so
+    only the population's balance changes: the truth ``p(c | y)`` moves with Bayes' rule, and
+    rare positives (screening, fraud) can be studied on the panel's outputs. The variant is
+    named ``"<name>@<positives in %>%"`` (``"logistic@2%"``).
+    """
+    if problem.n_classes != 2:
+        raise ValueError(
+            f"positives: only a binary problem's balance can be set this way, found problem "
+            f"{problem.name!r} with {problem.n_classes} classes"
+        )
+    if not 0.0 < float(positives) < 1.0:
+        raise ValueError(f"positives must lie strictly between 0 and 1, found {positives!r}")
+    p = float(positives)
+    return replace(
+        problem,
+        name=f"{problem.name}@{100 * p:g}%",
+        description=f"{problem.description}; class balance set to {100 * p:g} % positives",
+        prevalences=np.array([1.0 - p, p]),
     )
 
 

@@ -64,7 +64,7 @@ from _common import (
     write_section,
     write_whole,
 )
-from _problems import PANEL, Problem
+from _problems import PANEL, Problem, with_positives
 from decision_quality import NAMED, coverage_outputs, long_run, multiclass_matrices
 
 from yieldwise.transducer.sampler import SAMPLER_DEFAULTS
@@ -88,6 +88,10 @@ N_MULTICLASS_MATRICES = 4
 SAMPLE_STREAM, MATRIX_STREAM = 700, 701
 #: The study's seed (``--seed``'s default): every calibration set and fit seed derives from it.
 SEED = 2026
+#: A class-balance variant (``--positives``) of the problem at ``index`` in ``PANEL`` takes
+#: ``index + VARIANT_STRIDE * round(1e4 * positives)`` in its seeds: sets apart from the
+#: panel's own and from every other balance's, the same in every run.
+VARIANT_STRIDE = 100
 #: Float comparisons of a coverage with its goal: 0.75 - 0.70 is 0.05000000000000004.
 _EPS = 1e-9
 
@@ -1136,16 +1140,39 @@ def _shown_path(path: Path) -> str:
         return path.name
 
 
-def select_problems(names: list[str] | None) -> list[tuple[int, Problem]]:
-    """(index in PANEL, problem) of the named problems, in panel order (all when None)."""
+def select_problems(
+    names: list[str] | None, positives: list[float] | None = None
+) -> list[tuple[int, Problem]]:
+    """(index in PANEL, problem) of the named problems, in panel order (all when None).
+
+    ``positives``: instead of the problems themselves, their variants with class 1 at each
+    of these frequencies (``_problems.with_positives``; binary problems only), each with
+    the seed index of :data:`VARIANT_STRIDE`.
+    """
     panel = [(i, make()) for i, make in enumerate(PANEL)]
-    if names is None:
-        return panel
     known = [p.name for _, p in panel]
-    unknown = [name for name in names if name not in known]
+    unknown = [name for name in names or [] if name not in known]
     if unknown:
         raise SystemExit(f"--problems: unknown problem(s) {unknown}; the panel has {known}")
-    return [(i, p) for i, p in panel if p.name in names]
+    chosen = panel if names is None else [(i, p) for i, p in panel if p.name in names]
+    if not positives:
+        return chosen
+    bad = [p for p in positives if not 0.0 < p < 1.0]
+    if bad:
+        raise SystemExit(f"--positives: frequencies must lie strictly between 0 and 1, found {bad}")
+    if names is None:
+        chosen = [(i, p) for i, p in chosen if p.n_classes == 2]
+    multi = [p.name for _, p in chosen if p.n_classes != 2]
+    if multi:
+        raise SystemExit(
+            f"--positives sets a binary problem's class balance; {multi} have more than two "
+            "classes: leave them out of --problems"
+        )
+    return [
+        (i + VARIANT_STRIDE * round(1e4 * share), with_positives(p, share))
+        for share in positives
+        for i, p in chosen
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1177,6 +1204,11 @@ def main(argv: list[str] | None = None) -> None:
         "recorded with every fit and in the run's command",
     )  # fmt: skip
     parser.add_argument(
+        "--positives", type=float, nargs="+", default=None, metavar="P",
+        help="run the binary problems with class 1 at each frequency P instead of the "
+        "panel's balance (problems named e.g. logistic@2%%; seeds of their own)",
+    )  # fmt: skip
+    parser.add_argument(
         "--prefix-draws", type=int, nargs="+", default=[], metavar="D",
         help="also record R-hat and bulk ESS over each chain's first D draws (what a fit of "
         "D draws would report: same seed, same path)",
@@ -1198,7 +1230,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.render:
         results = load_results(args.results)
     else:
-        problems = select_problems(args.problems)
+        problems = select_problems(args.problems, args.positives)
         results = new_results(args.seed)
         if not args.resume and args.results.exists():
             raise SystemExit(
@@ -1215,6 +1247,7 @@ def main(argv: list[str] | None = None) -> None:
         command = (
             "python bench/coverage.py"
             + (f" --problems {' '.join(args.problems)}" if args.problems else "")
+            + (f" --positives {' '.join(map(str, args.positives))}" if args.positives else "")
             + f" --sizes {' '.join(map(str, args.sizes))} --reps {args.reps} --seed {args.seed}"
             + (f" --results {_shown_path(args.results)}" if args.results != RESULTS else "")
             + (f" --set {' '.join(args.design)}" if args.design else "")

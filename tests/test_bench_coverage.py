@@ -465,7 +465,9 @@ def test_run_resume_merge_round_trip(cov, tmp_path, monkeypatch):
     monkeypatch.setattr(cov, "run_fit", fake_fit)
     monkeypatch.setattr(cov, "compile_model", lambda: None)  # no Stan here
     monkeypatch.setattr(
-        cov, "select_problems", lambda names: [(i, problems[n]) for i, n in enumerate(names)]
+        cov,
+        "select_problems",
+        lambda names, positives=None: [(i, problems[n]) for i, n in enumerate(names)],
     )
     a, b, merged = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "merged.json"
     cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "2", "--results", str(a)])
@@ -570,7 +572,9 @@ def test_candidate_options_reach_the_fits_and_the_command(cov, tmp_path, monkeyp
 
     monkeypatch.setattr(cov, "run_fit", fake_fit)
     monkeypatch.setattr(cov, "compile_model", lambda: None)
-    monkeypatch.setattr(cov, "select_problems", lambda names: [(0, nine_cell_problem(cov))])
+    monkeypatch.setattr(
+        cov, "select_problems", lambda names, positives=None: [(0, nine_cell_problem(cov))]
+    )
     monkeypatch.setattr(cov, "render", lambda results: "report")
     monkeypatch.setattr(design, "RW1_SHARE", design.RW1_SHARE)  # restored after the test
     out = tmp_path / "a.json"
@@ -648,7 +652,9 @@ def test_prefix_draws_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch)
 
     monkeypatch.setattr(cov, "run_fit", fake_fit)
     monkeypatch.setattr(cov, "compile_model", lambda: None)
-    monkeypatch.setattr(cov, "select_problems", lambda names: [(0, nine_cell_problem(cov))])
+    monkeypatch.setattr(
+        cov, "select_problems", lambda names, positives=None: [(0, nine_cell_problem(cov))]
+    )
     monkeypatch.setattr(cov, "render", lambda results: "report")
     out = tmp_path / "a.json"
     cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "1", "--results", str(out),
@@ -673,3 +679,48 @@ def test_a_fit_records_the_settings_it_ran_at(cov):
     settings = cov.sampler_record(t, 1.0, [])["settings"]
     assert settings["warmup"] == 500  # one output dimension
     assert settings["chains"] == 2 and settings["draws"] == 50
+
+
+def test_positives_select_balance_variants_with_seeds_of_their_own(cov):
+    """--positives runs each binary problem at other class balances: named by the balance,
+    its truth by Bayes' rule, its calibration sets apart from the panel's and each other's."""
+    panel = cov.select_problems(["votes", "logistic"])
+    variants = cov.select_problems(["votes", "logistic"], [0.02, 0.5])
+    assert [p.name for _, p in variants] == ["votes@2%", "logistic@2%", "votes@50%", "logistic@50%"]
+    indices = [i for i, _ in variants]
+    # VARIANT_STRIDE * round(1e4 * share) after the panel index (votes 0, logistic 1)
+    assert indices == [0 + 100 * 200, 1 + 100 * 200, 0 + 100 * 5000, 1 + 100 * 5000]
+    assert len(set(indices) | {i for i, _ in panel}) == 6
+    seeds = {tuple(cov.sample_seed(2026, i, 300, 0)) for i in [*indices, 0, 1]}
+    assert len(seeds) == 6
+    rare = {p.name: p for _, p in variants}["logistic@2%"]
+    np.testing.assert_array_equal(rare.prevalences, [0.98, 0.02])
+    # every binary problem when none is named; the multi-class ones are left out
+    every = cov.select_problems(None, [0.1])
+    assert [p.name for _, p in every] == [
+        "votes@10%", "logistic@10%", "beta@10%", "non-monotone@10%", "overlapping@10%",
+        "two-logits@10%", "clipped@10%",
+    ]  # fmt: skip
+    with pytest.raises(SystemExit, match="more than two"):
+        cov.select_problems(["softmax-3"], [0.1])
+    with pytest.raises(SystemExit, match="strictly between 0 and 1"):
+        cov.select_problems(["votes"], [1.0])
+
+
+def test_positives_reach_the_command(cov, tmp_path, monkeypatch):
+    seen = []
+
+    def fake_fit(problem, index, n, rep, seed):
+        seen.append((problem.name, index))
+        return fake_record(cov, problem.name, n, rep, 5)
+
+    monkeypatch.setattr(cov, "run_fit", fake_fit)
+    monkeypatch.setattr(cov, "compile_model", lambda: None)
+    monkeypatch.setattr(cov, "render", lambda results: "report")
+    out = tmp_path / "a.json"
+    cov.main(["--problems", "logistic", "--positives", "0.02", "--sizes", "300", "--reps", "1",
+              "--results", str(out)])  # fmt: skip
+    assert seen == [("logistic@2%", 1 + 100 * 200)]
+    results = cov.load_results(out)
+    assert list(results["fits"]) == ["logistic@2%|300|0"]
+    assert "--problems logistic --positives 0.02 --sizes 300" in results["runs"][-1]["command"]

@@ -146,3 +146,35 @@ def test_ten_class_truth_is_the_closed_form_and_agrees_with_simulation(bench_imp
             observed = (classes[inside] == c).mean()
             se = np.sqrt(observed * (1 - observed) / inside.sum())
             assert abs(observed - q[inside].mean()) < 4 * se + 0.005, (c, low, observed)
+
+
+def test_a_class_balance_variant_moves_the_truth_by_bayes_rule(bench_import):
+    module = bench_import("_problems")
+    base = module.logistic_problem()
+    rare = module.with_positives(base, 0.02)
+    assert rare.name == "logistic@2%" and "2 % positives" in rare.description
+    np.testing.assert_array_equal(rare.prevalences, [0.98, 0.02])
+    # the class-conditional laws are the panel's: the partition is shared
+    np.testing.assert_array_equal(rare.class_mass, base.class_mass)
+    # Bayes' rule by hand: the odds move by the ratio of the two balances' prior odds
+    inner = (base.truth()[:, 1] > 1e-9) & (base.truth()[:, 0] > 1e-9)
+    assert inner.sum() > 1000
+    odds = base.truth()[inner, 1] / base.truth()[inner, 0]
+    expected = odds * (0.02 / 0.98) / (0.2 / 0.8)
+    np.testing.assert_allclose(rare.truth()[inner, 1] / rare.truth()[inner, 0], expected, rtol=1e-9)
+    # and the sampler draws that balance
+    _, classes = rare.sample(20_000, np.random.default_rng(3))
+    assert abs(classes.mean() - 0.02) < 4 * np.sqrt(0.02 * 0.98 / 20_000)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5])
+def test_a_class_balance_variant_refuses_bad_frequencies(bench_import, bad):
+    module = bench_import("_problems")
+    with pytest.raises(ValueError, match="positives must lie strictly between 0 and 1"):
+        module.with_positives(module.logistic_problem(), bad)
+
+
+def test_a_class_balance_variant_is_for_binary_problems_only(bench_import):
+    module = bench_import("_problems")
+    with pytest.raises(ValueError, match="3 classes"):
+        module.with_positives(module.softmax_problem(), 0.1)
