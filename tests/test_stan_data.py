@@ -174,7 +174,7 @@ DATA_KEYS = {
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)
-KEPT_KEYS = {"y_lower", "y_upper", "censored", "preconditioned"}
+KEPT_KEYS = {"y_lower", "y_upper", "censored", "preconditioned", "bin_width"}
 
 
 def test_data_keys_are_the_stan_data_block():

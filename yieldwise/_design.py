@@ -228,6 +228,16 @@ QUADRATIC_NULL_2D = 0
 #: spans [0, 1] over the grid); the slopes' scale unless a candidate sets it.
 SQUARE_SCALE = SLOPE_SCALE
 
+#: Large calibration sets (docs/model.md, "Large calibration sets"): with more distinct
+#: rows than LIKELIHOOD_BIN_MIN_ROWS, ``Transducer(likelihood_bins="auto")`` merges the
+#: rows' uncensored coordinates in bins LIKELIHOOD_BIN_FRACTION of the kernels' width wide,
+#: each at its items' mean (``stan_data.bin_rows``), and the fit checks the binned
+#: posterior against the exact likelihood (``diagnostics.binning_record``). Below that
+#: many rows the likelihood is exact, so every fit of the coverage study and the panel
+#: (at most 3,600 items) is unchanged.
+LIKELIHOOD_BIN_FRACTION = 1 / 16
+LIKELIHOOD_BIN_MIN_ROWS = 5000
+
 
 @dataclass(frozen=True)
 class KernelDesign:

@@ -22,13 +22,16 @@ from .._validation import Label
 from .io import fit_record
 
 __all__ = [
+    "BIN_ESS_SHARE_MIN",
     "ESS_MIN",
     "RHAT_MAX",
+    "binning_record",
     "DiagnosticsWarning",
     "diagnose",
     "likelihood_record",
     "reference_rows",
     "sampler_summary",
+    "warn_on_binning",
     "warn_on_cut_gap",
     "warn_on_invariants",
 ]
@@ -36,6 +39,13 @@ __all__ = [
 #: Thresholds on the invariant quantities (R-hat and bulk ESS), as in the Stan guidance.
 RHAT_MAX = 1.01
 ESS_MIN = 400
+
+
+#: A binned likelihood (``Transducer(likelihood_bins=)``) is accepted when its draws,
+#: reweighted to the exact likelihood, keep at least this effective share of themselves.
+BIN_ESS_SHARE_MIN = 0.9
+#: Draws at which the binned likelihood is compared with the exact one (evenly spaced).
+BIN_CHECK_DRAWS = 400
 
 
 class DiagnosticsWarning(UserWarning):
@@ -69,6 +79,73 @@ def warn_on_cut_gap(record: dict[str, Any], tolerance: float, stacklevel: int = 
             f"posterior whose density differs from the full kernels' by up to a factor "
             f"exp({gap:.3g}). Refit with Transducer(kernel_tail_cut=0) to keep every kernel "
             "value (slower with two output dimensions)",
+            DiagnosticsWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def binning_record(
+    draws: Any,
+    data: Any,
+    class_index: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    censored: np.ndarray,
+    n_check: int = BIN_CHECK_DRAWS,
+) -> dict[str, Any]:
+    """How far a likelihood of binned rows (``data``, :func:`~yieldwise.transducer.
+    stan_data.bin_rows`) is from the exact one, at ``n_check`` evenly spaced draws.
+
+    The exact posterior is the binned one times ``exp(gap_t)``, ``gap_t`` the exact minus
+    the binned log-likelihood at draw ``t`` (a constant in ``gap_t`` cancels), so the
+    binned draws are importance draws for it: ``binned_ess_share`` is the effective share
+    ``(sum w)^2 / (S sum w^2)`` of the weights ``w_t = exp(gap_t)`` (1: the two posteriors
+    agree), ``binned_gap_sd`` the sd of ``gap_t`` over the draws. The kernel part of the
+    likelihood is all that binning changes (a pair's offsets enter both alike: rows merge
+    within a class and group), so it is what is compared. Also ``bin_width`` per dimension,
+    ``rows`` (binned) and ``rows_exact`` (the distinct outputs and classes).
+    """
+    from .. import _mixture
+    from .stan_data import merge_rows
+
+    w = np.asarray(draws["w"], dtype=float)
+    alpha, mu, sigma = (np.asarray(draws[k], dtype=float) for k in ("alpha", "mu", "sigma"))
+    flat = [x.reshape(-1, *x.shape[2:]) for x in (w, alpha, mu, sigma)]
+    pick = np.unique(
+        np.linspace(0, flat[0].shape[0] - 1, min(n_check, flat[0].shape[0])).astype(int)
+    )
+    w_, a_, m_, s_ = (x[pick] for x in flat)
+    d = np.shape(lower)[1]
+    cls_e, merged, cnt_e = merge_rows(class_index, np.hstack([lower, upper]))
+    exact = _mixture.log_likelihood(w_, a_, m_, s_, cls_e, merged[:, :d], merged[:, d:],
+                                    censored, cnt_e)  # fmt: skip
+    binned = _mixture.log_likelihood(w_, a_, m_, s_, np.asarray(data["cls"]) - 1,
+                                     data["y_lower"], data["y_upper"], censored,
+                                     data["count"])  # fmt: skip
+    gap = exact - binned
+    weights = np.exp(gap - gap.max())
+    return {
+        "bin_width": np.asarray(data["bin_width"], dtype=float).tolist(),
+        "rows": int(data["N"]),
+        "rows_exact": int(cls_e.size),
+        "binned_ess_share": float(weights.sum() ** 2 / (weights.size * (weights**2).sum())),
+        "binned_gap_sd": float(gap.std()),
+    }
+
+
+def warn_on_binning(record: dict[str, Any], minimum: float, stacklevel: int = 2) -> None:
+    """A :class:`DiagnosticsWarning` when the binned likelihood's draws, reweighted to the
+    exact likelihood, keep less than ``minimum`` of their effective share."""
+    share = record.get("binned_ess_share")
+    if share is not None and not share >= minimum:
+        warnings.warn(
+            f"the likelihood merged the calibration outputs in bins ({record['rows_exact']} "
+            f"distinct rows -> {record['rows']}; widths {record['bin_width']} on the model "
+            f"scale), and its posterior differs from the exact one: reweighted to the exact "
+            f"likelihood its draws keep an effective share of {share:.2f} (below "
+            f"{minimum:g}; the log-likelihood's gap varies by sd {record['binned_gap_sd']:.3g} "
+            "over the draws). Refit with Transducer(likelihood_bins=None) for the exact "
+            "likelihood (slower on many distinct outputs)",
             DiagnosticsWarning,
             stacklevel=stacklevel,
         )
@@ -163,7 +240,15 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         # what the kernel values left out of a sparse likelihood would add to the
         # log-likelihood, at most over the draws (0: the dense form; None: not recorded)
         "cut_gap": record["sampler"].get("likelihood", {}).get("max_cut_gap"),
+        # a likelihood of binned rows (Transducer(likelihood_bins=)): widths, rows before
+        # and after, and how its posterior compares with the exact one; None: not binned
+        "binning": _binning_part(record["sampler"].get("likelihood", {})),
     }
+
+
+def _binning_part(likelihood: dict[str, Any]) -> dict[str, Any] | None:
+    keys = ("bin_width", "rows_exact", "rows", "binned_ess_share", "binned_gap_sd")
+    return {k: likelihood[k] for k in keys} if "binned_ess_share" in likelihood else None
 
 
 def warn_on_invariants(table: pd.DataFrame, stacklevel: int = 2) -> None:

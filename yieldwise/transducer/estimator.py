@@ -22,7 +22,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import logsumexp
 
-from .. import _mixture
+from .. import _design, _mixture
 from .._design import KernelDesign, distinct_outputs
 from .._validation import (
     Label,
@@ -34,11 +34,14 @@ from .._validation import (
     sorted_unique,
 )
 from .diagnostics import (
+    BIN_ESS_SHARE_MIN,
     DiagnosticsWarning,
+    binning_record,
     diagnose,
     likelihood_record,
     reference_rows,
     sampler_summary,
+    warn_on_binning,
     warn_on_cut_gap,
     warn_on_invariants,
 )
@@ -159,6 +162,16 @@ class Transducer:
         docs/model.md, "The likelihood's sparse form"). The program reports per draw
         how much the values left out would add to the log-likelihood; the fit warns
         when that exceeds 0.01 (``sampler_summary()["cut_gap"]``). 0 keeps every value.
+    likelihood_bins : "auto", None or float
+        Large calibration sets (docs/model.md, "Large calibration sets"): the likelihood
+        costs time in proportion to the distinct (class, output) rows, so with more than
+        5,000 of them ``"auto"`` merges the rows of continuous outputs in bins 1/16 of a
+        kernel's width, each at its items' mean (a fit of 100,000 items then costs about
+        what one of a few thousand does). The fit then compares the binned posterior with
+        the exact likelihood at 400 draws and warns when, reweighted to it, the draws keep
+        an effective share below 0.9 (``sampler_summary()["binning"]``). None keeps every
+        row (exact, slower); a number in (0, 1] bins at that fraction of the width
+        whatever the number of rows. Lattice outputs (vote fractions) are never binned.
     class_reduction : "auto", "ranks" or None
         Many classes (:mod:`yieldwise.transducer.reduction`): ``"ranks"`` models the rank
         of the true class in the output's own ordering (first, second, others) against
@@ -246,6 +259,7 @@ class Transducer:
         progress: bool = True,
         kernel_tail_cut: float = KERNEL_TAIL_CUT,
         class_reduction: str | None = "auto",
+        likelihood_bins: str | float | None = "auto",
     ) -> None:
         self.n_components = n_components
         self.output_transform = output_transform
@@ -261,6 +275,7 @@ class Transducer:
         self.progress = progress
         self.kernel_tail_cut = kernel_tail_cut
         self.class_reduction = class_reduction
+        self.likelihood_bins = likelihood_bins
 
     # ------------------------------------------------------------ sklearn API
     # The constructor's keyword arguments, as scikit-learn's _get_param_names reads them.
@@ -308,6 +323,7 @@ class Transducer:
 
         n_components = check_components(self.n_components)
         tail_cut = check_tail_cut(self.kernel_tail_cut)
+        bin_fraction, bin_min_rows = check_likelihood_bins(self.likelihood_bins)
         spec, resolution, members = self.output_transform, self.resolution, {}
         if isinstance(outputs, Mapping):
             outputs, members, spec, resolution = joint_outputs(outputs, spec, resolution)
@@ -352,6 +368,7 @@ class Transducer:
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
             seed=seed, kernel_tail_cut=tail_cut, groups=self._groups,
+            bin_fraction=bin_fraction, bin_min_rows=bin_min_rows,
         )  # fmt: skip
         if data.D >= 2:
             _warn_on_few_outputs(data)
@@ -372,6 +389,11 @@ class Transducer:
         result.draws = with_kernels(result.draws, data)
         result.settings["likelihood"] = likelihood = likelihood_record(result, data, tail_cut)
         warn_on_cut_gap(likelihood, CUT_GAP_TOLERANCE, stacklevel=2)
+        if np.any(data.bin_width > 0):
+            likelihood.update(
+                binning_record(result.draws, data, class_index, lower, upper, censored)
+            )
+            warn_on_binning(likelihood, BIN_ESS_SHARE_MIN, stacklevel=2)
         self._set_fitted(result, data, y, class_index, labels, transform, design)
         self.members_ = members
         record_members(self.posterior_, members)
@@ -1408,6 +1430,32 @@ def check_components(n_components: Any) -> int | None:
             "ladder of component counts is gone with the fixed-kernel model (docs/model.md)"
         )
     return check_positive_int(n_components, "n_components")
+
+
+def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int]:
+    """``(bin_fraction, bin_min_rows)`` for :func:`~yieldwise.transducer.stan_data.build_stan_data`
+    from ``likelihood_bins``: "auto" bins at ``_design.LIKELIHOOD_BIN_FRACTION`` of the
+    kernels' width above ``_design.LIKELIHOOD_BIN_MIN_ROWS`` distinct rows; None never bins;
+    a number in (0, 1] bins at that fraction whatever the number of rows."""
+    if isinstance(likelihood_bins, str):
+        if likelihood_bins != "auto":
+            raise ValueError(
+                f'likelihood_bins must be "auto", None or a fraction of the kernels\' width '
+                f"in (0, 1], found {likelihood_bins!r}"
+            )
+        return _design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS
+    if likelihood_bins is None:
+        return None, 0
+    if (
+        isinstance(likelihood_bins, bool)
+        or not isinstance(likelihood_bins, int | float)
+        or not (0 < float(likelihood_bins) <= 1)
+    ):
+        raise ValueError(
+            f'likelihood_bins must be "auto", None or a fraction of the kernels\' width in '
+            f"(0, 1], found {likelihood_bins!r}"
+        )
+    return float(likelihood_bins), 0
 
 
 def _merged_rows(

@@ -11,6 +11,9 @@ This module turns calibration items into the plain arrays the program reads:
 * the interval-censored bins of outputs recorded on a lattice come from the output
   encoding (:func:`yieldwise.transducer.encoding.resolution_bins`), mapped through the
   output transform;
+* :func:`bin_rows` merges the rows of many distinct continuous outputs in bins a small
+  fraction of a kernel's width, each at its items' mean (``Transducer(likelihood_bins=)``,
+  docs/model.md, "Large calibration sets");
 * :func:`build_stan_data` validates everything, places the kernels
   (:mod:`yieldwise._design`), computes every row's kernel values and assembles the data
   dictionary; :func:`default_prior` names the hyper-parameters a user may override.
@@ -45,6 +48,7 @@ __all__ = [
     "initial_values",
     "PreconditioningWarning",
     "merge_rows",
+    "bin_rows",
     "precondition",
     "sampler_inits",
     "sparse_kernels",
@@ -110,6 +114,9 @@ class StanData(Mapping[str, Any]):
     y_upper: np.ndarray = field(metadata={"stan": None})
     censored: np.ndarray = field(metadata={"stan": None})
     preconditioned: int = field(metadata={"stan": None})
+    # the width of the bins the rows' uncensored dimensions were merged in, per dimension
+    # (bin_rows; 0: the rows are the outputs themselves, the default)
+    bin_width: np.ndarray = field(default=None, metadata={"stan": None})  # type: ignore[assignment]
     # group offsets (stan/transducer.stan, "Group offsets"; a class-reduced transducer's
     # pairs): G groups (0: none, the default), H parents, each row's group (1-based; 0
     # when G = 0), each group's parent (1-based), and the scales' half-Normal scale
@@ -130,6 +137,8 @@ class StanData(Mapping[str, Any]):
             object.__setattr__(self, "grp", np.zeros(int(self.N), dtype=np.int64))
         if self.parent is None:
             object.__setattr__(self, "parent", np.zeros(0, dtype=np.int64))
+        if self.bin_width is None:
+            object.__setattr__(self, "bin_width", np.zeros(int(self.D)))
         for name in ("white_g_lambda", "white_g_kappa"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros((int(self.G), int(self.C) - 1)))
@@ -205,7 +214,8 @@ _SHAPES = {
     "white_f": ("C - 1", "R", "R"), "white_f_lambda": ("R", "C - 1"),
     "white_f_kappa": ("R", "C - 1"), "kern_w": ("kern_nz",), "kern_v": ("kern_nz",),
     "kern_u": ("N + 1",), "y_lower": ("N", "D"),
-    "y_upper": ("N", "D"), "censored": ("D",), "grp": ("N",), "parent": ("G",),
+    "y_upper": ("N", "D"), "censored": ("D",), "bin_width": ("D",), "grp": ("N",),
+    "parent": ("G",),
     "white_g_lambda": ("G", "C - 1"), "white_g_kappa": ("G", "C - 1"),
 }  # fmt: skip
 
@@ -376,6 +386,55 @@ def merge_rows(
     return unique[:, 0].astype(np.int64), unique[:, 1:], counts.astype(np.int64)
 
 
+def bin_rows(
+    class_index: np.ndarray,
+    group: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    censored: np.ndarray,
+    counts: np.ndarray,
+    width: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Merge rows whose uncensored coordinates fall in one bin, each bin at its items' mean.
+
+    Bins are ``width[d]`` wide along each uncensored dimension ``d`` (edges at multiples of
+    it); a censored dimension's bounds, the class and the group must match exactly. A
+    merged row's point value is the count-weighted mean of its rows', so the first-order
+    change of every item's log-likelihood cancels within the bin, and what is left is
+    ``sum_i (y_i - ybar)^2 / 2`` times the log-density's curvature: of order
+    ``n (width / sigma)^2 / 24`` with ``sigma`` the kernels' width, nearly the same in every
+    draw (the fit measures how much it differs: ``likelihood_record``).
+
+    Returns ``(class_index, group, lower, upper, counts)`` of the merged rows, sorted by
+    class; ``counts`` sum to the input's.
+    """
+    cls = np.asarray(class_index, dtype=np.int64)
+    grp = np.asarray(group, dtype=np.int64)
+    lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    cens = np.asarray(censored, dtype=bool)
+    cnt = np.asarray(counts, dtype=float)
+    width = np.asarray(width, dtype=float)
+    free = ~cens & (width > 0)
+    if not free.any():
+        return cls, grp, lo, hi, np.asarray(counts, dtype=np.int64)
+    cells = np.floor(lo[:, free] / width[free]) + 0.0
+    key = np.column_stack([cls, grp, cells, lo[:, ~free], hi[:, ~free]])
+    unique, inverse = np.unique(key, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    total = np.bincount(inverse, weights=cnt)
+    mean = np.column_stack(
+        [np.bincount(inverse, weights=cnt * lo[:, d]) / total for d in np.flatnonzero(free)]
+    )
+    m = unique.shape[0]
+    lo_b, hi_b = np.empty((m, lo.shape[1])), np.empty((m, lo.shape[1]))
+    lo_b[:, free], hi_b[:, free] = mean, mean
+    fixed = unique[:, 2 + int(free.sum()) :]
+    k = int((~free).sum())
+    lo_b[:, ~free], hi_b[:, ~free] = fixed[:, :k], fixed[:, k:]
+    return (unique[:, 0].astype(np.int64), unique[:, 1].astype(np.int64), lo_b, hi_b,
+            np.rint(total).astype(np.int64))  # fmt: skip
+
+
 PRIOR_KEYS = (
     "tau_a_scale", "tau_f_scale", "tau_f_df", "tau_f_floor", "intercept_scale", "slope_scale",
 )  # fmt: skip
@@ -538,6 +597,8 @@ def build_stan_data(
     preconditioned: bool = True,
     kernel_tail_cut: float = KERNEL_TAIL_CUT,
     groups: tuple[np.ndarray, np.ndarray] | None = None,
+    bin_fraction: float | None = None,
+    bin_min_rows: int = 0,
 ) -> tuple[StanData, KernelDesign]:
     """The data for ``stan/transducer.stan`` (both backends), and the kernel design.
 
@@ -572,6 +633,12 @@ def build_stan_data(
         Group offsets (stan/transducer.stan, "Group offsets"): each row's 0-based group
         ``(n,)`` and each group's 0-based parent ``(G,)``; rows merge only within a group.
         Their scales' half-Normal scale is ``yieldwise._design.GROUP_OFFSET_SCALE``.
+    bin_fraction : float, optional
+        With more than ``bin_min_rows`` distinct rows, merge the rows in bins of this
+        fraction of the kernels' width along each uncensored dimension (:func:`bin_rows`;
+        the kernels are placed on the rows before binning). None: every row as it is.
+    bin_min_rows : int
+        See ``bin_fraction``.
     """
     cls = np.asarray(class_index)
     lo, hi, cens = as_bounds(lower, upper, censored)
@@ -608,6 +675,13 @@ def build_stan_data(
         scale[0] = overrides.get("intercept_scale", scale[0])
         scale[1:] = overrides.get("slope_scale", scale[1] if scale.size > 1 else 0.0)
         design = replace(design, fixed_scale=scale)
+    bin_width = np.zeros(d)
+    if bin_fraction is not None and cls_u.size > int(bin_min_rows) and not cens.all():
+        # the narrowest kernel along each dimension sets its bins (docs/model.md, "Large
+        # calibration sets")
+        bin_width = np.where(cens, 0.0, float(bin_fraction) * np.min(
+            np.broadcast_to(design.width, (design.n_components, d)), axis=0))  # fmt: skip
+        cls_u, grp_u, lo_u, hi_u, cnt = bin_rows(cls_u, grp_u, lo_u, hi_u, cens, cnt, bin_width)
     kern, log_scale = kernel_matrix(design.loc, design.width, lo_u, hi_u, cens)
     k = design.n_components
     values: dict[str, Any] = {
@@ -636,6 +710,7 @@ def build_stan_data(
         "y_lower": lo_u,
         "y_upper": hi_u,
         "censored": cens.astype(np.int64),
+        "bin_width": bin_width,
         **sparse_kernels(kern, cls_u + 1, kernel_tail_cut),
     }
     g, h = int(parent.size), int(parent.max()) + 1 if parent.size else 0  # groups, parents

@@ -1,0 +1,181 @@
+"""Large calibration sets: the likelihood of binned rows (docs/model.md, "Large calibration
+sets"), by hand and against the exact likelihood."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from yieldwise import Transducer, _design
+from yieldwise.transducer import diagnostics
+from yieldwise.transducer import stan_data as _stan_data
+from yieldwise.transducer.estimator import check_likelihood_bins
+
+
+def test_bin_rows_merge_within_class_group_and_bin_at_the_items_mean():
+    # one uncensored dimension (bins 0.5 wide) and one censored (bounds must match)
+    cls = np.array([0, 0, 0, 1, 0, 0])
+    grp = np.array([0, 0, 0, 0, 1, 0])
+    lo = np.array([[0.1, 1.0], [0.3, 1.0], [0.7, 1.0], [0.2, 1.0], [0.2, 1.0], [0.4, 2.0]])
+    hi = np.array([[0.1, 2.0], [0.3, 2.0], [0.7, 2.0], [0.2, 2.0], [0.2, 2.0], [0.4, 3.0]])
+    counts = np.array([1, 3, 2, 1, 1, 1])
+    out = _stan_data.bin_rows(cls, grp, lo, hi, np.array([False, True]), counts,
+                              np.array([0.5, 0.0]))  # fmt: skip
+    c, g, lo_b, hi_b, n_b = out
+    rows = sorted(zip(c, g, lo_b[:, 0], lo_b[:, 1], hi_b[:, 1], n_b, strict=True))
+    # by hand: rows 0 and 1 share class 0, group 0, bin [0, 0.5) and the censored bin
+    # [1, 2]: weighted mean (0.1 * 1 + 0.3 * 3) / 4 = 0.25; row 2 is in bin [0.5, 1); row 5
+    # has another censored bin; row 4 another group; row 3 another class
+    expected = sorted([
+        (0, 0, 0.25, 1.0, 2.0, 4), (0, 0, 0.7, 1.0, 2.0, 2), (0, 0, 0.4, 2.0, 3.0, 1),
+        (0, 1, 0.2, 1.0, 2.0, 1), (1, 0, 0.2, 1.0, 2.0, 1),
+    ])  # fmt: skip
+    assert len(rows) == len(expected)
+    for got, want in zip(rows, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.diff(c) >= 0, True)  # sorted by class, as Stan reads
+    np.testing.assert_array_equal(lo_b[:, 0], hi_b[:, 0])  # a point value stays a point
+
+
+def test_build_stan_data_bins_only_above_the_row_threshold():
+    rng = np.random.default_rng(4)
+    n = 3000
+    cls = (rng.random(n) < 0.3).astype(int)
+    y = rng.normal(cls * 1.5, 1.0)[:, None]
+    exact, design = _stan_data.build_stan_data(cls, y, y, [0], 2, preconditioned=False)
+    rows = exact.N
+    assert rows == n and np.all(exact.bin_width == 0)
+    same, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, preconditioned=False,
+                                         bin_fraction=1 / 16, bin_min_rows=n)  # fmt: skip
+    np.testing.assert_array_equal(same.y_lower, exact.y_lower)
+    binned, design_b = _stan_data.build_stan_data(
+        cls, y, y, [0], 2, preconditioned=False, bin_fraction=1 / 16, bin_min_rows=100
+    )
+    # the kernels are placed on the rows before binning: the same design
+    np.testing.assert_array_equal(design_b.loc, design.loc)
+    np.testing.assert_allclose(binned.bin_width, design.width / 16)
+    # one row per occupied (class, bin), counted independently
+    h = design.width[0] / 16
+    occupied = len({(c, int(np.floor(v / h))) for c, v in zip(cls, y[:, 0], strict=True)})
+    rows = binned.N
+    assert rows == occupied < n and binned.count.sum() == n
+    # each binned row is within its bin, and class counts are kept
+    cell = np.floor(binned.y_lower[:, 0] / binned.bin_width[0])
+    assert np.all(binned.y_lower[:, 0] - cell * binned.bin_width[0] <= binned.bin_width[0])
+    for c in (0, 1):
+        assert binned.count[binned.cls == c + 1].sum() == (cls == c).sum()
+    # the count-weighted mean of the outputs is unchanged (each bin sits at its mean)
+    np.testing.assert_allclose(
+        binned.count @ binned.y_lower[:, 0] / n, y.mean(), rtol=0, atol=1e-12
+    )
+
+
+def test_lattice_outputs_are_never_binned():
+    rng = np.random.default_rng(5)
+    cls = (rng.random(6000) < 0.2).astype(int)
+    votes = rng.binomial(200, np.where(cls == 1, 0.7, 0.1)) / 200
+    from yieldwise.transducer import encoding
+
+    lo, hi = encoding.resolution_bins(votes, 1 / 200, (0.0, 1.0))
+    data, _ = _stan_data.build_stan_data(cls, lo, hi, [1], 2, preconditioned=False,
+                                         bin_fraction=1 / 16, bin_min_rows=0)  # fmt: skip
+    assert np.all(data.bin_width == 0)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("auto", (_design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS)),
+     (None, (None, 0)), (0.25, (0.25, 0)), (1, (1.0, 0))],
+)  # fmt: skip
+def test_likelihood_bins_values(value, expected):
+    assert check_likelihood_bins(value) == expected
+
+
+@pytest.mark.parametrize("bad", ["exact", 0, -0.1, 1.5, True, [0.1]])
+def test_likelihood_bins_refuses_bad_values_by_name(bad):
+    with pytest.raises(ValueError, match="likelihood_bins must be"):
+        check_likelihood_bins(bad)
+
+
+def test_binning_record_against_the_likelihood_by_hand():
+    """The gap at each draw by brute force (a sum over items of the log of the mixture's
+    joint), and the effective share of its importance weights by hand."""
+    rng = np.random.default_rng(6)
+    n, k, s = 400, 5, 7
+    cls = (rng.random(n) < 0.4).astype(int)
+    y = rng.normal(cls, 1.0)[:, None]
+    w = rng.dirichlet(np.ones(k), size=(1, s))
+    alpha = rng.dirichlet(np.ones(2), size=(1, s, k))
+    loc = np.linspace(-2, 3, k)[:, None]
+    width = np.full((k, 1), 0.6)
+    draws = {"w": w, "alpha": alpha, "mu": np.broadcast_to(loc, (1, s, k, 1)),
+             "sigma": np.broadcast_to(width, (1, s, k, 1))}  # fmt: skip
+    data = {"cls": np.array([1, 2]), "count": np.array([n - cls.sum(), cls.sum()]),
+            "y_lower": np.array([[0.0], [1.0]]), "y_upper": np.array([[0.0], [1.0]]),
+            "N": 2, "bin_width": np.array([5.0])}  # fmt: skip
+    record = diagnostics.binning_record(draws, data, cls, y, y, np.array([0]), n_check=s)
+
+    def total(t, values, classes, counts):
+        dens = stats.norm.pdf(values[:, None], loc[:, 0], width[:, 0])  # (m, K)
+        joint = dens * w[0, t] * alpha[0, t][:, classes].T  # (m, K)
+        return float(np.log(joint.sum(axis=1)) @ counts)
+
+    gap = np.array([
+        total(t, y[:, 0], cls, np.ones(n)) - total(t, np.array([0.0, 1.0]), np.array([0, 1]),
+                                                   data["count"])
+        for t in range(s)
+    ])  # fmt: skip
+    weights = np.exp(gap - gap.max())
+    assert record["binned_ess_share"] == pytest.approx(
+        weights.sum() ** 2 / (s * (weights**2).sum()), rel=1e-9
+    )
+    assert record["binned_gap_sd"] == pytest.approx(gap.std(), rel=1e-9)
+    assert record["rows"] == 2 and record["rows_exact"] == n and record["bin_width"] == [5.0]
+    assert record["binned_ess_share"] < 0.9  # two rows for 400 spread items: far off
+
+
+def test_warn_on_binning_says_what_to_do():
+    record = {"rows_exact": 9000, "rows": 2000, "bin_width": [0.003],
+              "binned_ess_share": 0.5, "binned_gap_sd": 1.2}  # fmt: skip
+    with pytest.warns(diagnostics.DiagnosticsWarning, match=r"likelihood_bins=None"):
+        diagnostics.warn_on_binning(record, 0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        diagnostics.warn_on_binning(record | {"binned_ess_share": 0.95}, 0.9)
+        diagnostics.warn_on_binning({"max_cut_gap": 0.0}, 0.9)  # not binned: silent
+
+
+@pytest.fixture(scope="module")
+def large_set():
+    rng = np.random.default_rng(7)
+    n = 6000
+    cls = (rng.random(n) < 0.25).astype(int)
+    score = 1 / (1 + np.exp(-rng.normal(np.where(cls == 1, 1.0, -1.0), 1.2)))
+    return pd.DataFrame({"score": score}), cls
+
+
+def test_a_large_fit_bins_and_agrees_with_the_exact_likelihood(large_set, tmp_path):
+    """Laplace backend (the same likelihood as Stan's): a binned and an exact fit of 6,000
+    continuous outputs agree to far below their bands' widths; the record says so, and
+    survives a save and load."""
+    outputs, cls = large_set
+    at = pd.DataFrame({"score": np.linspace(0.05, 0.95, 11)})
+    binned = Transducer(backend="laplace", seed=1, progress=False).fit(outputs, cls)
+    exact = Transducer(backend="laplace", seed=1, progress=False, likelihood_bins=None).fit(
+        outputs, cls
+    )
+    record = binned.sampler_summary()["binning"]
+    assert exact.sampler_summary()["binning"] is None
+    assert record["rows_exact"] == 6000 and record["rows"] < 3000
+    assert record["binned_ess_share"] > 0.99
+    a, b = binned.predict_interval(at, prob=0.9), exact.predict_interval(at, prob=0.9)
+    widths = (b["upper"] - b["lower"]).values[:, 1]
+    assert np.max(np.abs(a["mean"].values[:, 1] - b["mean"].values[:, 1]) / widths) < 0.01
+    path = binned.save(tmp_path / "binned.nc")
+    loaded = Transducer.load(path)
+    assert loaded.sampler_summary()["binning"] == record
+    assert loaded.get_params()["likelihood_bins"] == "auto"
