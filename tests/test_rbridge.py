@@ -405,6 +405,16 @@ def test_kernel_tail_cut_reaches_the_transducer_from_r(r_session, digits):
         transducer = _handles[key]
         assert transducer.get_params()["kernel_tail_cut"] == float(cut)
         assert fit_record(transducer.posterior_)["sampler"]["likelihood"]["sparse"] is sparse
+    for given, expected in (("NULL", None), ("0.5", 0.5), ('"auto"', "auto")):
+        key = r(
+            f"yw_fit(digits, 'label', {cols}, backend = 'laplace', draws = 100, seed = 3, "
+            f"likelihood_bins = {given})$key"
+        )[0]
+        assert _handles[key].get_params()["likelihood_bins"] == expected
+    binned = fit_record(_handles[key].posterior_)["sampler"]["likelihood"]
+    assert "binned_ess_share" not in binned  # 1,079 items: below the rows that bin
+    classes, message = r_error(r, f"yw_fit(digits, 'label', {cols}, likelihood_bins = 'all')")
+    assert "yieldwise_error" in classes and "likelihood_bins must be" in message
     classes, message = r_error(r, f"yw_fit(digits, 'label', {cols}, kernel_tail_cut = -1)")
     assert "yieldwise_error" in classes
     assert "kernel_tail_cut must be a number in [0, 1e-6]" in message

@@ -32,6 +32,7 @@ and then ``%%R`` cells call ``yw_fit(...)`` and the other functions. From a shel
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import sys
 import uuid
@@ -374,12 +375,18 @@ def _fit(
     progress: Any,
     kernel_tail_cut: Any = None,
     class_reduction: Any = "auto",
+    likelihood_bins: Any = "auto",
 ) -> str:
     from .transducer import Transducer
     from .transducer.stan_data import KERNEL_TAIL_CUT
 
     cut = _scalar(kernel_tail_cut, "kernel_tail_cut")
     reduction = _scalar(class_reduction, "class_reduction", str)  # R NULL: None, never reduce
+    # R NULL: None, the exact likelihood; "auto"; or a number, a fraction of the kernels' width
+    bins = _scalar(likelihood_bins, "likelihood_bins", str)
+    if bins is not None and bins != "auto":
+        with contextlib.suppress(ValueError):  # else the Transducer names what it expects
+            bins = float(bins)
 
     components = n_components
     if isinstance(components, np.ndarray) and components.dtype.kind in "US":
@@ -397,6 +404,7 @@ def _fit(
         progress=bool(_scalar(progress, "progress", bool)),
         kernel_tail_cut=KERNEL_TAIL_CUT if cut is None else cut,
         class_reduction=reduction,
+        likelihood_bins=bins,
     )
     labels = np.asarray(_strings(truth["values"]), dtype=object)
     transducer.fit(outputs, labels, class_labels=_strings(classes))

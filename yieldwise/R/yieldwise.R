@@ -161,7 +161,8 @@ yw_audit <- function(metrics = c("accuracy", "balanced_accuracy", "f1", "matthew
 
 yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = "auto",
                    chains = 4, warmup = NULL, draws = NULL, seed = NULL, backend = "auto",
-                   progress = FALSE, kernel_tail_cut = 1e-15, class_reduction = "auto") {
+                   progress = FALSE, kernel_tail_cut = 1e-15, class_reduction = "auto",
+                   likelihood_bins = "auto") {
   outputs <- .yw_columns(data, output_cols, "data")
   for (column in names(outputs)) {
     if (!is.numeric(outputs[[column]])) {
@@ -177,7 +178,10 @@ yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = 
                   draws = if (is.null(draws)) NULL else as.numeric(draws),
                   seed = if (is.null(seed)) NULL else as.numeric(seed), backend = backend,
                   progress = isTRUE(progress), kernel_tail_cut = as.numeric(kernel_tail_cut),
-                  class_reduction = if (is.null(class_reduction)) NULL else as.character(class_reduction))
+                  class_reduction = if (is.null(class_reduction)) NULL else as.character(class_reduction),
+                  likelihood_bins = if (is.null(likelihood_bins)) NULL
+                                    else if (is.character(likelihood_bins)) likelihood_bins
+                                    else as.numeric(likelihood_bins))
   .yw_handle(key)
 }
 
@@ -288,7 +292,10 @@ yw_help <- function(topic = NULL) {
     "keeps every kernel value in the likelihood (slower with two output columns; the fit",
     "warns when the default's sparse sums mattered). class_reduction = \"auto\" models a",
     "probability vector of 4 or more classes as the rank of the true class against the",
-    "margin of its top two outputs; \"ranks\" always, NULL never (docs/model.md).", sep = "\n"),
+    "margin of its top two outputs; \"ranks\" always, NULL never (docs/model.md).",
+    "likelihood_bins = \"auto\" merges more than 5,000 distinct continuous outputs in bins",
+    "1/16 of a kernel's width (the fit checks the result against the exact likelihood);",
+    "NULL keeps every output, a number in (0, 1] bins at that fraction.", sep = "\n"),
   yw_predict = paste(
     "Probabilities of each class for the outputs in 'data' (the transducer's output columns),",
     "with 'prob' variability bands: a long data.frame (item, class, probability, lower,",
