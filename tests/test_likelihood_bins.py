@@ -74,6 +74,24 @@ def test_build_stan_data_bins_only_above_the_row_threshold():
     )
 
 
+def test_bins_that_save_too_little_are_not_kept():
+    """Two dimensions at 3,000 items: bins 1/16 of a kernel wide keep nearly every row, so
+    with a largest share of 0.75 the rows stay exact; with 1.0 they are binned."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    cls = (rng.random(n) < 0.3).astype(int)
+    y = rng.normal(cls[:, None] * 1.5, 1.0, size=(n, 2))
+    kept, _ = _stan_data.build_stan_data(cls, y, y, [0, 0], 2, preconditioned=False,
+                                         bin_fraction=1 / 16, bin_min_rows=0,
+                                         bin_max_share=0.75)  # fmt: skip
+    rows = kept.N
+    assert rows == n and np.all(kept.bin_width == 0)
+    binned, _ = _stan_data.build_stan_data(cls, y, y, [0, 0], 2, preconditioned=False,
+                                           bin_fraction=1 / 16, bin_min_rows=0)  # fmt: skip
+    rows = binned.N
+    assert 0.75 * n < rows < n and np.all(binned.bin_width > 0)
+
+
 def test_lattice_outputs_are_never_binned():
     rng = np.random.default_rng(5)
     cls = (rng.random(6000) < 0.2).astype(int)
@@ -88,8 +106,9 @@ def test_lattice_outputs_are_never_binned():
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("auto", (_design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS)),
-     (None, (None, 0)), (0.25, (0.25, 0)), (1, (1.0, 0))],
+    [("auto", (_design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS,
+               _design.LIKELIHOOD_BIN_MAX_SHARE)),
+     (None, (None, 0, 1.0)), (0.25, (0.25, 0, 1.0)), (1, (1.0, 0, 1.0))],
 )  # fmt: skip
 def test_likelihood_bins_values(value, expected):
     assert check_likelihood_bins(value) == expected

@@ -323,7 +323,7 @@ class Transducer:
 
         n_components = check_components(self.n_components)
         tail_cut = check_tail_cut(self.kernel_tail_cut)
-        bin_fraction, bin_min_rows = check_likelihood_bins(self.likelihood_bins)
+        bin_fraction, bin_min_rows, bin_max_share = check_likelihood_bins(self.likelihood_bins)
         spec, resolution, members = self.output_transform, self.resolution, {}
         if isinstance(outputs, Mapping):
             outputs, members, spec, resolution = joint_outputs(outputs, spec, resolution)
@@ -368,7 +368,7 @@ class Transducer:
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
             seed=seed, kernel_tail_cut=tail_cut, groups=self._groups,
-            bin_fraction=bin_fraction, bin_min_rows=bin_min_rows,
+            bin_fraction=bin_fraction, bin_min_rows=bin_min_rows, bin_max_share=bin_max_share,
         )  # fmt: skip
         if data.D >= 2:
             _warn_on_few_outputs(data)
@@ -1432,20 +1432,23 @@ def check_components(n_components: Any) -> int | None:
     return check_positive_int(n_components, "n_components")
 
 
-def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int]:
-    """``(bin_fraction, bin_min_rows)`` for :func:`~yieldwise.transducer.stan_data.build_stan_data`
-    from ``likelihood_bins``: "auto" bins at ``_design.LIKELIHOOD_BIN_FRACTION`` of the
-    kernels' width above ``_design.LIKELIHOOD_BIN_MIN_ROWS`` distinct rows; None never bins;
-    a number in (0, 1] bins at that fraction whatever the number of rows."""
+def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int, float]:
+    """``(bin_fraction, bin_min_rows, bin_max_share)`` for
+    :func:`~yieldwise.transducer.stan_data.build_stan_data` from ``likelihood_bins``:
+    "auto" bins at ``_design.LIKELIHOOD_BIN_FRACTION`` of the kernels' width above
+    ``_design.LIKELIHOOD_BIN_MIN_ROWS`` distinct rows when the bins keep at most
+    ``_design.LIKELIHOOD_BIN_MAX_SHARE`` of them; None never bins; a number in (0, 1] bins
+    at that fraction whatever the number of rows."""
     if isinstance(likelihood_bins, str):
         if likelihood_bins != "auto":
             raise ValueError(
                 f'likelihood_bins must be "auto", None or a fraction of the kernels\' width '
                 f"in (0, 1], found {likelihood_bins!r}"
             )
-        return _design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS
+        return (_design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS,
+                _design.LIKELIHOOD_BIN_MAX_SHARE)  # fmt: skip
     if likelihood_bins is None:
-        return None, 0
+        return None, 0, 1.0
     if (
         isinstance(likelihood_bins, bool)
         or not isinstance(likelihood_bins, int | float)
@@ -1455,7 +1458,7 @@ def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int]:
             f'likelihood_bins must be "auto", None or a fraction of the kernels\' width in '
             f"(0, 1], found {likelihood_bins!r}"
         )
-    return float(likelihood_bins), 0
+    return float(likelihood_bins), 0, 1.0
 
 
 def _merged_rows(

@@ -599,6 +599,7 @@ def build_stan_data(
     groups: tuple[np.ndarray, np.ndarray] | None = None,
     bin_fraction: float | None = None,
     bin_min_rows: int = 0,
+    bin_max_share: float = 1.0,
 ) -> tuple[StanData, KernelDesign]:
     """The data for ``stan/transducer.stan`` (both backends), and the kernel design.
 
@@ -639,6 +640,9 @@ def build_stan_data(
         the kernels are placed on the rows before binning). None: every row as it is.
     bin_min_rows : int
         See ``bin_fraction``.
+    bin_max_share : float
+        Keep the binned rows only when they are at most this share of the rows (else
+        binning saves too little to be worth its approximation).
     """
     cls = np.asarray(class_index)
     lo, hi, cens = as_bounds(lower, upper, censored)
@@ -681,7 +685,11 @@ def build_stan_data(
         # calibration sets")
         bin_width = np.where(cens, 0.0, float(bin_fraction) * np.min(
             np.broadcast_to(design.width, (design.n_components, d)), axis=0))  # fmt: skip
-        cls_u, grp_u, lo_u, hi_u, cnt = bin_rows(cls_u, grp_u, lo_u, hi_u, cens, cnt, bin_width)
+        binned = bin_rows(cls_u, grp_u, lo_u, hi_u, cens, cnt, bin_width)
+        if binned[0].size <= float(bin_max_share) * cls_u.size:
+            cls_u, grp_u, lo_u, hi_u, cnt = binned
+        else:
+            bin_width = np.zeros(d)
     kern, log_scale = kernel_matrix(design.loc, design.width, lo_u, hi_u, cens)
     k = design.n_components
     values: dict[str, Any] = {
