@@ -193,7 +193,8 @@ class Transducer:
     posterior_ : arviz.InferenceData
         Groups ``posterior`` (the mixture ``w``, ``alpha``, ``mu``, ``sigma`` in the
         form of theory 3.1, ``log_lik``, and the class log-odds' smoothing sd ``tau_f``),
-        ``sample_stats``, ``observed_data`` and ``constant_data`` (the merged rows).
+        ``sample_stats``, ``observed_data`` and ``constant_data`` (the merged rows the
+        likelihood summed, binned on large sets: ``likelihood_bins``).
     backend_ : str
         The backend that ran.
     seed_ : int

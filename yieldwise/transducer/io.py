@@ -436,8 +436,9 @@ def to_inference_data(
 
     Groups ``posterior`` (``w``, ``alpha``, ``mu``, ``sigma``, ``log_lik``, ``tau_f``),
     ``sample_stats``, ``observed_data`` (the outputs and class indices) and
-    ``constant_data`` (the merged rows); the metadata (:data:`ATTRIBUTES`,
-    :data:`OPTIONAL_ATTRIBUTES` and the provenance) travel with the posterior group.
+    ``constant_data`` (the merged rows the likelihood summed: binned on large sets); the
+    metadata (:data:`ATTRIBUTES`, :data:`OPTIONAL_ATTRIBUTES` and the provenance) travel
+    with the posterior group.
     """
     import arviz as az
 
