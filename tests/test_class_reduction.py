@@ -314,6 +314,17 @@ def test_loo_is_psis_over_each_items_log_joint_of_rank_margin_and_share(reduced)
     np.testing.assert_allclose(outer["loo_i"].values, expected, rtol=1e-10)
     assert outer["elpd_loo"] == pytest.approx(outer["loo_i"].values.sum())
     np.testing.assert_allclose(t.loo()["loo_i"].values, logsumexp(lw + joint, axis=0), rtol=1e-10)
+    # in blocks of 5 items: the same, item by item
+    from yieldwise.transducer import estimator
+
+    saved = estimator.LOO_CHUNK_VALUES
+    try:
+        estimator.LOO_CHUNK_VALUES = 5 * joint.shape[0] * 3
+        blocks = t.loo(conditional=True)
+    finally:
+        estimator.LOO_CHUNK_VALUES = saved
+    np.testing.assert_allclose(blocks["loo_i"].values, outer["loo_i"].values, rtol=1e-12)
+    np.testing.assert_allclose(blocks["pareto_k"].values, outer["pareto_k"].values, rtol=1e-9)
 
 
 def test_a_reduced_transducer_refuses_what_it_does_not_model(reduced):

@@ -418,6 +418,22 @@ def test_loo_joint_equals_arviz_loo_on_the_items_log_likelihood():
     np.testing.assert_allclose(ours["pareto_k"].values, reference["pareto_k"].values, rtol=1e-8)
     # Pareto k per item: items sharing a row share their importance ratios
     assert ours["pareto_k"].shape == (120,)
+    # in blocks of 7 items (LOO_CHUNK_VALUES over draws x classes): the same, item by item
+    from yieldwise.transducer import estimator
+
+    saved = estimator.LOO_CHUNK_VALUES
+    whole = {c: t.loo(conditional=c) for c in (False, True)}
+    try:
+        estimator.LOO_CHUNK_VALUES = 7 * 300 * 2
+        blocks = {c: t.loo(conditional=c) for c in (False, True)}
+    finally:
+        estimator.LOO_CHUNK_VALUES = saved
+    for c in (False, True):
+        for key in ("elpd_loo", "p_loo", "se"):
+            assert blocks[c][key] == pytest.approx(whole[c][key], rel=1e-12), key
+        np.testing.assert_allclose(
+            blocks[c]["pareto_k"].values, whole[c]["pareto_k"].values, rtol=1e-9
+        )
     np.testing.assert_array_equal(ours["pareto_k"].values[:20], ours["pareto_k"].values[20:40])
     assert ours["warning"] == bool((ours["pareto_k"].values > ours["good_k"]).any())
 

@@ -1160,36 +1160,46 @@ class Transducer:
             return self._reduced_loo(conditional)
         y = self.posterior_.observed_data["outputs"].values
         cls = self.posterior_.observed_data["class_index"].values
-        unique, inverse = unique_rows(y)
-        log_g = np.concatenate([g for _, g in self._log_joint_chunks(unique)], axis=1)
-        log_g = log_g + self.transform_.log_jacobian(unique)[None, :, None]  # (S, rows, C)
-        joint = log_g[:, inverse, cls]  # (S, items)
-        total = logsumexp(log_g, axis=2)[:, inverse]  # log sum_c G_t(c, y_i)
-        return _psis_loo(joint, total if conditional else None)
+
+        def items(sl: slice) -> tuple[np.ndarray, np.ndarray | None]:
+            unique, inverse = unique_rows(y[sl])
+            log_g = np.concatenate([g for _, g in self._log_joint_chunks(unique)], axis=1)
+            log_g = log_g + self.transform_.log_jacobian(unique)[None, :, None]  # (S, rows, C)
+            joint = log_g[:, inverse, cls[sl]]  # (S, items)
+            total = logsumexp(log_g, axis=2)[:, inverse]  # log sum_c G_t(c, y_i)
+            return joint, total if conditional else None
+
+        return _psis_loo(items, cls.size, self._posterior.n_draws, len(self.classes_))
 
     def _reduced_loo(self, conditional: bool) -> az.ELPDData:
         """loo() of a class-reduced transducer: per item and draw, the reduced fit's log
         joint of its rank and margin (given its pair, with pair offsets) plus, for rank
         ``others``, the log of its class's share at the draw's temperature."""
         assert self.reduced_ is not None and self.reduction_ is not None
-        y = self.calibration_outputs()
-        cls = self.posterior_.observed_data["class_label_index"].values
-        rank = self.reduction_.reduced_classes(y, cls)
-        z = self.reduction_.margins(y)
-        lower, upper, censored = self.reduced_.transform_.intervals(z)
-        log_g = self.reduced_.posterior.log_joint(lower, upper, censored)  # (S, n, ranks)
-        if self.pair_offset_ is not None:
-            log_g = log_g + np.log(self._pair_weights()[:, self.reduction_.pairs(y)])
-        items = np.arange(cls.size)
-        joint = log_g[:, items, rank]
-        mine = np.flatnonzero(rank == self.reduction_.kept)
-        if mine.size:  # the class's share of "others" at each draw's temperature
-            order, _ = self.reduction_.others(y[mine])
-            place = np.argmax(order == cls[mine, None], axis=1)
-            share = self.reduction_.shares(y[mine], self.others_temperature_)
-            joint[:, mine] += np.log(share[:, np.arange(mine.size), place])
-        total = logsumexp(log_g, axis=2)  # the shares sum to 1 over each rank's classes
-        return _psis_loo(joint, total if conditional else None)
+        reduction = self.reduction_
+        y_all = self.calibration_outputs()
+        cls_all = self.posterior_.observed_data["class_label_index"].values
+        weights = None if self.pair_offset_ is None else self._pair_weights()
+
+        def items(sl: slice) -> tuple[np.ndarray, np.ndarray | None]:
+            y, cls = y_all[sl], cls_all[sl]
+            rank = reduction.reduced_classes(y, cls)
+            lower, upper, censored = self.reduced_.transform_.intervals(reduction.margins(y))
+            log_g = self.reduced_.posterior.log_joint(lower, upper, censored)  # (S, n, ranks)
+            if weights is not None:
+                log_g = log_g + np.log(weights[:, reduction.pairs(y)])
+            joint = log_g[:, np.arange(cls.size), rank]
+            mine = np.flatnonzero(rank == reduction.kept)
+            if mine.size:  # the class's share of "others" at each draw's temperature
+                order, _ = reduction.others(y[mine])
+                place = np.argmax(order == cls[mine, None], axis=1)
+                share = reduction.shares(y[mine], self.others_temperature_)
+                joint[:, mine] += np.log(share[:, np.arange(mine.size), place])
+            total = logsumexp(log_g, axis=2)  # the shares sum to 1 over each rank's classes
+            return joint, total if conditional else None
+
+        n_ranks = len(reduction.rank_classes)
+        return _psis_loo(items, cls_all.size, self._posterior.n_draws, n_ranks)
 
     def sampler_summary(self) -> dict[str, Any]:
         """Divergences, tree-depth saturation, step sizes and timing of the fit, and
@@ -1323,26 +1333,47 @@ class Transducer:
         return f"<div class='yieldwise-transducer'><b>Transducer</b><ul>{items}</ul></div>"
 
 
-def _psis_loo(joint: np.ndarray, total: np.ndarray | None) -> Any:
-    """PSIS-LOO from per-draw, per-item log joints ``joint`` (S, items); with ``total``
-    (S, items), the log of each item's joint summed over its classes, the conditional
-    ``log p(c_i | y_i, data without i)``; the importance ratios always come from the joint
-    (Transducer.loo)."""
+#: Largest number of (draw, item, class) values :func:`_psis_loo` holds at once: items are
+#: taken in blocks of this size over draws x classes (2^24 doubles, 128 MiB), so loo() of
+#: 100,000 items x 4,000 draws needs no more memory than one of a few thousand.
+LOO_CHUNK_VALUES = 2**24
+
+
+def _psis_loo(
+    items: Callable[[slice], tuple[np.ndarray, np.ndarray | None]],
+    n_items: int,
+    n_samples: int,
+    n_classes: int,
+) -> Any:
+    """PSIS-LOO from per-draw, per-item log joints, block by block of items.
+
+    ``items(sl)`` gives the items ``sl``'s ``joint`` (S, items) and ``total`` (S, items) or
+    None: with ``total``, the log of each item's joint summed over its classes, the
+    conditional ``log p(c_i | y_i, data without i)``; the importance ratios always come
+    from the joint (Transducer.loo). Each item's smoothing is its own, so the blocks
+    (:data:`LOO_CHUNK_VALUES`) give the same result as one pass.
+    """
     import arviz as az
 
-    n_samples, n_items = joint.shape
-    log_weights, pareto_k = az.psislw(-joint.T)  # (items, S), normalised
-    lw = log_weights.T  # (S, items)
-    elpd_i = logsumexp(lw + joint, axis=0)
-    if total is not None:
-        elpd_i = elpd_i - logsumexp(lw + total, axis=0)
-        lppd_draws = joint - total
-    else:
-        lppd_draws = joint
-    lppd = float((logsumexp(lppd_draws, axis=0) - np.log(n_samples)).sum())
+    block = max(1, LOO_CHUNK_VALUES // max(1, n_samples * n_classes))
+    elpd_parts, k_parts, lppd = [], [], 0.0
+    for start in range(0, n_items, block):
+        joint, total = items(slice(start, min(start + block, n_items)))
+        log_weights, pareto_k = az.psislw(-joint.T)  # (items, S), normalised
+        lw = log_weights.T  # (S, items)
+        elpd_i = logsumexp(lw + joint, axis=0)
+        if total is not None:
+            elpd_i = elpd_i - logsumexp(lw + total, axis=0)
+            lppd_draws = joint - total
+        else:
+            lppd_draws = joint
+        lppd += float((logsumexp(lppd_draws, axis=0) - np.log(n_samples)).sum())
+        elpd_parts.append(elpd_i)
+        k_parts.append(np.atleast_1d(np.asarray(pareto_k, float)))
+    elpd_i = np.concatenate(elpd_parts)
     elpd = float(elpd_i.sum())
     good_k = min(1 - 1 / np.log10(n_samples), 0.7)
-    k = np.asarray(pareto_k, float)
+    k = np.concatenate(k_parts)
     return az.ELPDData(
         data=[
             elpd, float(np.sqrt(n_items * np.var(elpd_i))), lppd - elpd, n_samples,
