@@ -232,11 +232,12 @@ SQUARE_SCALE = SLOPE_SCALE
 #: rows than LIKELIHOOD_BIN_MIN_ROWS, ``Transducer(likelihood_bins="auto")`` merges the
 #: rows' uncensored coordinates in bins LIKELIHOOD_BIN_FRACTION of the kernels' width wide,
 #: each at its items' mean (``stan_data.bin_rows``), and the fit checks the binned
-#: posterior against the exact likelihood (``diagnostics.binning_record``). Below that
-#: many rows the likelihood is exact, so every fit of the coverage study and the panel
-#: (at most 3,600 items) is unchanged.
+#: posterior against the exact likelihood (``diagnostics.binning_record``). 2,000: the
+#: coverage study's continuous 1-D cells at 3,600 items (2,900-3,600 rows, binned to
+#: 1,400-2,300) keep their coverage fit by fit and sample in half the time; below it
+#: (n = 1,000) binning would save a quarter at most (measured 2026-11-28, docs/model.md).
 LIKELIHOOD_BIN_FRACTION = 1 / 16
-LIKELIHOOD_BIN_MIN_ROWS = 5000
+LIKELIHOOD_BIN_MIN_ROWS = 2000
 #: ... and only when the bins keep at most this share of the rows: otherwise (two
 #: dimensions at a few thousand items keep 97-99 %) the exact rows cost as little.
 LIKELIHOOD_BIN_MAX_SHARE = 0.75

@@ -293,7 +293,7 @@ yw_help <- function(topic = NULL) {
     "warns when the default's sparse sums mattered). class_reduction = \"auto\" models a",
     "probability vector of 4 or more classes as the rank of the true class against the",
     "margin of its top two outputs; \"ranks\" always, NULL never (docs/model.md).",
-    "likelihood_bins = \"auto\" merges more than 5,000 distinct continuous outputs in bins",
+    "likelihood_bins = \"auto\" merges more than 2,000 distinct continuous outputs in bins",
     "1/16 of a kernel's width (the fit checks the result against the exact likelihood);",
     "NULL keeps every output, a number in (0, 1] bins at that fraction.", sep = "\n"),
   yw_predict = paste(
