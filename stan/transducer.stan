@@ -271,6 +271,10 @@ data {
   // and linear term per class column (0 and 0: the plain non-centred offsets)
   matrix<lower=0>[G, C - 1] white_g_lambda;
   matrix[G, C - 1] white_g_kappa;
+  // a candidate, off by default (0; docs/model.md, "A ridge on the log-odds' levels"):
+  // the class log-odds at every kernel, f_c[k] = theta[k, c] - theta[k, 1], given a
+  // Normal(0, level_scale) factor besides their smoothness prior
+  real<lower=0> level_scale;
 }
 
 transformed data {
@@ -356,6 +360,9 @@ model {
   matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
   segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
+  if (level_scale > 0) {
+    to_vector(block(theta, 1, 2, K, C1) - rep_matrix(col(theta, 1), C1)) ~ normal(0, level_scale);
+  }
   // half-Normal and half-Student-t scales sampled on the log scale: the density times
   // its Jacobian tau
   tau_a ~ normal(0, tau_a_scale);

@@ -101,14 +101,16 @@ def _random_whitening(data, rng):
     }  # fmt: skip
 
 
-@pytest.mark.parametrize(("dims", "classes", "floor", "marginal"), [
-    (1, 2, 0.0, 0), (2, 2, 0.0, 0), (1, 3, 0.0, 0), (1, 3, 0.9, 0), (1, 2, 0.0, 1),
-    (1, 3, 0.9, 1)])  # fmt: skip
+@pytest.mark.parametrize(("dims", "classes", "floor", "marginal", "level"), [
+    (1, 2, 0.0, 0, 0.0), (2, 2, 0.0, 0, 0.0), (1, 3, 0.0, 0, 0.0), (1, 3, 0.9, 0, 0.0),
+    (1, 2, 0.0, 1, 0.0), (1, 3, 0.9, 1, 0.0), (1, 3, 0.0, 0, 2.0), (1, 3, 0.0, 1, 2.0),
+])  # fmt: skip
 @pytest.mark.parametrize("whitening", ["none", "random"])
-def test_gradient_equals_finite_differences(dims, classes, floor, marginal, whitening):
+def test_gradient_equals_finite_differences(dims, classes, floor, marginal, level, whitening):
     data, *_ = _data(dims=dims, classes=classes)
-    # 0.9: above the tau_f = 0.7 of _random_u; marginal 1: a is all outputs' log-density
-    data = {**data, "tau_f_floor": floor, "density_marginal": marginal}
+    # 0.9: above the tau_f = 0.7 of _random_u; marginal 1: a is all outputs' log-density;
+    # level: the candidate ridge on the log-odds' levels (_design.LEVEL_SCALE)
+    data = {**data, "tau_f_floor": floor, "density_marginal": marginal, "level_scale": level}
     rng = np.random.default_rng(2)
     if whitening == "random":
         data = _random_whitening(data, rng)
@@ -123,6 +125,28 @@ def test_gradient_equals_finite_differences(dims, classes, floor, marginal, whit
         step[j] = h
         numeric = (model.log_density(u + step)[0] - model.log_density(u - step)[0]) / (2 * h)
         assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
+
+
+@pytest.mark.parametrize("marginal", [0, 1])
+def test_the_level_ridge_adds_minus_half_the_squared_log_odds_over_its_variance(marginal):
+    """The candidate ridge (_design.LEVEL_SCALE): the log density with it minus without it
+    is -sum_k,c f_c[k]^2 / (2 s^2), f_c[k] = theta[k, c] - theta[k, 0], by hand."""
+    data, *_ = _data(classes=3)
+    data = {**data, "density_marginal": marginal}
+    rng = np.random.default_rng(5)
+    plain = TransducerDensity(data)
+    ridge = TransducerDensity({**data, "level_scale": 2.5})
+    for _ in range(3):
+        u = _random_u(plain, rng)
+        theta = plain.theta(u)
+        f = theta[:, 1:] - theta[:, :1]
+        expected = -0.5 * np.sum(f**2) / 2.5**2
+        assert ridge.log_density(u)[0] - plain.log_density(u)[0] == pytest.approx(
+            expected, rel=1e-10
+        )
+        assert ridge.log_prior(u[None])[0] - plain.log_prior(u[None])[0] == pytest.approx(
+            expected, rel=1e-10
+        )
 
 
 @pytest.mark.parametrize(("tau_f_df", "floor"), [(3.0, 0.0), (0.0, 0.0), (3.0, 0.9)])

@@ -170,7 +170,7 @@ DATA_KEYS = {
     "tau_f_df", "tau_f_floor", "density_marginal", "U", "u_centre", "u_scale", "white_a",
     "white_a_lambda", "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
     "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u", "G", "H", "grp", "parent",
-    "tau_g_scale", "white_g_lambda", "white_g_kappa",
+    "tau_g_scale", "white_g_lambda", "white_g_kappa", "level_scale",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)

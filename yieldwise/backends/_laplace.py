@@ -94,6 +94,7 @@ class TransducerDensity:
         self.tau_f_scale = float(data["tau_f_scale"])
         self.tau_f_df = float(data["tau_f_df"])  # 0: a half-Normal scale
         self.tau_f_floor = float(data.get("tau_f_floor", 0.0))  # 0: no floor
+        self.level_scale = float(data.get("level_scale", 0.0))  # 0: no ridge on f's levels
         # 1: theta[k, c] = a[k] + log softmax(0, f[k])_c (a: all outputs' log-density)
         self.marginal = bool(int(data.get("density_marginal", 0)))
         self.total = float(self.count.sum())
@@ -322,6 +323,8 @@ class TransducerDensity:
         if self.marginal:  # d theta[k, c] / d f_j[k] = [c = j] - softmax(0, f[k])_j
             alpha = np.exp(theta - logsumexp(theta, axis=1, keepdims=True))  # = softmax(0, f)
             g_f = g_f - alpha[:, 1:] * g_a[:, None]
+        if self.level_scale > 0:  # the candidate ridge on f (its value: log_prior)
+            g_f = g_f - (theta[:, 1:] - theta[:, :1]) / self.level_scale**2
         # d ll / d b for each block (R, C), then through b = Q tilde, tilde(e, t)
         h = self.smooth.T @ np.column_stack([g_a, g_f])
         v, tilde, inv_tau2 = w["v"], w["tilde"], np.exp(-2.0 * w["t"])
@@ -474,6 +477,10 @@ class TransducerDensity:
                 - 0.5 * np.sum(np.exp(2 * log_tau), axis=-1) / self.tau_g_scale**2
                 + np.sum(log_tau, axis=-1)
             )
+        if self.level_scale > 0:  # the candidate ridge on f[k, c] = theta[k, c] - theta[k, 0]
+            theta = self.theta(us, w)
+            f_levels = theta[..., 1:] - theta[..., :1]
+            out = out - 0.5 * np.sum(f_levels**2, axis=(-2, -1)) / self.level_scale**2
         return out
 
     def _tau_f_log_prior(self, tau_f: np.ndarray) -> np.ndarray:

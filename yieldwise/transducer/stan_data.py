@@ -130,6 +130,9 @@ class StanData(Mapping[str, Any]):
     # column, G x (C - 1); None: zeros, the plain non-centred offsets
     white_g_lambda: np.ndarray = field(default=None, metadata={"stan": "matrix<lower=0>[G, C - 1]"})  # type: ignore[assignment]
     white_g_kappa: np.ndarray = field(default=None, metadata={"stan": "matrix[G, C - 1]"})  # type: ignore[assignment]
+    # a candidate, off by default (stan/transducer.stan; ``_design.LEVEL_SCALE``): the
+    # Normal sd of a ridge on the class log-odds at every kernel; 0: none
+    level_scale: float = field(default=0.0, metadata={"stan": "real<lower=0>"})
 
     def __post_init__(self) -> None:
         if self.grp is None or (int(self.G) == 0 and not np.any(self.grp)):
@@ -722,6 +725,7 @@ def build_stan_data(
         **sparse_kernels(kern, cls_u + 1, kernel_tail_cut),
     }
     g, h = int(parent.size), int(parent.max()) + 1 if parent.size else 0  # groups, parents
+    values["level_scale"] = float(_design.LEVEL_SCALE)
     if g:
         values.update(G=g, H=h, grp=grp_u + 1, parent=parent + 1,
                       tau_g_scale=float(_design.GROUP_OFFSET_SCALE))  # fmt: skip
