@@ -162,6 +162,16 @@ class Transducer:
         docs/model.md, "The likelihood's sparse form"). The program reports per draw
         how much the values left out would add to the log-likelihood; the fit warns
         when that exceeds 0.01 (``sampler_summary()["cut_gap"]``). 0 keeps every value.
+    class_reduction : "auto", "ranks" or None
+        Many classes (:mod:`yieldwise.transducer.reduction`): ``"ranks"`` models the rank
+        of the true class in the output's own ordering (first, second, others) against
+        the margin between the output's top two class scores, a 1-D problem with offsets
+        per pair of top classes, and maps it back to the classes through the output (the
+        lower classes share by a tempered softmax). ``"auto"`` (default) does so for a
+        probability vector of 4 or more classes with one column per class (column ``j``
+        the output for ``class_labels[j]``); ``"ranks"`` also takes one real score per
+        class (logits); None never reduces. A reduced transducer has no generative mode
+        (``prevalences``) and no :meth:`output_density`.
     likelihood_bins : "auto", None or float
         Large calibration sets (docs/model.md, "Large calibration sets"): the likelihood
         costs time in proportion to the distinct (class, output) rows, so with more than
@@ -173,16 +183,6 @@ class Transducer:
         an effective share below 0.9 (``sampler_summary()["binning"]``). None keeps every
         row (exact, slower); a number in (0, 1] bins at that fraction of the width
         whatever the number of rows. Lattice outputs (vote fractions) are never binned.
-    class_reduction : "auto", "ranks" or None
-        Many classes (:mod:`yieldwise.transducer.reduction`): ``"ranks"`` models the rank
-        of the true class in the output's own ordering (first, second, others) against
-        the margin between the output's top two class scores, a 1-D problem with offsets
-        per pair of top classes, and maps it back to the classes through the output (the
-        lower classes share by a tempered softmax). ``"auto"`` (default) does so for a
-        probability vector of 4 or more classes with one column per class (column ``j``
-        the output for ``class_labels[j]``); ``"ranks"`` also takes one real score per
-        class (logits); None never reduces. A reduced transducer has no generative mode
-        (``prevalences``) and no :meth:`output_density`.
 
     Attributes
     ----------
