@@ -51,7 +51,7 @@ cov = load_coverage_study()
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "stan" / "transducer.stan"
-DATA_END = "  matrix[G, C - 1] white_g_kappa;\n}"
+DATA_END = "  real<lower=0> level_scale;\n}"
 PARAMS = "parameters {\n  vector[U] z;\n}"
 # theta is computed in the model block and again in generated quantities: the hinge terms
 # are added after both (EXPECTED counts the anchors that must be found)
