@@ -80,6 +80,11 @@ CENTRES_WIDTH_FACTOR = 1.0
 #: 1,000, overlapping 0.0033 -> 0.0029, two logits 0.0005 -> 0.0004, the rest within
 #: 0.00006 (softmax-3 0.00047 -> 0.00053).
 RANGE_QUANTILES = (0.01, 0.99)
+#: A candidate, measured 2026-11-28 and off (docs/model.md, "Rare positives"): 1 takes
+#: those quantiles from the class-balanced output law (each class's rows weighted by the
+#: inverse of its count), so that a rare class's outputs, all beyond the overall 99 %
+#: quantile at 0.5 % positives, lie inside the grid instead of beyond its last kernel.
+RANGE_CLASS_BALANCED = 0
 #: An atom at either end of a continuous output (one value held by at least this share of
 #: the items, like the squeezed exact 0s and 1s of scores clipped to [0, 1]) is left out
 #: of those quantiles: where it sits on the model scale is a convention of the squeezing
@@ -346,14 +351,20 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> flo
 
 
 def _axis_range(
-    rep: np.ndarray, weights: np.ndarray, point: np.ndarray | None = None
+    rep: np.ndarray,
+    weights: np.ndarray,
+    point: np.ndarray | None = None,
+    quantile_weights: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """Count-weighted RANGE_QUANTILES of one axis's representative values.
 
     ``point`` marks the rows that are exact values (not censored bins); among those, an
     atom at either end holding at least EDGE_ATOM_SHARE of the weight is left out, as
-    long as more than two distinct values remain.
+    long as more than two distinct values remain. ``quantile_weights`` (default
+    ``weights``) weigh the quantiles only (RANGE_CLASS_BALANCED); atoms are counted by
+    ``weights``.
     """
+    qw = weights if quantile_weights is None else quantile_weights
     keep = np.isfinite(rep)
     if not keep.any():
         return -1.0, 1.0
@@ -371,8 +382,8 @@ def _axis_range(
             spread = np.unique(rep[rest]).size > 2
             if spread and weights[atom].sum() >= EDGE_ATOM_SHARE * total:
                 keep = rest
-    low = _weighted_quantile(rep[keep], weights[keep], RANGE_QUANTILES[0])
-    high = _weighted_quantile(rep[keep], weights[keep], RANGE_QUANTILES[1])
+    low = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[0])
+    high = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[1])
     if high <= low:  # a single value: a unit-wide range around it
         low, high = low - 0.5, high + 0.5
     return low, high
@@ -589,8 +600,12 @@ def design_kernels(
     tau_f_scale: float | None = None,
     tau_f_df: float | str | None = "auto",
     tau_f_floor: float | None = None,
+    range_weights: np.ndarray | None = None,
 ) -> KernelDesign:
     """The kernel design for calibration rows (model-scale bins or points, (n, D)).
+
+    ``range_weights`` weigh the grid's range quantiles instead of ``counts`` (the candidate
+    RANGE_CLASS_BALANCED); None: the counts.
 
     ``n_components`` None takes :func:`auto_components`; for a 2-D grid it is rounded to
     the nearest square (nodes per axis ``round(sqrt(K))``). ``tau_f_df`` ``"auto"`` takes
@@ -615,7 +630,8 @@ def design_kernels(
                 f"n_components must give at least 3 kernels per output dimension, found {k}"
             )
         point = lo == hi  # exact values, not censored bins
-        ranges = [_axis_range(rep[:, j], weights, point[:, j]) for j in range(d)]
+        qw = None if range_weights is None else np.asarray(range_weights, float)
+        ranges = [_axis_range(rep[:, j], weights, point[:, j], qw) for j in range(d)]
         design = _grid_design(ranges, nodes, tau_a_scale, tau_f_scale)
         if d == 1 and distinct_outputs(lo, hi) <= design.fixed_basis.shape[1]:
             # the smooth limit alone fits every distinct output: no smooth part to learn

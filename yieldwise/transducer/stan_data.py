@@ -671,8 +671,12 @@ def build_stan_data(
         order = np.argsort(cls, kind="stable")  # the program reads rows grouped by class
         cls_u, lo_u, hi_u, cnt = cls[order].astype(np.int64), lo[order], hi[order], cnt[order]
         grp_u = grp[order]
+    range_weights = None
+    if _design.RANGE_CLASS_BALANCED:  # a candidate (off): each class weighs alike
+        per_class = np.bincount(cls_u, weights=cnt, minlength=int(n_classes))
+        range_weights = cnt / per_class[cls_u]
     design = design_kernels(
-        lo_u, hi_u, cnt, n_components, seed=seed,
+        lo_u, hi_u, cnt, n_components, seed=seed, range_weights=range_weights,
         tau_a_scale=overrides.get("tau_a_scale"), tau_f_scale=overrides.get("tau_f_scale"),
         tau_f_df=overrides.get("tau_f_df", "auto"),
         tau_f_floor=overrides.get("tau_f_floor"),
