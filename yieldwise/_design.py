@@ -233,6 +233,12 @@ QUADRATIC_NULL_2D = 0
 #: spans [0, 1] over the grid); the slopes' scale unless a candidate sets it.
 SQUARE_SCALE = SLOPE_SCALE
 
+#: A candidate, measured 2026-11-28 and off (docs/model.md, "A ridge on the log-odds'
+#: levels"): a Normal(0, LEVEL_SCALE) factor on the class log-odds at every kernel, which
+#: bounds how far the smooth log-odds can dive where one class is absent (the 0-vote bin)
+#: whatever tau_f; 0: none.
+LEVEL_SCALE = 0.0
+
 #: Large calibration sets (docs/model.md, "Large calibration sets"): with more distinct
 #: rows than LIKELIHOOD_BIN_MIN_ROWS, ``Transducer(likelihood_bins="auto")`` merges the
 #: rows' uncensored coordinates in bins LIKELIHOOD_BIN_FRACTION of the kernels' width wide,
@@ -241,12 +247,6 @@ SQUARE_SCALE = SLOPE_SCALE
 #: coverage study's continuous 1-D cells at 3,600 items (2,900-3,600 rows, binned to
 #: 1,400-2,300) keep their coverage fit by fit and sample in half the time; below it
 #: (n = 1,000) binning would save a quarter at most (measured 2026-11-28, docs/model.md).
-#: A candidate, measured 2026-11-28 and off (docs/model.md, "A ridge on the log-odds'
-#: levels"): a Normal(0, LEVEL_SCALE) factor on the class log-odds at every kernel, which
-#: bounds how far the smooth log-odds can dive where one class is absent (the 0-vote bin)
-#: whatever tau_f; 0: none.
-LEVEL_SCALE = 0.0
-
 LIKELIHOOD_BIN_FRACTION = 1 / 16
 LIKELIHOOD_BIN_MIN_ROWS = 2000
 #: ... and only when the bins keep at most this share of the rows: otherwise (two

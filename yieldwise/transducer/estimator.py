@@ -1472,12 +1472,13 @@ def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int, floa
     ``_design.LIKELIHOOD_BIN_MIN_ROWS`` distinct rows when the bins keep at most
     ``_design.LIKELIHOOD_BIN_MAX_SHARE`` of them; None never bins; a number in (0, 1] bins
     at that fraction whatever the number of rows."""
+    expected = (
+        f'likelihood_bins must be "auto", None or a fraction of the kernels\' width in (0, 1], '
+        f"found {likelihood_bins!r}"
+    )
     if isinstance(likelihood_bins, str):
         if likelihood_bins != "auto":
-            raise ValueError(
-                f'likelihood_bins must be "auto", None or a fraction of the kernels\' width '
-                f"in (0, 1], found {likelihood_bins!r}"
-            )
+            raise ValueError(expected)
         return (_design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS,
                 _design.LIKELIHOOD_BIN_MAX_SHARE)  # fmt: skip
     if likelihood_bins is None:
@@ -1487,10 +1488,7 @@ def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int, floa
         or not isinstance(likelihood_bins, int | float)
         or not (0 < float(likelihood_bins) <= 1)
     ):
-        raise ValueError(
-            f'likelihood_bins must be "auto", None or a fraction of the kernels\' width in '
-            f"(0, 1], found {likelihood_bins!r}"
-        )
+        raise ValueError(expected)
     return float(likelihood_bins), 0, 1.0
 
 

@@ -406,7 +406,7 @@ def bin_rows(
     change of every item's log-likelihood cancels within the bin, and what is left is
     ``sum_i (y_i - ybar)^2 / 2`` times the log-density's curvature: of order
     ``n (width / sigma)^2 / 24`` with ``sigma`` the kernels' width, nearly the same in every
-    draw (the fit measures how much it differs: ``likelihood_record``).
+    draw (the fit measures how much it differs: ``diagnostics.binning_record``).
 
     Returns ``(class_index, group, lower, upper, counts)`` of the merged rows, sorted by
     class; ``counts`` sum to the input's.
