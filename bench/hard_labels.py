@@ -1,15 +1,17 @@
 """Fit outputs a panel does not hold: hard labels, one-hot vectors, ties, many classes and
 outputs on a line.
 
-    python bench/hard_labels.py CASE [N] [key=value ...]
+    python bench/hard_labels.py CASE [N] [key=value ...] [--set NAME=VALUE ...]
 
 CASE is one of CASES (below); N the calibration items (default 1,500), drawn with the seed
 [5, N]; key=value pairs override Transducer arguments (seed=2, backend=laplace,
-adapt_delta=0.99; the fit seed is 1 unless given). Prints the sampler's figures (sampling
-seconds, divergent transitions, tree-depth hits, largest R-hat, smallest bulk ESS), the
-posterior mean p(c | y) at the first output, and the same frequency counted in the
-calibration set (``empirical``: the share of each class among the items whose output
-equals the first one), which the model should approach when the outputs take few values.
+adapt_delta=0.99; the fit seed is 1 unless given); ``--set NAME=VALUE`` sets constants of
+``yieldwise._design`` for this fit only (a candidate design to measure). Prints the
+sampler's figures (sampling seconds, divergent transitions, tree-depth hits, largest R-hat,
+smallest bulk ESS), the posterior mean p(c | y) at the first output, and the same
+frequency counted in the calibration set (``empirical``: the share of each class among the
+items whose output equals the first one), which the model should approach when the
+outputs take few values.
 Measured with it: docs/model.md, "Hard labels".
 """
 
@@ -25,8 +27,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_value
+from _common import parse_value, set_design_constants
 
+import yieldwise._design as design
 from yieldwise import Transducer
 
 
@@ -136,6 +139,10 @@ def main(argv: list[str]) -> int:
         print(f"CASE must be one of {sorted(CASES)}", file=sys.stderr)
         return 2
     name, rest = argv[0], argv[1:]
+    design_items = []
+    if "--set" in rest:
+        at = rest.index("--set")
+        rest, design_items = rest[:at], rest[at + 1 :]
     n = 1500
     if rest and rest[0].isdigit():
         n, rest = int(rest[0]), rest[1:]
@@ -143,6 +150,24 @@ def main(argv: list[str]) -> int:
         print(f"options are key=value pairs, found {rest}", file=sys.stderr)
         return 2
     options = {k: parse_value(v) for k, v in (a.split("=", 1) for a in rest)}
+    saved = dict(vars(design))
+    try:
+        set_design_constants(design_items, _refuse)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    try:
+        return _run(name, n, options, design_items)
+    finally:  # the constants hold for this fit only
+        for key in [k for k in vars(design) if k.isupper()]:
+            setattr(design, key, saved[key])
+
+
+def _refuse(message: str):
+    raise ValueError(message)
+
+
+def _run(name: str, n: int, options: dict, design_items: list[str]) -> int:
     seed = options.pop("seed", 1)
     outputs, labels = CASES[name](np.random.default_rng([5, n]), n)
     frame = pd.DataFrame(outputs, columns=[f"p{j}" for j in range(outputs.shape[1])])
@@ -156,7 +181,9 @@ def main(argv: list[str]) -> int:
     same = (frame.to_numpy() == first.to_numpy()).all(axis=1)
     counted = np.bincount(labels[same], minlength=len(t.classes_)) / same.sum()
     print(
-        f"{name} n={n} seed={seed} {options}: total {total:.1f} s, sampling "
+        f"{name} n={n} seed={seed} {options}"
+        + (f" --set {' '.join(design_items)}" if design_items else "")
+        + f": total {total:.1f} s, sampling "
         f"{info['sampling_seconds']:.1f} s, divergent {info['divergent']}, tree-depth hits "
         f"{info['max_treedepth_hits']}, R-hat max {float(diag.r_hat.max()):.3f}, bulk ESS min "
         f"{float(diag.ess_bulk.min()):.0f}"

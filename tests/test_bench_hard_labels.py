@@ -64,3 +64,27 @@ def test_bad_arguments_are_refused(hard_labels, capsys):
     assert "CASE must be one of" in capsys.readouterr().err
     assert hard_labels.main(["hard-binary", "300", "adapt_delta"]) == 2
     assert "key=value" in capsys.readouterr().err
+
+
+def test_set_holds_design_constants_for_the_fit_only(hard_labels, capsys, monkeypatch):
+    import yieldwise._design as design
+
+    seen = []
+
+    class Recording(hard_labels.Transducer):
+        def fit(self, *args, **kwargs):
+            seen.append((design.RANGE_CLASS_BALANCED, design.GRID_1D))
+            return super().fit(*args, **kwargs)
+
+    monkeypatch.setattr(hard_labels, "Transducer", Recording)
+    before = (design.RANGE_CLASS_BALANCED, design.GRID_1D)
+    argv = ["hard-binary", "300", "backend=laplace", "--set", "RANGE_CLASS_BALANCED=1",
+            "GRID_1D=40"]  # fmt: skip
+    assert hard_labels.main(argv) == 0
+    assert seen == [(1, 40)]
+    assert before == (design.RANGE_CLASS_BALANCED, design.GRID_1D)
+    assert "--set RANGE_CLASS_BALANCED=1 GRID_1D=40: total" in capsys.readouterr().out
+    assert hard_labels.main(["hard-binary", "300", "--set", "NO_SUCH=1"]) == 2
+    err = capsys.readouterr().err
+    assert "--set: expected NAME=VALUE with NAME a constant of yieldwise._design" in err
+    assert "'NO_SUCH=1'" in err
