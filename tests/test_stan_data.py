@@ -745,19 +745,20 @@ def test_the_sparse_fields_are_checked_naming_the_field():
 
 
 def test_a_class_balanced_range_covers_a_rare_class(monkeypatch):
-    """The candidate RANGE_CLASS_BALANCED (off by default): at 0.5 % positives every
-    positive's score lies beyond the overall 99 % quantile, so the grid ends below them;
-    with each class weighted alike the grid spans the positives' 1-99 % quantiles too."""
+    """RANGE_CLASS_BALANCED (the default): at 0.5 % positives every positive's score lies
+    beyond the overall 99 % quantile, so a count-weighted grid (RANGE_CLASS_BALANCED = 0)
+    ends below them; with each class weighted alike the grid spans the positives' 1-99 %
+    quantiles too."""
     rng = np.random.default_rng(11)
     n = 4000
     cls = (rng.random(n) < 0.005).astype(int)
     y = np.where(cls == 1, rng.normal(4.0, 0.5, n), rng.normal(0.0, 1.0, n))[:, None]
     assert 10 <= cls.sum() <= 40
+    balanced, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, preconditioned=False)
+    monkeypatch.setattr(_design, "RANGE_CLASS_BALANCED", 0)
     plain, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, preconditioned=False)
     positives = y[cls == 1, 0]
     assert plain.loc.max() < np.quantile(positives, 0.25)  # the grid ends below them
-    monkeypatch.setattr(_design, "RANGE_CLASS_BALANCED", 1)
-    balanced, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, preconditioned=False)
     # the class-balanced law's quantiles, by hand: each class weighs one half
     w = np.where(cls == 1, 0.5 / cls.sum(), 0.5 / (n - cls.sum()))
     order = np.argsort(y[:, 0])

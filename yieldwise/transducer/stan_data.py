@@ -672,7 +672,7 @@ def build_stan_data(
         cls_u, lo_u, hi_u, cnt = cls[order].astype(np.int64), lo[order], hi[order], cnt[order]
         grp_u = grp[order]
     range_weights = None
-    if _design.RANGE_CLASS_BALANCED:  # a candidate (off): each class weighs alike
+    if _design.RANGE_CLASS_BALANCED:  # the grid covers every class: each weighs alike
         per_class = np.bincount(cls_u, weights=cnt, minlength=int(n_classes))
         range_weights = cnt / per_class[cls_u]
     design = design_kernels(
