@@ -7,11 +7,33 @@ import importlib.util
 import os
 import re
 import resource
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "benchmarks.md"
+#: What a measurement depends on: a change under these paths is a change of what is measured.
+MEASURED_PATHS = ("yieldwise", "stan", "bench")
+
+
+def checkout_commit(root: Path = ROOT) -> str | None:
+    """The checkout's commit (short hash) for a run's record, with ``+changes`` when the
+    files a measurement depends on (:data:`MEASURED_PATHS`) differ from it; None outside a
+    git checkout or without git."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+        changed = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", *MEASURED_PATHS],
+            capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+changes" if changed else head
 
 
 def load_coverage_study():

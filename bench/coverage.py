@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from _common import (
+    checkout_commit,
     is_clean,
     key_values,
     set_design_constants,
@@ -566,10 +567,19 @@ def save_results(results: dict, path: Path) -> None:
     write_whole(Path(path), json.dumps(results, allow_nan=False))
 
 
-def merge(parts: list[tuple[str, dict]]) -> dict:
+def _cell(key: str) -> str:
+    """The problem-size cell ``"problem|n"`` of a fit's key ``"problem|n|rep"``."""
+    return key.rsplit("|", 1)[0]
+
+
+def merge(parts: list[tuple[str, dict]], replace: bool = False) -> dict:
     """Fits of several results files (``(name, results)``) as one; the runs are listed.
 
-    Every part must share the seed; a fit present in two parts must be the same record.
+    Every part must share the seed; a fit present in two parts must be the same record,
+    unless ``replace``: then a later part's cells replace the earlier parts' (the study
+    refitted cell by cell after a design change). A cell is replaced whole: the later part
+    must hold every repetition the earlier ones hold of each cell it brings, so that no
+    cell mixes two designs; each replacement is recorded under ``"replaced"``.
     """
     seeds = {name: part["seed"] for name, part in parts}
     if len(set(seeds.values())) > 1:
@@ -577,11 +587,27 @@ def merge(parts: list[tuple[str, dict]]) -> dict:
     merged = new_results(next(iter(seeds.values())))
     origin: dict[str, str] = {}
     for name, part in parts:
+        if replace:
+            brought = {_cell(key) for key in part["fits"]}
+            held = {key for key in merged["fits"] if _cell(key) in brought}
+            missing = sorted(held - set(part["fits"]))
+            if missing:
+                raise ResultsError(
+                    f"{name} replaces the cells {sorted(brought & {_cell(k) for k in held})} "
+                    f"but lacks the fits {missing[:5]}{' ...' if len(missing) > 5 else ''} "
+                    "of them: a cell is replaced whole (complete it with --resume first)"
+                )
+            for cell in sorted({_cell(key) for key in held}):
+                replaced = sorted({origin[k] for k in held if _cell(k) == cell})
+                merged.setdefault("replaced", []).append(
+                    {"cell": cell, "by": name, "was": replaced}
+                )
         for key, record in part["fits"].items():
-            if key in merged["fits"] and merged["fits"][key] != record:
+            if not replace and key in merged["fits"] and merged["fits"][key] != record:
                 raise ResultsError(
                     f"fit {key!r} differs between {origin[key]} and {name}; merge files whose "
-                    "fits were run once each (they were split with --problems or --sizes)"
+                    "fits were run once each (they were split with --problems or --sizes), "
+                    "or pass --replace to let the later file's cells replace the earlier's"
                 )
             merged["fits"][key], origin[key] = record, name
         merged["runs"] += [run for run in part["runs"] if run not in merged["runs"]]
@@ -606,6 +632,7 @@ def _run_record(command: str, seconds: float, fitted: int) -> dict:
         },
         "seconds": seconds,
         "fits": fitted,
+        "commit": checkout_commit(),
     }
 
 
@@ -904,7 +931,12 @@ def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
 
 
 def _commands(runs: list[dict]) -> str:
-    commands = list(dict.fromkeys(r["command"] for r in runs))
+    commits: dict[str, list[str]] = {}
+    for r in runs:  # a run's commit, where its record has one (recorded since 2026-11-29)
+        shown = commits.setdefault(r["command"], [])
+        if r.get("commit") and r["commit"] not in shown:
+            shown.append(r["commit"])
+    commands = list(commits)
     dates = sorted({r["date"] for r in runs})
     cores = sorted({r["cores"] for r in runs})
     machines = sorted({r["machine"] for r in runs})
@@ -915,7 +947,9 @@ def _commands(runs: list[dict]) -> str:
             if v not in versions[k]:
                 versions[k].append(v)
     said = "Command" if len(commands) == 1 else "Commands, run as separate processes"
-    text = f"{said}: " + "; ".join(f"`{c}`" for c in commands)
+    text = f"{said}: " + "; ".join(
+        f"`{c}`" + (f" (at {', '.join(commits[c])})" if commits[c] else "") for c in commands
+    )
     if len(commands) > 1:
         text += ", combined with `python bench/coverage.py --merge FILE ... --write`"
     minutes = sum(r["seconds"] for r in runs) / 60
@@ -975,6 +1009,20 @@ def _priors_text(fits: dict) -> str:
     return "Priors (`Transducer(prior=...)`, as each fit recorded them): " + "; ".join(parts) + "."
 
 
+def _replaced_text(replaced: list[dict]) -> str:
+    """Which cells a later file replaced whole (``--merge ... --replace``), by file."""
+    if not replaced:
+        return ""
+    by: dict[str, list[str]] = {}
+    for entry in replaced:
+        by.setdefault(entry["by"], []).append(entry["cell"].replace("|", " at n = "))
+    return (
+        " Cells refitted whole after a design change (`--merge ... --replace`): "
+        + "; ".join(f"{', '.join(cells)} from {Path(name).name}" for name, cells in by.items())
+        + "."
+    )
+
+
 def render(results: dict) -> str:
     fits = results["fits"]
     summary = summarise(fits)
@@ -984,7 +1032,9 @@ def render(results: dict) -> str:
     lines = [
         SECTION,
         "",
-        _commands(results["runs"]) + f" Backend: {', '.join(backends)}; seed {results['seed']}.",
+        _commands(results["runs"])
+        + f" Backend: {', '.join(backends)}; seed {results['seed']}."
+        + _replaced_text(results.get("replaced", [])),
         "",
         f"Each fit: a fresh calibration set, a `Transducer` with the default prior at these "
         f"NUTS settings "
@@ -1190,6 +1240,11 @@ def main(argv: list[str] | None = None) -> None:
         help="combine these results files into --results, then report",
     )  # fmt: skip
     parser.add_argument(
+        "--replace", action="store_true",
+        help="with --merge: a later file's cells replace the earlier files' (whole cells "
+        "only; after a design change, the study refitted cell by cell)",
+    )  # fmt: skip
+    parser.add_argument(
         "--set", dest="design", nargs="+", default=[], metavar="NAME=VALUE",
         help="set constants of yieldwise._design for this run (a candidate to measure, "
         "e.g. RW1_SHARE=0.3); recorded in the run's command",
@@ -1224,8 +1279,10 @@ def main(argv: list[str] | None = None) -> None:
     set_design_constants(args.design, parser.error)
     if args.reps < 1 or min(args.sizes) < 1:
         parser.error(f"--reps and --sizes must be positive, found {args.reps} and {args.sizes}")
+    if args.replace and not args.merge:
+        parser.error("--replace applies to --merge: name the files to combine")
     if args.merge:
-        results = merge([(str(path), load_results(path)) for path in args.merge])
+        results = merge([(str(path), load_results(path)) for path in args.merge], args.replace)
         save_results(results, args.results)
     elif args.render:
         results = load_results(args.results)

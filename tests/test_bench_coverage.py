@@ -503,6 +503,74 @@ def test_run_resume_merge_round_trip(cov, tmp_path, monkeypatch):
         cov.merge([("a", first), ("c", {**second, "seed": 1})])
 
 
+def _fits_of(cells: dict[str, int], tag: str) -> dict:
+    """Stand-in fit records ``{"problem|n|rep": {"tag": tag}}`` for cells of that many reps."""
+    return {f"{cell}|{rep}": {"tag": tag} for cell, reps in cells.items() for rep in range(reps)}
+
+
+def test_merge_replace_takes_whole_cells_from_the_later_file(cov, tmp_path):
+    """After a design change the study is refitted cell by cell: --replace lets a later
+    file's cells replace the earlier file's, whole cells only, and says which in the text."""
+    study = {"seed": 2026, "fits": _fits_of({"votes|300": 3, "beta|300": 3}, "old"),
+             "runs": [{"command": "old run"}]}  # fmt: skip
+    refit = {"seed": 2026, "fits": _fits_of({"votes|300": 3}, "new"), "runs": [{"command": "new"}]}
+    with pytest.raises(cov.ResultsError, match="--replace"):  # without it, refused as before
+        cov.merge([("study", study), ("refit", refit)])
+    merged = cov.merge([("study", study), ("refit", refit)], replace=True)
+    tags = {key: record["tag"] for key, record in merged["fits"].items()}
+    assert tags == {"votes|300|0": "new", "votes|300|1": "new", "votes|300|2": "new",
+                    "beta|300|0": "old", "beta|300|1": "old", "beta|300|2": "old"}  # fmt: skip
+    assert merged["replaced"] == [{"cell": "votes|300", "by": "refit", "was": ["study"]}]
+    assert merged["runs"] == [{"command": "old run"}, {"command": "new"}]
+    assert cov._replaced_text(merged["replaced"]) == (
+        " Cells refitted whole after a design change (`--merge ... --replace`): votes at n = "
+        "300 from refit."
+    )
+    assert cov._replaced_text([]) == ""
+    # a cell refitted in part would mix two designs: refused, naming the missing fits
+    partial = {"seed": 2026, "fits": _fits_of({"votes|300": 2}, "new"), "runs": []}
+    with pytest.raises(cov.ResultsError, match=r"lacks the fits \['votes\|300\|2'\]"):
+        cov.merge([("study", study), ("partial", partial)], replace=True)
+    # a cell the earlier files lack is simply added
+    extra = {"seed": 2026, "fits": _fits_of({"clipped|300": 1}, "new"), "runs": []}
+    added = cov.merge([("study", study), ("extra", extra)], replace=True)
+    assert "clipped|300|0" in added["fits"] and "replaced" not in added
+
+
+def test_replace_is_refused_without_merge(cov, capsys):
+    with pytest.raises(SystemExit):
+        cov.main(["--replace", "--render"])
+    assert "--replace applies to --merge" in capsys.readouterr().err
+
+
+def test_run_records_name_their_commit_and_the_text_shows_it(cov, tmp_path):
+    import subprocess
+
+    from _common import checkout_commit
+
+    assert checkout_commit(tmp_path) is None  # not a git checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "yieldwise").mkdir()
+    (tmp_path / "yieldwise" / "m.py").write_text("x = 1\n")
+    (tmp_path / "notes.txt").write_text("a\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    assert checkout_commit(tmp_path) == head
+    (tmp_path / "notes.txt").write_text("b\n")  # outside what a measurement depends on
+    assert checkout_commit(tmp_path) == head
+    (tmp_path / "yieldwise" / "m.py").write_text("x = 2\n")
+    assert checkout_commit(tmp_path) == f"{head}+changes"
+    run = {"date": "2026-11-29", "cores": 2, "machine": "Linux x86_64",
+           "versions": {"yieldwise": "0.1.0"}, "seconds": 60.0, "fits": 1}  # fmt: skip
+    text = cov._commands([{**run, "command": "a", "commit": "abc1234"},
+                          {**run, "command": "a", "commit": "def5678"},
+                          {**run, "command": "b"}])  # fmt: skip
+    assert text.startswith("Commands, run as separate processes: `a` (at abc1234, def5678); `b`,")
+
+
 def test_write_replaces_only_its_own_section(cov, tmp_path):
     from _common import write_section
 
