@@ -14,14 +14,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "benchmarks.md"
-#: What a measurement depends on: a change under these paths is a change of what is measured.
-MEASURED_PATHS = ("yieldwise", "stan", "bench")
+#: What a measurement depends on: a change under these paths (git pathspecs) is a change of
+#: what is measured; the benchmarks' stored results are not.
+MEASURED_PATHS = ("yieldwise", "stan", "bench", ":(exclude)bench/results")
 
 
 def checkout_commit(root: Path = ROOT) -> str | None:
     """The checkout's commit (short hash) for a run's record, with ``+changes`` when the
-    files a measurement depends on (:data:`MEASURED_PATHS`) differ from it; None outside a
-    git checkout or without git."""
+    files a measurement depends on (:data:`MEASURED_PATHS`, untracked files included)
+    differ from it; None outside a git checkout or without git."""
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],

@@ -560,7 +560,12 @@ def test_run_records_name_their_commit_and_the_text_shows_it(cov, tmp_path):
                           capture_output=True, text=True).stdout.strip()  # fmt: skip
     assert checkout_commit(tmp_path) == head
     (tmp_path / "notes.txt").write_text("b\n")  # outside what a measurement depends on
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "study.json").write_text("{}")  # a stored result
     assert checkout_commit(tmp_path) == head
+    (tmp_path / "bench" / "probe.py").write_text("")  # an untracked benchmark script
+    assert checkout_commit(tmp_path) == f"{head}+changes"
+    (tmp_path / "bench" / "probe.py").unlink()
     (tmp_path / "yieldwise" / "m.py").write_text("x = 2\n")
     assert checkout_commit(tmp_path) == f"{head}+changes"
     run = {"date": "2026-11-29", "cores": 2, "machine": "Linux x86_64",
