@@ -590,14 +590,15 @@ def merge(parts: list[tuple[str, dict]], replace: bool = False) -> dict:
         if replace:
             brought = {_cell(key) for key in part["fits"]}
             held = {key for key in merged["fits"] if _cell(key) in brought}
+            cells = sorted({_cell(key) for key in held})
             missing = sorted(held - set(part["fits"]))
             if missing:
                 raise ResultsError(
-                    f"{name} replaces the cells {sorted(brought & {_cell(k) for k in held})} "
+                    f"{name} replaces the cells {cells} "
                     f"but lacks the fits {missing[:5]}{' ...' if len(missing) > 5 else ''} "
                     "of them: a cell is replaced whole (complete it with --resume first)"
                 )
-            for cell in sorted({_cell(key) for key in held}):
+            for cell in cells:
                 replaced = sorted({origin[k] for k in held if _cell(k) == cell})
                 merged.setdefault("replaced", []).append(
                     {"cell": cell, "by": name, "was": replaced}
@@ -614,7 +615,9 @@ def merge(parts: list[tuple[str, dict]], replace: bool = False) -> dict:
     return merged
 
 
-def _run_record(command: str, seconds: float, fitted: int) -> dict:
+def _run_record(command: str, seconds: float, fitted: int, commit: str | None) -> dict:
+    """A run's record; ``commit``: :func:`_common.checkout_commit` when the run started (the
+    code a running process measures is what it loaded then)."""
     import arviz
 
     import yieldwise
@@ -632,7 +635,7 @@ def _run_record(command: str, seconds: float, fitted: int) -> dict:
         },
         "seconds": seconds,
         "fits": fitted,
-        "commit": checkout_commit(),
+        "commit": commit,
     }
 
 
@@ -1312,12 +1315,12 @@ def main(argv: list[str] | None = None) -> None:
             + (f" --prefix-draws {' '.join(map(str, args.prefix_draws))}"
                if args.prefix_draws else "")
         )  # fmt: skip
-        started = time.perf_counter()
+        started, commit = time.perf_counter(), checkout_commit()
         runs = list(results["runs"])
 
         def save() -> None:
             # every save records this run so far, so a stopped run still says what ran
-            record = _run_record(command, time.perf_counter() - started, fitted_so_far())
+            record = _run_record(command, time.perf_counter() - started, fitted_so_far(), commit)
             results["runs"] = [*runs, record]
             save_results(results, args.results)
 

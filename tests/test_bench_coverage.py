@@ -484,6 +484,9 @@ def test_run_resume_merge_round_trip(cov, tmp_path, monkeypatch):
     assert calls[3:] == [("beta", 300, 0), ("beta", 1000, 0)]
     first, second = cov.load_results(a), cov.load_results(b)
     assert [r["fits"] for r in first["runs"]] == [2, 1]  # the resumed run is recorded
+    from _common import checkout_commit
+
+    assert {r["commit"] for r in first["runs"]} == {checkout_commit()}  # once per run
     cov.main(["--merge", str(a), str(b), "--results", str(merged)])
     both = cov.load_results(merged)
     assert both["fits"] == {**first["fits"], **second["fits"]}  # exact round trip
