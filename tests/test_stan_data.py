@@ -767,13 +767,3 @@ def test_a_class_balanced_range_covers_a_rare_class(monkeypatch):
     low = y[order, 0][np.searchsorted(cum, 0.01 * cum[-1])]
     np.testing.assert_allclose([balanced.loc.min(), balanced.loc.max()], [low, high], rtol=1e-12)
     assert balanced.loc.max() > np.quantile(positives, 0.9)
-    # the count-weighted quantiles, by hand; the balanced law cuts the negatives' lower
-    # tail (its 1 % is about their 2 %), which the union (RANGE_CLASS_BALANCED = 2) keeps
-    cum = np.arange(1, n + 1)
-    plain_low = y[order, 0][np.searchsorted(cum, 0.01 * n)]
-    plain_high = y[order, 0][np.searchsorted(cum, 0.99 * n)]
-    np.testing.assert_allclose([plain.loc.min(), plain.loc.max()], [plain_low, plain_high])
-    assert low > plain_low
-    monkeypatch.setattr(_design, "RANGE_CLASS_BALANCED", 2)
-    union, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, preconditioned=False)
-    np.testing.assert_allclose([union.loc.min(), union.loc.max()], [plain_low, high])

@@ -87,9 +87,6 @@ RANGE_QUANTILES = (0.01, 0.99)
 #: decision-output bands 32 / 58 / 81 -> 45 / 69 / 91 % at nominal 50 / 75 / 95 (36 paired
 #: fits), the vote sets 15 / 44 / 63 -> 85 / 100 / 100 % at 3,600; at the panel's balances
 #: the paired changes are within noise (coverage, regret, sampler). 0: count-weighted.
-#: 2 (a candidate, measured in docs/model.md, "Rare positives"): the union of the two
-#: ranges, so that the grid also keeps the count-weighted 1-99 % of all outputs, which
-#: the class-balanced law can cut short on the majority class's side.
 RANGE_CLASS_BALANCED = 1
 #: An atom at either end of a continuous output (one value held by at least this share of
 #: the items, like the squeezed exact 0s and 1s of scores clipped to [0, 1]) is left out
@@ -367,12 +364,10 @@ def _axis_range(
     ``point`` marks the rows that are exact values (not censored bins); among those, an
     atom at either end holding at least EDGE_ATOM_SHARE of the weight is left out, as
     long as more than two distinct values remain. ``quantile_weights`` (default
-    ``weights``) weigh the quantiles only (RANGE_CLASS_BALANCED: the class-balanced law;
-    at 2, the union of its range and the ``weights``' range); atoms are counted by
-    ``weights``.
+    ``weights``) weigh the quantiles only (RANGE_CLASS_BALANCED: the class-balanced law);
+    atoms are counted by ``weights``.
     """
     qw = weights if quantile_weights is None else quantile_weights
-    union = quantile_weights is not None and RANGE_CLASS_BALANCED == 2
     keep = np.isfinite(rep)
     if not keep.any():
         return -1.0, 1.0
@@ -392,9 +387,6 @@ def _axis_range(
                 keep = rest
     low = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[0])
     high = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[1])
-    if union:  # RANGE_CLASS_BALANCED == 2: also the count-weighted range
-        low = min(low, _weighted_quantile(rep[keep], weights[keep], RANGE_QUANTILES[0]))
-        high = max(high, _weighted_quantile(rep[keep], weights[keep], RANGE_QUANTILES[1]))
     if high <= low:  # a single value: a unit-wide range around it
         low, high = low - 0.5, high + 0.5
     return low, high
