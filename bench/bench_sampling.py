@@ -27,7 +27,7 @@ sampling time,
 divergences, iterations at the maximum tree depth, E-BFMI, and R-hat / bulk ESS of the
 invariant quantities: the log-likelihood and the transducer F_t(c=1 | y) at 10 fixed outputs.
 
-    .venv/bin/python bench/bench_sampling.py                 # votes seeds 1-8, logits 1-2, defaults
+    .venv/bin/python bench/bench_sampling.py                 # all four cases, defaults
     .venv/bin/python bench/bench_sampling.py --write         # ... and update docs/benchmarks.md
     .venv/bin/python bench/bench_sampling.py votes --seeds 3 --warmup 300 --draws 300
     .venv/bin/python bench/bench_sampling.py study-votes clipped --seeds 4
@@ -56,7 +56,7 @@ from yieldwise.transducer import DiagnosticsWarning, encoding
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import load_coverage_study, write_section
-from _problems import PANEL, clipped_problem, votes_problem
+from _problems import clipped_problem, votes_problem
 
 _DEFAULT = Transducer()
 DEFAULTS = {
@@ -71,9 +71,10 @@ DEFAULTS = {
 TARGETS = {"votes": 10.0, "study-votes": 10.0, "logits": 30.0}
 CASES = ("votes", "study-votes", "clipped", "logits")
 # the fixed outputs at which F_t(1 | y) is checked for R-hat and ESS, per 1-D case
+VOTE_GRID = np.array([0.0, 0.005, 0.02, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0])
 _GRID_1D = {
-    "votes": np.array([0.0, 0.005, 0.02, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]),
-    "study-votes": np.array([0.0, 0.005, 0.02, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]),
+    "votes": VOTE_GRID,
+    "study-votes": VOTE_GRID,
     "clipped": np.array([0.0, 0.01, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.99, 1.0]),
 }
 SECTION = "## Transducer sampling (theory 3.1)"
@@ -116,15 +117,12 @@ def simulate(case: str, seed: int):
     if case == "votes":
         y, v = simulate_votes(seed=seed)
     else:
-        problem_factory = votes_problem if case == "study-votes" else clipped_problem
-        problem = problem_factory()
         # the coverage study's own set: case seed s is its repetition s - 1 at 3,600 items,
         # sampled and fitted with the study's seeds, so steps pair with its stored fits
         study = load_coverage_study()
-        index = PANEL.index(problem_factory)
-        rng = np.random.default_rng(study.sample_seed(study.SEED, index, 3600, seed - 1))
-        outputs, y = problem.sample(3600, rng)
-        sampler_seed = study.fit_seed(study.SEED, index, 3600, seed - 1)
+        name = (votes_problem if case == "study-votes" else clipped_problem)().name
+        ((index, problem),) = study.select_problems([name])
+        outputs, y, sampler_seed = study.study_set(problem, index, 3600, seed - 1)
         v = outputs[:, 0]
     desc = f"{y.size} items, {y.mean():.1%} positive, "
     if case == "clipped":

@@ -113,6 +113,19 @@ def fit_seed(seed: int, index: int, n: int, rep: int) -> int:
     return int(state[0]) % (2**31 - 1)
 
 
+def study_set(
+    problem: Problem, index: int, n: int, rep: int, seed: int = SEED
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(outputs, labels, fit seed) of repetition ``rep`` of ``problem`` at ``n`` items.
+
+    The one place a study set is drawn: the study's fits, ``fit_one.py --coverage-rep`` and
+    ``bench_sampling.py``'s study cases all call it, so their sets and seeds pair.
+    ``index`` is the problem's seed index from :func:`select_problems`.
+    """
+    outputs, labels = problem.sample(n, np.random.default_rng(sample_seed(seed, index, n, rep)))
+    return outputs, labels, fit_seed(seed, index, n, rep)
+
+
 def utility_matrices(problem: Problem, index: int, seed: int) -> tuple[np.ndarray, list[str]]:
     """The four named binary matrices, or four seeded random C x C ones (entries on [0, 1])."""
     if problem.n_classes == 2:
@@ -287,8 +300,7 @@ def run_fit(
     """
     from yieldwise import Transducer
 
-    outputs, labels = problem.sample(n, np.random.default_rng(sample_seed(seed, index, n, rep)))
-    seed_used = fit_seed(seed, index, n, rep)
+    outputs, labels, seed_used = study_set(problem, index, n, rep, seed)
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

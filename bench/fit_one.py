@@ -94,13 +94,12 @@ def main(argv: list[str]) -> int:
             frame, labels = frame.iloc[pick], labels.iloc[pick]
     else:
         n, problem = int(args[1]), problems[name]()
-        entropy = [1, 7, n]
-        if rep is not None:
+        if rep is None:
+            outputs, labels = problem.sample(n, np.random.default_rng([1, 7, n]))
+        else:
             study = load_coverage_study()
             ((index, _),) = study.select_problems([name])
-            entropy = study.sample_seed(study.SEED, index, n, rep)
-            seed = study.fit_seed(study.SEED, index, n, rep)
-        outputs, labels = problem.sample(n, np.random.default_rng(entropy))
+            outputs, labels, seed = study.study_set(problem, index, n, rep)
         frame = pd.DataFrame(outputs, columns=problem.columns)
     started = time.perf_counter()
     with warnings.catch_warnings(record=True):

@@ -800,3 +800,22 @@ def test_positives_reach_the_command(cov, tmp_path, monkeypatch):
     results = cov.load_results(out)
     assert list(results["fits"]) == ["logistic@2%|300|0"]
     assert "--problems logistic --positives 0.02 --sizes 300" in results["runs"][-1]["command"]
+
+
+def test_study_set_draws_the_set_from_the_four_numbers_and_a_fit_seed_apart(cov):
+    """study_set is the one place a study set is drawn: its entropy is (seed, the sample
+    stream 700, index, n, repetition), written out here, and the fit seed is another
+    stream of the same numbers, so two repetitions never share a set or a seed."""
+    ((index, problem),) = cov.select_problems(["logistic"])
+    outputs, labels, seed = cov.study_set(problem, index, 300, 4)
+    want_out, want_lab = problem.sample(300, np.random.default_rng([2026, 700, index, 300, 4]))
+    np.testing.assert_array_equal(outputs, want_out)
+    np.testing.assert_array_equal(labels, want_lab)
+    state = np.random.SeedSequence([2026, 700, index, 300, 4, 1]).generate_state(1)
+    assert seed == int(state[0]) % (2**31 - 1)
+    other_out, _, other_seed = cov.study_set(problem, index, 300, 5)
+    assert other_seed != seed and not np.array_equal(other_out, outputs)
+    # a variant at another class balance has its own index, so its own set
+    ((v_index, variant),) = cov.select_problems(["logistic"], [0.02])
+    _, v_lab, _ = cov.study_set(variant, v_index, 300, 4)
+    assert v_index != index and v_lab.mean() < labels.mean()
