@@ -67,7 +67,8 @@ def hard_score(rng, n):
 
 def two_logits_hard(rng, n):
     """Two logits that are hard labels, (5, -5) or (-5, 5) (right for 80 % of items): two
-    distinct points of a 2-D output."""
+    distinct points of a 2-D output, modelled on the line through them as two bins
+    (docs/model.md, "Hard labels")."""
     labels = rng.integers(0, 2, n)
     guess = np.where(rng.random(n) < 0.8, labels, 1 - labels)
     sign = np.where(guess == 1, 1.0, -1.0)

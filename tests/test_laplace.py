@@ -551,29 +551,117 @@ def test_a_bad_kernel_tail_cut_is_refused_before_fitting(bad):
         Transducer(backend="laplace", kernel_tail_cut=bad).fit(y, y > 0)
 
 
-def test_two_dimensional_hard_labels_warn_before_sampling_and_name_the_remedy():
+def _round_trip_refusing_an_older_version(fitted, outputs, tmp_path, older, match):
+    """Save ``fitted``: it loads with the same transform and predictions, records format
+    version 7, and the same file claiming version ``older`` is refused (``match``)."""
+    import arviz as az
+
+    from yieldwise.transducer.io import TransducerFileError
+
+    path = tmp_path / "fitted.nc"
+    fitted.save(path)
+    loaded = Transducer.load(path)
+    assert loaded.transform_ == fitted.transform_
+    np.testing.assert_array_equal(loaded.predict_proba(outputs), fitted.predict_proba(outputs))
+    data = az.from_netcdf(path)
+    data.load()
+    assert data.posterior.attrs["yieldwise_format_version"] == 7
+    data.posterior.attrs["yieldwise_format_version"] = older
+    claimed = tmp_path / "older.nc"
+    data.to_netcdf(claimed)
+    with pytest.raises(TransducerFileError, match=match):
+        Transducer.load(claimed)
+
+
+def test_two_dimensional_hard_labels_fit_as_two_bins_on_their_line(tmp_path):
     """Two logits that are hard labels, (5, -5) or (-5, 5): two distinct points, one
-    dimension of information on a 2-D grid, which NUTS samples badly (docs/model.md, "Hard
-    labels"). The fit warns before sampling and names the one-column remedy; three distinct
-    points, or one column, do not warn."""
+    dimension of information, which a 2-D grid samples badly (docs/model.md, "Hard labels").
+    They are modelled on the line through them as two bins of their distance, so the fit
+    is the fit of one column of positions -h/2 / h/2 read as a lattice of spacing h (the
+    same data, the same seed: the same draws), whose p(c | y) at each point is the
+    binomial model's; the long-run utility and PSIS-LOO are the one column's, nothing
+    warns before sampling, the file round-trips as format version 7 (an older version may
+    not claim it), an output between the points is read as its bin (LatticeWarning) and
+    one off the line at its projection (ExtrapolationWarning)."""
+    import pandas as pd
+
+    from yieldwise import long_run_utility
+    from yieldwise.transducer.encoding import ExtrapolationWarning, LatticeWarning
+
     rng = np.random.default_rng(4)
     labels = rng.integers(0, 2, 300)
     sign = np.where(np.where(rng.random(300) < 0.8, labels, 1 - labels) == 1, 1.0, -1.0)
-    hard = np.column_stack([-5.0 * sign, 5.0 * sign])
+    hard = pd.DataFrame({"l0": -5.0 * sign, "l1": 5.0 * sign})
+    h = 10.0 * np.sqrt(2.0)  # the distance between (5, -5) and (-5, 5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        two = Transducer(backend="laplace", seed=1, progress=False).fit(hard, labels)
+    assert not [w for w in caught if "distinct value" in str(w.message)]
+    t = two.transform_
+    assert t.is_projected and t.line_resolution == pytest.approx(h, rel=1e-12)
+    # np.unique orders (-5, 5) first: the line runs from it to (5, -5), centre (0, 0)
+    np.testing.assert_allclose(t.centre, [0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(t.axes, [[2**-0.5, -(2**-0.5)]], atol=1e-12)
+    position = t.forward(hard.to_numpy())[:, 0]
+    # (-5, 5) (sign 1) at -h/2, (5, -5) (sign -1) at h/2
+    np.testing.assert_allclose(position, -sign * h / 2, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)  # the Laplace backend's own
+        one = Transducer(backend="laplace", seed=1, progress=False, resolution=h).fit(
+            pd.DataFrame({"axis": position}), labels
+        )
+    np.testing.assert_array_equal(two.posterior_.posterior["mu"].values,
+                                  one.posterior_.posterior["mu"].values)  # fmt: skip
+    points = pd.DataFrame({"l0": [-5.0, 5.0], "l1": [5.0, -5.0]})
+    p = two.predict_proba(points)
+    # the calibration positions of the two points (-h/2, h/2); the one column's bins
+    # [v - h/2, v + h/2] meet the line's [k h, (k + 1) h] to a few ulps
+    at = pd.DataFrame({"axis": [position[sign == 1][0], position[sign == -1][0]]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExtrapolationWarning)  # the calibration's own values
+        np.testing.assert_allclose(p, one.predict_proba(at), rtol=1e-9)
+    # the binomial model at each point: near the share of class 1 counted there
+    for k, s in enumerate((1.0, -1.0)):
+        counted = labels[sign == s].mean()
+        assert abs(p[k, 1] - counted) < 0.03, (k, p[k, 1], counted)
+    matrix = np.array([[[1.0, -10.0], [0.0, 10.0]]])
+    np.testing.assert_allclose(long_run_utility(two, matrix), long_run_utility(one, matrix),
+                               rtol=1e-9)  # fmt: skip
+    assert two.loo().elpd_loo == pytest.approx(one.loo().elpd_loo, rel=1e-9)
+    # (1, -1) lies on the line between the points, in (5, -5)'s bin
+    with pytest.warns(LatticeWarning, match="not among the two distinct outputs"):
+        between = two.predict_proba(pd.DataFrame({"l0": [1.0], "l1": [-1.0]}))
+    np.testing.assert_allclose(between, p[[1]], rtol=1e-12)
+    # (6, -3) is off the line: projected onto it, (4.5, -4.5), in the same bin
+    with pytest.warns(ExtrapolationWarning, match="off the line"):
+        off = two.predict_proba(pd.DataFrame({"l0": [6.0], "l1": [-3.0]}))
+    np.testing.assert_allclose(off, p[[1]], rtol=1e-12)
+    assert "two points on a line, modelled along it as two bins of spacing 14.1421" in repr(two)
+    import matplotlib
 
-    def sampler_warnings(outputs):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            Transducer(backend="laplace", seed=1, progress=False).fit(outputs, labels)
-        return [str(w.message) for w in caught if issubclass(w.category, SamplerWarning)
-                and "distinct value" in str(w.message)]  # fmt: skip
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-    (message,) = sampler_warnings(hard)
+    with warnings.catch_warnings():  # the map over the outputs' box: each point in its bin
+        warnings.simplefilter("error")
+        ax = two.plot()
+    assert ax.get_title() == "Transducer probability map"
+    mesh = ax.collections[0].get_array().reshape(-1)
+    assert np.isclose(mesh.min(), p[1, 1], rtol=1e-9) and np.isclose(mesh.max(), p[0, 1], rtol=1e-9)
+    plt.close(ax.figure)
+    _round_trip_refusing_an_older_version(
+        two, points, tmp_path, 6, "no lattice of positions on a line"
+    )
+    # joint outputs of two classifiers keep each one's coordinates: there the fit still
+    # warns before sampling and names the remedy
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Transducer(backend="laplace", seed=1, progress=False).fit(
+            {"a": hard[["l0"]], "b": hard[["l1"]]}, labels
+        )
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, SamplerWarning)
+                  and "distinct value" in str(w.message)]  # fmt: skip
     assert "take only 2 distinct value(s)" in message and "difference of the two logits" in message
-    third = hard.copy()
-    third[:30] = [0.5, 0.5]  # a third point
-    assert sampler_warnings(third) == []
-    assert sampler_warnings(hard[:, 1] - hard[:, 0]) == []
 
 
 def test_outputs_on_a_line_fit_as_the_one_column_of_their_positions(tmp_path):
@@ -581,12 +669,11 @@ def test_outputs_on_a_line_fit_as_the_one_column_of_their_positions(tmp_path):
     position along it, so its fit is the fit of that one column (the same data, the same
     seed: the same draws) and its predictions equal the one-column transducer's at the
     positions. An output off the line warns and is taken at its projection. The file
-    round-trips exactly and records format version 6, which an older version may not
+    round-trips exactly and records format version 6 or later, which version 5 may not
     claim."""
     import pandas as pd
 
     from yieldwise.transducer.encoding import ExtrapolationWarning
-    from yieldwise.transducer.io import TransducerFileError
 
     rng = np.random.default_rng(12)
     labels = rng.integers(0, 2, 300)
@@ -617,21 +704,9 @@ def test_outputs_on_a_line_fit_as_the_one_column_of_their_positions(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ExtrapolationWarning)  # on the line: silent
         np.testing.assert_allclose(off, line.predict_proba(grid.iloc[[2]]), rtol=1e-12)
-    path = tmp_path / "line.nc"
-    line.save(path)
-    loaded = Transducer.load(path)
-    assert loaded.transform_ == line.transform_
-    np.testing.assert_array_equal(loaded.predict_proba(grid), line.predict_proba(grid))
-    import arviz as az
-
-    data = az.from_netcdf(path)
-    data.load()
-    assert data.posterior.attrs["yieldwise_format_version"] == 6
-    data.posterior.attrs["yieldwise_format_version"] = 5
-    older = tmp_path / "older.nc"
-    data.to_netcdf(older)
-    with pytest.raises(TransducerFileError, match="no outputs projected onto a line"):
-        Transducer.load(older)
+    _round_trip_refusing_an_older_version(
+        line, grid, tmp_path, 5, "no outputs projected onto a line"
+    )
     # the summary says so, and the plot (a probability map over the outputs' box, every
     # point of it taken at its projection) does not warn
     assert "on a line, modelled along it" in repr(line)

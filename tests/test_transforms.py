@@ -133,7 +133,8 @@ def test_a_continuous_column_with_two_values_is_read_as_two_bins():
     """resolution=None (continuous) cannot model two distinct values (docs/model.md, "Hard
     labels"): they become a lattice of their spacing, with a LatticeWarning naming the
     column; one or three values stay continuous, silently. Two distinct rows of two
-    columns are not taken for a line (their position would take two values)."""
+    columns are two bins on the line through them (the next test), here with a warning
+    that the resolution given is replaced."""
     import warnings
 
     from yieldwise.transducer.encoding import LatticeWarning
@@ -150,9 +151,69 @@ def test_a_continuous_column_with_two_values_is_read_as_two_bins():
         for values in ([0.5], [-5.0, 0.0, 5.0]):
             column = np.tile(values, 20)[:, None]
             assert choose_transform(column, ["s"], resolution=None).resolution == (None,)
-        rows = np.tile([[-5.0, 5.0], [5.0, -5.0]], (50, 1))
+    rows = np.tile([[-5.0, 5.0], [5.0, -5.0]], (50, 1))
+    with pytest.warns(LatticeWarning, match="modelled on the line through them as two bins"):
         pair = choose_transform(rows, ["a", "b"], resolution=None)
-    assert pair.model_dims == 2 and not pair.is_projected
+    assert pair.model_dims == 1 and pair.line_resolution == pytest.approx(np.sqrt(200))
+
+
+def test_two_distinct_outputs_of_two_coordinates_are_two_bins_on_their_line():
+    """Hard labels given as two logits, (5, -5) and (-5, 5) (read per column as lattices
+    of spacing 10): one model dimension, the position along the line through them, read
+    as a lattice of their distance h = 10 sqrt(2), the points at -h/2 and h/2 in the bins
+    [-h, 0] and [0, h] (by hand); the Jacobian is 1 / h; any point of the line is read as
+    the bin that holds it; the record round-trips and is checked. "auto" does it
+    silently; one distinct output is one position on the first coordinate's line; the
+    rule needs rotation (joint outputs keep their coordinates)."""
+    import warnings
+
+    from yieldwise.transducer.encoding import LatticeWarning, few_points_on_a_line
+
+    rows = np.tile([[5.0, -5.0], [-5.0, 5.0], [5.0, -5.0]], (20, 1))
+    h = 10.0 * np.sqrt(2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LatticeWarning)
+        t = choose_transform(rows, ["l0", "l1"])
+    assert t.resolution == (None, None) and t.kind == ("identity", "identity")
+    assert t.is_projected and t.model_dims == 1 and t.line_resolution == pytest.approx(h)
+    # np.unique's first row (-5, 5) to the second (5, -5): direction (1, -1) / sqrt(2)
+    np.testing.assert_allclose(t.centre, [0.0, 0.0], atol=0)
+    np.testing.assert_allclose(t.axes, [[2**-0.5, -(2**-0.5)]], rtol=1e-15)
+    np.testing.assert_allclose(t.forward(rows[:2])[:, 0], [h / 2, -h / 2], rtol=1e-15)
+    lower, upper, censored = t.intervals(rows[:2])
+    assert censored.tolist() == [1]
+    np.testing.assert_allclose(np.column_stack([lower, upper]), [[0.0, h], [-h, 0.0]],
+                               rtol=1e-15)  # fmt: skip
+    assert lower[0, 0] == 0.0 and upper[1, 0] == 0.0  # one shared edge, exactly
+    # points of the line: (1, -1) is in (5, -5)'s bin, (12, -12) one bin beyond it
+    lo, hi, _ = t.intervals(np.array([[1.0, -1.0], [12.0, -12.0]]))
+    np.testing.assert_allclose(np.column_stack([lo, hi]), [[0.0, h], [h, 2 * h]], rtol=1e-15)
+    np.testing.assert_allclose(t.log_jacobian(rows[:2]), [-np.log(h)] * 2, rtol=1e-15)
+    np.testing.assert_allclose(t.inverse(np.array([[h / 2], [-h / 2]])), rows[:2], atol=1e-12)
+    back = OutputTransform.from_json(t.to_json())
+    assert back == t
+    record = json.loads(t.to_json())
+    with pytest.raises(ValueError, match="line_resolution must be null or a positive spacing"):
+        OutputTransform.from_json(json.dumps({**record, "line_resolution": -1.0}))
+    with pytest.raises(ValueError, match="needs a projection onto a line"):
+        OutputTransform.from_json(json.dumps({**record, "centre": None, "axes": None}))
+    plain = {**record, "axes": [[2**-0.5, -(2**-0.5)], [2**-0.5, 2**-0.5]]}
+    with pytest.raises(ValueError, match=r"needs a projection onto a line \(axes 1 x d\)"):
+        OutputTransform.from_json(json.dumps(plain))
+    # probability vectors of three classes, two distinct rows: on their line too
+    vectors = np.tile([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]], (30, 1))
+    simplex = choose_transform(vectors, ["a", "b", "c"])
+    assert simplex.is_simplex and simplex.is_projected and simplex.line_resolution > 0
+    # one distinct output: one position on the line of the first coordinate through it
+    constant = choose_transform(np.tile([[0.5, 2.0]], (30, 1)), ["a", "b"])
+    assert constant.is_projected and constant.line_resolution is None
+    np.testing.assert_allclose(constant.axes, [[1.0, 0.0]])
+    assert constant.forward(np.array([[0.5, 2.0]]))[0, 0] == 0.0
+    # three distinct outputs keep their grid; joint outputs (rotate=False) theirs
+    three = np.vstack([rows, [[0.5, 0.5]]])
+    assert choose_transform(three, ["l0", "l1"]).model_dims == 2
+    assert choose_transform(rows, ["l0", "l1"], rotate=False).model_dims == 2
+    assert few_points_on_a_line(rows[:, :1], choose_transform(rows[:, :1], ["l0"])) is None
 
 
 def test_vote_fractions_are_censored_bins_reaching_infinity():

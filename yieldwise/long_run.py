@@ -334,6 +334,8 @@ def _cells(
         return _calibration_cells(transducer, check_positive_int(n_points, "n_points"), seed)
     if transform.model_dims > 1:
         return _monte_carlo_cells(transducer, r, check_positive_int(n_points, "n_points"), seed)
+    if transform.line_resolution is not None:
+        return _line_lattice_cells(transducer, r, transform.line_resolution)
     h = transform.resolution[0]
     if h is not None:
         return _lattice_cells(transducer, r, float(h))
@@ -362,7 +364,28 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
         )
     values = (offset + h * np.arange(first, last + 1))[:, None]
     values = np.clip(values, *SUPPORT[transform.kind[0]])
-    lower, upper, _ = transform.intervals(values)
+    return _lattice_masses(transducer, r, values)
+
+
+def _line_lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
+    """Cells of outputs modelled on a line as a lattice of positions, ``(k + 1/2) h``
+    (two distinct outputs of two or more coordinates, ``encoding._few_points_on_a_line``):
+    the lattice points over the predictive range of positions, mapped back to outputs."""
+    z = transducer.posterior.predictive_quantiles(np.array([_TAIL, 1 - _TAIL]))
+    first, last = np.floor(float(z.min()) / h), np.floor(float(z.max()) / h)
+    if last - first > 1_000_000:
+        raise ValueError(
+            f"the lattice on the outputs' line (spacing {h}) has {last - first:.0f} values "
+            "over the predictive range; refit with resolution=None"
+        )
+    positions = (np.arange(first, last + 1) + 0.5) * h
+    return _lattice_masses(transducer, r, transducer.transform_.inverse(positions[:, None]))
+
+
+def _lattice_masses(transducer: Transducer, r, values: np.ndarray) -> _Cells:
+    """The cells of one censored dimension's lattice ``values`` (outputs), with their
+    masses per draw and class."""
+    lower, upper, _ = transducer.transform_.intervals(values)
     # One dimension, all censored: normal CDF differences (linear scale is exact enough
     # for sums of masses, and several times faster than the log-scale kernels).
     posterior = transducer.posterior

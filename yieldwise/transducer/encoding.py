@@ -29,6 +29,10 @@ transform so that a saved transducer reproduces every prediction:
   :class:`ExtrapolationWarning`.
 * **Two distinct values in one continuous column** are read as two bins of their spacing,
   with a :class:`LatticeWarning`: a density cannot be learnt from two points.
+* **Two distinct outputs of two or more coordinates** (hard labels given as two logits,
+  (5, -5) / (-5, 5)) are modelled on the line through them, as two bins of the distance
+  between them along it (:attr:`OutputTransform.line_resolution`): the binomial model at
+  each output, as for one column (docs/model.md, "Hard labels").
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ __all__ = [
     "as_outputs",
     "choose_transform",
     "detect_resolution",
+    "few_points_on_a_line",
     "joint_outputs",
     "principal_axes",
     "resolution_bins",
@@ -115,6 +120,10 @@ class OutputTransform:
         ``axes`` orthonormal rows, largest variance first (:func:`principal_axes`); one
         row only for outputs on a line (a projection onto it: :attr:`is_projected`).
         Only for continuous coordinates: a lattice column's bins are per axis.
+    line_resolution : None, or for a projection onto a line the spacing ``h`` of a lattice
+        of positions along it, ``(k + 1/2) h`` for integer ``k``: two distinct outputs,
+        at ``-h/2`` and ``h/2`` (``centre`` their midpoint), each read as its bin
+        ``[k h, (k + 1) h]`` of positions (:func:`choose_transform`).
     """
 
     kind: tuple[str, ...]
@@ -123,6 +132,7 @@ class OutputTransform:
     squeeze_n: int
     centre: tuple[float, ...] | None = None
     axes: tuple[tuple[float, ...], ...] | None = None
+    line_resolution: float | None = None
 
     # ------------------------------------------------------------- structure
     @property
@@ -260,6 +270,10 @@ class OutputTransform:
         point = self.forward(outputs)
         lower, upper = point.copy(), point.copy()
         censored = np.zeros(self.model_dims, dtype=int)
+        if self.line_resolution is not None:
+            censored[0] = 1
+            lower[:, 0], upper[:, 0] = self.line_bins(point[:, 0])
+            return lower, upper, censored
         if self.is_simplex:
             return lower, upper, censored
         for j, (kind, h) in enumerate(zip(self.kind, self.resolution, strict=True)):
@@ -270,6 +284,22 @@ class OutputTransform:
             lower[:, j], upper[:, j] = _bin_bounds(kind, low, high)
         return lower, upper, censored
 
+    def line_steps(self, position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For a lattice on the line: each position in steps of :attr:`line_resolution`
+        from the lattice's origin, and the lattice point ``k`` whose bin holds it
+        (positions ``(k + 1/2) h``)."""
+        assert self.line_resolution is not None
+        steps = np.asarray(position, dtype=float) / self.line_resolution - 0.5
+        return steps, np.round(steps)
+
+    def line_bins(self, position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The bins ``[k h, (k + 1) h]`` of positions on the line's lattice that hold
+        ``position`` (the bins tile the line, so their edges are shared exactly)."""
+        h = self.line_resolution
+        assert h is not None
+        _, k = self.line_steps(position)
+        return k * h + 0.0, (k + 1.0) * h  # + 0.0: the bin of k = -0.0 starts at 0.0
+
     def log_jacobian(self, outputs: np.ndarray) -> np.ndarray:
         """``log |d model / d output|`` per item, turning model densities into output densities.
 
@@ -279,6 +309,10 @@ class OutputTransform:
         """
         total = np.zeros(outputs.shape[0])
         n = self.squeeze_n
+        if self.line_resolution is not None:
+            # the model gives the probability of a bin of positions: the density along
+            # the line averaged over it (the two outputs' law is that of their bins)
+            return total - np.log(self.line_resolution)
         if self.is_simplex:
             parts = outputs.shape[1]
             p = self._squeeze(outputs, parts)
@@ -338,9 +372,35 @@ class OutputTransform:
             resolution=tuple(None if h is None else float(h) for h in resolution),
             squeeze_n=squeeze_n,
         )
+        line_resolution = record.get("line_resolution")
         if centre is None and axes is None:
+            if line_resolution is not None:
+                raise ValueError(
+                    "line_resolution needs a projection onto a line (centre and axes), found none"
+                )
             return transform
-        return transform.rotated(centre, axes)
+        return transform.rotated(centre, axes).on_line_lattice(line_resolution)
+
+    def on_line_lattice(self, spacing: Any) -> OutputTransform:
+        """This projection onto a line with its positions read as a lattice of spacing
+        ``spacing`` (None: continuous positions), checked: ValueError says what is wrong."""
+        if spacing is None:
+            return replace(self, line_resolution=None)
+        if (
+            isinstance(spacing, bool)
+            or not isinstance(spacing, int | float)
+            or not np.isfinite(spacing)
+            or spacing <= 0
+        ):
+            raise ValueError(
+                f"line_resolution must be null or a positive spacing, found {spacing!r}"
+            )
+        if not self.is_projected:
+            raise ValueError(
+                "line_resolution needs a projection onto a line (axes 1 x d), found "
+                f"axes {self.axes!r}"
+            )
+        return replace(self, line_resolution=float(spacing))
 
     def rotated(self, centre: Any, axes: Any) -> OutputTransform:
         """This transform followed by the rotation ``(z - centre) @ axes.T`` (``axes``
@@ -420,6 +480,7 @@ def choose_transform(
     resolution: str | float | Sequence[float | None] | None = "auto",
     *,
     rotate: bool = True,
+    few_points: bool = True,
 ) -> OutputTransform:
     """Pick the transform for calibration ``outputs`` (finite, shape ``(n, D)``).
 
@@ -430,7 +491,11 @@ def choose_transform(
     ``resolution="auto"`` detects lattice-valued (discrete) columns; None
     treats all columns as continuous; numbers give the spacing per column.
     ``rotate`` (with :data:`ROTATE_TWO_DIMENSIONS`): two continuous model coordinates
-    end in a rotation onto their principal axes (:func:`principal_axes`).
+    end in a rotation onto their principal axes (:func:`principal_axes`). With ``rotate``
+    and ``few_points``, outputs of two or more model coordinates that take at most two
+    distinct values are modelled on a line through them (:func:`few_points_on_a_line`;
+    a class reduction, which models the outputs' ranks instead, asks for it only when it
+    does not apply).
     """
     n, d = outputs.shape
     in_unit = bool(((outputs >= 0) & (outputs <= 1)).all())
@@ -481,6 +546,10 @@ def choose_transform(
         spacing = _two_values_as_bins(outputs[:, 0], transform.columns[0])
         if spacing is not None:
             transform = replace(transform, resolution=(spacing,))
+    if rotate and few_points:
+        few = few_points_on_a_line(outputs, transform, explicit=not isinstance(resolution, str))
+        if few is not None:
+            return few
     if (
         rotate
         and ROTATE_TWO_DIMENSIONS
@@ -499,6 +568,48 @@ def choose_transform(
             elif np.ptp(z, axis=0).min() > 0:
                 transform = transform.rotated(centre, axes)
     return transform
+
+
+def few_points_on_a_line(
+    outputs: np.ndarray, transform: OutputTransform, *, explicit: bool = False
+) -> OutputTransform | None:
+    """None, or for outputs of two or more model coordinates that take one or two distinct
+    values, the transform (``transform``'s kinds and columns) that models them on a line,
+    as one dimension.
+
+    Two points: the line through them (in the coordinates before any rotation, every
+    column read as continuous), its positions a lattice of the points' distance ``h``,
+    the points at ``-h/2`` and ``h/2`` in their own bins: the binomial model at each
+    point, which is what the data can tell. On a grid over the coordinates the
+    bilinear log-density runs to the grid's corners and the sampler diverges (two logits
+    (5, -5) / (-5, 5): 22-34 divergent transitions; docs/model.md, "Hard labels"). One
+    point: the line along the first coordinate through it, one position. ``explicit``:
+    the caller gave ``resolution`` (not "auto"), which a lattice on the line replaces,
+    so a :class:`LatticeWarning` says so. An output off the line is taken at its
+    projection, with an :class:`ExtrapolationWarning` (:func:`warn_off_line`).
+    """
+    if transform.model_dims < 2:
+        return None
+    points = unique_rows(outputs)[0]
+    if len(points) > 2:
+        return None
+    continuous = replace(transform, resolution=(None,) * transform.n_inputs)
+    z = continuous.unrotated(points)
+    if len(z) == 1:
+        axis = np.eye(z.shape[1])[0]
+        return continuous.rotated(z[0], axis[None])
+    step = z[1] - z[0]
+    spacing = float(np.linalg.norm(step))
+    if explicit:
+        warnings.warn(
+            f"the outputs {list(transform.columns)} take only two distinct values "
+            f"({points[0].tolist()} and {points[1].tolist()}); they are modelled on the line "
+            "through them as two bins, the binomial model at each value, in place of the "
+            "resolution given",
+            LatticeWarning,
+            stacklevel=4,
+        )
+    return continuous.rotated(0.5 * (z[0] + z[1]), (step / spacing)[None]).on_line_lattice(spacing)
 
 
 def _two_values_as_bins(column: np.ndarray, name: str) -> float | None:
@@ -752,6 +863,8 @@ def snap_to_lattice(
     warning. Afterwards a column has at most one distinct value per lattice point in the
     outputs' range, and predictions dedupe on them.
     """
+    if transform.line_resolution is not None:
+        _warn_off_line_lattice(y, transform)
     snapped = y
     for j, h in enumerate(transform.resolution):
         if h is None:
@@ -764,7 +877,14 @@ def snap_to_lattice(
         if abs(1.0 / h - m) <= 1e-9 * m and abs(anchor * m - round(anchor * m)) <= 1e-6:
             values = np.round(column * m) / m  # k/m exactly as such outputs are written
         else:
+            # a lattice point the calibration outputs hold is taken as their value, so
+            # that they predict at the bins they were fitted on (anchor + k h can be an
+            # ulp off when h is not representable, which would put them outside)
             values = anchor + k * h
+            seen = np.unique(calibration[:, j])
+            seen_k = np.round((seen - anchor) / h)
+            at = np.clip(np.searchsorted(seen_k, k), 0, seen.size - 1)
+            values = np.where(seen_k[at] == k, seen[at], values)
         if snapped is y:
             snapped = y.copy()
         snapped[:, j] = values
@@ -784,6 +904,27 @@ def snap_to_lattice(
             stacklevel=4,
         )
     return snapped
+
+
+def _warn_off_line_lattice(y: np.ndarray, transform: OutputTransform) -> None:
+    """A LatticeWarning for outputs whose position on a lattice line
+    (:attr:`OutputTransform.line_resolution`) is not a lattice point: each is read as the
+    bin that holds it, as :func:`snap_to_lattice` reads a lattice column's. The outputs
+    are left as they are (their distance from the line is :func:`warn_off_line`'s)."""
+    steps, k = transform.line_steps(transform.forward(y)[:, 0])
+    off = np.abs(steps - k) > _LATTICE_RTOL * np.maximum(1.0, np.abs(k))
+    if not off.any():
+        return
+    first = int(np.flatnonzero(off)[0])
+    warnings.warn(
+        f"{int(off.sum())} of {len(y)} outputs of {list(transform.columns)} are not among "
+        "the two distinct outputs this transducer was fitted on, nor at a point of their "
+        f"lattice along the line through them (the first, item {first}: "
+        f"{y[first].tolist()}); each was read as the bin of that lattice that holds it. "
+        "Refit on outputs like them to model them",
+        LatticeWarning,
+        stacklevel=4,
+    )
 
 
 def warn_off_line(y: np.ndarray, transform: OutputTransform, calibration: np.ndarray) -> None:

@@ -51,6 +51,7 @@ from .encoding import (
     OutputTransform,
     as_outputs,
     choose_transform,
+    few_points_on_a_line,
     joint_outputs,
     snap_to_lattice,
     unique_rows,
@@ -356,12 +357,17 @@ class Transducer:
             )
         # a joint fit keeps each classifier's own coordinates (no rotation): its marginals
         # (marginal()) drop the other members' dimensions of every product kernel
-        transform = choose_transform(y, columns, spec, resolution, rotate=not members)
+        transform = choose_transform(
+            y, columns, spec, resolution, rotate=not members, few_points=False
+        )
         reduction = choose_reduction(
             self.class_reduction, y, transform.columns, labels, transform.kind, bool(members),
         )  # fmt: skip
         if reduction is not None:
             return self._fit_reduced(y, class_index, transform, reduction)
+        if not members:  # at most two distinct outputs: on a line (encoding, "Hard labels")
+            explicit = not isinstance(resolution, str)
+            transform = few_points_on_a_line(y, transform, explicit=explicit) or transform
         lower, upper, censored = transform.intervals(y)
         chains = check_positive_int(self.chains, "chains")
         # Draw the seed here when none is given: it seeds the initial values as well as
@@ -1302,7 +1308,10 @@ class Transducer:
             + str(["margin"] if self.reduction_ else list(self.transform_.model_dim_names))
             + f" (resolution {list(self.transform_.resolution)}"
             + (
-                "; on a line, modelled along it" if self.transform_.is_projected
+                f"; two points on a line, modelled along it as two bins of spacing "
+                f"{self.transform_.line_resolution:.6g}"
+                if self.transform_.line_resolution is not None
+                else "; on a line, modelled along it" if self.transform_.is_projected
                 else "; rotated onto their principal axes" if self.transform_.is_rotated
                 else ""
             )
@@ -1423,10 +1432,10 @@ def _warn_on_few_outputs(data: Any) -> None:
     """A :class:`SamplerWarning` before sampling when outputs of two or more model
     dimensions take at most two distinct values: two points lie on a line, one dimension of
     information on a grid whose bilinear density runs to the corners (docs/model.md, "Hard
-    labels"). Continuous outputs on a line with more than two distinct values are modelled
-    along it (encoding.LINE_TOLERANCE), so this is left to lattice columns, which are not
-    rotated (two logits (5, -5) / (-5, 5) are read as a lattice of spacing 10 in each
-    column), and to two continuous points given with ``resolution=None``."""
+    labels"). One classifier's outputs are then modelled on that line
+    (``encoding.few_points_on_a_line``), so this is left to joint outputs of several
+    classifiers, whose coordinates stay each classifier's own (``marginal()`` drops the
+    others')."""
     from ..backends import SamplerWarning  # here, as in fit: the backends load on use
 
     distinct = distinct_outputs(data.y_lower, data.y_upper)

@@ -60,8 +60,11 @@ __all__ = [
 #: another model) is refused with a message saying to refit, one without is read as it is.
 #: 6: the transform may end in a projection onto one principal axis (``axes`` 1 x d:
 #: continuous outputs on a line, modelled as one dimension), which a reader of version 5
-#: refuses as malformed; files of versions 2-5 are read as they are.
-FORMAT_VERSION = 6
+#: refuses as malformed; files of versions 2-5 are read as they are. 7: a projection's
+#: positions may be a lattice (``line_resolution``: two distinct outputs of two or more
+#: coordinates, each its own bin on the line through them), which a reader of version 6
+#: would take for continuous positions; files of versions 2-6 are read as they are.
+FORMAT_VERSION = 7
 #: The first version whose class reductions hold the others' temperature.
 _TEMPERATURE_SINCE = 5
 #: The oldest version this yieldwise reads.
@@ -70,6 +73,8 @@ OLDEST_READABLE = 2
 _ROTATION_SINCE = 3
 #: The first version whose transforms may end in a projection onto a line.
 _PROJECTION_SINCE = 6
+#: The first version whose projections may read their positions as a lattice.
+_LINE_LATTICE_SINCE = 7
 FORMAT_ATTRIBUTE = "yieldwise_format_version"
 
 
@@ -341,6 +346,14 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
         raise TransducerFileError(
             f"{path}: format version {meta[FORMAT_ATTRIBUTE]} has no outputs projected onto "
             "a line, yet its transform records one; the file was altered"
+        )
+    if (
+        meta[FORMAT_ATTRIBUTE] < _LINE_LATTICE_SINCE
+        and meta["yieldwise_transform"].line_resolution is not None
+    ):
+        raise TransducerFileError(
+            f"{path}: format version {meta[FORMAT_ATTRIBUTE]} has no lattice of positions on "
+            "a line, yet its transform records one (line_resolution); the file was altered"
         )
     return meta
 
