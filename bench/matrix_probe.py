@@ -1,0 +1,132 @@
+"""Matrix scaling with a smooth margin term, probed on the panel's softmax-10 against the
+coverage study's decision outputs (run by hand; docs/model.md, "Many classes", "One
+matrix for every rank").
+
+    .venv/bin/python bench/matrix_probe.py N REPS [SD_Q]
+    .venv/bin/python bench/matrix_probe.py 3600 6          # class terms' sd 0.5
+
+A probe of a model not built, fitted by the Laplace approximation, not Stan. Every class
+of an output gets the log-odds
+
+    eta_c = gamma s_c + k_c + Q_c . z + [c = top] g(m),
+
+``s`` the squeezed log-probabilities (the reduction's scores), ``z`` them centred, ``m``
+the margin of the top two scores and ``g`` a smooth function of it (``G`` Gaussian bumps
+over the calibration margins' range, coefficients ``N(0, 3^2)``); ``gamma ~ N(1, 3^2)``,
+``k ~ N(0, 1)``, ``Q ~ N(0, SD_Q^2)``. Without ``Q`` and ``k`` this is temperature
+scaling with a nonparametric correction of the top class (what today's reduction holds,
+up to its pair offsets); with them it holds the truth's form, ``log p(c | y) = m_c . z +
+k_c`` (``_problems.softmax_ten_truth``), from every item rather than from the few whose
+class ranks third or lower (bench/share_probe.py). The likelihood is a multinomial logit
+linear in the parameters, so the posterior is log-concave; the Gaussian at its mode (exact
+gradient and Hessian) gives 1,000 draws. Each repetition fits the coverage study's own
+calibration set (``coverage.study_set``, seed 2026) and checks the bands for p(c | y) at
+the study's nine decision outputs, every class whose truth lies in [0.001, 0.999] (25
+checks), as the study counts them for the shipped transducer.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import log_softmax, softmax
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import load_coverage_study
+
+K = 10
+BUMPS = 6
+LEVELS = (0.5, 0.75, 0.95)
+
+
+def design(p: np.ndarray, n_fit: int, centres: np.ndarray, width: float, terms: bool):
+    """The features (n, C, P) of ``eta = features @ theta``: ``s_c``, then (with
+    ``terms``) one-hot ``c`` for ``k`` and ``z`` in class ``c``'s block for ``Q``, then the
+    margin's bumps in the top class's row."""
+    n = len(p)
+    s = np.log((p * (n_fit - 1) + 1 / K) / n_fit)
+    z = s - s.mean(axis=1, keepdims=True)
+    top2 = -np.sort(-s, axis=1)[:, :2]
+    bumps = np.exp(-0.5 * ((top2[:, :1] - top2[:, 1:] - centres) / width) ** 2)  # (n, G)
+    blocks = [s[:, :, None]]
+    if terms:
+        blocks.append(np.broadcast_to(np.eye(K), (n, K, K)))
+        blocks.append((np.eye(K)[None, :, :, None] * z[:, None, None, :]).reshape(n, K, K * K))
+    on_top = (np.arange(K) == np.argmax(s, axis=1)[:, None])[:, :, None]
+    blocks.append(on_top * bumps[:, None, :])
+    return np.concatenate(blocks, axis=2)
+
+
+def prior(terms: bool, sd_q: float) -> tuple[np.ndarray, np.ndarray]:
+    """Prior means and sds of theta = (gamma, [k, vec Q], bumps)."""
+    mean = [1.0] + [0.0] * ((K + K * K) if terms else 0) + [0.0] * BUMPS
+    sd = [3.0] + ([1.0] * K + [sd_q] * (K * K) if terms else []) + [3.0] * BUMPS
+    return np.array(mean), np.array(sd)
+
+
+def posterior(features: np.ndarray, y: np.ndarray, mean: np.ndarray, sd: np.ndarray):
+    """Mode and covariance of the multinomial logit ``softmax(features @ theta)`` with
+    independent Normal priors: exact gradient and Hessian."""
+    onehot = np.eye(K)[y]
+
+    def objective(theta):
+        eta = features @ theta
+        lp = log_softmax(eta, axis=1)
+        value = -(lp[np.arange(len(y)), y].sum()) + 0.5 * np.sum(((theta - mean) / sd) ** 2)
+        grad = -np.einsum("ncp,nc->p", features, onehot - np.exp(lp)) + (theta - mean) / sd**2
+        return value, grad
+
+    mode = minimize(objective, mean.copy(), jac=True, method="L-BFGS-B").x
+    prob = softmax(features @ mode, axis=1)
+    fp = np.einsum("ncp,nc->np", features, prob)  # sum_c p_c F_c
+    hessian = np.einsum("ncp,nc,ncq->pq", features, prob, features) - fp.T @ fp
+    hessian += np.diag(1.0 / sd**2)
+    return mode, np.linalg.inv(hessian)
+
+
+def run(n: int, rep: int, terms: bool, sd_q: float = 0.5) -> dict:
+    study = load_coverage_study()
+    ((index, problem),) = study.select_problems(["softmax-10"])
+    outputs, labels, _ = study.study_set(problem, index, n, rep)
+    s = np.log((outputs * (n - 1) + 1 / K) / n)
+    top2 = -np.sort(-s, axis=1)[:, :2]
+    margin = top2[:, 0] - top2[:, 1]
+    centres = np.linspace(margin.min(), margin.max(), BUMPS)
+    width = centres[1] - centres[0]
+    mean, sd = prior(terms, sd_q)
+    mode, cov = posterior(design(outputs, n, centres, width, terms), labels, mean, sd)
+    draws = np.random.default_rng(rep).multivariate_normal(mode, cov, 1000)
+    picks = study.decision_outputs(problem)
+    at = problem.cells[picks]
+    proba = softmax(np.einsum("ncp,tp->tnc", design(at, n, centres, width, terms), draws), axis=2)
+    truth = problem.truth()[picks]
+    checked = (truth >= study.INSIDE[0]) & (truth <= study.INSIDE[1])
+    out = {"checks": int(checked.sum())}
+    for level in LEVELS:
+        lower, upper = np.quantile(proba, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        out[level] = float(((truth >= lower) & (truth <= upper))[checked].mean())
+    out["error"] = float(np.abs(proba.mean(axis=0) - truth)[checked].mean())
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    n, reps = int(argv[0]), int(argv[1])
+    sd_q = float(argv[2]) if len(argv) > 2 else 0.5
+    for terms in (False, True):
+        results = [run(n, rep, terms, sd_q) for rep in range(reps)]
+        cover = " / ".join(f"{100 * np.mean([r[lv] for r in results]):.0f}" for lv in LEVELS)
+        error = np.mean([r["error"] for r in results])
+        name = f"with class terms (sd {sd_q})" if terms else "temperature + margin bumps"
+        print(f"n = {n}, {reps} study sets, {name}: bands at the decision outputs 50 / 75 / "
+              f"95 % cover {cover} %; mean absolute error {error:.4f}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
