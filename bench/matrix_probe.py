@@ -4,6 +4,7 @@ matrix for every rank").
 
     .venv/bin/python bench/matrix_probe.py N REPS [SD_Q]
     .venv/bin/python bench/matrix_probe.py 3600 6          # class terms' sd 0.5
+    .venv/bin/python bench/matrix_probe.py 3600 6 learnt   # sd ~ half-Normal(0, 1)
 
 A probe of a model not built, fitted by the Laplace approximation, not Stan. Every class
 of an output gets the log-odds
@@ -23,6 +24,12 @@ gradient and Hessian) gives 1,000 draws. Each repetition fits the coverage study
 calibration set (``coverage.study_set``, seed 2026) and checks the bands for p(c | y) at
 the study's nine decision outputs, every class whose truth lies in [0.001, 0.999] (25
 checks), as the study counts them for the shipped transducer.
+
+``learnt``: the class terms' sd is given a half-Normal(0, 1) prior and integrated out on a
+grid (:data:`SD_GRID`): each grid value's Laplace evidence (the log posterior density at
+the mode, ``+ P/2 log 2 pi - 1/2 log |H|``, its priors normalised) times the prior's
+density and the grid's spacing in ``log sd`` weighs its Gaussian, and the draws are that
+mixture's.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ from _common import load_coverage_study
 
 K = 10
 BUMPS = 6
+#: The class terms' sd values over which ``learnt`` integrates (even in log sd).
+SD_GRID = np.exp(np.linspace(np.log(0.03), np.log(2.0), 15))
 LEVELS = (0.5, 0.75, 0.95)
 
 
@@ -87,7 +96,37 @@ def posterior(features: np.ndarray, y: np.ndarray, mean: np.ndarray, sd: np.ndar
     return mode, np.linalg.inv(hessian)
 
 
-def run(n: int, rep: int, terms: bool, sd_q: float = 0.5) -> dict:
+def log_evidence(features, y, mean, sd, mode, cov) -> float:
+    """Laplace's log marginal likelihood: log p(y | mode) + log prior(mode), the Normal
+    priors normalised, + P/2 log 2 pi + 1/2 log |cov|."""
+    lp = log_softmax(features @ mode, axis=1)[np.arange(len(y)), y].sum()
+    prior_lp = -0.5 * np.sum(((mode - mean) / sd) ** 2) - np.sum(np.log(sd)) \
+        - 0.5 * mode.size * np.log(2 * np.pi)  # fmt: skip
+    return float(lp + prior_lp + 0.5 * mode.size * np.log(2 * np.pi)
+                 + 0.5 * np.linalg.slogdet(cov)[1])  # fmt: skip
+
+
+def learnt_draws(features, y, n_draws: int, rng: np.random.Generator):
+    """Draws with the class terms' sd integrated out on :data:`SD_GRID` under a
+    half-Normal(0, 1) prior (module docstring), and the sd's posterior mean."""
+    fits, log_w = [], []
+    for sd_q in SD_GRID:
+        mean, sd = prior(True, sd_q)
+        mode, cov = posterior(features, y, mean, sd)
+        fits.append((mode, cov))
+        # half-Normal(0, 1) density in sd, times sd for the even grid in log sd
+        log_w.append(log_evidence(features, y, mean, sd, mode, cov) - 0.5 * sd_q**2
+                     + np.log(sd_q))  # fmt: skip
+    w = np.exp(np.array(log_w) - max(log_w))
+    w /= w.sum()
+    counts = rng.multinomial(n_draws, w)
+    draws = np.concatenate([rng.multivariate_normal(m, c, k) for (m, c), k
+                            in zip(fits, counts, strict=True) if k])  # fmt: skip
+    return draws, float(w @ SD_GRID)
+
+
+def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5) -> dict:
+    """One study set's fit and checks; ``sd_q`` None: the class terms' sd learnt."""
     study = load_coverage_study()
     ((index, problem),) = study.select_problems(["softmax-10"])
     outputs, labels, _ = study.study_set(problem, index, n, rep)
@@ -96,15 +135,21 @@ def run(n: int, rep: int, terms: bool, sd_q: float = 0.5) -> dict:
     margin = top2[:, 0] - top2[:, 1]
     centres = np.linspace(margin.min(), margin.max(), BUMPS)
     width = centres[1] - centres[0]
-    mean, sd = prior(terms, sd_q)
-    mode, cov = posterior(design(outputs, n, centres, width, terms), labels, mean, sd)
-    draws = np.random.default_rng(rep).multivariate_normal(mode, cov, 1000)
+    features = design(outputs, n, centres, width, terms)
+    rng = np.random.default_rng(rep)
+    out: dict = {}
+    if terms and sd_q is None:
+        draws, out["sd_q"] = learnt_draws(features, labels, 1000, rng)
+    else:
+        mean, sd = prior(terms, 0.5 if sd_q is None else sd_q)
+        mode, cov = posterior(features, labels, mean, sd)
+        draws = rng.multivariate_normal(mode, cov, 1000)
     picks = study.decision_outputs(problem)
     at = problem.cells[picks]
     proba = softmax(np.einsum("ncp,tp->tnc", design(at, n, centres, width, terms), draws), axis=2)
     truth = problem.truth()[picks]
     checked = (truth >= study.INSIDE[0]) & (truth <= study.INSIDE[1])
-    out = {"checks": int(checked.sum())}
+    out["checks"] = int(checked.sum())
     for level in LEVELS:
         lower, upper = np.quantile(proba, [(1 - level) / 2, (1 + level) / 2], axis=0)
         out[level] = float(((truth >= lower) & (truth <= upper))[checked].mean())
@@ -117,12 +162,16 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     n, reps = int(argv[0]), int(argv[1])
-    sd_q = float(argv[2]) if len(argv) > 2 else 0.5
+    given = argv[2] if len(argv) > 2 else "0.5"
+    sd_q = None if given == "learnt" else float(given)
     for terms in (False, True):
         results = [run(n, rep, terms, sd_q) for rep in range(reps)]
         cover = " / ".join(f"{100 * np.mean([r[lv] for r in results]):.0f}" for lv in LEVELS)
         error = np.mean([r["error"] for r in results])
-        name = f"with class terms (sd {sd_q})" if terms else "temperature + margin bumps"
+        learnt = [r["sd_q"] for r in results if "sd_q" in r]
+        scale = f"learnt: posterior mean {np.median(learnt):.2f} (median over sets)" if learnt \
+            else f"sd {sd_q}"  # fmt: skip
+        name = f"with class terms ({scale})" if terms else "temperature + margin bumps"
         print(f"n = {n}, {reps} study sets, {name}: bands at the decision outputs 50 / 75 / "
               f"95 % cover {cover} %; mean absolute error {error:.4f}")  # fmt: skip
     return 0

@@ -60,3 +60,17 @@ def test_the_mode_and_curvature_are_the_stated_density_s(probe):
                        - log_post(mode - step[i] + step[j]) + log_post(mode - step[i] - step[j]))
                       / (4 * h * h) for j in range(dim)] for i in range(dim)])  # fmt: skip
     np.testing.assert_allclose(np.linalg.inv(cov), -hess, rtol=1e-4, atol=1e-4)
+
+
+def test_the_evidence_of_a_flat_likelihood_is_that_likelihood(probe):
+    """With every feature 0 the likelihood is (1/10)^n whatever theta: the posterior is the
+    prior, Laplace's evidence is exact, and equals n log(1/10)."""
+    y = np.arange(40) % 10
+    features = np.zeros((40, 10, 1 + 10 + 100 + probe.BUMPS))
+    mean, sd = probe.prior(True, 0.3)
+    mode, cov = probe.posterior(features, y, mean, sd)
+    np.testing.assert_allclose(mode, mean, atol=1e-6)
+    np.testing.assert_allclose(cov, np.diag(sd**2), rtol=1e-9)
+    assert probe.log_evidence(features, y, mean, sd, mode, cov) == pytest.approx(
+        -40 * np.log(10), rel=1e-9
+    )
