@@ -1447,7 +1447,9 @@ def _warn_on_few_outputs(data: Any) -> None:
         "samples badly (two logits (5, -5) / (-5, 5): 22-31 divergent transitions, 9 at "
         "adapt_delta 0.99). Fit on one column that tells the values apart instead, such as "
         "the difference of the two logits or the predicted class as 0 / 1: that fit is the "
-        "binomial model at each value and samples cleanly (docs/model.md, 'Hard labels')",
+        "binomial model at each value and samples cleanly (one classifier's outputs are "
+        "modelled so without asking; joint outputs keep each classifier's coordinates; "
+        "docs/model.md, 'Hard labels')",
         SamplerWarning,
         stacklevel=3,
     )
