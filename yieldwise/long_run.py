@@ -369,7 +369,7 @@ def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
 
 def _line_lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
     """Cells of outputs modelled on a line as a lattice of positions, ``(k + 1/2) h``
-    (two distinct outputs of two or more coordinates, ``encoding._few_points_on_a_line``):
+    (two distinct outputs of two or more coordinates, ``encoding.few_points_on_a_line``):
     the lattice points over the predictive range of positions, mapped back to outputs."""
     z = transducer.posterior.predictive_quantiles(np.array([_TAIL, 1 - _TAIL]))
     first, last = np.floor(float(z.min()) / h), np.floor(float(z.max()) / h)
