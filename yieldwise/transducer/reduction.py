@@ -546,9 +546,12 @@ def warn_on_rank_check(table: pd.DataFrame, stacklevel: int = 2) -> None:
     warnings.warn(
         f"the reduction to ranks treats all classes alike, and the calibration data "
         f"disagree for {len(bad)} class(es): {parts}. The transducer's probabilities for "
-        "those classes are off by about that much. Fit with class_reduction=None to model "
-        "the outputs themselves (slower), or see rank_check() and docs/model.md, "
-        "'Many classes'",
+        "those classes are off by about that much, and their bands are likely too narrow "
+        "(on a simulated network with class-specific confusions the 95 % bands covered "
+        "52-78 % of the truths; docs/model.md, 'Many classes'). class_reduction=None "
+        "models the outputs themselves, more slowly, and did no better on that network: "
+        "compare the two fits' loo(conditional=True), log p(class | output) on the "
+        "same scale for both, on your data (see also rank_check())",
         ReductionWarning,
         stacklevel=stacklevel + 1,
     )
