@@ -62,15 +62,33 @@ SD_GRID = np.exp(np.linspace(np.log(0.03), np.log(2.0), 15))
 LEVELS = (0.5, 0.75, 0.95)
 
 
+def _scores(p: np.ndarray, n_fit: int) -> np.ndarray:
+    """The reduction's scores: log-probabilities squeezed as ``(p (n - 1) + 1 / C) / n``."""
+    return np.log((p * (n_fit - 1) + 1 / K) / n_fit)
+
+
+def _margins(s: np.ndarray) -> np.ndarray:
+    """The margin of each row's top two scores."""
+    top2 = -np.sort(-s, axis=1)[:, :2]
+    return top2[:, 0] - top2[:, 1]
+
+
+def bump_grid(outputs: np.ndarray, n_fit: int) -> tuple[np.ndarray, float]:
+    """The bumps' centres, evenly over the calibration margins' range, and their width
+    (the spacing)."""
+    margin = _margins(_scores(outputs, n_fit))
+    centres = np.linspace(margin.min(), margin.max(), BUMPS)
+    return centres, float(centres[1] - centres[0])
+
+
 def design(p: np.ndarray, n_fit: int, centres: np.ndarray, width: float, terms: bool):
     """The features (n, C, P) of ``eta = features @ theta``: ``s_c``, then (with
     ``terms``) one-hot ``c`` for ``k`` and ``z`` in class ``c``'s block for ``Q``, then the
     margin's bumps in the top class's row."""
     n = len(p)
-    s = np.log((p * (n_fit - 1) + 1 / K) / n_fit)
+    s = _scores(p, n_fit)
     z = s - s.mean(axis=1, keepdims=True)
-    top2 = -np.sort(-s, axis=1)[:, :2]
-    bumps = np.exp(-0.5 * ((top2[:, :1] - top2[:, 1:] - centres) / width) ** 2)  # (n, G)
+    bumps = np.exp(-0.5 * ((_margins(s)[:, None] - centres) / width) ** 2)  # (n, G)
     blocks = [s[:, :, None]]
     if terms:
         blocks.append(np.broadcast_to(np.eye(K), (n, K, K)))
@@ -141,11 +159,7 @@ def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5) -> dict:
     study = load_coverage_study()
     ((index, problem),) = study.select_problems(["softmax-10"])
     outputs, labels, _ = study.study_set(problem, index, n, rep)
-    s = np.log((outputs * (n - 1) + 1 / K) / n)
-    top2 = -np.sort(-s, axis=1)[:, :2]
-    margin = top2[:, 0] - top2[:, 1]
-    centres = np.linspace(margin.min(), margin.max(), BUMPS)
-    width = centres[1] - centres[0]
+    centres, width = bump_grid(outputs, n)
     features = design(outputs, n, centres, width, terms)
     rng = np.random.default_rng(rep)
     out: dict = {}
@@ -186,11 +200,7 @@ def digits(splits: int = 5, seed: int = 2026) -> None:
     for split in range(splits):
         half = np.random.default_rng([seed, 301, split]).permutation(len(ten)) < len(ten) // 2
         cal, held, n = outputs[half], outputs[~half], int(half.sum())
-        s = np.log((cal * (n - 1) + 1 / K) / n)
-        top2 = -np.sort(-s, axis=1)[:, :2]
-        margin = top2[:, 0] - top2[:, 1]
-        centres = np.linspace(margin.min(), margin.max(), BUMPS)
-        width = centres[1] - centres[0]
+        centres, width = bump_grid(cal, n)
         draws, sd_q = learnt_draws(design(cal, n, centres, width, True), truth[half], 1000,
                                    np.random.default_rng(split))  # fmt: skip
         features = design(held, n, centres, width, True)
