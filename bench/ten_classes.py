@@ -69,6 +69,7 @@ import yieldwise._design as design
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 from yieldwise.datasets import load_digits_ten
+from yieldwise.transducer.stan_data import preconditioning, unconstrained_values
 
 
 def _mode_of(cal, cols, seed: int):
@@ -102,6 +103,12 @@ def profile(cal, cols, seed: int) -> None:
         top = np.linalg.eigvalsh(0.5 * (curvature + curvature.T)).max()
         print(f"z {t:+d}: log density - mode {lp - fit.lp_mode:10.2f} (Normal {-t * t / 2:5.1f}), "
               f"largest curvature {top:8.1f} (Normal 1)", flush=True)  # fmt: skip
+
+
+def program_scale(data) -> np.ndarray:
+    """The program's S in ``u = u_centre + S z`` (the directions it applies; stan_data)."""
+    u = int(data["U"])
+    return (unconstrained_values(data, np.eye(u)) - np.asarray(data["u_centre"], float)).T
 
 
 def _sampler_data(cal, cols, seed: int):
@@ -139,7 +146,7 @@ def pilot(cal, cols, seed: int, rounds: int) -> None:
 
     data, short_run = _sampler_data(cal, cols, seed)
     values = data.as_dict()
-    centre, scale = np.asarray(values["u_centre"], float), np.asarray(values["u_scale"], float)
+    centre, scale = np.asarray(values["u_centre"], float), program_scale(values)
     for step in range(rounds + 1):
         last = step == rounds
         result = short_run(values, 2, 300 if last else 150, 300 if last else 250)
@@ -154,8 +161,11 @@ def pilot(cal, cols, seed: int, rounds: int) -> None:
         if not last:
             cov = LedoitWolf().fit(z).covariance_
             centre = centre + scale @ z.mean(axis=0)
-            scale = scale @ np.linalg.cholesky(cov)
-            values = {**values, "u_centre": centre, "u_scale": scale}
+            # the new scale's covariance S cov S', as its eigenvectors and sds (every
+            # direction applied)
+            variances, vectors = np.linalg.eigh(scale @ cov @ scale.T)
+            values = {**values, **preconditioning(centre, vectors, np.sqrt(variances), 0.0)}
+            scale = program_scale(values)
 
 
 def curvature(cal, cols, seed: int, warmup: int = 150, draws: int = 20) -> None:
@@ -163,7 +173,7 @@ def curvature(cal, cols, seed: int, warmup: int = 150, draws: int = 20) -> None:
 
     A short one-chain run on the sampler's own (preconditioned) data; then at five of its
     draws the largest eigenvalues of minus the Hessian in the sampler's coordinates ``z``
-    (``u = u_centre + u_scale z``; 1 where the Laplace approximation holds), and for the
+    (``u = u_centre + S z``; 1 where the Laplace approximation holds), and for the
     stiffest direction its curvature in ``u`` at the draw and at the mode ``u_centre``, and
     the blocks of ``u`` it loads on.
     """
@@ -179,7 +189,7 @@ def curvature(cal, cols, seed: int, warmup: int = 150, draws: int = 20) -> None:
           f"{np.linalg.norm(z, axis=1).max():.0f} (standard Normal: about "
           f"{np.sqrt(z.shape[1]):.0f})")  # fmt: skip
     model = TransducerDensity(data.as_dict())
-    centre, scale = np.asarray(data["u_centre"], float), np.asarray(data["u_scale"], float)
+    centre, scale = np.asarray(data["u_centre"], float), program_scale(data)
     at_mode = -model.hessian(centre)
     for i in np.linspace(0, len(z) - 1, 5).astype(int):
         u = centre + scale @ z[i]

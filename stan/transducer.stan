@@ -33,13 +33,22 @@
 //
 // Geometry. All of these live in one unconstrained vector
 //   u = (a_fixed, log tau_a, a_raw, f_fixed, log tau_f, f_raw)   (matrices column-major),
-// and the sampler moves z with u = u_centre + u_scale * z: u_centre is the posterior mode
-// and u_scale a square root of the inverse Hessian there (yieldwise/backends/_laplace.py),
+// and the sampler moves z with u = u_centre + S z: u_centre is the posterior mode and S S'
+// the inverse Hessian there (yieldwise/backends/_laplace.py),
 // so z is close to standard Normal and NUTS's diagonal metric sees an isotropic target.
 // A linear change of variables leaves the posterior unchanged (its Jacobian is constant);
 // it removes the correlations between neighbouring kernels' coefficients that a diagonal
-// metric cannot (docs/model.md: two logits, 255 -> 31 leapfrog steps per iteration). With
-// u_centre = 0 and u_scale = I this is the plain non-centred model.
+// metric cannot (docs/model.md: two logits, 255 -> 31 leapfrog steps per iteration).
+// Of the inverse Hessian's eigen-directions (sd the square roots of its eigenvalues), the
+// whitened coordinates below leave almost all at sd within a few per cent of 1, so the
+// program applies the u_rank others only (the rest as 1), each on an axis of z of its own
+// so that the sampler's diagonal metric can still rescale it:
+//   u = u_centre + Q (u_axes .* z),  Q = I + u_left u_right',
+// Q orthogonal with its first u_rank columns those directions (a product of u_rank
+// Householder reflections: Q - I has rank u_rank), u_axes their sds, then 1. Two
+// U x u_rank products per gradient instead of one U x U; an exact linear change of
+// variables (docs/model.md, "The preconditioning in low rank").
+// With u_centre = 0 and u_rank = 0 this is the plain non-centred model.
 // Conditional whitening. A linear map cannot undo the curvature between a scale tau and the
 // coefficients b ~ N(0, tau^2 I) it governs: with strong data the non-centred b / tau bends
 // with tau (a banana), with weak data a centred b narrows with tau (a funnel), and tau's
@@ -83,6 +92,12 @@
 // b ~ N(0, tau_g^2) is unchanged (an exact change of variables; the log Jacobian of
 // (e_h, e_g) -> (h, b) is sum(log v) / 2).
 functions {
+  // u = centre + Q (axes .* z), Q = I + left * right_t (header, "Geometry")
+  vector preconditioned(vector z, vector centre, vector axes, matrix left, matrix right_t) {
+    vector[rows(z)] x = axes .* z;
+    return centre + x + left * (right_t * x);
+  }
+
   // the group offsets' log scales (header, "Group offsets"): row 1 log tau_h, row 2
   // log tau_g, from u's (log tau, z) after position at_g
   matrix group_log_scales(vector u, int at_g, int C1) {
@@ -241,8 +256,11 @@ data {
   real<lower=0> tau_f_floor;                 // soft floor under tau_f (0: none), below
   int<lower=0, upper=1> density_marginal;    // 1: a is all outputs' log-density (below)
   int<lower=1> U;                            // = (P - 1) + 1 + R + (C - 1) * (P + 1 + R)
-  vector[U] u_centre;                        // preconditioning: u = u_centre + u_scale * z
-  matrix[U, U] u_scale;
+  vector[U] u_centre;                        // preconditioning (header, "Geometry"):
+  int<lower=0, upper=U> u_rank;              // u = u_centre + Q (u_axes .* z),
+  vector<lower=0>[U] u_axes;                 // Q = I + u_left * u_right'
+  matrix[U, u_rank] u_left;
+  matrix[U, u_rank] u_right;
   // conditional whitening of the smooth blocks (above): rotation, precision, linear term
   matrix[R, R] white_a;
   vector<lower=0>[R] white_a_lambda;
@@ -334,6 +352,7 @@ transformed data {
   }
   matrix[R, C] white_lambda = append_col(white_a_lambda, white_f_lambda);
   matrix[R, C] white_kappa = append_col(white_a_kappa, white_f_kappa);
+  matrix[u_rank, U] u_right_t = u_right';  // the preconditioning's (header, "Geometry")
   if (kern_sparse && (kern_u[1] != 1 || kern_u[N + 1] != kern_nz + 1)) {
     reject("kern_u must run from 1 to kern_nz + 1 = ", kern_nz + 1, ", found ", kern_u[1],
            " to ", kern_u[N + 1]);
@@ -349,7 +368,7 @@ parameters {
 // transducer reads (w, alpha, tau_a, tau_f, log_lik, log_lik_cut_gap): about a third of the
 // values a draw wrote before (docs/model.md, "Where the time goes").
 model {
-  vector[U] u = u_centre + u_scale * z;
+  vector[U] u = preconditioned(z, u_centre, u_axes, u_left, u_right_t);
   real tau_a = exp(u[P1 + 1]);
   vector[C1] tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
   // the smooth blocks, column 1 the density's, then the log-odds' (their prior is added
@@ -435,7 +454,7 @@ generated quantities {
   // exp(group_offset[g, c]), renormalised
   matrix[G, C] group_offset;
   {
-    vector[U] u = u_centre + u_scale * z;
+    vector[U] u = preconditioned(z, u_centre, u_axes, u_left, u_right_t);
     tau_a = exp(u[P1 + 1]);
     tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
     matrix[R, C] tilde = whitened(smooth_e(u, P, R, C), append_col(u[P1 + 1], log(tau_f')),

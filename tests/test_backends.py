@@ -36,10 +36,12 @@ def _flat(result: SampleResult, name: str) -> np.ndarray:
 
 
 def _u(result, data):
-    """(draws, U) values of u = u_centre + u_scale z (the preconditioning), from the draws
-    of z: the program writes z, not u."""
+    """(draws, U) values of u = u_centre + Q (u_axes z), Q = I + u_left u_right' (the
+    preconditioning), from the draws of z: the program writes z, not u. Written out here
+    with Q as a dense matrix."""
     z = _flat(result, "z")
-    return np.asarray(data["u_centre"]) + z @ np.asarray(data["u_scale"]).T
+    q = np.eye(int(data["U"])) + np.asarray(data["u_left"]) @ np.asarray(data["u_right"]).T
+    return np.asarray(data["u_centre"]) + (z * np.asarray(data["u_axes"])) @ q.T
 
 
 def _kernels(result, data):
@@ -277,11 +279,12 @@ def test_generated_mixture_is_the_softmax_of_theta(
     form, gaussian_fit, gaussian_data, plain_fit, plain_data
 ):
     """w, alpha, tau_a and tau_f as the program writes them, against theta worked out here
-    from the draws of z alone: u = u_centre + u_scale z, u's blocks, the smooth blocks'
-    coefficients and theta = (a, a + f) (theory 3.1's mixture as docs/model.md writes it)."""
+    from the draws of z alone: u = u_centre + S z (the preconditioning), u's blocks, the
+    smooth blocks' coefficients and theta = (a, a + f) (theory 3.1's mixture as
+    docs/model.md writes it)."""
     if form == "non-centred":
         gaussian_fit, gaussian_data = plain_fit, plain_data
-    # u = u_centre + u_scale z (the preconditioning), then u's blocks, written out here:
+    # u = u_centre + S z (the preconditioning, _u), then u's blocks, written out here:
     # (a_fixed, log tau_a, a_raw, f_fixed, log tau_f, f_raw), matrices column by column
     u = _u(gaussian_fit, gaussian_data)
     s = u.shape[0]

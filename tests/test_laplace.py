@@ -27,7 +27,7 @@ from yieldwise.backends import (
     stan_file,
 )
 from yieldwise.backends._laplace import TransducerDensity
-from yieldwise.transducer.stan_data import build_stan_data, initial_values
+from yieldwise.transducer.stan_data import build_stan_data, identity_preconditioning, initial_values
 
 
 def _data(n=300, dims=1, classes=2, seed=0):
@@ -265,14 +265,14 @@ def test_the_registry_keeps_approximations_out_of_auto():
 
 def test_preconditioning_is_the_mode_and_the_inverse_hessian():
     """build_stan_data's u_centre is where the log density's gradient vanishes, and
-    u_scale u_scale' the inverse of minus its Hessian, here by second differences of the
-    log density itself (not of the gradient the approximation uses)."""
-    from yieldwise.transducer.stan_data import precondition, sampler_inits
+    S S' (S = V diag(sd), every direction) the inverse of minus its Hessian, here by second
+    differences of the log density itself (not of the gradient the approximation uses)."""
+    from yieldwise.transducer.stan_data import full_scale, precondition, sampler_inits
 
     data, *_ = _data(n=200)
     model = TransducerDensity(data)
     assert int(data["preconditioned"]) == 1 and data["U"] == model.size
-    centre, scale = np.asarray(data["u_centre"]), np.asarray(data["u_scale"])
+    centre, scale = np.asarray(data["u_centre"]), full_scale(data)
     assert np.abs(model.log_density(centre)[1]).max() < 1e-3
     # in the sampler's coordinates z (u = centre + scale z) the log density's Hessian at 0
     # is minus the identity: second differences in z are scale-free, so they hold for
@@ -294,7 +294,8 @@ def test_preconditioning_is_the_mode_and_the_inverse_hessian():
         *(np.asarray(v) for v in (np.asarray(data["cls"]) - 1, data["y_lower"], data["y_upper"])),
         None, 2, 12, counts=np.asarray(data["count"]), preconditioned=False,
     )  # fmt: skip
-    assert int(plain["preconditioned"]) == 0 and np.array_equal(plain["u_scale"], np.eye(n))
+    assert int(plain["preconditioned"]) == 0 and int(plain["u_rank"]) == 0
+    assert np.array_equal(plain["u_basis"], np.eye(n)) and np.array_equal(plain["u_sd"], np.ones(n))
     starts = sampler_inits(plain, 3, seed=4)
     for init, start in zip(starts, initial_values(plain, 3, seed=4), strict=True):
         np.testing.assert_allclose(init["z"], TransducerDensity(plain).start(start), atol=1e-12)
@@ -316,8 +317,7 @@ def test_whitening_is_the_likelihood_precision_at_the_non_centred_mode():
 
     data, *_ = _data(n=400, classes=3)
     plain = {k: v for k, v in data.items() if not k.startswith("white_")}
-    plain.update(u_centre=np.zeros(int(data["U"])), u_scale=np.eye(int(data["U"])),
-                 preconditioned=0)  # fmt: skip
+    plain.update(identity_preconditioning(int(data["U"])))
     flat = TransducerDensity(plain)
     base = np.asarray(precondition(plain, seed=0, whiten=False)["u_centre"])
     mode = precondition(plain, seed=0)

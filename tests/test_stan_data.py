@@ -167,14 +167,16 @@ def _votes(rng, n=500, trees=200, positives=0.15):
 DATA_KEYS = {
     "N", "C", "D", "K", "cls", "count", "kern", "kern_log_scale", "loc", "width", "P",
     "fixed_basis", "fixed_scale", "R", "smooth_basis", "tau_a_scale", "tau_f_scale",
-    "tau_f_df", "tau_f_floor", "density_marginal", "U", "u_centre", "u_scale", "white_a",
-    "white_a_lambda", "white_a_kappa", "white_f", "white_f_lambda", "white_f_kappa",
+    "tau_f_df", "tau_f_floor", "density_marginal", "U", "u_centre", "u_rank", "u_axes",
+    "u_left", "u_right", "white_a", "white_a_lambda", "white_a_kappa", "white_f",
+    "white_f_lambda", "white_f_kappa",
     "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u", "G", "H", "grp", "parent",
     "tau_g_scale", "white_g_lambda", "white_g_kappa", "level_scale",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)
-KEPT_KEYS = {"y_lower", "y_upper", "censored", "preconditioned", "bin_width"}
+KEPT_KEYS = {"y_lower", "y_upper", "censored", "preconditioned", "bin_width", "u_basis", "u_sd",
+             "u_kept"}  # fmt: skip
 
 
 def test_data_keys_are_the_stan_data_block():
@@ -212,8 +214,72 @@ def test_the_data_contract_checks_shapes_naming_the_field():
         _stan_data.StanData.from_mapping(dict(data, kern=data["kern"][:, 1:]))
     with pytest.raises(ValueError, match=r"StanData\.white_f must have shape \(C - 1, R, R\)"):
         _stan_data.StanData.from_mapping(dict(data, C=3))
-    with pytest.raises(ValueError, match=r"lack \['u_scale'\]"):
-        _stan_data.StanData.from_mapping({key: data[key] for key in data if key != "u_scale"})
+    with pytest.raises(ValueError, match=r"lack \['u_axes'\]"):
+        _stan_data.StanData.from_mapping({key: data[key] for key in data if key != "u_axes"})
+
+
+def test_the_preconditioning_checks_its_fields_naming_them():
+    """An invertible change of variables that carries the recorded Normal approximation,
+    only: a basis that is not orthonormal, a zero sd, a repeated direction, a Q that is not
+    orthogonal or axes that are not the kept sds are refused with the field's name."""
+    rng = np.random.default_rng(3)
+    cls, lo, hi = _votes(rng)
+    data, _ = _stan_data.build_stan_data(cls, lo, hi, [1], 2)
+    u, r = int(data["U"]), int(data["u_rank"])
+    assert r >= 2 and int(data["preconditioned"]) == 1
+    with pytest.raises(ValueError, match=r"StanData\.u_basis must have orthonormal columns"):
+        _stan_data.StanData.from_mapping(dict(data, u_basis=2 * np.eye(u)))
+    with pytest.raises(ValueError, match=r"StanData\.u_sd must be positive"):
+        _stan_data.StanData.from_mapping(dict(data, u_sd=np.zeros(u)))
+    repeated = np.asarray(data["u_kept"]).copy()
+    repeated[1] = repeated[0]
+    with pytest.raises(ValueError, match=r"StanData\.u_kept must be distinct directions"):
+        _stan_data.StanData.from_mapping(dict(data, u_kept=repeated))
+    with pytest.raises(ValueError, match=r"make Q = I \+ u_left u_right' orthogonal"):
+        _stan_data.StanData.from_mapping(dict(data, u_left=2 * np.asarray(data["u_left"])))
+    axes = np.asarray(data["u_axes"]).copy()
+    axes[0] *= 1.5
+    with pytest.raises(ValueError, match=r"must carry the kept directions u_kept"):
+        _stan_data.StanData.from_mapping(dict(data, u_axes=axes))
+    with pytest.raises(ValueError, match=r"StanData\.u_left must have shape \(U, u_rank\)"):
+        _stan_data.StanData.from_mapping(dict(data, u_rank=r - 1, u_kept=data["u_kept"][1:]))
+
+
+def test_the_low_rank_preconditioning_is_exact_and_inverts():
+    """The program's map z -> u (stan/transducer.stan, "Geometry"): its covariance under
+    z ~ N(0, I) is V_kept diag(sd_kept^2) V_kept' + (I - V_kept V_kept'), built here by
+    hand; each kept direction is an axis of z of its own (u - centre along e_i is that
+    direction times its sd, up to sign); sampler_coordinates inverts it; a direction within
+    the tolerance is not kept; tolerance 0 keeps every direction, and then the covariance is
+    the full V diag(sd^2) V'."""
+    rng = np.random.default_rng(11)
+    u = 7
+    vectors, _ = np.linalg.qr(rng.standard_normal((u, u)))
+    sd = np.array([3.0, 1.01, 0.2, 1.0, 0.97, 1.2, 0.5])
+    centre = rng.standard_normal(u)
+    fields_ = _stan_data.preconditioning(centre, vectors, sd, tolerance=0.05)
+    # |log sd| > 0.05: 3, 0.2, 1.2, 0.5 (log 1.01 = 0.00995, log 0.97 = -0.0305)
+    assert fields_["u_rank"] == 4 and list(fields_["u_kept"]) == [0, 2, 5, 6]
+    columns = _stan_data.unconstrained_values(fields_, np.eye(u)).T - centre[:, None]  # S
+    kept = vectors[:, [0, 2, 5, 6]]
+    by_hand = (kept * sd[[0, 2, 5, 6]] ** 2) @ kept.T + np.eye(u) - kept @ kept.T
+    np.testing.assert_allclose(columns @ columns.T, by_hand, atol=1e-12)
+    for axis, j in enumerate([0, 2, 5, 6]):
+        np.testing.assert_allclose(np.abs(columns[:, axis] @ vectors[:, j]), sd[j], rtol=1e-12)
+        np.testing.assert_allclose(np.linalg.norm(columns[:, axis]), sd[j], rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(columns[:, 4:], axis=0), 1.0, rtol=1e-12)
+    z = rng.standard_normal((5, u))
+    values = _stan_data.unconstrained_values(fields_, z)
+    np.testing.assert_allclose(values, centre + z @ columns.T, atol=1e-12)
+    np.testing.assert_allclose(_stan_data.sampler_coordinates(fields_, values), z, atol=1e-12)
+    every = _stan_data.preconditioning(centre, vectors, sd, tolerance=0.0)
+    assert every["u_rank"] == u - 1  # sd exactly 1 is the identity in that direction
+    full = _stan_data.unconstrained_values(every, np.eye(u)).T - centre[:, None]
+    np.testing.assert_allclose(full @ full.T, (vectors * sd**2) @ vectors.T, atol=1e-12)
+    np.testing.assert_allclose(_stan_data.full_scale(every), vectors * sd, atol=0)
+    # the identity: u = z
+    plain = _stan_data.identity_preconditioning(u)
+    np.testing.assert_array_equal(_stan_data.unconstrained_values(plain, z), z)
 
 
 def test_build_stan_data_censored_votes():

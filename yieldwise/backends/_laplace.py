@@ -568,15 +568,23 @@ class TransducerDensity:
 
 @dataclass(frozen=True)
 class LaplaceFit:
-    """The Normal approximation ``u = mode + scale @ z``, ``z ~ N(0, I)``."""
+    """The Normal approximation ``u = mode + scale @ z``, ``z ~ N(0, I)``, with
+    ``scale = vectors * sd``: the inverse Hessian's orthonormal eigenvectors and the square
+    roots of its eigenvalues."""
 
     mode: np.ndarray
-    scale: np.ndarray
+    vectors: np.ndarray
+    sd: np.ndarray
     #: minus the Hessian at the mode, flat directions given curvature _MIN_CURVATURE
     precision: np.ndarray
     lp_mode: float
     flat: int
     result: Any
+
+    @property
+    def scale(self) -> np.ndarray:
+        """``vectors * sd``: ``scale @ scale.T`` is the inverse Hessian."""
+        return self.vectors * self.sd
 
 
 def laplace(
@@ -620,7 +628,7 @@ def laplace(
     values = np.where(flat, _MIN_CURVATURE, values)
     precision = (vectors * values) @ vectors.T
     return LaplaceFit(
-        mode, vectors / np.sqrt(values), precision, float(lp_mode), int(flat.sum()), found
+        mode, vectors, 1 / np.sqrt(values), precision, float(lp_mode), int(flat.sum()), found
     )
 
 
@@ -645,9 +653,9 @@ class TransducerLaplace(CompiledProgram):
         if int(data.get("preconditioned", 0)):  # the mode and scale were found already
             centre = np.asarray(data["u_centre"], dtype=float)
             lp_centre = model.log_density(centre)[0]
-            scale = np.asarray(data["u_scale"], float)
-            root = np.linalg.inv(scale)
-            fit = LaplaceFit(centre, scale, root.T @ root, lp_centre, 0, None)
+            vectors, sd = np.asarray(data["u_basis"], float), np.asarray(data["u_sd"], float)
+            precision = (vectors / sd**2) @ vectors.T
+            fit = LaplaceFit(centre, vectors, sd, precision, lp_centre, 0, None)
         else:
             fit = laplace(data, inits[0] if inits and "z" not in inits[0] else None, model)
         mode, lp_mode, found, flat = fit.mode, fit.lp_mode, fit.result, fit.flat

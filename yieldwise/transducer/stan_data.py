@@ -46,10 +46,16 @@ __all__ = [
     "build_stan_data",
     "default_prior",
     "initial_values",
+    "PRECONDITION_SD_TOLERANCE",
     "PreconditioningWarning",
     "merge_rows",
     "bin_rows",
     "precondition",
+    "preconditioning",
+    "identity_preconditioning",
+    "full_scale",
+    "sampler_coordinates",
+    "unconstrained_values",
     "sampler_inits",
     "sparse_kernels",
     "with_kernels",
@@ -96,7 +102,12 @@ class StanData(Mapping[str, Any]):
     density_marginal: int = field(metadata={"stan": "int<lower=0, upper=1>"})
     U: int = field(metadata={"stan": "int<lower=1>"})
     u_centre: np.ndarray = field(metadata={"stan": "vector[U]"})
-    u_scale: np.ndarray = field(metadata={"stan": "matrix[U, U]"})
+    # the preconditioning u = u_centre + Q (u_axes .* z), Q = I + u_left u_right'
+    # (stan/transducer.stan, "Geometry"; :func:`preconditioning`)
+    u_rank: int = field(metadata={"stan": "int<lower=0, upper=U>"})
+    u_axes: np.ndarray = field(metadata={"stan": "vector<lower=0>[U]"})
+    u_left: np.ndarray = field(metadata={"stan": "matrix[U, u_rank]"})
+    u_right: np.ndarray = field(metadata={"stan": "matrix[U, u_rank]"})
     white_a: np.ndarray = field(metadata={"stan": "matrix[R, R]"})
     white_a_lambda: np.ndarray = field(metadata={"stan": "vector<lower=0>[R]"})
     white_a_kappa: np.ndarray = field(metadata={"stan": "vector[R]"})
@@ -114,6 +125,12 @@ class StanData(Mapping[str, Any]):
     y_upper: np.ndarray = field(metadata={"stan": None})
     censored: np.ndarray = field(metadata={"stan": None})
     preconditioned: int = field(metadata={"stan": None})
+    # the Normal approximation the preconditioning comes from: the inverse Hessian's
+    # eigenvectors (columns) and the square roots of its eigenvalues, and the directions
+    # (0-based) the program applies (:func:`preconditioning`)
+    u_basis: np.ndarray = field(default=None, metadata={"stan": None})  # type: ignore[assignment]
+    u_sd: np.ndarray = field(default=None, metadata={"stan": None})  # type: ignore[assignment]
+    u_kept: np.ndarray = field(default=None, metadata={"stan": None})  # type: ignore[assignment]
     # the width of the bins the rows' uncensored dimensions were merged in, per dimension
     # (bin_rows; 0: the rows are the outputs themselves, the default)
     bin_width: np.ndarray = field(default=None, metadata={"stan": None})  # type: ignore[assignment]
@@ -142,6 +159,11 @@ class StanData(Mapping[str, Any]):
             object.__setattr__(self, "parent", np.zeros(0, dtype=np.int64))
         if self.bin_width is None:
             object.__setattr__(self, "bin_width", np.zeros(int(self.D)))
+        if self.u_basis is None:  # no record of a Normal approximation: the identity
+            u = int(self.U)
+            object.__setattr__(self, "u_basis", np.eye(u))
+            object.__setattr__(self, "u_sd", np.ones(u))
+            object.__setattr__(self, "u_kept", np.zeros(0, dtype=np.int64))
         for name in ("white_g_lambda", "white_g_kappa"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros((int(self.G), int(self.C) - 1)))
@@ -151,14 +173,24 @@ class StanData(Mapping[str, Any]):
                 value = int(value)
             elif f.type == "float":
                 value = float(value)
-            elif f.name in ("cls", "count", "censored", "kern_v", "kern_u", "grp", "parent"):
+            elif f.name in (
+                "cls",
+                "count",
+                "censored",
+                "kern_v",
+                "kern_u",
+                "grp",
+                "parent",
+                "u_kept",
+            ):
                 value = np.asarray(value, dtype=np.int64)
             else:
                 value = np.asarray(value, dtype=float)
             object.__setattr__(self, f.name, value)
         n, c, d, k, p, r, u = self.N, self.C, self.D, self.K, self.P, self.R, self.U
         sizes = {"N": n, "C - 1": c - 1, "D": d, "K": k, "P": p, "R": r, "U": u,
-                 "N + 1": n + 1, "kern_nz": self.kern_nz, "G": self.G}  # fmt: skip
+                 "N + 1": n + 1, "kern_nz": self.kern_nz, "G": self.G,
+                 "u_rank": self.u_rank}  # fmt: skip
         for name, dims in _SHAPES.items():
             expected = tuple(sizes[dim] for dim in dims)
             found = np.shape(getattr(self, name))
@@ -169,6 +201,7 @@ class StanData(Mapping[str, Any]):
                 )
         _check_sparse(self)
         _check_groups(self)
+        _check_preconditioning(self)
         if u != unconstrained_size(p, r, c, self.G, self.H):
             raise ValueError(
                 f"StanData.U must be (P - 1) + 1 + R + (C - 1) (P + 1 + R), plus "
@@ -212,7 +245,9 @@ class StanData(Mapping[str, Any]):
 _SHAPES = {
     "cls": ("N",), "count": ("N",), "kern": ("N", "K"), "kern_log_scale": ("N",),
     "loc": ("K", "D"), "width": ("K", "D"), "fixed_basis": ("K", "P"), "fixed_scale": ("P",),
-    "smooth_basis": ("K", "R"), "u_centre": ("U",), "u_scale": ("U", "U"),
+    "smooth_basis": ("K", "R"), "u_centre": ("U",), "u_axes": ("U",),
+    "u_left": ("U", "u_rank"), "u_right": ("U", "u_rank"), "u_basis": ("U", "U"),
+    "u_sd": ("U",), "u_kept": ("u_rank",),
     "white_a": ("R", "R"), "white_a_lambda": ("R",), "white_a_kappa": ("R",),
     "white_f": ("C - 1", "R", "R"), "white_f_lambda": ("R", "C - 1"),
     "white_f_kappa": ("R", "C - 1"), "kern_w": ("kern_nz",), "kern_v": ("kern_nz",),
@@ -629,7 +664,7 @@ def build_stan_data(
     preconditioned : bool
         Find the posterior mode and the Hessian there (:func:`precondition`) so that the
         sampler moves in near-standard coordinates; False gives the plain non-centred
-        model (``u_centre = 0``, ``u_scale = I``), e.g. for tests of the data layout.
+        model (``u = z``: :func:`identity_preconditioning`), e.g. for tests of the data layout.
     kernel_tail_cut : float
         Kernel values below this fraction of their row's largest are left out of the
         likelihood when that makes it sparse (:func:`sparse_kernels`); 0 keeps them all.
@@ -736,8 +771,7 @@ def build_stan_data(
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
     u = unconstrained_size(p_, r_, n_classes, g, h)
-    data = StanData(**values, U=u, u_centre=np.zeros(u), u_scale=np.eye(u), preconditioned=0,
-                    **_no_whitening(r_, c1, g))  # fmt: skip
+    data = StanData(**values, U=u, **identity_preconditioning(u), **_no_whitening(r_, c1, g))
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
@@ -820,9 +854,10 @@ def whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
 def precondition(
     data: Mapping[str, object], *, seed: int = 0, whiten: bool | None = None
 ) -> StanData:
-    """The data with ``u_centre`` the posterior mode and ``u_scale`` a square root of the
-    inverse Hessian there (``stan/transducer.stan``, "Geometry"; the Laplace approximation
-    of :mod:`yieldwise.backends._laplace`), started from :func:`initial_values`.
+    """The data with ``u_centre`` the posterior mode and the symmetric square root of the
+    inverse Hessian there as the sampler's scale (``stan/transducer.stan``, "Geometry";
+    :func:`preconditioning`; the Laplace approximation of
+    :mod:`yieldwise.backends._laplace`), started from :func:`initial_values`.
 
     A linear change of variables: the posterior is unchanged, only the sampler's
     coordinates are. Measured (docs/model.md): two logits, n = 1,000, 255 -> 31 leapfrog
@@ -857,7 +892,7 @@ def precondition(
             stacklevel=2,
         )
         return out
-    out = replace(out, u_centre=fit.mode, u_scale=fit.scale, preconditioned=1)
+    out = replace(out, **preconditioning(fit.mode, fit.vectors, fit.sd))
     if whiten is None:
         whiten = out.D <= 2
     if not whiten or out.R == 0:
@@ -877,12 +912,125 @@ def precondition(
     gradient = np.abs(again.result.jac).max()  # the search's last gradient, at the mode
     if not gradient < _WHITENING_GRADIENT:
         return out
-    return replace(whitened, u_centre=again.mode, u_scale=again.scale)
+    return replace(whitened, **preconditioning(again.mode, again.vectors, again.sd))
 
 
 #: The whitened preconditioning is kept when the search for its mode converged (largest
 #: |gradient| of the log density there).
 _WHITENING_GRADIENT = 1e-2
+
+#: The preconditioning applies the directions whose sd differs from 1 by more than this
+#: factor on the log scale (``|log sd| > PRECONDITION_SD_TOLERANCE``) and takes the others
+#: as 1: in the whitened coordinates almost every direction's is within a few per cent of 1
+#: (at the shipped and study sets, 2026-12-01: 50 of 590 directions beyond 5 % on the
+#: 3/5/8 digits, 78 of 393 on two logits at n = 3,600, 9-15 of 61 in one dimension), so
+#: the program's U x U product per gradient becomes two U x u_rank ones, and the
+#: directions left at 1 have sd within 5 % of the Normal approximation's (docs/model.md,
+#: "The preconditioning in low rank"). 0 applies every direction (the full scale).
+PRECONDITION_SD_TOLERANCE = 0.05
+
+
+def preconditioning(
+    centre: np.ndarray, vectors: np.ndarray, sd: np.ndarray, tolerance: float | None = None
+) -> dict[str, Any]:
+    """The data fields of the preconditioning (stan/transducer.stan, "Geometry") from the
+    Normal approximation ``N(centre, V diag(sd^2) V')``, ``V`` orthonormal (``vectors``'
+    columns).
+
+    The directions with ``|log sd| > tolerance`` (:data:`PRECONDITION_SD_TOLERANCE` when
+    None, read at call time so that a study may set it) are kept, the others taken as sd 1:
+    the program computes ``u = centre + Q (axes * z)`` with ``Q`` the orthogonal matrix of
+    the Householder QR of the kept directions (its first ``r`` columns are those directions,
+    up to sign, and ``Q - I = left right'`` has rank ``r``) and ``axes`` their sds, then 1.
+    So each kept direction has an axis of ``z`` of its own, which the sampler's diagonal
+    metric can rescale, as with the full scale ``V diag(sd)``; ``u``'s covariance under
+    ``z ~ N(0, I)`` is ``V_kept diag(sd_kept^2) V_kept' + (I - V_kept V_kept')``.
+    """
+    tolerance = PRECONDITION_SD_TOLERANCE if tolerance is None else float(tolerance)
+    vectors, sd = np.asarray(vectors, dtype=float), np.asarray(sd, dtype=float)
+    u = sd.size
+    kept = np.flatnonzero(np.abs(np.log(sd)) > tolerance)
+    r = int(kept.size)
+    left, right = np.zeros((u, 0)), np.zeros((u, 0))
+    if r:
+        q, _ = np.linalg.qr(vectors[:, kept], mode="complete")  # r reflections: q - I rank r
+        lu, values, rt = np.linalg.svd(q - np.eye(u))
+        left, right = lu[:, :r] * values[:r], rt[:r].T
+    axes = np.ones(u)
+    axes[:r] = sd[kept]
+    return {"u_centre": np.asarray(centre, dtype=float), "u_rank": r, "u_axes": axes,
+            "u_left": left, "u_right": right, "u_basis": vectors, "u_sd": sd,
+            "u_kept": kept, "preconditioned": 1}  # fmt: skip
+
+
+def identity_preconditioning(u: int) -> dict[str, Any]:
+    """The preconditioning fields of the plain non-centred model, ``u = z``."""
+    return {"u_centre": np.zeros(u), "u_rank": 0, "u_axes": np.ones(u),
+            "u_left": np.zeros((u, 0)), "u_right": np.zeros((u, 0)), "u_basis": np.eye(u),
+            "u_sd": np.ones(u), "u_kept": np.zeros(0, dtype=np.int64),
+            "preconditioned": 0}  # fmt: skip
+
+
+def unconstrained_values(data: Mapping[str, Any], z: np.ndarray) -> np.ndarray:
+    """``u`` of the sampler's coordinates ``z`` (``(..., U)``), as the program computes it:
+    ``u_centre + Q (u_axes z)``, ``Q = I + u_left u_right'``."""
+    x = np.asarray(z, dtype=float) * np.asarray(data["u_axes"], float)
+    left, right = np.asarray(data["u_left"], float), np.asarray(data["u_right"], float)
+    return np.asarray(data["u_centre"], float) + x + (x @ right) @ left.T
+
+
+def sampler_coordinates(data: Mapping[str, Any], u: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`unconstrained_values`: ``z`` of ``u`` (``(..., U)``), exact
+    since ``Q`` is orthogonal: ``Q' (u - u_centre) / u_axes``."""
+    w = np.asarray(u, dtype=float) - np.asarray(data["u_centre"], float)
+    left, right = np.asarray(data["u_left"], float), np.asarray(data["u_right"], float)
+    return (w + (w @ left) @ right.T) / np.asarray(data["u_axes"], float)
+
+
+def full_scale(data: Mapping[str, Any]) -> np.ndarray:
+    """The Normal approximation's scale ``V diag(sd)`` (every direction, as the Laplace
+    approximation draws), whatever ``u_rank`` the program applies."""
+    return np.asarray(data["u_basis"], float) * np.asarray(data["u_sd"], float)
+
+
+def _check_preconditioning(data: StanData) -> None:
+    """The preconditioning is the invertible map :func:`preconditioning` makes of the Normal
+    approximation recorded beside it (ValueError naming the field otherwise): ``u_axes``
+    and ``u_sd`` positive, ``u_basis`` orthonormal, ``Q = I + u_left u_right'`` orthogonal,
+    and the covariance of ``u`` under ``z ~ N(0, I)`` that of the kept directions ``u_kept``
+    with the others at sd 1 (checked on a few probe vectors: O(U u_rank))."""
+    for name in ("u_axes", "u_sd"):
+        value = getattr(data, name)
+        if not ((value > 0).all() and np.isfinite(value).all()):
+            raise ValueError(f"StanData.{name} must be positive and finite (sds)")
+    kept = data.u_kept
+    if kept.size and (kept.min() < 0 or kept.max() >= data.U or np.unique(kept).size != kept.size):
+        raise ValueError(
+            f"StanData.u_kept must be distinct directions in 0..U - 1 = {data.U - 1}, found "
+            f"{kept.min()}..{kept.max()} with {kept.size - np.unique(kept).size} repeated"
+        )
+    basis = data.u_basis
+    gap = float(np.abs(basis.T @ basis - np.eye(data.U)).max()) if data.U else 0.0
+    if not gap < 1e-6:
+        raise ValueError(
+            f"StanData.u_basis must have orthonormal columns (the inverse Hessian's "
+            f"eigenvectors); the largest entry of V'V - I is {gap:.3g}"
+        )
+    probe = np.random.default_rng(0).standard_normal((3, data.U))
+    left, right = data.u_left, data.u_right
+    moved = probe + (probe @ right) @ left.T  # rows: (Q v)'
+    if not np.allclose(np.linalg.norm(moved, axis=1), np.linalg.norm(probe, axis=1), rtol=1e-8):
+        raise ValueError("StanData.u_left and u_right must make Q = I + u_left u_right' orthogonal")
+    vk, sdk = basis[:, kept], data.u_sd[kept]
+    qt = probe + (probe @ left) @ right.T  # rows: (Q' v)'
+    through = qt * data.u_axes**2
+    covariance = through + (through @ right) @ left.T  # rows: (Q D^2 Q' v)'
+    expected = probe + ((probe @ vk) * (sdk**2 - 1)) @ vk.T
+    if not np.allclose(covariance, expected, rtol=1e-6, atol=1e-8 * float(np.abs(expected).max())):
+        raise ValueError(
+            "StanData.u_left, u_right and u_axes must carry the kept directions u_kept of "
+            "u_basis with their sds u_sd (the others at 1)"
+        )
 
 
 class PreconditioningWarning(UserWarning):
@@ -910,7 +1058,7 @@ def with_kernels(draws: Mapping[str, np.ndarray], data: Mapping[str, Any]) -> di
 def sampler_inits(data: Mapping[str, object], chains: int, seed: int | None = None) -> list[dict]:
     """One starting point per chain for the program's parameter ``z``.
 
-    Preconditioned data (``u = u_centre + u_scale z`` with the Laplace approximation):
+    Preconditioned data (``u = u_centre + S z`` with the Laplace approximation):
     independent draws ``z ~ N(0, I)``, i.e. draws from the Normal approximation, which
     spreads the chains over the bulk of the posterior (R-hat compares them). Otherwise
     the :func:`initial_values` mapped to ``z``.
@@ -922,9 +1070,7 @@ def sampler_inits(data: Mapping[str, object], chains: int, seed: int | None = No
     if int(data.get("preconditioned", 0)):  # type: ignore[call-overload]
         return [{"z": rng.standard_normal(u)} for _ in range(int(chains))]
     model = TransducerDensity(data)
-    centre = np.asarray(data["u_centre"], dtype=float)
-    scale = np.asarray(data["u_scale"], dtype=float)
     return [
-        {"z": np.linalg.solve(scale, model.start(init) - centre)}
+        {"z": sampler_coordinates(data, model.start(init))}
         for init in initial_values(data, chains, seed)
     ]
