@@ -173,16 +173,7 @@ class StanData(Mapping[str, Any]):
                 value = int(value)
             elif f.type == "float":
                 value = float(value)
-            elif f.name in (
-                "cls",
-                "count",
-                "censored",
-                "kern_v",
-                "kern_u",
-                "grp",
-                "parent",
-                "u_kept",
-            ):
+            elif f.name in _INTEGER_ARRAYS:
                 value = np.asarray(value, dtype=np.int64)
             else:
                 value = np.asarray(value, dtype=float)
@@ -241,6 +232,9 @@ class StanData(Mapping[str, Any]):
     __hash__ = object.__hash__
 
 
+#: The array fields of integers.
+_INTEGER_ARRAYS = frozenset(("cls", "count", "censored", "kern_v", "kern_u", "grp", "parent",
+                             "u_kept"))  # fmt: skip
 #: The shape of every array field, in the data block's size names.
 _SHAPES = {
     "cls": ("N",), "count": ("N",), "kern": ("N", "K"), "kern_log_scale": ("N",),
@@ -854,9 +848,9 @@ def whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
 def precondition(
     data: Mapping[str, object], *, seed: int = 0, whiten: bool | None = None
 ) -> StanData:
-    """The data with ``u_centre`` the posterior mode and the symmetric square root of the
-    inverse Hessian there as the sampler's scale (``stan/transducer.stan``, "Geometry";
-    :func:`preconditioning`; the Laplace approximation of
+    """The data with ``u_centre`` the posterior mode and the inverse Hessian there as the
+    sampler's scale, applied where it differs from the identity (``stan/transducer.stan``,
+    "Geometry"; :func:`preconditioning`; the Laplace approximation of
     :mod:`yieldwise.backends._laplace`), started from :func:`initial_values`.
 
     A linear change of variables: the posterior is unchanged, only the sampler's
@@ -998,7 +992,7 @@ def _check_preconditioning(data: StanData) -> None:
     approximation recorded beside it (ValueError naming the field otherwise): ``u_axes``
     and ``u_sd`` positive, ``u_basis`` orthonormal, ``Q = I + u_left u_right'`` orthogonal,
     and the covariance of ``u`` under ``z ~ N(0, I)`` that of the kept directions ``u_kept``
-    with the others at sd 1 (checked on a few probe vectors: O(U u_rank))."""
+    with the others at sd 1 (checked on a few probe vectors: O(U^2), not O(U^3))."""
     for name in ("u_axes", "u_sd"):
         value = getattr(data, name)
         if not ((value > 0).all() and np.isfinite(value).all()):
@@ -1010,13 +1004,13 @@ def _check_preconditioning(data: StanData) -> None:
             f"{kept.min()}..{kept.max()} with {kept.size - np.unique(kept).size} repeated"
         )
     basis = data.u_basis
-    gap = float(np.abs(basis.T @ basis - np.eye(data.U)).max()) if data.U else 0.0
-    if not gap < 1e-6:
+    probe = np.random.default_rng(0).standard_normal((3, data.U))
+    gap = float(np.abs((probe @ basis) @ basis.T - probe).max())  # V V' v = v
+    if not gap < 1e-8:
         raise ValueError(
             f"StanData.u_basis must have orthonormal columns (the inverse Hessian's "
-            f"eigenvectors); the largest entry of V'V - I is {gap:.3g}"
+            f"eigenvectors); V V' moves a probe vector by {gap:.3g}"
         )
-    probe = np.random.default_rng(0).standard_normal((3, data.U))
     left, right = data.u_left, data.u_right
     moved = probe + (probe @ right) @ left.T  # rows: (Q v)'
     if not np.allclose(np.linalg.norm(moved, axis=1), np.linalg.norm(probe, axis=1), rtol=1e-8):
