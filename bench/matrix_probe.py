@@ -5,6 +5,7 @@ matrix for every rank").
     .venv/bin/python bench/matrix_probe.py N REPS [SD_Q]
     .venv/bin/python bench/matrix_probe.py 3600 6          # class terms' sd 0.5
     .venv/bin/python bench/matrix_probe.py 3600 6 learnt   # sd ~ half-Normal(0, 1)
+    .venv/bin/python bench/matrix_probe.py 3600 6 nuts     # sd learnt, sampled by NUTS
     .venv/bin/python bench/matrix_probe.py digits [SPLITS]  # the ten-class digits
 
 A probe of a model not built, fitted by the Laplace approximation, not Stan; checked
@@ -154,7 +155,62 @@ def learnt_draws(features, y, n_draws: int, rng: np.random.Generator):
     return draws, float(w @ SD_GRID)
 
 
-def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5) -> dict:
+#: The NUTS form of the probe (``nuts``), beside this file.
+NUTS_PROGRAM = Path(__file__).resolve().parent / "stan" / "matrix_probe.stan"
+#: NUTS settings of ``nuts``: 4 chains x (500 + 500), adapt_delta 0.9.
+NUTS_SETTINGS = {"chains": 4, "warmup": 500, "draws": 500, "adapt_delta": 0.9}
+
+
+def nuts_draws(outputs: np.ndarray, labels: np.ndarray, n_fit: int, centres: np.ndarray,
+               width: float, seed: int) -> tuple[np.ndarray, dict]:  # fmt: skip
+    """The class-terms model with its sd learnt, sampled by NUTS (``bench/stan/
+    matrix_probe.stan``), preconditioned by the Laplace fit at the grid sd nearest the
+    Laplace posterior mean of ``sd_q``. Returns the draws of theta in :func:`design`'s
+    order, with ``Q = sd_q Q_raw``, and the sampler's record."""
+    import arviz as az
+
+    from yieldwise.backends import get_backend
+
+    features = design(outputs, n_fit, centres, width, True)
+    _, sd_hat = learnt_draws(features, labels, 10, np.random.default_rng(seed))
+    sd_q = float(SD_GRID[np.argmin(np.abs(np.log(SD_GRID / sd_hat)))])
+    mean, sd = prior(True, sd_q)
+    mode, cov = posterior(features, labels, mean, sd)
+    scale = np.ones(mode.size)  # non-centred: Q_raw = Q / sd_q
+    scale[1 + K : 1 + K + K * K] = 1 / sd_q
+    centre, cov = mode * scale, cov * np.outer(scale, scale)
+    s = _scores(outputs, n_fit)
+    bumps = np.exp(-0.5 * ((_margins(s)[:, None] - centres) / width) ** 2)
+    data = {
+        "N": len(s), "C": K, "G": BUMPS, "S": s, "Z": s - s.mean(axis=1, keepdims=True),
+        "top_mask": (np.arange(K) == np.argmax(s, axis=1)[:, None]).astype(float),
+        "B": bumps, "onehot": np.eye(K)[labels], "P": mode.size, "centre": centre,
+        "L": np.linalg.cholesky(cov),
+    }  # fmt: skip
+    program = get_backend("pystan").compile(NUTS_PROGRAM)
+    chains = NUTS_SETTINGS["chains"]
+    result = program.sample(
+        data, chains=chains, warmup=NUTS_SETTINGS["warmup"], draws=NUTS_SETTINGS["draws"],
+        seed=seed, adapt_delta=NUTS_SETTINGS["adapt_delta"], progress=False,
+        init=[{"zeta": np.zeros(mode.size), "log_sd_q": np.log(sd_q)}] * chains,
+    )  # fmt: skip
+    zeta = result.draws["zeta"].reshape(-1, mode.size)
+    log_sd = result.draws["log_sd_q"].reshape(-1)
+    theta = centre + zeta @ data["L"].T
+    theta[:, 1 + K : 1 + K + K * K] *= np.exp(log_sd)[:, None]
+    by_chain = np.asarray(result.draws["log_sd_q"]).reshape(chains, -1)
+    stats = result.sample_stats
+    record = {
+        "divergent": int(np.asarray(stats["diverging"]).sum()),
+        "steps": float(np.asarray(stats["n_steps"]).mean()),
+        "seconds": float(result.sampling_seconds),
+        "rhat_sd_q": float(az.rhat(by_chain)), "ess_sd_q": float(az.ess(by_chain)),
+        "sd_q": float(np.exp(log_sd).mean()), "sd_start": sd_q,
+    }  # fmt: skip
+    return theta, record
+
+
+def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5, nuts: bool = False) -> dict:
     """One study set's fit and checks; ``sd_q`` None: the class terms' sd learnt."""
     study = load_coverage_study()
     ((index, problem),) = study.select_problems(["softmax-10"])
@@ -163,7 +219,10 @@ def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5) -> dict:
     features = design(outputs, n, centres, width, terms)
     rng = np.random.default_rng(rep)
     out: dict = {}
-    if terms and sd_q is None:
+    if nuts:
+        draws, out["sampler"] = nuts_draws(outputs, labels, n, centres, width, seed=rep + 1)
+        out["sd_q"] = out["sampler"]["sd_q"]
+    elif terms and sd_q is None:
         draws, out["sd_q"] = learnt_draws(features, labels, 1000, rng)
     else:
         mean, sd = prior(terms, 0.5 if sd_q is None else sd_q)
@@ -234,6 +293,19 @@ def main(argv: list[str]) -> int:
         return 2
     n, reps = int(argv[0]), int(argv[1])
     given = argv[2] if len(argv) > 2 else "0.5"
+    if given == "nuts":
+        results = []
+        for rep in range(reps):
+            results.append(run(n, rep, True, None, nuts=True))
+            r = results[-1]
+            print(f"n = {n}, repetition {rep}: " + " / ".join(
+                f"{100 * r[lv]:.0f}" for lv in LEVELS) + f" % of {r['checks']}; error "
+                f"{r['error']:.4f}; sampler {r['sampler']}", flush=True)  # fmt: skip
+        cover = " / ".join(f"{100 * np.mean([r[lv] for r in results]):.0f}" for lv in LEVELS)
+        print(f"n = {n}, {reps} study sets, with class terms (sd learnt, NUTS): bands at the "
+              f"decision outputs 50 / 75 / 95 % cover {cover} %; mean absolute error "
+              f"{np.mean([r['error'] for r in results]):.4f}")  # fmt: skip
+        return 0
     sd_q = None if given == "learnt" else float(given)
     for terms in (False, True):
         results = [run(n, rep, terms, sd_q) for rep in range(reps)]
