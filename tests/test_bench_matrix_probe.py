@@ -74,3 +74,48 @@ def test_the_evidence_of_a_flat_likelihood_is_that_likelihood(probe):
     assert probe.log_evidence(features, y, mean, sd, mode, cov) == pytest.approx(
         -40 * np.log(10), rel=1e-9
     )
+
+
+def test_nuts_draws_map_the_sampler_s_coordinates_back_to_theta(probe, monkeypatch):
+    """With the sampler's ``zeta`` drawn from N(0, I) and ``log sd_q`` held at the starting
+    sd, the draws nuts_draws returns are the Laplace Gaussian of the class-terms model at
+    that sd (its mode and covariance from probe.posterior, Q on its own scale): the
+    preconditioning and the non-centred Q are undone exactly."""
+    from yieldwise.backends._base import SampleResult
+
+    rng = np.random.default_rng(7)
+    p = _outputs(5, n=60)
+    y = rng.integers(0, 10, 60)
+    centres, width = probe.bump_grid(p, 60)
+    seen = {}
+
+    class Program:
+        def sample(self, data, chains, warmup, draws, seed, adapt_delta, progress, init):
+            seen["data"] = data
+            size = data["P"]
+            zeta = np.random.default_rng(8).normal(size=(chains, 5000, size))
+            log_sd = init[0]["log_sd_q"] + 1e-9 * np.random.default_rng(9).normal(
+                size=(chains, 5000)
+            )  # held (the noise only so that R-hat is defined)
+            stats = {name: np.zeros((chains, 5000)) for name in ("diverging", "n_steps")}
+            return SampleResult({"zeta": zeta, "log_sd_q": log_sd}, stats, "fake", "0", "0")
+
+    class Backend:
+        def compile(self, path):
+            assert path == probe.NUTS_PROGRAM
+            return Program()
+
+    import yieldwise.backends
+
+    monkeypatch.setattr(yieldwise.backends, "get_backend", lambda name: Backend())
+    monkeypatch.setitem(probe.NUTS_SETTINGS, "chains", 2)
+    theta, record = probe.nuts_draws(p, y, 60, centres, width, seed=1)
+    mean, sd = probe.prior(True, record["sd_start"])
+    mode, cov = probe.posterior(probe.design(p, 60, centres, width, True), y, mean, sd)
+    assert record["sd_q"] == pytest.approx(record["sd_start"])
+    spread = np.sqrt(np.diag(cov))
+    np.testing.assert_allclose(theta.mean(axis=0), mode, atol=float(5 * spread.max() / 100))
+    np.testing.assert_allclose(np.cov(theta.T), cov, atol=float(0.06 * spread.max() ** 2))
+    data = seen["data"]
+    np.testing.assert_allclose(data["onehot"].argmax(axis=1), y)
+    np.testing.assert_allclose(data["Z"].sum(axis=1), 0.0, atol=1e-12)
