@@ -8,9 +8,11 @@ matrix for every rank").
     .venv/bin/python bench/matrix_probe.py 3600 6 nuts     # sd learnt, sampled by NUTS
     .venv/bin/python bench/matrix_probe.py digits [SPLITS]  # the ten-class digits
 
-A probe of a model not built, fitted by the Laplace approximation, not Stan; checked
-against NUTS on one set (docs/model.md), its bands were wider than the exact
-posterior's (median 1.8x), so its coverage figures are optimistic. Every class
+A probe of a model not built, fitted by the Laplace approximation (checked against NUTS
+on one set, docs/model.md, its bands were wider than the exact posterior's, median 1.8x,
+so its coverage figures are optimistic), or with ``nuts`` sampled by PyStan: the sd
+learnt, a parameter (:func:`nuts_draws`; one line per study set, then the pooled
+coverage). Every class
 of an output gets the log-odds
 
     eta_c = gamma s_c + k_c + Q_c . z + [c = top] g(m),
