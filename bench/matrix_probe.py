@@ -63,6 +63,8 @@ BUMPS = 6
 #: The class terms' sd values over which ``learnt`` integrates (even in log sd).
 SD_GRID = np.exp(np.linspace(np.log(0.03), np.log(2.0), 15))
 LEVELS = (0.5, 0.75, 0.95)
+#: Where ``vec Q`` (row by row) lies in theta = (gamma, k, vec Q, bumps).
+Q_TERMS = slice(1 + K, 1 + K + K * K)
 
 
 def _scores(p: np.ndarray, n_fit: int) -> np.ndarray:
@@ -84,20 +86,26 @@ def bump_grid(outputs: np.ndarray, n_fit: int) -> tuple[np.ndarray, float]:
     return centres, float(centres[1] - centres[0])
 
 
+def item_terms(p: np.ndarray, n_fit: int, centres: np.ndarray, width: float):
+    """Per item: the scores ``s`` (n, C), them centred ``z``, the margin's bumps (n, G) and
+    the top class's indicator (n, C, as floats)."""
+    s = _scores(p, n_fit)
+    bumps = np.exp(-0.5 * ((_margins(s)[:, None] - centres) / width) ** 2)
+    on_top = (np.arange(K) == np.argmax(s, axis=1)[:, None]).astype(float)
+    return s, s - s.mean(axis=1, keepdims=True), bumps, on_top
+
+
 def design(p: np.ndarray, n_fit: int, centres: np.ndarray, width: float, terms: bool):
     """The features (n, C, P) of ``eta = features @ theta``: ``s_c``, then (with
     ``terms``) one-hot ``c`` for ``k`` and ``z`` in class ``c``'s block for ``Q``, then the
     margin's bumps in the top class's row."""
     n = len(p)
-    s = _scores(p, n_fit)
-    z = s - s.mean(axis=1, keepdims=True)
-    bumps = np.exp(-0.5 * ((_margins(s)[:, None] - centres) / width) ** 2)  # (n, G)
+    s, z, bumps, on_top = item_terms(p, n_fit, centres, width)
     blocks = [s[:, :, None]]
     if terms:
         blocks.append(np.broadcast_to(np.eye(K), (n, K, K)))
         blocks.append((np.eye(K)[None, :, :, None] * z[:, None, None, :]).reshape(n, K, K * K))
-    on_top = (np.arange(K) == np.argmax(s, axis=1)[:, None])[:, :, None]
-    blocks.append(on_top * bumps[:, None, :])
+    blocks.append(on_top[:, :, None] * bumps[:, None, :])
     return np.concatenate(blocks, axis=2)
 
 
@@ -164,29 +172,30 @@ NUTS_SETTINGS = {"chains": 4, "warmup": 500, "draws": 500, "adapt_delta": 0.9}
 
 
 def nuts_draws(outputs: np.ndarray, labels: np.ndarray, n_fit: int, centres: np.ndarray,
-               width: float, seed: int) -> tuple[np.ndarray, dict]:  # fmt: skip
+               width: float, seed: int, features: np.ndarray | None = None,
+               ) -> tuple[np.ndarray, dict]:  # fmt: skip
     """The class-terms model with its sd learnt, sampled by NUTS (``bench/stan/
     matrix_probe.stan``), preconditioned by the Laplace fit at the grid sd nearest the
-    Laplace posterior mean of ``sd_q``. Returns the draws of theta in :func:`design`'s
-    order, with ``Q = sd_q Q_raw``, and the sampler's record."""
+    Laplace posterior mean of ``sd_q``. ``features``: :func:`design`'s with the class
+    terms for these outputs, when the caller has them. Returns the draws of theta in
+    :func:`design`'s order, with ``Q = sd_q Q_raw``, and the sampler's record."""
     import arviz as az
 
     from yieldwise.backends import get_backend
 
-    features = design(outputs, n_fit, centres, width, True)
+    if features is None:
+        features = design(outputs, n_fit, centres, width, True)
     _, sd_hat = learnt_draws(features, labels, 10, np.random.default_rng(seed))
     sd_q = float(SD_GRID[np.argmin(np.abs(np.log(SD_GRID / sd_hat)))])
     mean, sd = prior(True, sd_q)
     mode, cov = posterior(features, labels, mean, sd)
     scale = np.ones(mode.size)  # non-centred: Q_raw = Q / sd_q
-    scale[1 + K : 1 + K + K * K] = 1 / sd_q
+    scale[Q_TERMS] = 1 / sd_q
     centre, cov = mode * scale, cov * np.outer(scale, scale)
-    s = _scores(outputs, n_fit)
-    bumps = np.exp(-0.5 * ((_margins(s)[:, None] - centres) / width) ** 2)
+    s, z, bumps, on_top = item_terms(outputs, n_fit, centres, width)
     data = {
-        "N": len(s), "C": K, "G": BUMPS, "S": s, "Z": s - s.mean(axis=1, keepdims=True),
-        "top_mask": (np.arange(K) == np.argmax(s, axis=1)[:, None]).astype(float),
-        "B": bumps, "onehot": np.eye(K)[labels], "P": mode.size, "centre": centre,
+        "N": len(s), "C": K, "G": BUMPS, "S": s, "Z": z, "top_mask": on_top, "B": bumps,
+        "onehot": np.eye(K)[labels], "P": mode.size, "centre": centre,
         "L": np.linalg.cholesky(cov),
     }  # fmt: skip
     program = get_backend("pystan").compile(NUTS_PROGRAM)
@@ -197,10 +206,10 @@ def nuts_draws(outputs: np.ndarray, labels: np.ndarray, n_fit: int, centres: np.
         init=[{"zeta": np.zeros(mode.size), "log_sd_q": np.log(sd_q)}] * chains,
     )  # fmt: skip
     zeta = result.draws["zeta"].reshape(-1, mode.size)
-    log_sd = result.draws["log_sd_q"].reshape(-1)
-    theta = centre + zeta @ data["L"].T
-    theta[:, 1 + K : 1 + K + K * K] *= np.exp(log_sd)[:, None]
     by_chain = np.asarray(result.draws["log_sd_q"]).reshape(chains, -1)
+    log_sd = by_chain.reshape(-1)
+    theta = centre + zeta @ data["L"].T
+    theta[:, Q_TERMS] *= np.exp(log_sd)[:, None]
     stats = result.sample_stats
     record = {
         "divergent": int(np.asarray(stats["diverging"]).sum()),
@@ -222,7 +231,8 @@ def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5, nuts: bool = Fa
     rng = np.random.default_rng(rep)
     out: dict = {}
     if nuts:
-        draws, out["sampler"] = nuts_draws(outputs, labels, n, centres, width, seed=rep + 1)
+        draws, out["sampler"] = nuts_draws(outputs, labels, n, centres, width, seed=rep + 1,
+                                           features=features)  # fmt: skip
         out["sd_q"] = out["sampler"]["sd_q"]
     elif terms and sd_q is None:
         draws, out["sd_q"] = learnt_draws(features, labels, 1000, rng)
@@ -286,6 +296,11 @@ def digits(splits: int = 5, seed: int = 2026) -> None:
           + f"; probe - raw softmax {diff:+.5f} (SE {se:.5f})")  # fmt: skip
 
 
+def _pooled_cover(results: list[dict]) -> str:
+    """The coverage at each of :data:`LEVELS`, pooled over the sets, as "50 / 75 / 95"."""
+    return " / ".join(f"{100 * np.mean([r[lv] for r in results]):.0f}" for lv in LEVELS)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["digits"]:
         digits(int(argv[1]) if len(argv) > 1 else 5)
@@ -303,7 +318,7 @@ def main(argv: list[str]) -> int:
             print(f"n = {n}, repetition {rep}: " + " / ".join(
                 f"{100 * r[lv]:.0f}" for lv in LEVELS) + f" % of {r['checks']}; error "
                 f"{r['error']:.4f}; sampler {r['sampler']}", flush=True)  # fmt: skip
-        cover = " / ".join(f"{100 * np.mean([r[lv] for r in results]):.0f}" for lv in LEVELS)
+        cover = _pooled_cover(results)
         print(f"n = {n}, {reps} study sets, with class terms (sd learnt, NUTS): bands at the "
               f"decision outputs 50 / 75 / 95 % cover {cover} %; mean absolute error "
               f"{np.mean([r['error'] for r in results]):.4f}")  # fmt: skip
@@ -311,7 +326,7 @@ def main(argv: list[str]) -> int:
     sd_q = None if given == "learnt" else float(given)
     for terms in (False, True):
         results = [run(n, rep, terms, sd_q) for rep in range(reps)]
-        cover = " / ".join(f"{100 * np.mean([r[lv] for r in results]):.0f}" for lv in LEVELS)
+        cover = _pooled_cover(results)
         error = np.mean([r["error"] for r in results])
         learnt = [r["sd_q"] for r in results if "sd_q" in r]
         scale = f"learnt: posterior mean {np.median(learnt):.2f} (median over sets)" if learnt \
