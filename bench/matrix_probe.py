@@ -243,9 +243,16 @@ def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5, nuts: bool = Fa
     picks = study.decision_outputs(problem)
     at = problem.cells[picks]
     proba = softmax(np.einsum("ncp,tp->tnc", design(at, n, centres, width, terms), draws), axis=2)
-    truth = problem.truth()[picks]
-    checked = (truth >= study.INSIDE[0]) & (truth <= study.INSIDE[1])
-    out["checks"] = int(checked.sum())
+    out.update(decision_checks(proba, problem.truth()[picks], study.INSIDE))
+    return out
+
+
+def decision_checks(proba: np.ndarray, truth: np.ndarray, inside: tuple[float, float]) -> dict:
+    """The study's checks of draws ``proba`` (draws, outputs, classes) against ``truth``
+    (outputs, classes) where it lies in ``inside``: how many, each level's band coverage,
+    and the posterior mean's mean absolute error."""
+    checked = (truth >= inside[0]) & (truth <= inside[1])
+    out: dict = {"checks": int(checked.sum())}
     for level in LEVELS:
         lower, upper = np.quantile(proba, [(1 - level) / 2, (1 + level) / 2], axis=0)
         out[level] = float(((truth >= lower) & (truth <= upper))[checked].mean())
@@ -253,11 +260,12 @@ def run(n: int, rep: int, terms: bool, sd_q: float | None = 0.5, nuts: bool = Fa
     return out
 
 
-def digits(splits: int = 5, seed: int = 2026) -> None:
-    """The real-data stage's ten-class case (module docstring)."""
+def digits_stage(seed: int = 2026):
+    """The real stage's ten-class case as the probes take it: ``load_digits_ten()``, its
+    classes, its probability vectors, and its 1,000 random 10 x 10 matrices with their
+    names (drawn in the stage's order, at its default ``--matrices`` 10,000)."""
     import decision_quality as dq
 
-    from yieldwise.calibrators import TemperatureCalibrator
     from yieldwise.datasets import load_digits_ten
 
     ten = load_digits_ten()
@@ -267,6 +275,16 @@ def digits(splits: int = 5, seed: int = 2026) -> None:
     dq.binary_matrices(rng, 10_000)  # the stage draws these first, then three classes'
     dq.multiclass_matrices(rng, 1000, 3)
     utilities, names = dq.multiclass_matrices(rng, 1000, 10)
+    return ten, truth, outputs, utilities, names
+
+
+def digits(splits: int = 5, seed: int = 2026) -> None:
+    """The real-data stage's ten-class case (module docstring)."""
+    import decision_quality as dq
+
+    from yieldwise.calibrators import TemperatureCalibrator
+
+    ten, truth, outputs, utilities, names = digits_stage(seed)
     regrets: dict[str, list[float]] = {"probe": [], "temperature": [], "raw softmax": []}
     for split in range(splits):
         half = np.random.default_rng([seed, 301, split]).permutation(len(ten)) < len(ten) // 2

@@ -39,7 +39,7 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_coverage_study
-from matrix_probe import LEVELS, _scores
+from matrix_probe import LEVELS, _scores, decision_checks, digits_stage
 
 PROGRAM = Path(__file__).resolve().parent / "stan" / "mixture_matrix_probe.stan"
 #: NUTS settings: 4 chains x (500 + 500), adapt_delta 0.95 (the shipped default for a
@@ -305,14 +305,7 @@ def run(n: int, rep: int) -> dict:
     picks = study.decision_outputs(problem)
     data = stan_data(outputs, np.asarray(labels, int), n, problem.cells[picks])
     proba, record = sample(data, seed=rep + 1)
-    truth = problem.truth()[picks]
-    checked = (truth >= study.INSIDE[0]) & (truth <= study.INSIDE[1])
-    out: dict = {"checks": int(checked.sum()), "sampler": record}
-    for level in LEVELS:
-        lower, upper = np.quantile(proba, [(1 - level) / 2, (1 + level) / 2], axis=0)
-        out[level] = float(((truth >= lower) & (truth <= upper))[checked].mean())
-    out["error"] = float(np.abs(proba.mean(axis=0) - truth)[checked].mean())
-    return out
+    return {**decision_checks(proba, problem.truth()[picks], study.INSIDE), "sampler": record}
 
 
 def digits(splits: int = 5, seed: int = 2026) -> None:
@@ -327,16 +320,9 @@ def digits(splits: int = 5, seed: int = 2026) -> None:
 
     from yieldwise import Transducer
     from yieldwise.calibrators import TemperatureCalibrator
-    from yieldwise.datasets import load_digits_ten
 
-    ten = load_digits_ten()
-    truth = ten["label"].cat.codes.to_numpy().astype(int)
+    ten, truth, outputs, utilities, names = digits_stage(seed)
     columns = [f"p_{name}" for name in ten["label"].cat.categories]
-    outputs = ten[columns].to_numpy(float)
-    rng = np.random.default_rng([seed, 300])
-    dq.binary_matrices(rng, 10_000)  # the stage draws these first, then three classes'
-    dq.multiclass_matrices(rng, 1000, 3)
-    utilities, names = dq.multiclass_matrices(rng, 1000, 10)
     methods = ("probe", "shipped", "temperature", "raw softmax")
     regrets: dict[str, list[float]] = {m: [] for m in methods}
     for split in range(splits):
@@ -351,7 +337,7 @@ def digits(splits: int = 5, seed: int = 2026) -> None:
         values = {
             "probe": dq.long_run(proba.mean(axis=0), w, utilities),
             "shipped": dq.long_run(
-                shipped.predict_proba(ten.loc[~half, columns]).to_numpy(float), w, utilities
+                np.asarray(shipped.predict_proba(ten.loc[~half, columns]), float), w, utilities
             ),
             "temperature": dq.long_run(temperature.predict_proba(logs[~half]), w, utilities),
             "raw softmax": dq.long_run(held, w, utilities),
