@@ -2,9 +2,12 @@
 by NUTS on the coverage study's softmax-10 sets (run by hand; docs/model.md, "Many
 classes", "The mixture tilted by one class matrix").
 
-    .venv/bin/python bench/mixture_matrix_probe.py N REPS [FIRST_REP]
+    .venv/bin/python bench/mixture_matrix_probe.py N REPS [FIRST_REP [SD_Q_SCALE]]
     .venv/bin/python bench/mixture_matrix_probe.py 1000 20
-    .venv/bin/python bench/mixture_matrix_probe.py digits [SPLITS]   # the ten-class digits
+    .venv/bin/python bench/mixture_matrix_probe.py digits [SPLITS [SD_Q_SCALE]]  # ten digits
+
+``SD_Q_SCALE``: the class terms' scale prior, ``sd_q ~ half-Normal(0, SD_Q_SCALE)`` (1 unless
+given).
 
 A probe of a model not built. bench/matrix_probe.py showed that one class matrix ``Q``
 (matrix scaling, its scale learnt), with six Gaussian bumps for the top class's margin,
@@ -76,10 +79,12 @@ def unconstrained_size(p: int, r: int, c: int) -> int:
     return (p - 1) + 1 + r + 2 * (p + 1 + r) + 1 + c + c * c + 1
 
 
-def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndarray) -> dict:
+def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndarray,
+              sd_q_scale: float = 1.0) -> dict:  # fmt: skip
     """The program's data for one calibration set (items sorted by rank, stably, as
-    ``build_stan_data`` sorts rows by class) and the outputs ``star`` to predict at; the
-    preconditioning is the identity until :func:`laplace` replaces it."""
+    ``build_stan_data`` sorts rows by class) and the outputs ``star`` to predict at, with
+    the class terms' scale ``sd_q ~ half-Normal(0, sd_q_scale)``; the preconditioning is
+    the identity until :func:`laplace` replaces it."""
     from yieldwise.transducer.stan_data import build_stan_data
 
     terms = reduced_terms(outputs, n_fit)
@@ -106,6 +111,7 @@ def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndar
         "smooth_basis": np.asarray(data["smooth_basis"]),
         **{key: float(data[key]) for key in ("tau_a_scale", "tau_f_scale", "tau_f_df",
                                              "tau_f_floor")},
+        "sd_q_scale": float(sd_q_scale),
         "rank": rank + 1, "cls": labels + 1, "top": terms["top"] + 1,
         "second": terms["second"] + 1, "oth": terms["oth"] + 1, "S": terms["S"],
         "Z": terms["Z"], "M": m, "centre": np.zeros(m), "L": np.eye(m),
@@ -193,7 +199,7 @@ def log_density(u: np.ndarray, data: dict) -> tuple[float, np.ndarray]:
     if floor > 0:
         lp += np.sum(np.log(-np.expm1(-x)))
     lp += -0.5 * ((gamma - 1) / 3) ** 2 - 0.5 * np.sum(b["k"] ** 2) - 0.5 * np.sum(b["Q_raw"] ** 2)
-    lp += -0.5 * sd_q**2 + b["log_sd_q"]
+    lp += -0.5 * (sd_q / data["sd_q_scale"]) ** 2 + b["log_sd_q"]
     # gradient: d lp / d tilt, then through the class terms and the mixture
     d_tilt = np.eye(3)[rank] - pi  # (N, 3)
     g_theta = np.zeros_like(theta)
@@ -213,7 +219,7 @@ def log_density(u: np.ndarray, data: dict) -> tuple[float, np.ndarray]:
                     + np.sum(s[third, cls[third]])) - (gamma - 1) / 9  # fmt: skip
     g_k = g_e_t.sum(axis=0) - b["k"]
     g_q = sd_q * g_e_t.T @ z - b["Q_raw"]
-    g_log_sd = sd_q * float(np.sum(g_e_t * zq)) - sd_q**2 + 1.0
+    g_log_sd = sd_q * float(np.sum(g_e_t * zq)) - (sd_q / data["sd_q_scale"]) ** 2 + 1.0
     g_a = g_theta.sum(axis=1)
     g_f = g_theta[:, 1:]
     g_tau_f = -(df + 1) * tau_f**2 / (df * scale**2 + tau_f**2) if df > 0 \
@@ -297,18 +303,18 @@ def sample(data: dict, seed: int) -> tuple[np.ndarray, dict]:
     return proba.reshape(-1, data["J"], data["C"]), record
 
 
-def run(n: int, rep: int) -> dict:
+def run(n: int, rep: int, sd_q_scale: float = 1.0) -> dict:
     """One study set's fit and its checks at the decision outputs."""
     study = load_coverage_study()
     ((index, problem),) = study.select_problems(["softmax-10"])
     outputs, labels, _ = study.study_set(problem, index, n, rep)
     picks = study.decision_outputs(problem)
-    data = stan_data(outputs, np.asarray(labels, int), n, problem.cells[picks])
+    data = stan_data(outputs, np.asarray(labels, int), n, problem.cells[picks], sd_q_scale)
     proba, record = sample(data, seed=rep + 1)
     return {**decision_checks(proba, problem.truth()[picks], study.INSIDE), "sampler": record}
 
 
-def digits(splits: int = 5, seed: int = 2026) -> None:
+def digits(splits: int = 5, sd_q_scale: float = 1.0, seed: int = 2026) -> None:
     """The real-data stage's ten-class case: its seeded halves of ``load_digits_ten()`` and
     its 1,000 random 10 x 10 matrices (drawn in its order, at its default ``--matrices``
     10,000), as bench/matrix_probe.py's ``digits`` takes them; the probe's posterior-mean
@@ -328,7 +334,7 @@ def digits(splits: int = 5, seed: int = 2026) -> None:
     for split in range(splits):
         half = np.random.default_rng([seed, 301, split]).permutation(len(ten)) < len(ten) // 2
         cal, held, n = outputs[half], outputs[~half], int(half.sum())
-        data = stan_data(cal, truth[half], n, held)
+        data = stan_data(cal, truth[half], n, held, sd_q_scale)
         proba, record = sample(data, seed=split + 1)
         shipped = Transducer(seed=seed + split).fit(ten.loc[half, columns], truth[half])
         logs = np.log(np.clip(outputs, 1e-300, None))
@@ -357,16 +363,17 @@ def digits(splits: int = 5, seed: int = 2026) -> None:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["digits"]:
-        digits(int(argv[1]) if len(argv) > 1 else 5)
+        digits(int(argv[1]) if len(argv) > 1 else 5, float(argv[2]) if len(argv) > 2 else 1.0)
         return 0
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     n, reps = int(argv[0]), int(argv[1])
     first = int(argv[2]) if len(argv) > 2 else 0
+    sd_q_scale = float(argv[3]) if len(argv) > 3 else 1.0
     results = []
     for rep in range(first, first + reps):
-        results.append(run(n, rep))
+        results.append(run(n, rep, sd_q_scale))
         r = results[-1]
         s = r["sampler"]
         print(f"n = {n}, repetition {rep}: " + " / ".join(f"{100 * r[lv]:.0f}" for lv in LEVELS)

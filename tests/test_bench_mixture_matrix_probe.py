@@ -120,7 +120,7 @@ def _brute_log_density(u, data, probe):
         + sum(-(df + 1) / 2 * np.log(1 + (t / sc) ** 2 / df) + np.log(t)
               + np.log(1 - np.exp(-(t / fl) ** 2)) for t in tau_f)
         - 0.5 * ((gamma - 1) / 3) ** 2 - 0.5 * np.sum(b["k"] ** 2)
-        - 0.5 * np.sum(b["Q_raw"] ** 2) - 0.5 * sd_q**2 + np.log(sd_q)
+        - 0.5 * np.sum(b["Q_raw"] ** 2) - 0.5 * (sd_q / data["sd_q_scale"]) ** 2 + np.log(sd_q)
     )  # fmt: skip
     return total + prior
 
@@ -130,7 +130,7 @@ def test_the_log_density_is_the_header_s_item_by_item_and_its_gradient_exact(pro
     kernel values' normalisation, the same at every u), and its gradient against central
     differences."""
     p, y = _set(4, n=60)
-    data = probe.stan_data(p, y, 60, p[:2])
+    data = probe.stan_data(p, y, 60, p[:2], sd_q_scale=0.25)
     assert data["tau_f_df"] > 0 and data["tau_f_floor"] > 0  # the 1-D prior's form
     rng = np.random.default_rng(5)
     points = [0.3 * rng.normal(size=data["M"]) for _ in range(3)]

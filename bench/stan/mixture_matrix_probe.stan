@@ -16,8 +16,8 @@
 // and an item of rank 3 is class j of O with probability softmax over O of E_j. These are
 // the log-odds of matrix scaling, log p(c | y) = E_c + [c = a] g(m) + const, with the parts
 // that depend on the margin alone (-gamma m - g(m)) left to the mixture's log-odds along m.
-// Priors: gamma ~ N(1, 3^2), k ~ N(0, 1), Q_raw ~ N(0, 1), sd_q ~ half-Normal(0, 1) (as
-// log sd_q, with its Jacobian): bench/matrix_probe.py's.
+// Priors: gamma ~ N(1, 3^2), k ~ N(0, 1), Q_raw ~ N(0, 1), sd_q ~ half-Normal(0, sd_q_scale)
+// (as log sd_q, with its Jacobian): bench/matrix_probe.py's at sd_q_scale = 1.
 // All parameters are one vector u = centre + L zeta, an exact affine change of variables
 // (L from the Laplace fit of this program's own density: the probe's driver).
 data {
@@ -34,6 +34,7 @@ data {
   real<lower=0> tau_f_scale;
   real<lower=0> tau_f_df;                 // 0: half-Normal
   real<lower=0> tau_f_floor;
+  real<lower=0> sd_q_scale;               // the class terms' scale: half-Normal(0, this)
   array[N] int<lower=1, upper=3> rank;
   array[N] int<lower=1, upper=C> cls;
   array[N] int<lower=1, upper=C> top;
@@ -135,7 +136,7 @@ model {
   gamma ~ normal(1, 3);
   k ~ std_normal();
   to_vector(Q_raw) ~ std_normal();
-  exp(log_sd_q) ~ normal(0, 1);
+  exp(log_sd_q) ~ normal(0, sd_q_scale);
   target += log_sd_q;
   {
     // the header's likelihood, vectorised over items (every value gathered by index)
