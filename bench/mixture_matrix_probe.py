@@ -18,9 +18,10 @@ priors exactly as the shipped fit builds them (``build_stan_data`` on the items'
 margins), and, in place of the pair offsets and the others' temperature, per-item tilts of
 the ranks and the others' share drawn from one ``(gamma, k, Q)`` (the Stan program's
 header, bench/stan/mixture_matrix_probe.stan). Every parameter is preconditioned by an
-exact affine map from the Laplace fit of the program's own log density (its mode by
-L-BFGS on Stan's gradient, its Hessian by central differences of that gradient), the
-class matrix's log scale inside the block, as the NUTS run of bench/matrix_probe.py asked.
+exact affine map from the Laplace fit of the program's own log density (:func:`log_density`,
+its numpy form, equal to Stan's: its mode by L-BFGS, its Hessian by central differences of
+its gradient), the class matrix's log scale inside the block, as the NUTS run of
+bench/matrix_probe.py asked.
 
 Each repetition fits the study's own calibration set (``coverage.study_set``, seed 2026)
 and checks the bands for p(c | y) at the study's nine decision outputs, every class whose
@@ -42,7 +43,7 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_coverage_study
-from matrix_probe import LEVELS, _scores, decision_checks, digits_stage
+from matrix_probe import LEVELS, _pooled_cover, _scores, decision_checks, digits_stage
 
 PROGRAM = Path(__file__).resolve().parent / "stan" / "mixture_matrix_probe.stan"
 #: NUTS settings: 4 chains x (500 + 500), adapt_delta 0.95 (the shipped default for a
@@ -74,9 +75,15 @@ def kernel_values(margin: np.ndarray, loc: np.ndarray, width: np.ndarray) -> np.
     return np.exp(log_k - log_k.max(axis=1, keepdims=True))
 
 
+def _class_terms_start(p: int, r: int) -> int:
+    """Where the class terms (gamma, k, Q_raw, log sd_q) start in u (0-based): after a's
+    block ((P - 1) + 1 + R) and f's two (P + 1 + R each)."""
+    return (p - 1) + 1 + r + 2 * (p + 1 + r)
+
+
 def unconstrained_size(p: int, r: int, c: int) -> int:
     """Length of u: a's block, f's two, then gamma, k, Q_raw and log sd_q."""
-    return (p - 1) + 1 + r + 2 * (p + 1 + r) + 1 + c + c * c + 1
+    return _class_terms_start(p, r) + 1 + c + c * c + 1
 
 
 def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndarray,
@@ -125,8 +132,7 @@ def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndar
 def initial_u(data: dict) -> np.ndarray:
     """A start for the mode search: everything 0 but gamma 1 and log sd_q log 0.3."""
     u = np.zeros(data["M"])
-    p1, r = data["P"] - 1, data["R"]
-    u[p1 + 1 + r + 2 * (data["P"] + 1 + r)] = 1.0  # gamma
+    u[_class_terms_start(data["P"], data["R"])] = 1.0  # gamma
     u[-1] = np.log(0.3)
     return u
 
@@ -136,7 +142,7 @@ def unpack(u: np.ndarray, data: dict) -> dict[str, np.ndarray | float]:
     ``to_matrix``)."""
     p, r, c = data["P"], data["R"], data["C"]
     p1, at_f = p - 1, p + r  # at_f = (P - 1) + 1 + R
-    at_t = at_f + 2 * (p + 1 + r)
+    at_t = _class_terms_start(p, r)
     return {
         "a_fixed": u[:p1], "log_tau_a": u[p1], "a_raw": u[p1 + 1 : at_f],
         "f_fixed": u[at_f : at_f + 2 * p].reshape(2, p).T,
@@ -329,6 +335,7 @@ def digits(splits: int = 5, sd_q_scale: float = 1.0, seed: int = 2026) -> None:
 
     ten, truth, outputs, utilities, names = digits_stage(seed)
     columns = [f"p_{name}" for name in ten["label"].cat.categories]
+    logs = np.log(np.clip(outputs, 1e-300, None))  # temperature scaling's scores
     methods = ("probe", "shipped", "temperature", "raw softmax")
     regrets: dict[str, list[float]] = {m: [] for m in methods}
     for split in range(splits):
@@ -337,7 +344,6 @@ def digits(splits: int = 5, sd_q_scale: float = 1.0, seed: int = 2026) -> None:
         data = stan_data(cal, truth[half], n, held, sd_q_scale)
         proba, record = sample(data, seed=split + 1)
         shipped = Transducer(seed=seed + split).fit(ten.loc[half, columns], truth[half])
-        logs = np.log(np.clip(outputs, 1e-300, None))
         temperature = TemperatureCalibrator().fit(logs[half], truth[half])
         w = np.eye(10)[truth[~half]] / (~half).sum()
         values = {
@@ -382,7 +388,7 @@ def main(argv: list[str]) -> int:
               f"{s['min_ess']:.0f}, steps {s['steps']:.1f}, sampling {s['seconds']:.0f} s, "
               f"Laplace {s['laplace_s']:.0f} s (mode ok {s['mode_ok']}, clipped "
               f"{s['clipped']}), sd_q {s['sd_q']:.2f}", flush=True)  # fmt: skip
-    cover = " / ".join(f"{100 * np.mean([r[lv] for r in results]):.0f}" for lv in LEVELS)
+    cover = _pooled_cover(results)
     print(f"n = {n}, {len(results)} study sets (repetitions {first}-{first + reps - 1}): bands "
           f"at the decision outputs 50 / 75 / 95 % cover {cover} %; mean absolute error "
           f"{np.mean([r['error'] for r in results]):.4f}")  # fmt: skip

@@ -20,6 +20,28 @@
 // (as log sd_q, with its Jacobian): bench/matrix_probe.py's at sd_q_scale = 1.
 // All parameters are one vector u = centre + L zeta, an exact affine change of variables
 // (L from the Laplace fit of this program's own density: the probe's driver).
+functions {
+  // log beta up to its normalising constant, K x 3 (the header's theta), from u
+  matrix theta_of(vector u, matrix fixed_basis, matrix smooth_basis) {
+    int K = rows(fixed_basis);
+    int P = cols(fixed_basis);
+    int R = cols(smooth_basis);
+    int at_f = P + R;  // (P - 1) + 1 + R: a's block, then f's
+    vector[2] tau_f = exp(segment(u, at_f + 2 * P + 1, 2));
+    matrix[P, 2] f_fixed = to_matrix(segment(u, at_f + 1, 2 * P), P, 2);
+    matrix[R, 2] f_raw = to_matrix(segment(u, at_f + 2 * P + 3, 2 * R), R, 2);
+    vector[K] a = fixed_basis[:, 2:P] * segment(u, 1, P - 1)
+                  + exp(u[P]) * (smooth_basis * segment(u, P + 1, R));
+    matrix[K, 3] theta;
+    theta[:, 1] = a;
+    for (r in 1:2) {
+      theta[:, r + 1] = a + fixed_basis * f_fixed[:, r]
+                        + tau_f[r] * (smooth_basis * f_raw[:, r]);
+    }
+    return theta;
+  }
+}
+
 data {
   int<lower=1> N;
   int<lower=3> C;
@@ -105,24 +127,16 @@ model {
   vector[M] u = centre + L * zeta;
   real tau_a = exp(u[P1 + 1]);
   vector[2] tau_f = exp(segment(u, at_f + 2 * P + 1, 2));
-  matrix[P, 2] f_fixed = to_matrix(segment(u, at_f + 1, 2 * P), P, 2);
-  matrix[R, 2] f_raw = to_matrix(segment(u, at_f + 2 * P + 3, 2 * R), R, 2);
-  vector[K] a = fixed_basis[:, 2:P] * segment(u, 1, P1)
-                + tau_a * (smooth_basis * segment(u, P1 + 2, R));
-  matrix[K, 3] theta;
-  theta[:, 1] = a;
-  for (r in 1:2) {
-    theta[:, r + 1] = a + fixed_basis * f_fixed[:, r] + tau_f[r] * (smooth_basis * f_raw[:, r]);
-  }
+  matrix[K, 3] theta = theta_of(u, fixed_basis, smooth_basis);
   real gamma = u[at_t + 1];
   row_vector[C] k = segment(u, at_t + 2, C)';
   matrix[C, C] Q_raw = to_matrix(segment(u, at_t + 2 + C, C * C), C, C);
   real log_sd_q = u[M];
   // priors (scales sampled as logs: their densities times the Jacobians)
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
-  to_vector(f_fixed) ~ normal(0, to_vector(rep_matrix(fixed_scale, 2)));
+  segment(u, at_f + 1, 2 * P) ~ normal(0, to_vector(rep_matrix(fixed_scale, 2)));
   segment(u, P1 + 2, R) ~ std_normal();
-  to_vector(f_raw) ~ std_normal();
+  segment(u, at_f + 2 * P + 3, 2 * R) ~ std_normal();
   tau_a ~ normal(0, tau_a_scale);
   if (tau_f_df > 0) {
     tau_f ~ student_t(tau_f_df, 0, tau_f_scale);
@@ -173,18 +187,7 @@ generated quantities {
   real sd_q;
   {
     vector[M] u = centre + L * zeta;
-    real tau_a = exp(u[P1 + 1]);
-    vector[2] tau_f = exp(segment(u, at_f + 2 * P + 1, 2));
-    matrix[P, 2] f_fixed = to_matrix(segment(u, at_f + 1, 2 * P), P, 2);
-    matrix[R, 2] f_raw = to_matrix(segment(u, at_f + 2 * P + 3, 2 * R), R, 2);
-    vector[K] a = fixed_basis[:, 2:P] * segment(u, 1, P1)
-                  + tau_a * (smooth_basis * segment(u, P1 + 2, R));
-    matrix[K, 3] theta;
-    theta[:, 1] = a;
-    for (r in 1:2) {
-      theta[:, r + 1] = a + fixed_basis * f_fixed[:, r]
-                        + tau_f[r] * (smooth_basis * f_raw[:, r]);
-    }
+    matrix[K, 3] theta = theta_of(u, fixed_basis, smooth_basis);
     real gamma = u[at_t + 1];
     row_vector[C] k = segment(u, at_t + 2, C)';
     matrix[C, C] Q_raw = to_matrix(segment(u, at_t + 2 + C, C * C), C, C);
