@@ -2,12 +2,14 @@
 by NUTS on the coverage study's softmax-10 sets (run by hand; docs/model.md, "Many
 classes", "The mixture tilted by one class matrix").
 
-    .venv/bin/python bench/mixture_matrix_probe.py N REPS [FIRST_REP [SD_Q_SCALE]]
+    .venv/bin/python bench/mixture_matrix_probe.py N REPS [FIRST_REP [SD_Q_SCALE [LOCAL_DF]]]
     .venv/bin/python bench/mixture_matrix_probe.py 1000 20
-    .venv/bin/python bench/mixture_matrix_probe.py digits [SPLITS [SD_Q_SCALE]]  # ten digits
+    .venv/bin/python bench/mixture_matrix_probe.py digits [SPLITS [SD_Q_SCALE [LOCAL_DF]]]
 
 ``SD_Q_SCALE``: the class terms' scale prior, ``sd_q ~ half-Normal(0, SD_Q_SCALE)`` (1 unless
-given).
+given). ``LOCAL_DF``: 0 (unless given) for one scale shared by the class terms; ``nu > 0``
+for a local scale per term, ``Q = Q_raw * lam``, ``lam ~ half-Student-t(nu, 0, 1)`` (1: the
+horseshoe, ``sd_q`` its global scale).
 
 A probe of a model not built. bench/matrix_probe.py showed that one class matrix ``Q``
 (matrix scaling, its scale learnt), with six Gaussian bumps for the top class's margin,
@@ -81,17 +83,21 @@ def _class_terms_start(p: int, r: int) -> int:
     return (p - 1) + 1 + r + 2 * (p + 1 + r)
 
 
-def unconstrained_size(p: int, r: int, c: int) -> int:
-    """Length of u: a's block, f's two, then gamma, k, Q_raw and log sd_q."""
-    return _class_terms_start(p, r) + 1 + c + c * c + 1
+def unconstrained_size(p: int, r: int, c: int, local: bool = False) -> int:
+    """Length of u: a's block, f's two, then gamma, k, Q_raw, the local scales' logs (if
+    ``local``) and log sd_q."""
+    return _class_terms_start(p, r) + 1 + c + (2 if local else 1) * c * c + 1
 
 
 def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndarray,
-              sd_q_scale: float = 1.0) -> dict:  # fmt: skip
+              sd_q_scale: float = 1.0, local_df: float = 0.0) -> dict:  # fmt: skip
     """The program's data for one calibration set (items sorted by rank, stably, as
     ``build_stan_data`` sorts rows by class) and the outputs ``star`` to predict at, with
-    the class terms' scale ``sd_q ~ half-Normal(0, sd_q_scale)``; the preconditioning is
-    the identity until :func:`laplace` replaces it."""
+    the class terms' scale ``sd_q ~ half-Normal(0, sd_q_scale)`` and, if ``local_df > 0``,
+    local scales ``half-Student-t(local_df, 0, 1)``; the preconditioning is the identity
+    until :func:`laplace` replaces it."""
+    if not local_df >= 0:
+        raise ValueError(f"local_df must be >= 0 (0: no local scales), found {local_df}")
     from yieldwise.transducer.stan_data import build_stan_data
 
     terms = reduced_terms(outputs, n_fit)
@@ -110,7 +116,7 @@ def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndar
     loc, width = np.asarray(data["loc"]), np.asarray(data["width"])
     kern = kernel_values(terms["margin"], loc, width)
     star_terms = reduced_terms(star, n_fit)
-    m = unconstrained_size(int(data["P"]), int(data["R"]), c)
+    m = unconstrained_size(int(data["P"]), int(data["R"]), c, local_df > 0)
     return {
         "N": len(rank), "C": c, "K": int(data["K"]), "P": int(data["P"]), "R": int(data["R"]),
         "kern": kern, "fixed_basis": np.asarray(data["fixed_basis"]),
@@ -118,7 +124,7 @@ def stan_data(outputs: np.ndarray, labels: np.ndarray, n_fit: int, star: np.ndar
         "smooth_basis": np.asarray(data["smooth_basis"]),
         **{key: float(data[key]) for key in ("tau_a_scale", "tau_f_scale", "tau_f_df",
                                              "tau_f_floor")},
-        "sd_q_scale": float(sd_q_scale),
+        "sd_q_scale": float(sd_q_scale), "local_df": float(local_df),
         "rank": rank + 1, "cls": labels + 1, "top": terms["top"] + 1,
         "second": terms["second"] + 1, "oth": terms["oth"] + 1, "S": terms["S"],
         "Z": terms["Z"], "M": m, "centre": np.zeros(m), "L": np.eye(m),
@@ -143,13 +149,18 @@ def unpack(u: np.ndarray, data: dict) -> dict[str, np.ndarray | float]:
     p, r, c = data["P"], data["R"], data["C"]
     p1, at_f = p - 1, p + r  # at_f = (P - 1) + 1 + R
     at_t = _class_terms_start(p, r)
+    at_q = at_t + 1 + c
+    hl = c * c if data["local_df"] > 0 else 0
     return {
         "a_fixed": u[:p1], "log_tau_a": u[p1], "a_raw": u[p1 + 1 : at_f],
         "f_fixed": u[at_f : at_f + 2 * p].reshape(2, p).T,
         "log_tau_f": u[at_f + 2 * p : at_f + 2 * p + 2],
         "f_raw": u[at_f + 2 * p + 2 : at_t].reshape(2, r).T,
         "gamma": u[at_t], "k": u[at_t + 1 : at_t + 1 + c],
-        "Q_raw": u[at_t + 1 + c : at_t + 1 + c + c * c].reshape(c, c).T, "log_sd_q": u[-1],
+        "Q_raw": u[at_q : at_q + c * c].reshape(c, c).T,
+        "log_lam": u[at_q + c * c : at_q + c * c + hl].reshape(c, c).T if hl
+        else np.zeros((c, c)),
+        "log_sd_q": u[-1],
     }  # fmt: skip
 
 
@@ -167,13 +178,16 @@ def log_density(u: np.ndarray, data: dict) -> tuple[float, np.ndarray]:
     s, z, kern = data["S"], data["Z"], data["kern"]
     n, items = len(rank), np.arange(len(rank))
     gamma, sd_q = b["gamma"], np.exp(b["log_sd_q"])
+    local_df = data["local_df"]
+    lam = np.exp(b["log_lam"])  # 1 without local scales
+    q = b["Q_raw"] * lam
     # the mixture: each item's kernel-weighted likelihood under its rank's column
     peak = theta.max(axis=0)
     weights = kern * np.exp(theta[:, rank].T - peak[rank][:, None])  # (N, K)
     lik = weights.sum(axis=1)
     log_mass = peak + np.log(np.exp(theta - peak).sum(axis=0))
     # the class terms and the tilts (the program's header)
-    zq = z @ b["Q_raw"].T
+    zq = z @ q.T
     e_t = b["k"][None, :] + sd_q * zq  # E - gamma S
     e = e_t + gamma * s
     e_o = e[items[:, None], oth]
@@ -206,6 +220,8 @@ def log_density(u: np.ndarray, data: dict) -> tuple[float, np.ndarray]:
         lp += np.sum(np.log(-np.expm1(-x)))
     lp += -0.5 * ((gamma - 1) / 3) ** 2 - 0.5 * np.sum(b["k"] ** 2) - 0.5 * np.sum(b["Q_raw"] ** 2)
     lp += -0.5 * (sd_q / data["sd_q_scale"]) ** 2 + b["log_sd_q"]
+    if local_df > 0:
+        lp += np.sum(-(local_df + 1) / 2 * np.log1p(lam**2 / local_df) + b["log_lam"])
     # gradient: d lp / d tilt, then through the class terms and the mixture
     d_tilt = np.eye(3)[rank] - pi  # (N, 3)
     g_theta = np.zeros_like(theta)
@@ -224,7 +240,10 @@ def log_density(u: np.ndarray, data: dict) -> tuple[float, np.ndarray]:
                     + np.sum(h * (sigma * s[items[:, None], oth]).sum(axis=1))
                     + np.sum(s[third, cls[third]])) - (gamma - 1) / 9  # fmt: skip
     g_k = g_e_t.sum(axis=0) - b["k"]
-    g_q = sd_q * g_e_t.T @ z - b["Q_raw"]
+    g_big_q = sd_q * g_e_t.T @ z  # d lp / d Q, Q[c, j] the weight of z_j in E_c
+    g_q = g_big_q * lam - b["Q_raw"]
+    g_lam = g_big_q * q - (local_df + 1) * lam**2 / (local_df + lam**2) + 1.0 \
+        if local_df > 0 else None  # fmt: skip
     g_log_sd = sd_q * float(np.sum(g_e_t * zq)) - (sd_q / data["sd_q_scale"]) ** 2 + 1.0
     g_a = g_theta.sum(axis=1)
     g_f = g_theta[:, 1:]
@@ -238,7 +257,7 @@ def log_density(u: np.ndarray, data: dict) -> tuple[float, np.ndarray]:
         (fb.T @ g_f - b["f_fixed"] / fs[:, None] ** 2).T.ravel(),
         tau_f * np.sum(smooth_f * g_f, axis=0) + g_tau_f,
         (tau_f * (sb.T @ g_f) - b["f_raw"]).T.ravel(),
-        [g_gamma], g_k, g_q.T.ravel(), [g_log_sd],
+        [g_gamma], g_k, g_q.T.ravel(), [] if g_lam is None else g_lam.T.ravel(), [g_log_sd],
     ])  # fmt: skip
     return lp, grad
 
@@ -309,18 +328,21 @@ def sample(data: dict, seed: int) -> tuple[np.ndarray, dict]:
     return proba.reshape(-1, data["J"], data["C"]), record
 
 
-def run(n: int, rep: int, sd_q_scale: float = 1.0) -> dict:
+def run(n: int, rep: int, sd_q_scale: float = 1.0, local_df: float = 0.0) -> dict:
     """One study set's fit and its checks at the decision outputs."""
     study = load_coverage_study()
     ((index, problem),) = study.select_problems(["softmax-10"])
     outputs, labels, _ = study.study_set(problem, index, n, rep)
     picks = study.decision_outputs(problem)
-    data = stan_data(outputs, np.asarray(labels, int), n, problem.cells[picks], sd_q_scale)
+    data = stan_data(outputs, np.asarray(labels, int), n, problem.cells[picks], sd_q_scale,
+                     local_df)  # fmt: skip
     proba, record = sample(data, seed=rep + 1)
     return {**decision_checks(proba, problem.truth()[picks], study.INSIDE), "sampler": record}
 
 
-def digits(splits: int = 5, sd_q_scale: float = 1.0, seed: int = 2026) -> None:
+def digits(
+    splits: int = 5, sd_q_scale: float = 1.0, local_df: float = 0.0, seed: int = 2026
+) -> None:
     """The real-data stage's ten-class case: its seeded halves of ``load_digits_ten()`` and
     its 1,000 random 10 x 10 matrices (drawn in its order, at its default ``--matrices``
     10,000), as bench/matrix_probe.py's ``digits`` takes them; the probe's posterior-mean
@@ -341,7 +363,7 @@ def digits(splits: int = 5, sd_q_scale: float = 1.0, seed: int = 2026) -> None:
     for split in range(splits):
         half = np.random.default_rng([seed, 301, split]).permutation(len(ten)) < len(ten) // 2
         cal, held, n = outputs[half], outputs[~half], int(half.sum())
-        data = stan_data(cal, truth[half], n, held, sd_q_scale)
+        data = stan_data(cal, truth[half], n, held, sd_q_scale, local_df)
         proba, record = sample(data, seed=split + 1)
         shipped = Transducer(seed=seed + split).fit(ten.loc[half, columns], truth[half])
         temperature = TemperatureCalibrator().fit(logs[half], truth[half])
@@ -369,7 +391,8 @@ def digits(splits: int = 5, sd_q_scale: float = 1.0, seed: int = 2026) -> None:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["digits"]:
-        digits(int(argv[1]) if len(argv) > 1 else 5, float(argv[2]) if len(argv) > 2 else 1.0)
+        digits(int(argv[1]) if len(argv) > 1 else 5, float(argv[2]) if len(argv) > 2 else 1.0,
+               float(argv[3]) if len(argv) > 3 else 0.0)  # fmt: skip
         return 0
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -377,9 +400,10 @@ def main(argv: list[str]) -> int:
     n, reps = int(argv[0]), int(argv[1])
     first = int(argv[2]) if len(argv) > 2 else 0
     sd_q_scale = float(argv[3]) if len(argv) > 3 else 1.0
+    local_df = float(argv[4]) if len(argv) > 4 else 0.0
     results = []
     for rep in range(first, first + reps):
-        results.append(run(n, rep, sd_q_scale))
+        results.append(run(n, rep, sd_q_scale, local_df))
         r = results[-1]
         s = r["sampler"]
         print(f"n = {n}, repetition {rep}: " + " / ".join(f"{100 * r[lv]:.0f}" for lv in LEVELS)

@@ -96,7 +96,7 @@ def _brute_log_density(u, data, probe):
     total = 0.0
     for n in range(data["N"]):
         s, z = data["S"][n], data["Z"][n]
-        e = gamma * s + b["k"] + sd_q * b["Q_raw"] @ z
+        e = gamma * s + b["k"] + sd_q * (b["Q_raw"] * np.exp(b["log_lam"])) @ z
         a_, b_ = data["top"][n] - 1, data["second"][n] - 1
         others = list(data["oth"][n] - 1)
         e_t = e - gamma * s
@@ -122,15 +122,24 @@ def _brute_log_density(u, data, probe):
         - 0.5 * ((gamma - 1) / 3) ** 2 - 0.5 * np.sum(b["k"] ** 2)
         - 0.5 * np.sum(b["Q_raw"] ** 2) - 0.5 * (sd_q / data["sd_q_scale"]) ** 2 + np.log(sd_q)
     )  # fmt: skip
+    nu = data["local_df"]
+    if nu > 0:  # half-Student-t(nu) local scales, as logs with their Jacobian
+        lam = np.exp(b["log_lam"])
+        prior += np.sum(-(nu + 1) / 2 * np.log(1 + lam**2 / nu) + np.log(lam))
+    else:
+        assert not b["log_lam"].any()
     return total + prior
 
 
-def test_the_log_density_is_the_header_s_item_by_item_and_its_gradient_exact(probe):
+@pytest.mark.parametrize("local_df", [0.0, 1.0, 3.0])
+def test_the_log_density_is_the_header_s_item_by_item_and_its_gradient_exact(probe, local_df):
     """log_density against the formulas written out per item (up to one constant: the
     kernel values' normalisation, the same at every u), and its gradient against central
-    differences."""
+    differences; with one scale for the class terms and with local scales (1: the
+    horseshoe)."""
     p, y = _set(4, n=60)
-    data = probe.stan_data(p, y, 60, p[:2], sd_q_scale=0.25)
+    data = probe.stan_data(p, y, 60, p[:2], sd_q_scale=0.25, local_df=local_df)
+    assert data["M"] == probe.unconstrained_size(data["P"], data["R"], 10, local_df > 0)
     assert data["tau_f_df"] > 0 and data["tau_f_floor"] > 0  # the 1-D prior's form
     rng = np.random.default_rng(5)
     points = [0.3 * rng.normal(size=data["M"]) for _ in range(3)]
@@ -143,3 +152,9 @@ def test_the_log_density_is_the_header_s_item_by_item_and_its_gradient_exact(pro
                          - probe.log_density(u - h * e, data)[0]) / (2 * h)
                         for e in np.eye(data["M"])])  # fmt: skip
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-5)
+
+
+def test_a_negative_local_df_is_refused(probe):
+    p, y = _set(6, n=60)
+    with pytest.raises(ValueError, match="local_df must be >= 0"):
+        probe.stan_data(p, y, 60, p[:2], local_df=-1.0)

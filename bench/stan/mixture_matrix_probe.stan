@@ -11,13 +11,17 @@
 // offsets:
 //   p(r, m | item's classes and scores) = F(r, m) exp(tau_r) / sum_r' F_r' exp(tau_r'),
 //   F(r, m) = sum_k beta[k, r] kernel_k(m),  F_r = sum_k beta[k, r],
-// with E_c = gamma s_c + k_c + sd_q (Q_raw z)_c (z = s centred), Et_c = E_c - gamma s_c,
+// with E_c = gamma s_c + k_c + sd_q (Q z)_c (z = s centred), Et_c = E_c - gamma s_c,
 //   tau_1 = 0,  tau_2 = Et_b - Et_a,  tau_3 = log sum_{j in O} exp(E_j) - gamma s_b - Et_a,
 // and an item of rank 3 is class j of O with probability softmax over O of E_j. These are
 // the log-odds of matrix scaling, log p(c | y) = E_c + [c = a] g(m) + const, with the parts
 // that depend on the margin alone (-gamma m - g(m)) left to the mixture's log-odds along m.
 // Priors: gamma ~ N(1, 3^2), k ~ N(0, 1), Q_raw ~ N(0, 1), sd_q ~ half-Normal(0, sd_q_scale)
-// (as log sd_q, with its Jacobian): bench/matrix_probe.py's at sd_q_scale = 1.
+// (as log sd_q, with its Jacobian): bench/matrix_probe.py's at sd_q_scale = 1. With
+// local_df > 0 each class term has a local scale of its own, Q = Q_raw .* lam with
+// lam ~ half-Student-t(local_df, 0, 1) (as log lam, with its Jacobian): at local_df = 1 the
+// horseshoe, sd_q its global scale, so that a few large terms (confused pairs) need not
+// let the other terms grow with them; with local_df = 0, Q = Q_raw as before.
 // All parameters are one vector u = centre + L zeta, an exact affine change of variables
 // (L from the Laplace fit of this program's own density: the probe's driver).
 functions {
@@ -40,6 +44,15 @@ functions {
     }
     return theta;
   }
+
+  // the class terms' matrix Q (C x C) from u: Q_raw, times the local scales if there are any
+  matrix class_matrix(vector u, int at_t, int C, int HL) {
+    matrix[C, C] Q = to_matrix(segment(u, at_t + 2 + C, C * C), C, C);
+    if (HL > 0) {
+      Q = Q .* exp(to_matrix(segment(u, at_t + 2 + C + C * C, HL), C, C));
+    }
+    return Q;
+  }
 }
 
 data {
@@ -57,6 +70,7 @@ data {
   real<lower=0> tau_f_df;                 // 0: half-Normal
   real<lower=0> tau_f_floor;
   real<lower=0> sd_q_scale;               // the class terms' scale: half-Normal(0, this)
+  real<lower=0> local_df;                 // > 0: local scales, half-Student-t(local_df)
   array[N] int<lower=1, upper=3> rank;
   array[N] int<lower=1, upper=C> cls;
   array[N] int<lower=1, upper=C> top;
@@ -81,8 +95,9 @@ transformed data {
   int P1 = P - 1;
   int at_f = P1 + 1 + R;                  // u: a's block, then f's, then the class terms'
   int at_t = at_f + 2 * (P + 1 + R);
-  if (M != at_t + 1 + C + C * C + 1) {
-    reject("M must be ", at_t + 1 + C + C * C + 1, ", found ", M);
+  int HL = local_df > 0 ? C * C : 0;      // the local scales' block, after Q_raw's
+  if (M != at_t + 1 + C + C * C + HL + 1) {
+    reject("M must be ", at_t + 1 + C + C * C + HL + 1, ", found ", M);
   }
   // the likelihood's gathers, as indices into column-major vectors of (N x C) and (N x 3)
   // matrices, so that the model block has no loop over items
@@ -131,6 +146,7 @@ model {
   real gamma = u[at_t + 1];
   row_vector[C] k = segment(u, at_t + 2, C)';
   matrix[C, C] Q_raw = to_matrix(segment(u, at_t + 2 + C, C * C), C, C);
+  matrix[C, C] Q = class_matrix(u, at_t, C, HL);
   real log_sd_q = u[M];
   // priors (scales sampled as logs: their densities times the Jacobians)
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
@@ -150,6 +166,11 @@ model {
   gamma ~ normal(1, 3);
   k ~ std_normal();
   to_vector(Q_raw) ~ std_normal();
+  if (HL > 0) {
+    vector[HL] log_lam = segment(u, at_t + 2 + C + C * C, HL);
+    exp(log_lam) ~ student_t(local_df, 0, 1);
+    target += sum(log_lam);
+  }
   exp(log_sd_q) ~ normal(0, sd_q_scale);
   target += log_sd_q;
   {
@@ -163,7 +184,7 @@ model {
     real mass_top = max(log_mass);
     log_mass -= mass_top;  // (added back below: N items' denominators)
     vector[N] lik = to_vector(kern * exp(theta - rep_matrix(peak, K)))[at_rank];
-    vector[N * C] e_t = to_vector(rep_matrix(k, N) + exp(log_sd_q) * (Z * Q_raw'));
+    vector[N * C] e_t = to_vector(rep_matrix(k, N) + exp(log_sd_q) * (Z * Q'));
     vector[N * C] e = e_t + gamma * to_vector(S);
     matrix[N, C - 2] e_o;
     for (j in 1:(C - 2)) {
@@ -190,14 +211,14 @@ generated quantities {
     matrix[K, 3] theta = theta_of(u, fixed_basis, smooth_basis);
     real gamma = u[at_t + 1];
     row_vector[C] k = segment(u, at_t + 2, C)';
-    matrix[C, C] Q_raw = to_matrix(segment(u, at_t + 2 + C, C * C), C, C);
+    matrix[C, C] Q = class_matrix(u, at_t, C, HL);
     sd_q = exp(u[M]);
     row_vector[3] peak;
     for (r in 1:3) {
       peak[r] = max(theta[:, r]);
     }
     matrix[J, 3] lik = kern_star * exp(theta - rep_matrix(peak, K));
-    matrix[J, C] E = gamma * S_star + rep_matrix(k, J) + sd_q * (Z_star * Q_raw');
+    matrix[J, C] E = gamma * S_star + rep_matrix(k, J) + sd_q * (Z_star * Q');
     for (j in 1:J) {
       real ta = E[j, top_star[j]] - gamma * S_star[j, top_star[j]];
       real lse_o = log_sum_exp(E[j, oth_star[j]]);
