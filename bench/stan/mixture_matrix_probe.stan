@@ -45,11 +45,12 @@ functions {
     return theta;
   }
 
-  // the class terms' matrix Q (C x C) from u: Q_raw, times the local scales if there are any
-  matrix class_matrix(vector u, int at_t, int C, int HL) {
-    matrix[C, C] Q = to_matrix(segment(u, at_t + 2 + C, C * C), C, C);
+  // the class terms' matrix Q (C x C) from u: Q_raw (from u[at_q]), times the local scales
+  // (from u[at_q + C * C]) if there are any
+  matrix class_matrix(vector u, int at_q, int C, int HL) {
+    matrix[C, C] Q = to_matrix(segment(u, at_q, C * C), C, C);
     if (HL > 0) {
-      Q = Q .* exp(to_matrix(segment(u, at_t + 2 + C + C * C, HL), C, C));
+      Q = Q .* exp(to_matrix(segment(u, at_q + C * C, HL), C, C));
     }
     return Q;
   }
@@ -95,6 +96,7 @@ transformed data {
   int P1 = P - 1;
   int at_f = P1 + 1 + R;                  // u: a's block, then f's, then the class terms'
   int at_t = at_f + 2 * (P + 1 + R);
+  int at_q = at_t + 2 + C;                // Q_raw's block, after gamma and k
   int HL = local_df > 0 ? C * C : 0;      // the local scales' block, after Q_raw's
   if (M != at_t + 1 + C + C * C + HL + 1) {
     reject("M must be ", at_t + 1 + C + C * C + HL + 1, ", found ", M);
@@ -145,8 +147,7 @@ model {
   matrix[K, 3] theta = theta_of(u, fixed_basis, smooth_basis);
   real gamma = u[at_t + 1];
   row_vector[C] k = segment(u, at_t + 2, C)';
-  matrix[C, C] Q_raw = to_matrix(segment(u, at_t + 2 + C, C * C), C, C);
-  matrix[C, C] Q = class_matrix(u, at_t, C, HL);
+  matrix[C, C] Q = class_matrix(u, at_q, C, HL);
   real log_sd_q = u[M];
   // priors (scales sampled as logs: their densities times the Jacobians)
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
@@ -165,9 +166,9 @@ model {
   }
   gamma ~ normal(1, 3);
   k ~ std_normal();
-  to_vector(Q_raw) ~ std_normal();
+  segment(u, at_q, C * C) ~ std_normal();  // Q_raw
   if (HL > 0) {
-    vector[HL] log_lam = segment(u, at_t + 2 + C + C * C, HL);
+    vector[HL] log_lam = segment(u, at_q + C * C, HL);
     exp(log_lam) ~ student_t(local_df, 0, 1);
     target += sum(log_lam);
   }
@@ -211,7 +212,7 @@ generated quantities {
     matrix[K, 3] theta = theta_of(u, fixed_basis, smooth_basis);
     real gamma = u[at_t + 1];
     row_vector[C] k = segment(u, at_t + 2, C)';
-    matrix[C, C] Q = class_matrix(u, at_t, C, HL);
+    matrix[C, C] Q = class_matrix(u, at_q, C, HL);
     sd_q = exp(u[M]);
     row_vector[3] peak;
     for (r in 1:3) {
