@@ -205,7 +205,7 @@ functions {
   // theta = log beta up to its normaliser (K x C; the header's a and f_c) from u and the
   // smooth blocks' tilde: column 1 the density a, column c + 1 a + f_c
   matrix theta_of(vector u, matrix tilde, matrix fixed_basis, matrix smooth_a,
-                  array[] matrix smooth_f, int density_marginal) {
+                  array[] matrix smooth_f, matrix odds_offset, int density_marginal) {
     int K = rows(fixed_basis);
     int P = cols(fixed_basis);
     int R = rows(tilde);
@@ -218,7 +218,7 @@ functions {
     // f_fixed starts after a_fixed, log tau_a and a_raw: at P + R + 1
     matrix[P, C1] f_fixed = to_matrix(segment(u, P + R + 1, P * C1), P, C1);
     matrix[K, C] theta = rep_matrix(a, C);
-    theta[:, 2:C] += fixed_basis * f_fixed;
+    theta[:, 2:C] += fixed_basis * f_fixed + odds_offset;
     for (c in 1:C1) {
       theta[:, c + 1] += smooth_f[c] * tilde[:, c + 1];
     }
@@ -293,6 +293,14 @@ data {
   // the class log-odds at every kernel, f_c[k] = theta[k, c] - theta[k, 1], given a
   // Normal(0, level_scale) factor besides their smoothness prior
   real<lower=0> level_scale;
+  // the class log-odds' prior mean and the prior of their fixed part (docs/model.md,
+  // "A prior centred on the classifier's own probabilities"): f_c = odds_offset[:, c] +
+  // fixed_basis * f_fixed[:, c] + ..., f_fixed[p, c] ~ Normal(0, odds_scale[p]) or, with
+  // odds_df > 0, Student-t(odds_df, 0, odds_scale[p]). The default (offset 0, odds_scale =
+  // fixed_scale, odds_df = 0) is the model of the header.
+  vector<lower=0>[P] odds_scale;
+  real<lower=0> odds_df;
+  matrix[K, C - 1] odds_offset;
 }
 
 transformed data {
@@ -342,7 +350,7 @@ transformed data {
       off_index[n] = (cls[n] - 1) * G + grp[n];
     }
   }
-  vector[P * C1] f_fixed_scale = to_vector(rep_matrix(fixed_scale, C1));
+  vector[P * C1] f_fixed_scale = to_vector(rep_matrix(odds_scale, C1));
   // each smooth block's basis with its whitening rotation folded in (one K x R product
   // per block instead of an R x R and a K x R one)
   matrix[K, R] smooth_a = smooth_basis * white_a;
@@ -376,9 +384,14 @@ model {
   matrix[R, C] tilde = whitened_lp(smooth_e(u, P, R, C), append_col(u[P1 + 1], log(tau_f')),
                                    white_lambda, white_kappa);
   // log beta, up to the normalising constant: K x C
-  matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);
+  matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds_offset,
+                                   density_marginal);
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
-  segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
+  if (odds_df > 0) {
+    segment(u, at_f + 1, P * C1) ~ student_t(odds_df, 0, f_fixed_scale);
+  } else {
+    segment(u, at_f + 1, P * C1) ~ normal(0, f_fixed_scale);
+  }
   if (level_scale > 0) {
     to_vector(block(theta, 1, 2, K, C1) - rep_matrix(col(theta, 1), C1)) ~ normal(0, level_scale);
   }
@@ -459,7 +472,8 @@ generated quantities {
     tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
     matrix[R, C] tilde = whitened(smooth_e(u, P, R, C), append_col(u[P1 + 1], log(tau_f')),
                                   white_lambda, white_kappa);
-    matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);
+    matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds_offset,
+                                   density_marginal);
     real log_norm = log_sum_exp(theta);
     for (k in 1:K) {
       real row_norm = log_sum_exp(theta[k]);

@@ -198,6 +198,23 @@ def sparse(transducer_program):
 
 
 @pytest.fixture(scope="module")
+def centred(transducer_program):
+    """Three classes with a prior centred on reference log-odds (build_stan_data's
+    ``odds_mean``: a non-linear mean function, Student-t priors on the fixed part) and
+    pair offsets, as a centred class reduction has them, and a short fit."""
+    rng = np.random.default_rng(13)
+    cls = rng.integers(0, 3, 300)
+    y = rng.normal(cls, 1.0)
+    odds_mean = np.column_stack([-np.abs(y), np.sin(y) - 2.0])
+    grp = np.minimum(rng.integers(0, 3, 300), cls + 1)
+    data, _ = _stan_data.build_stan_data(
+        cls, y, y, [0], 3, 10, groups=(grp, np.array([0, 0, 1])), odds_mean=odds_mean
+    )
+    assert data["odds_df"] > 0 and np.ptp(np.asarray(data["odds_offset"])) > 1.0
+    return _short_fit(transducer_program, data, 5), data
+
+
+@pytest.fixture(scope="module")
 def grouped(transducer_program):
     """Three classes in five groups under three parents (a class reduction's pair offsets;
     stan/transducer.stan, "Group offsets"), preconditioned with the default whitening, which
@@ -234,11 +251,11 @@ def linear(transducer_program):
 @pytest.mark.parametrize(
     "form",
     ["non-centred", "whitened", "floored", "marginal", "sparse", "grouped", "linear",
-     "linear, grouped"],
+     "linear, grouped", "centred"],
 )  # fmt: skip
 def test_stan_target_is_the_numpy_log_density(
     form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse, grouped,
-    linear,
+    linear, centred,
 ):  # fmt: skip
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
@@ -249,7 +266,7 @@ def test_stan_target_is_the_numpy_log_density(
     fit, data = {
         "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
         "floored": floored, "marginal": marginal, "sparse": sparse, "grouped": grouped,
-        **linear,
+        "centred": centred, **linear,
     }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = _u(fit, data)
@@ -259,19 +276,24 @@ def test_stan_target_is_the_numpy_log_density(
     assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(stan_lp).max())
 
 
-def test_stan_group_offsets_and_log_lik_are_the_numpy_ones(grouped):
-    """The program's generated group_offset and log_lik at every draw equal the numpy
-    density's (the conditionally whitened offsets mapped back the same way)."""
+@pytest.mark.parametrize("form", ["grouped", "centred"])
+def test_stan_group_offsets_and_log_lik_are_the_numpy_ones(form, grouped, centred):
+    """The program's generated group_offset, log_lik and mixture (w, alpha) at every draw
+    equal the numpy density's (the conditionally whitened offsets mapped back the same way;
+    with a centred prior, its mean function added to the log-odds)."""
     from yieldwise.backends._laplace import TransducerDensity
 
-    fit, data = grouped
+    fit, data = {"grouped": grouped, "centred": centred}[form]
     model = TransducerDensity(data)
     u = _u(fit, data)
     q = model.quantities(u)
+    g = int(data["G"])
     np.testing.assert_allclose(
-        fit.draws["group_offset"].reshape(u.shape[0], 5, 3), q["group_offset"], atol=1e-8
+        fit.draws["group_offset"].reshape(u.shape[0], g, 3), q["group_offset"], atol=1e-8
     )
     np.testing.assert_allclose(fit.draws["log_lik"].reshape(-1), q["log_lik"], rtol=1e-8)
+    np.testing.assert_allclose(fit.draws["w"].reshape(q["w"].shape), q["w"], rtol=1e-8)
+    np.testing.assert_allclose(fit.draws["alpha"].reshape(q["alpha"].shape), q["alpha"], rtol=1e-8)
 
 
 @pytest.mark.parametrize("form", ["non-centred", "whitened"])

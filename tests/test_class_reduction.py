@@ -60,6 +60,22 @@ def test_the_margin_against_the_rest_is_the_top_class_log_odds():
         ClassRanks("scores", ("a", "b", "c"), (1, 2, 3), 10, margin="gap")
 
 
+def test_own_log_odds_are_the_classifiers_by_hand():
+    """The classifier's own log-odds of each lower rank against the first (the centred
+    prior's mean, _design.RANKS_CENTRED), worked by hand: item 0's softmax order is 1, 2,
+    then 0 and 3; the second's log-odds is minus the margin, the others' the log of their
+    summed probabilities over the top's; with kept = 1 every class below the top is one."""
+    r = ClassRanks("scores", ("s0", "s1", "s2", "s3"), (0, 1, 2, 3), 100)
+    x = np.array([[0.0, 3.0, 1.0, 0.0], [2.0, -1.0, 2.5, 0.5]])
+    p = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)
+    expected = np.log([[p[0, 2] / p[0, 1], (p[0, 0] + p[0, 3]) / p[0, 1]],
+                       [p[1, 0] / p[1, 2], (p[1, 3] + p[1, 1]) / p[1, 2]]])  # fmt: skip
+    np.testing.assert_allclose(r.own_log_odds(x), expected, rtol=1e-12)
+    np.testing.assert_allclose(r.own_log_odds(x)[:, 0], -r.margins(x)[:, 0], rtol=1e-12)
+    rest = np.log((1 - p.max(axis=1)) / p.max(axis=1))
+    np.testing.assert_allclose(r.with_kept(1).own_log_odds(x)[:, 0], rest, rtol=1e-12)
+
+
 def test_simplex_scores_are_the_squeezed_log_probabilities():
     n, c = 50, 4
     r = ClassRanks("simplex", tuple("wxyz"), tuple("WXYZ"), n)

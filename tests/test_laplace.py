@@ -149,6 +149,55 @@ def test_the_level_ridge_adds_minus_half_the_squared_log_odds_over_its_variance(
         )
 
 
+def _centred(data, rng, df):
+    """``data`` with a centred prior anywhere in its domain: a random mean function, sds and
+    degrees of freedom (stan/transducer.stan, ``odds_*``)."""
+    k, p, c1 = int(data["K"]), int(data["P"]), int(data["C"]) - 1
+    return {**data, "odds_offset": rng.normal(0, 2, (k, c1)),
+            "odds_scale": rng.uniform(0.5, 3, p), "odds_df": df}  # fmt: skip
+
+
+@pytest.mark.parametrize("df", [0.0, 3.0])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_centred_prior_gradient_equals_finite_differences(df, classes):
+    data, *_ = _data(classes=classes)
+    rng = np.random.default_rng(4)
+    model = TransducerDensity(_centred(_random_whitening(data, rng), rng, df))
+    u = _random_u(model, rng)
+    _, grad = model.log_density(u)
+    h = 1e-6
+    for j in range(model.size):
+        step = np.zeros_like(u)
+        step[j] = h
+        numeric = (model.log_density(u + step)[0] - model.log_density(u - step)[0]) / (2 * h)
+        assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
+
+
+@pytest.mark.parametrize("df", [0.0, 3.0])
+def test_centred_prior_by_hand(df):
+    """The centred prior's two parts written out: theta gains the mean function in the
+    class columns (the first class's column, the density, unchanged), and the fixed
+    coefficients' log prior is scipy's Normal or Student-t log density up to its constant."""
+    data, *_ = _data(classes=3)
+    rng = np.random.default_rng(6)
+    centred = _centred(data, rng, df)
+    plain, model = TransducerDensity(data), TransducerDensity(centred)
+    u = _random_u(model, rng)
+    shift = model.theta(u) - plain.theta(u)
+    np.testing.assert_allclose(shift[:, 0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(shift[:, 1:], centred["odds_offset"], atol=1e-12)
+    f_fixed = model.unpack(u)["f_fixed"]  # (P, C - 1)
+    sd = centred["odds_scale"][:, None]
+    if df == 0:
+        by_hand = norm.logpdf(f_fixed, 0, sd) - norm.logpdf(0, 0, sd)
+    else:
+        by_hand = halft.logpdf(f_fixed, df, 0, sd) - halft.logpdf(0, df, 0, sd)
+    plain_fixed = norm.logpdf(f_fixed, 0, np.asarray(data["fixed_scale"])[:, None])
+    plain_fixed -= norm.logpdf(0, 0, np.asarray(data["fixed_scale"])[:, None])
+    difference = model.log_prior(u[None])[0] - plain.log_prior(u[None])[0]
+    assert difference == pytest.approx(by_hand.sum() - plain_fixed.sum(), rel=1e-10)
+
+
 @pytest.mark.parametrize(("tau_f_df", "floor"), [(3.0, 0.0), (0.0, 0.0), (3.0, 0.9)])
 def test_prior_terms_match_the_stan_program(tau_f_df, floor):
     """With no data the log density is the sum of the priors written out by hand: the

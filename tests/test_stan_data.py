@@ -171,7 +171,8 @@ DATA_KEYS = {
     "u_left", "u_right", "white_a", "white_a_lambda", "white_a_kappa", "white_f",
     "white_f_lambda", "white_f_kappa",
     "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u", "G", "H", "grp", "parent",
-    "tau_g_scale", "white_g_lambda", "white_g_kappa", "level_scale",
+    "tau_g_scale", "white_g_lambda", "white_g_kappa", "level_scale", "odds_scale", "odds_df",
+    "odds_offset",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)
@@ -833,3 +834,35 @@ def test_a_class_balanced_range_covers_a_rare_class(monkeypatch):
     low = y[order, 0][np.searchsorted(cum, 0.01 * cum[-1])]
     np.testing.assert_allclose([balanced.loc.min(), balanced.loc.max()], [low, high], rtol=1e-12)
     assert balanced.loc.max() > np.quantile(positives, 0.9)
+
+
+def test_centred_odds_is_the_kernel_weighted_mean_of_the_rows():
+    """build_stan_data's ``odds_mean``: at each kernel, the rows' reference log-odds averaged
+    with their Normal densities under that kernel as weights (scipy, item by item), and
+    the fixed part's prior from ``_design``; without it the default prior (offset 0, the
+    design's sds, Normal)."""
+    from scipy.stats import norm
+
+    from yieldwise import _design
+
+    rng = np.random.default_rng(8)
+    cls = rng.integers(0, 3, 200)
+    y = rng.normal(cls, 1.0)
+    odds_mean = np.column_stack([-np.abs(y), np.cos(y)])
+    plain, _ = _stan_data.build_stan_data(cls, y, y, [0], 3, 12, preconditioned=False)
+    data, design = _stan_data.build_stan_data(
+        cls, y, y, [0], 3, 12, preconditioned=False, odds_mean=odds_mean
+    )
+    for k in range(design.n_components):
+        weight = norm.pdf(y, design.loc[k, 0], np.ravel(design.width)[0])
+        np.testing.assert_allclose(
+            data["odds_offset"][k], weight @ odds_mean / weight.sum(), rtol=1e-9
+        )
+    assert data["odds_df"] == _design.CENTRED_ODDS_DF
+    assert list(data["odds_scale"]) == [_design.CENTRED_INTERCEPT_SCALE] + [
+        _design.CENTRED_SLOPE_SCALE
+    ] * (int(data["P"]) - 1)
+    assert not np.any(plain["odds_offset"]) and plain["odds_df"] == 0.0
+    np.testing.assert_array_equal(plain["odds_scale"], plain["fixed_scale"])
+    with pytest.raises(ValueError, match=r"odds_mean must be a finite array of shape"):
+        _stan_data.build_stan_data(cls, y, y, [0], 3, 12, odds_mean=odds_mean[:, :1])

@@ -242,6 +242,20 @@ SQUARE_SCALE = SLOPE_SCALE
 #: whatever tau_f; 0: none.
 LEVEL_SCALE = 0.0
 
+#: A candidate, off (0; docs/model.md, "A prior centred on the classifier's own
+#: probabilities"): a class reduction's rank log-odds given the classifier's own
+#: log-odds (of the second and the lower ranks against the first, under its squeezed
+#: probabilities, averaged onto the kernels) as their prior mean, so that with little
+#: data the transducer stays near the raw probabilities instead of near a straight line
+#: fitted with weak priors. Its fixed part (the deviation's intercept, then its slope per
+#: unit of the standardised margin) gets Student-t priors with these sds and degrees of
+#: freedom: tight near 0, heavy-tailed so that a network 3.5 times under-confident (the
+#: panel's softmax-10: a slope deviation of about 2.5 per unit of margin) is reachable.
+RANKS_CENTRED = 0
+CENTRED_INTERCEPT_SCALE = 1.0
+CENTRED_SLOPE_SCALE = 5.0
+CENTRED_ODDS_DF = 3.0
+
 #: Large calibration sets (docs/model.md, "Large calibration sets"): with more distinct
 #: rows than LIKELIHOOD_BIN_MIN_ROWS, ``Transducer(likelihood_bins="auto")`` merges the
 #: rows' uncensored coordinates in bins LIKELIHOOD_BIN_FRACTION of the kernels' width wide,

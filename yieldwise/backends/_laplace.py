@@ -95,6 +95,15 @@ class TransducerDensity:
         self.tau_f_df = float(data["tau_f_df"])  # 0: a half-Normal scale
         self.tau_f_floor = float(data.get("tau_f_floor", 0.0))  # 0: no floor
         self.level_scale = float(data.get("level_scale", 0.0))  # 0: no ridge on f's levels
+        # the log-odds' prior mean and their fixed part's prior (stan/transducer.stan,
+        # odds_*): sd per coefficient, Student-t degrees of freedom (0: Normal), mean function
+        self.odds_scale = np.asarray(data.get("odds_scale", self.fixed_scale), float).reshape(
+            self.P
+        )
+        self.odds_df = float(data.get("odds_df", 0.0))
+        self.odds_offset = np.asarray(
+            data.get("odds_offset", np.zeros((self.K, self.C - 1))), dtype=float
+        ).reshape(self.K, self.C - 1)
         # 1: theta[k, c] = a[k] + log softmax(0, f[k])_c (a: all outputs' log-density)
         self.marginal = bool(int(data.get("density_marginal", 0)))
         self.total = float(self.count.sum())
@@ -265,7 +274,7 @@ class TransducerDensity:
         b = (self.smooth_blocks(u) if blocks is None else blocks)["b"]
         # matrix products (BLAS) over the leading draw axis: (..., r) @ (r, k)
         a = b[..., 0] @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
-        f = self.fixed @ p["f_fixed"] + self.smooth @ b[..., 1:]
+        f = self.fixed @ p["f_fixed"] + self.smooth @ b[..., 1:] + self.odds_offset
         theta = np.concatenate([a[..., None], a[..., None] + f], axis=-1)
         if self.marginal:
             theta = theta - (logsumexp(theta, axis=-1) - a)[..., None]
@@ -345,7 +354,7 @@ class TransducerDensity:
         grad[s["a_fixed"]] = self.fixed[:, 1:].T @ g_a - p["a_fixed"] / fs[1:] ** 2
         grad[s["a_raw"]] = g_e[:, 0]
         grad[s["log_tau_a"]] = g_t[0]
-        grad[s["f_fixed"]] = (self.fixed.T @ g_f - p["f_fixed"] / fs[:, None] ** 2).ravel("F")
+        grad[s["f_fixed"]] = (self.fixed.T @ g_f + self._odds_fixed_slope(p["f_fixed"])).ravel("F")
         grad[s["f_raw"]] = g_e[:, 1:].ravel("F")
         grad[s["log_tau_f"]] = g_t[1:]
         if self.G > 0:
@@ -456,7 +465,7 @@ class TransducerDensity:
         )
         out = (
             -0.5 * np.sum((p["a_fixed"] / fs[1:]) ** 2, axis=-1)
-            - 0.5 * np.sum((p["f_fixed"] / fs[:, None]) ** 2, axis=(-2, -1))
+            + self._odds_fixed_log_prior(p["f_fixed"])
             + np.sum(smooth, axis=-1)
             - 0.5 * (tau_a / self.tau_a_scale) ** 2
             + p["log_tau_a"]
@@ -482,6 +491,22 @@ class TransducerDensity:
             f_levels = theta[..., 1:] - theta[..., :1]
             out = out - 0.5 * np.sum(f_levels**2, axis=(-2, -1)) / self.level_scale**2
         return out
+
+    def _odds_fixed_log_prior(self, f_fixed: np.ndarray) -> np.ndarray:
+        """Log prior of the log-odds' fixed coefficients (..., P, C - 1), summed, up to its
+        constant: Normal(0, odds_scale), or with ``odds_df`` > 0 Student-t(df, 0,
+        odds_scale), ``-(df + 1) / 2 log(1 + (x / s)^2 / df)`` each."""
+        x = f_fixed / self.odds_scale[:, None]
+        if self.odds_df == 0:
+            return -0.5 * np.sum(x**2, axis=(-2, -1))
+        return np.sum(-0.5 * (self.odds_df + 1.0) * np.log1p(x**2 / self.odds_df), axis=(-2, -1))
+
+    def _odds_fixed_slope(self, f_fixed: np.ndarray) -> np.ndarray:
+        """Gradient of :meth:`_odds_fixed_log_prior` in the coefficients (P, C - 1)."""
+        s2 = self.odds_scale[:, None] ** 2
+        if self.odds_df == 0:
+            return -f_fixed / s2
+        return -(self.odds_df + 1.0) * f_fixed / (self.odds_df * s2 + f_fixed**2)
 
     def _tau_f_log_prior(self, tau_f: np.ndarray) -> np.ndarray:
         """Log prior of ``tau_f`` (..., C - 1), summed over the classes, up to its constant

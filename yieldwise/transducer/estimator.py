@@ -242,6 +242,9 @@ class Transducer:
     # A class-reduced transducer's inner fit with pair offsets: each item's 0-based group
     # and each group's parent (stan/transducer.stan, "Group offsets"); None otherwise.
     _groups: tuple[np.ndarray, np.ndarray] | None = None
+    # ... and, with _design.RANKS_CENTRED, each item's prior mean of the rank log-odds (the
+    # classifier's own, ClassRanks.own_log_odds); None otherwise (build_stan_data's odds_mean).
+    _odds_mean: np.ndarray | None = None
 
     def __init__(
         self,
@@ -375,7 +378,7 @@ class Transducer:
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
-            seed=seed, kernel_tail_cut=tail_cut, groups=self._groups,
+            seed=seed, kernel_tail_cut=tail_cut, groups=self._groups, odds_mean=self._odds_mean,
             bin_fraction=bin_fraction, bin_min_rows=bin_min_rows, bin_max_share=bin_max_share,
         )  # fmt: skip
         if data.D >= 2:
@@ -423,6 +426,8 @@ class Transducer:
         inner._unseen_classes_allowed = True
         if reduction.paired:
             inner._groups = (reduction.pairs(y), reduction.pair_parents())
+        if _design.RANKS_CENTRED:
+            inner._odds_mean = reduction.own_log_odds(y)
         inner.fit(
             pd.DataFrame(reduction.margins(y), columns=[MARGIN_COLUMN]),
             np.asarray(reduction.rank_classes, dtype=object)[ranks],

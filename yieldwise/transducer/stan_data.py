@@ -150,6 +150,12 @@ class StanData(Mapping[str, Any]):
     # a candidate, off by default (stan/transducer.stan; ``_design.LEVEL_SCALE``): the
     # Normal sd of a ridge on the class log-odds at every kernel; 0: none
     level_scale: float = field(default=0.0, metadata={"stan": "real<lower=0>"})
+    # the class log-odds' prior mean and the prior of their fixed part (stan/transducer.stan;
+    # :func:`centred_odds`): each fixed coefficient's sd (None: ``fixed_scale``), the
+    # Student-t's degrees of freedom (0: Normal) and the (K, C - 1) mean function (None: 0)
+    odds_scale: np.ndarray = field(default=None, metadata={"stan": "vector<lower=0>[P]"})  # type: ignore[assignment]
+    odds_df: float = field(default=0.0, metadata={"stan": "real<lower=0>"})
+    odds_offset: np.ndarray = field(default=None, metadata={"stan": "matrix[K, C - 1]"})  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.grp is None or (int(self.G) == 0 and not np.any(self.grp)):
@@ -164,6 +170,10 @@ class StanData(Mapping[str, Any]):
             object.__setattr__(self, "u_basis", np.eye(u))
             object.__setattr__(self, "u_sd", np.ones(u))
             object.__setattr__(self, "u_kept", np.zeros(0, dtype=np.int64))
+        if self.odds_scale is None:
+            object.__setattr__(self, "odds_scale", np.array(self.fixed_scale, dtype=float))
+        if self.odds_offset is None:
+            object.__setattr__(self, "odds_offset", np.zeros((int(self.K), int(self.C) - 1)))
         for name in ("white_g_lambda", "white_g_kappa"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros((int(self.G), int(self.C) - 1)))
@@ -249,6 +259,7 @@ _SHAPES = {
     "y_upper": ("N", "D"), "censored": ("D",), "bin_width": ("D",), "grp": ("N",),
     "parent": ("G",),
     "white_g_lambda": ("G", "C - 1"), "white_g_kappa": ("G", "C - 1"),
+    "odds_scale": ("P",), "odds_offset": ("K", "C - 1"),
 }  # fmt: skip
 
 
@@ -632,6 +643,7 @@ def build_stan_data(
     bin_fraction: float | None = None,
     bin_min_rows: int = 0,
     bin_max_share: float = 1.0,
+    odds_mean: np.ndarray | None = None,
 ) -> tuple[StanData, KernelDesign]:
     """The data for ``stan/transducer.stan`` (both backends), and the kernel design.
 
@@ -675,6 +687,14 @@ def build_stan_data(
     bin_max_share : float
         Keep the binned rows only when they are at most this share of the rows (else
         binning saves too little to be worth its approximation).
+    odds_mean : (n, C - 1) float, optional
+        A prior mean for the class log-odds: each row's log-odds of class ``c + 1`` against
+        the first class under a reference (a class reduction's: the classifier's own
+        probabilities), averaged onto the kernels by :func:`centred_odds`; the fixed part's
+        prior then has the sds ``_design.CENTRED_INTERCEPT_SCALE`` and
+        ``CENTRED_SLOPE_SCALE`` with Student-t ``_design.CENTRED_ODDS_DF`` tails
+        (docs/model.md, "A prior centred on the classifier's own probabilities"). None: the
+        model's default prior (mean 0).
     """
     cls = np.asarray(class_index)
     lo, hi, cens = as_bounds(lower, upper, censored)
@@ -690,6 +710,13 @@ def build_stan_data(
     overrides = _check_prior(prior)
     kernel_tail_cut = check_tail_cut(kernel_tail_cut)
     grp, parent = _check_group_rows(groups, n)
+    if odds_mean is not None:
+        odds_mean = np.asarray(odds_mean, dtype=float)
+        if odds_mean.shape != (n, int(n_classes) - 1) or not np.isfinite(odds_mean).all():
+            raise ValueError(
+                f"odds_mean must be a finite array of shape (rows, C - 1) = "
+                f"{(n, int(n_classes) - 1)}, found shape {odds_mean.shape}"
+            )
     if counts is None:
         cls_u, merged, cnt = merge_rows(cls, np.hstack([grp[:, None], lo, hi]))
         grp_u, lo_u, hi_u = merged[:, 0].astype(np.int64), merged[:, 1 : d + 1], merged[:, d + 1 :]
@@ -757,6 +784,8 @@ def build_stan_data(
         "bin_width": bin_width,
         **sparse_kernels(kern, cls_u + 1, kernel_tail_cut),
     }
+    if odds_mean is not None:
+        values.update(centred_odds(design, lo, hi, cens, odds_mean, counts))
     g, h = int(parent.size), int(parent.max()) + 1 if parent.size else 0  # groups, parents
     values["level_scale"] = float(_design.LEVEL_SCALE)
     if g:
@@ -769,6 +798,38 @@ def build_stan_data(
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
+
+
+def centred_odds(
+    design: KernelDesign,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    censored: np.ndarray,
+    odds_mean: np.ndarray,
+    counts: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The Stan data of a prior centred on reference log-odds (stan/transducer.stan,
+    ``odds_*``): ``odds_offset[k, c]``, the rows' ``odds_mean[:, c]`` averaged with each
+    row's kernel value at kernel ``k`` (times its count) as weight, a Nadaraya-Watson
+    smoother with the kernels' own widths, so that the offset at a kernel is the reference's
+    log-odds where the outputs near it are; the fixed part's prior sds
+    ``_design.CENTRED_INTERCEPT_SCALE`` and ``CENTRED_SLOPE_SCALE`` (intercept, then slopes)
+    and its Student-t degrees of freedom ``_design.CENTRED_ODDS_DF``. A kernel under which
+    every row's value underflows takes the plain mean of the rows."""
+    from .._mixture import _log_kernels
+
+    loc = np.asarray(design.loc, float)
+    sigma = np.broadcast_to(np.asarray(design.width, float), loc.shape)
+    with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
+        log_k = _log_kernels(loc[None], sigma[None], lower, upper, np.asarray(censored, bool))[0]
+    if counts is not None:
+        log_k = log_k + np.log(np.asarray(counts, float))[:, None]
+    log_k = np.where(np.isfinite(log_k), log_k, -1e300)  # (n, K); all -1e300: equal weights
+    weight = np.exp(log_k - log_k.max(axis=0, keepdims=True))
+    offset = weight.T @ odds_mean / weight.sum(axis=0)[:, None]
+    scale = np.full(design.fixed_basis.shape[1], float(_design.CENTRED_SLOPE_SCALE))
+    scale[0] = float(_design.CENTRED_INTERCEPT_SCALE)
+    return {"odds_offset": offset, "odds_scale": scale, "odds_df": float(_design.CENTRED_ODDS_DF)}
 
 
 def _check_group_rows(
