@@ -51,12 +51,13 @@ cov = load_coverage_study()
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "stan" / "transducer.stan"
-DATA_END = "  real<lower=0> level_scale;\n}"
+DATA_END = "  matrix[K, C - 1] odds_offset;\n}"
 PARAMS = "parameters {\n  vector[U] z;\n}"
 # theta is computed in the model block and again in generated quantities: the hinge terms
 # are added after both (EXPECTED counts the anchors that must be found)
 THETA = (
-    "matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, density_marginal);"
+    "matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds_offset,\n"
+    "                                   density_marginal);"
 )
 EXPECTED = {THETA: 2}
 MODEL = "model {\n"
