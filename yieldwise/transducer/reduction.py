@@ -211,8 +211,9 @@ class ClassRanks:
     def own_log_odds(self, outputs: np.ndarray) -> np.ndarray:
         """The classifier's own log-odds of each lower rank against ``first`` (n, kept):
         ``log sum_{j of rank r} softmax(s)_j - log softmax(s)_(1)``, with ``s`` the
-        :meth:`scores` (so the second's is ``-m``; the last rank sums every class below
-        ``kept``). The prior mean of a centred fit (``_design.RANKS_CENTRED``)."""
+        :meth:`scores` (so for the default margin the second's is ``-m``; the last rank
+        sums every class below ``kept``). The prior mean of a centred fit
+        (``_design.RANKS_CENTRED``)."""
         s = -np.sort(-self.scores(outputs), axis=1)
         lower = [s[:, r] for r in range(1, self.kept)] + [logsumexp(s[:, self.kept :], axis=1)]
         return np.column_stack(lower) - s[:, :1]
