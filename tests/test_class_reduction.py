@@ -56,8 +56,26 @@ def test_the_margin_against_the_rest_is_the_top_class_log_odds():
     top = (0.5 * (n - 1) + 1 / 4) / n  # the squeezed probabilities still sum to 1
     np.testing.assert_allclose(s.margins(p)[0, 0], np.log(top / (1 - top)))
     assert ClassRanks.from_json(s.to_json()) == s
-    with pytest.raises(ValueError, match=r"margin must be one of \['second', 'rest'\]"):
+    with pytest.raises(ValueError, match=r"margin must be one of \['second', 'rest', 'both'\]"):
         ClassRanks("scores", ("a", "b", "c"), (1, 2, 3), 10, margin="gap")
+
+
+def test_both_margins_are_the_gap_and_the_seconds_lead_by_hand():
+    """margin="both": two columns, s_(1) - s_(2) and s_(2) - log sum_{j >= 3} exp(s_(j)),
+    worked by hand (item 0's order 1, 2, then 0 and 3 tied; item 1's 2, 0, 3, 1), stable
+    far out; the output's own first : second : others masses are 1 : e^-m : e^-(m + l)."""
+    r = ClassRanks("scores", ("s0", "s1", "s2", "s3"), (0, 1, 2, 3), 100, margin="both")
+    x = np.array([[0.0, 3.0, 1.0, 0.0], [2.0, -1.0, 2.5, 0.5], [900.0, 0.0, 1.0, 2.0]])
+    assert r.margin_columns == ("margin", "lead")
+    expected = [[2.0, 1.0 - np.log(2.0)], [0.5, 2.0 - np.log(np.exp(0.5) + np.exp(-1.0))],
+                [898.0, 1.0 - np.log1p(np.exp(-1.0))]]  # fmt: skip
+    np.testing.assert_allclose(r.margins(x), expected, rtol=1e-12)
+    p = np.exp(x[:2]) / np.exp(x[:2]).sum(axis=1, keepdims=True)
+    m, lead = r.margins(x[:2]).T
+    top = p.max(axis=1)
+    np.testing.assert_allclose(1 - top - top * np.exp(-m), top * np.exp(-m - lead), rtol=1e-12)
+    assert ClassRanks.from_json(r.to_json()) == r
+    assert ClassRanks("scores", ("a", "b", "c"), (1, 2, 3), 10).margin_columns == ("margin",)
 
 
 def test_own_log_odds_are_the_classifiers_by_hand():

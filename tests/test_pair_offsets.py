@@ -360,3 +360,51 @@ def test_pairs_absorb_unequal_class_frequencies(max_pairs):
     assert smallest_p[600] > 0.05 and smallest_p[0] < 0.001
     assert errors[600] < 0.6 * errors[0]
     assert errors[600] < 0.25 * np.abs(held_out - truth(held_out)).mean()  # the raw output
+
+
+@pytest.fixture(scope="module")
+def paired_both(five_class_data, max_pairs):
+    """A paired fit of the two margins (margin="both": a 2-D reduced transducer)."""
+    frame, labels = five_class_data(400, 1)
+    kept = _design.RANKS_MARGIN
+    _design.RANKS_MARGIN = "both"
+    try:
+        with warnings.catch_warnings(), max_pairs(600):
+            warnings.simplefilter("ignore")  # the Laplace backend's own warning
+            t = yw.Transducer(backend="laplace", seed=1, progress=False)
+            t.fit(frame, labels, class_labels=list(CLASSES))
+    finally:
+        _design.RANKS_MARGIN = kept
+    return t, frame
+
+
+def test_two_margins_predict_the_pooled_draws_given_each_pair(paired_both, five_class_data):
+    """margin="both": the reduced fit is 2-D (the margin and the second's lead), and its
+    exchangeable predictions are, by brute force, each output's per-draw joint given its
+    pair (reduced_joint) summed over draws, normalised, spread over the classes by the
+    others' mean share; the mean of draws_proba is the non-exchangeable prediction."""
+    t, _ = paired_both
+    assert t.reduction_.margin == "both"
+    assert t.reduced_.transform_.columns == ("margin", "lead")
+    new, _ = five_class_data(300, 7)
+    y = new.to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # margins beyond the calibration ones
+        got = t.predict_proba(new)
+        joint = t.reduced_joint(new).sum(axis=0)
+        share = t.reduction_.mean_share(y, t.others_temperature_)
+        brute = t.reduction_.expand(y, joint / joint.sum(axis=1, keepdims=True), share)
+        np.testing.assert_allclose(got, brute, rtol=1e-10, atol=1e-14)
+        draws = t.draws_proba(new.iloc[:40]).values.mean(axis=(0, 1))
+        np.testing.assert_allclose(
+            draws, t.predict_proba(new.iloc[:40], exchangeable=False), rtol=1e-10
+        )
+    result = t.loo(conditional=True)
+    assert result["elpd_loo"] == pytest.approx(result["loo_i"].values.sum())
+
+
+def test_two_margins_round_trip(paired_both, tmp_path):
+    t, frame = paired_both
+    back = yw.Transducer.load(t.save(tmp_path / "both.nc"))
+    assert back.reduction_ == t.reduction_
+    np.testing.assert_array_equal(back.predict_proba(frame), t.predict_proba(frame))

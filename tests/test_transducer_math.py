@@ -334,3 +334,69 @@ def test_scaled_joint_is_the_brute_force_mixture_up_to_one_factor_per_item(fixed
         return x / x.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)
 
     np.testing.assert_allclose(ratio(got), ratio(brute), rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "case", ["grid-1d", "grid-2d", "grid-2d-censored", "scattered-2d", "varying"]
+)
+def test_pooled_joint_is_the_brute_force_sum_over_draws_of_the_grouped_joint(case):
+    """pooled_joint(...)[n, c] = sum_t G_t(c, y_n) v_t[g_n, c] / s(y_n): its ratios over
+    classes equal the brute-force mixture's (scipy densities and bin probabilities summed
+    over kernels, then over draws with each item's group's factors), whether the kernels
+    form a tensor grid (contracted axis by axis), are scattered (too many distinct
+    per-axis factors: the kernels themselves) or differ between draws (draw by draw)."""
+    from scipy.stats import norm as normal
+
+    from yieldwise import _mixture
+
+    rng = np.random.default_rng(31)
+    s, c, groups = 7, 3, 4
+    d = 1 if case == "grid-1d" else 2
+    if case == "grid-1d":
+        mu0 = np.linspace(-2, 2, 9)[:, None]
+    elif case == "scattered-2d":
+        mu0 = rng.normal(0, 1, (12, 2))
+    else:
+        a, b = np.meshgrid(np.linspace(-2, 2, 4), np.linspace(-1, 3, 5), indexing="ij")
+        mu0 = np.column_stack([a.ravel(), b.ravel()])
+    k = mu0.shape[0]
+    mu = np.broadcast_to(mu0, (s, k, d)).copy()
+    sigma = np.broadcast_to(np.linspace(0.6, 0.9, d), (s, k, d)).copy()
+    if case == "varying":
+        mu += rng.normal(0, 0.1, mu.shape)
+    w = rng.dirichlet(np.ones(k), size=s)
+    alpha = rng.dirichlet(np.ones(c), size=(s, k))
+    y = rng.normal(0, 1.5, (40, d))
+    lo, hi = y.copy(), y.copy()
+    censored = np.zeros(d, bool)
+    if case == "grid-2d-censored":  # the second axis a lattice of bins 0.5 wide
+        lo[:, 1], hi[:, 1] = np.floor(y[:, 1] * 2) / 2, np.floor(y[:, 1] * 2) / 2 + 0.5
+        censored[1] = True
+    v = rng.uniform(0.2, 3.0, (s, groups, c))
+    g = rng.integers(0, groups, y.shape[0])
+    scattered = _mixture._MAX_TENSOR
+    if case == "scattered-2d":
+        _mixture._MAX_TENSOR = 100  # 12 x 12 distinct factors: the kernels themselves
+    try:
+        got = _mixture.pooled_joint(w, alpha, mu, sigma, lo, hi, censored, v, g,
+                                    max_elements=50)  # fmt: skip
+    finally:
+        _mixture._MAX_TENSOR = scattered
+    dens = np.ones((s, y.shape[0], k))
+    for j in range(d):
+        m, sd = mu[:, None, :, j], sigma[:, None, :, j]
+        if censored[j]:
+            dens *= normal.cdf(hi[None, :, None, j], m, sd) - normal.cdf(
+                lo[None, :, None, j], m, sd
+            )
+        else:
+            dens *= normal.pdf(y[None, :, None, j], m, sd)
+    joint = np.einsum("snk,skc->snc", dens, w[:, :, None] * alpha)  # (S, n, C)
+    brute = (joint * v[:, g, :]).sum(axis=0)
+    assert np.all(got > 0) and np.isfinite(got).all()
+    np.testing.assert_allclose(got / got.sum(1, keepdims=True),
+                               brute / brute.sum(1, keepdims=True), rtol=1e-10)  # fmt: skip
+    with pytest.raises(ValueError, match=r"factors must have shape \(7, groups, 3\)"):
+        _mixture.pooled_joint(w, alpha, mu, sigma, lo, hi, censored, v[:, :, :2], g)
+    with pytest.raises(ValueError, match=r"groups must hold one index in 0 \.\. 3"):
+        _mixture.pooled_joint(w, alpha, mu, sigma, lo, hi, censored, v, g + 1)

@@ -28,6 +28,7 @@ __all__ = [
     "log_joint",
     "log_likelihood",
     "per_draw_probabilities",
+    "pooled_joint",
     "scaled_joint",
 ]
 
@@ -253,6 +254,96 @@ def scaled_joint(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         for sl, product, _ in _fixed_products(wa, mu, sigma, lo, hi, cens, max_elements):
             out[:, sl, :] = product.transpose(1, 0, 2)
+    return out
+
+
+#: Largest tensor of per-axis kernel factors (product over dimensions of each axis's
+#: distinct kernels) :func:`pooled_joint` contracts axis by axis; beyond it (scattered
+#: centres in several dimensions), it evaluates the kernels themselves.
+_MAX_TENSOR = 65_536
+
+
+def pooled_joint(
+    w: np.ndarray,
+    alpha: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    censored: np.ndarray | None,
+    factors: np.ndarray,
+    groups: np.ndarray,
+    *,
+    max_elements: int = _MAX_ELEMENTS,
+) -> np.ndarray:
+    """``sum_t G_t(c, y_n) v_t[g_n, c] / s(y_n)``, array (n, C): the joint pooled over
+    draws with per-draw class factors ``v`` (S, groups, C) of each item's group ``g_n``,
+    one positive scale ``s(y_n)`` per item (ratios over classes are exact).
+
+    With fixed kernels the sum over draws is taken first, ``B[k, g, c] = sum_t w_tk
+    alpha_tkc v_t[g, c]``, so an item costs its kernels, not its draws: ``sum_k
+    kernel_k(y_n) B[k, g_n, c]``. A product kernel is a product over dimensions of
+    per-axis factors, and the kernels of a tensor grid share each axis's few distinct
+    factors (14 per axis of a 2-D grid), so the sum over kernels is contracted axis by
+    axis, one matrix product per group and axis, on (n, distinct factors) arrays
+    (exact, not an approximation). Otherwise the draws are summed block by block.
+    """
+    w, alpha, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
+    v = np.asarray(factors, dtype=float)
+    g = np.asarray(groups).reshape(-1)
+    s, _, c = alpha.shape
+    if v.ndim != 3 or v.shape[0] != s or v.shape[2] != c:
+        raise ValueError(f"factors must have shape ({s}, groups, {c}), found {v.shape}")
+    if g.shape[0] != lo.shape[0] or (g.size and (g.min() < 0 or g.max() >= v.shape[1])):
+        raise ValueError(
+            f"groups must hold one index in 0 .. {v.shape[1] - 1} per item ({lo.shape[0]})"
+        )
+    wa = w[:, :, None] * alpha  # (S, K, C)
+    out = np.empty((lo.shape[0], c))
+    axes = []  # per dimension: the distinct (mu, sigma) and each kernel's index among them
+    if fixed_kernels(mu, sigma):
+        for d in range(mu.shape[2]):
+            pairs, index = np.unique(np.column_stack([mu[0, :, d], sigma[0, :, d]]), axis=0,
+                                     return_inverse=True)  # fmt: skip
+            axes.append((pairs, index.reshape(-1)))
+    if not axes or np.prod([len(a[0]) for a in axes]) > _MAX_TENSOR:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            for sl in joint_chunks(mu, sigma, c, lo.shape[0], max_elements):
+                joint = scaled_joint(w, alpha, mu, sigma, lo[sl], hi[sl], cens)  # (S, m, C)
+                out[sl] = np.einsum("tmc,tmc->mc", joint, v[:, g[sl], :])
+        return out
+    # B as a tensor over the axes' distinct factors, (U_1, ..., U_D, groups, C)
+    b = np.stack([wa[:, :, j].T @ v[:, :, j] for j in range(c)], axis=2)  # (K, groups, C)
+    sizes = tuple(len(pairs) for pairs, _ in axes)
+    tensor = np.zeros((*sizes, *b.shape[1:]))
+    np.add.at(tensor, tuple(index for _, index in axes), b)
+    # the items sorted by group once, so that each group's rows are one slice
+    order = np.argsort(g, kind="stable")
+    present, starts = np.unique(g[order], return_index=True)
+    ends = np.append(starts[1:], g.size)
+    lo_sorted, hi_sorted = lo[order], hi[order]
+    # each axis's factors at every item, scaled by the item's largest (the scale s(y))
+    factor = []
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        for d, (pairs, _) in enumerate(axes):
+            m, sd = pairs[None, :, 0], pairs[None, :, 1]
+            za = (lo_sorted[:, d : d + 1] - m) / sd
+            if cens[d]:
+                lf = _log_phi_diff(za, (hi_sorted[:, d : d + 1] - m) / sd)
+            else:
+                lf = -0.5 * za * za - np.log(sd)
+            top = lf.max(axis=1, keepdims=True)
+            lf -= np.where(np.isfinite(top), top, 0.0)
+            factor.append(np.exp(lf, out=lf))
+    pooled = np.empty_like(out)
+    for group, a, e in zip(present, starts, ends, strict=True):
+        acc = tensor[..., group, :].reshape(sizes[0], -1)  # (U_1, rest)
+        acc = factor[0][a:e] @ acc  # (m, U_2 ... U_D C)
+        for d in range(1, len(sizes)):  # contract the next axis
+            acc = acc.reshape(e - a, sizes[d], -1)
+            acc = np.einsum("mu,mur->mr", factor[d][a:e], acc)
+        pooled[a:e] = acc.reshape(e - a, c)
+    out[order] = pooled
     return out
 
 

@@ -61,7 +61,6 @@ from .encoding import (
 from .io import coord_labels, fit_record, record_members, record_reduction, to_inference_data
 from .posterior import TransducerPosterior
 from .reduction import (
-    MARGIN_COLUMN,
     ClassRanks,
     choose_reduction,
     rank_check,
@@ -429,7 +428,7 @@ class Transducer:
         if _design.RANKS_CENTRED:
             inner._odds_mean = reduction.own_log_odds(y)
         inner.fit(
-            pd.DataFrame(reduction.margins(y), columns=[MARGIN_COLUMN]),
+            pd.DataFrame(reduction.margins(y), columns=list(reduction.margin_columns)),
             np.asarray(reduction.rank_classes, dtype=object)[ranks],
             class_labels=list(reduction.rank_classes),
         )
@@ -669,7 +668,8 @@ class Transducer:
         y, _ = as_outputs(outputs, "outputs", expected=self.transform_.columns)
         self.transform_.check(y)
         assert self.reduction_ is not None
-        return y, pd.DataFrame(self.reduction_.margins(y), columns=[MARGIN_COLUMN])
+        columns = list(self.reduction_.margin_columns)
+        return y, pd.DataFrame(self.reduction_.margins(y), columns=columns)
 
     def _log_joint_chunks(self, y: np.ndarray) -> Iterable[tuple[slice, np.ndarray]]:
         """Yield ``(items, log G_t(c, y))`` chunks shaped (draws, chunk, classes)."""
@@ -705,7 +705,7 @@ class Transducer:
         """(S, n, ranks) the reduced fit's per-draw joint at margins ``z``, scaled per
         point (ratios over draws and ranks are exact)."""
         assert self.reduced_ is not None
-        lower, upper, censored = self.reduced_.transform_.intervals(z[:, None])
+        lower, upper, censored = self.reduced_.transform_.intervals(z.reshape(z.shape[0], -1))
         return self.reduced_.posterior.scaled_joint(lower, upper, censored)
 
     def reduced_joint(self, outputs: Any) -> np.ndarray:
@@ -716,10 +716,23 @@ class Transducer:
         if self.reduction_ is None or self.reduced_ is None:
             raise ValueError("reduced_joint() is for a class-reduced transducer (class_reduction)")
         y, margins = self._reduced_inputs(outputs, None)
-        joint = self._pair_joint(margins.to_numpy()[:, 0])
+        joint = self._pair_joint(margins.to_numpy())
         if self.pair_offset_ is None:
             return joint
         return joint * self._pair_weights()[:, self.reduction_.pairs(y)]
+
+    def _paired_proba_2d(self, y: np.ndarray, z: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """:meth:`_paired_proba` for two margin columns (``margin="both"``): exactly, the
+        reduced fit's joint pooled over draws with each output's pair weights
+        (:meth:`TransducerPosterior.pooled_joint`: the kernels of each output, not its
+        draws, so 1e6 outputs cost about as much as 1e6 kernel evaluations)."""
+        assert self.reduction_ is not None and self.reduced_ is not None
+        self.interpolation_error_ = 0.0
+        lower, upper, censored = self.reduced_.transform_.intervals(z)
+        num = self.reduced_.posterior.pooled_joint(
+            lower, upper, censored, self._pair_weights(), self.reduction_.pairs(y, order)
+        )
+        return num / num.sum(axis=1, keepdims=True)
 
     def _paired_proba(self, y: np.ndarray, z: np.ndarray, order: np.ndarray) -> np.ndarray:
         """Exchangeable ``p(rank | m, pair)`` (n, ranks) of a transducer with pair
@@ -847,8 +860,9 @@ class Transducer:
                 if self.pair_offset_ is None:
                     ranks = self.reduced_.predict_proba(margins, exchangeable)
                 else:  # the margins checked (and warned about) as the reduced fit would
-                    z = self.reduced_._prepare_outputs(margins)[:, 0]
-                    ranks = self._paired_proba(y, z, order)
+                    z = self.reduced_._prepare_outputs(margins)
+                    ranks = (self._paired_proba(y, z[:, 0], order) if z.shape[1] == 1
+                             else self._paired_proba_2d(y, z, order))  # fmt: skip
             # the others' share is independent of the ranks a posteriori: its mean
             share = self.reduction_.mean_share(y, self.others_temperature_, order)
             return self.reduction_.expand(y, ranks, share, order)

@@ -251,6 +251,18 @@ class TransducerPosterior:
         return _mixture.scaled_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
                                      censored, class_factors=factors)  # fmt: skip
 
+    def pooled_joint(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None,
+        factors: np.ndarray, groups: np.ndarray,
+    ) -> np.ndarray:  # fmt: skip
+        """``sum_t G_t(c, y_n) v_t[g_n, c] / s(y_n)`` (n, C): the joint pooled over draws,
+        each draw's class factors ``v`` (S, groups, C) those of the item's group ``g_n``
+        (pair offsets' weights), one scale ``s(y_n)`` per item; normalised over classes it
+        is the exchangeable ``p(c | y, g)`` (theory 3.2): :func:`yieldwise._mixture.pooled_joint`.
+        """
+        return _mixture.pooled_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
+                                     censored, factors, groups)  # fmt: skip
+
     def log_likelihood(
         self, class_index: np.ndarray, lower: np.ndarray, upper: np.ndarray,
         censored: np.ndarray | None = None, counts: np.ndarray | None = None,

@@ -66,6 +66,7 @@ from .. import _design
 from .._validation import Label, check_labels, json_object
 
 __all__ = [
+    "LEAD_COLUMN",
     "MARGIN_COLUMN",
     "RANK_CLASSES",
     "ClassRanks",
@@ -83,7 +84,10 @@ MARGIN_COLUMN = "margin"
 #: The reduced problem's classes, in the order of its ``alpha``'s last axis.
 RANK_CLASSES: tuple[str, ...] = ("first", "second", "others")
 _KINDS = ("simplex", "scores")
-_MARGINS = ("second", "rest")
+_MARGINS = ("second", "rest", "both")
+#: The reduced transducer's second output column with ``margin="both"``: the lead of the
+#: output's second class over the classes below it, ``s_(2) - log sum_{j >= 3} exp(s_(j))``.
+LEAD_COLUMN = "lead"
 #: Prior sd of ``log gamma``, the ``others`` share's temperature (module docstring), centred
 #: on ``gamma = 1`` (the output's own probabilities): within a factor e of 1 with
 #: probability 0.68, of 7 with 0.95.
@@ -123,9 +127,12 @@ class ClassRanks:
     squeeze_n : the ``n`` of the squeezing ``(p (n - 1) + 1 / C) / n`` (the calibration size).
     kept : ranks modelled one by one before ``others``: 2 (``first``, ``second``), or 1
         (``first`` and ``others``) when no calibration item's class ranks below second.
-    margin : {"second", "rest"}
+    margin : {"second", "rest", "both"}
         The margin: ``s_(1) - s_(2)`` (``"second"``), or the top class's log-odds against
-        all the others together, ``s_(1) - log sum_{j >= 2} exp(s_(j))`` (``"rest"``).
+        all the others together, ``s_(1) - log sum_{j >= 2} exp(s_(j))`` (``"rest"``);
+        ``"both"``: two coordinates, ``s_(1) - s_(2)`` and the second's lead over the rest,
+        ``s_(2) - log sum_{j >= 3} exp(s_(j))`` (the reduced transducer is 2-D; the
+        output's own first : second : others masses are a function of the pair).
     paired : bool
         Whether the reduced model has offsets per pair of top classes (:meth:`pairs`;
         stan/transducer.stan, "Group offsets").
@@ -199,9 +206,21 @@ class ClassRanks:
         """Class indices (n, C) by decreasing score; ties keep the column order."""
         return np.argsort(-self.scores(outputs), axis=1, kind="stable")
 
+    @property
+    def margin_columns(self) -> tuple[str, ...]:
+        """The reduced transducer's output columns: ``margin`` (and ``lead``, ``"both"``)."""
+        return (MARGIN_COLUMN, LEAD_COLUMN) if self.margin == "both" else (MARGIN_COLUMN,)
+
     def margins(self, outputs: np.ndarray) -> np.ndarray:
-        """``m(y) = s_(1) - s_(2)`` per output, shape (n, 1), never negative."""
+        """``m(y) = s_(1) - s_(2)`` per output, shape (n, 1), never negative (n, 2 with
+        ``margin="both"``: the margin and the second's lead over the classes below it)."""
         s = self.scores(outputs)
+        if self.margin == "both":
+            ordered = -np.sort(-s, axis=1)
+            # log sum_{j >= 3} exp(s_(j) - s_(3)) without scipy's checks: s_(3) is the largest
+            rest = np.log(np.exp(ordered[:, 2:] - ordered[:, 2:3]).sum(axis=1))
+            lead = ordered[:, 1] - ordered[:, 2] - rest
+            return np.column_stack([ordered[:, 0] - ordered[:, 1], lead])
         if self.margin == "rest":
             ordered = -np.sort(-s, axis=1)
             return (ordered[:, 0] - logsumexp(ordered[:, 1:], axis=1))[:, None]
