@@ -10,9 +10,11 @@ evaluated on a random subsample of the outputs for the error.
 ``--ten-classes`` (issue 16): the panel's ``softmax-10`` (bench/_problems.py) fitted to
 ``--calibration`` items with the Laplace backend (4,000 draws; the class reduction with
 pair offsets and the others' temperature, as a Stan fit has them), then ``predict_proba``
-on ``--n`` outputs of the same law. The exact formula for the error: the (margin, pair)
-probabilities evaluated exactly (the checked outputs are fewer than 4,096) and the others'
-share averaged over every draw of the temperature instead of the quadrature's nodes.
+on ``--n`` outputs of the same law (exact: the draws pooled before the kernels). The
+reference for the error, by brute force: each checked output's per-draw joint of (rank,
+margin) given its pair (``reduced_joint``, draw by draw) summed over the draws, and the
+others' share averaged over every draw of the temperature instead of the quadrature's
+nodes.
 
 Every wall time is the first call in the process, as a user's is (later calls reuse memory
 the first one had the system map, and run faster: their median is printed beside it).
@@ -128,8 +130,8 @@ def ten_classes(args: argparse.Namespace) -> int:
     y_few = few.to_numpy()
     reduction = t.reduction_
     order = reduction.order(y_few)
-    z = t.reduced_._prepare_outputs(reduction.margins(y_few))[:, 0]
-    ranks = t._paired_proba(y_few, z, order)  # exact: fewer than 4,096 distinct outputs
+    joint = t.reduced_joint(y_few).sum(axis=0)  # draw by draw, then pooled: brute force
+    ranks = joint / joint.sum(axis=1, keepdims=True)
     share = reduction.shares(y_few, t.others_temperature_, order).mean(axis=0)
     exact = reduction.expand(y_few, ranks, share, order)
     error = float(np.abs(proba[check] - exact).max())

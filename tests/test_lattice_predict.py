@@ -73,15 +73,26 @@ def test_off_lattice_outputs_are_read_as_the_bin_that_holds_them():
 
 
 def _count_rows(monkeypatch):
-    """Rows of the mixture evaluated: wraps the one kernel every prediction path calls."""
+    """Rows of the mixture evaluated: wraps the two kernels the prediction paths call (the
+    per-draw log joint and the joint pooled over draws), counting a call of one inside the
+    other once."""
     evaluated = []
-    original = _mixture.log_joint
+    inside = []
 
-    def counting(w, alpha, mu, sigma, lower, upper, censored):
-        evaluated.append(len(lower))
-        return original(w, alpha, mu, sigma, lower, upper, censored)
+    def counting(original):
+        def wrapped(w, alpha, mu, sigma, lower, upper, *args, **kwargs):
+            if not inside:
+                evaluated.append(len(lower))
+            inside.append(True)
+            try:
+                return original(w, alpha, mu, sigma, lower, upper, *args, **kwargs)
+            finally:
+                inside.pop()
 
-    monkeypatch.setattr(_mixture, "log_joint", counting)
+        return wrapped
+
+    monkeypatch.setattr(_mixture, "log_joint", counting(_mixture.log_joint))
+    monkeypatch.setattr(_mixture, "pooled_joint", counting(_mixture.pooled_joint))
     return evaluated
 
 

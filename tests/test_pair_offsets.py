@@ -282,18 +282,23 @@ def test_draws_are_the_reduced_draws_tilted_by_their_pairs_offsets(paired):
             assert draws[s, i, order[i, 2:]].sum() == pytest.approx(w[2], rel=1e-10)
 
 
-def test_predictions_interpolated_per_pair_match_the_exact_formula(paired, five_class_data):
-    """More than 4,096 distinct outputs go through the verified interpolation; fewer are
-    exact: the same outputs both ways agree to the interpolation's tolerance."""
+def test_predictions_given_pairs_are_the_pooled_draws_for_any_number_of_outputs(
+    paired, five_class_data
+):
+    """6,000 outputs (more than the 4,096 a 1-D fit evaluates exactly before interpolating)
+    are exact: by brute force, each output's per-draw joint given its pair (reduced_joint,
+    draw by draw) summed over draws, normalised, spread by the others' mean share."""
     t, _ = paired
     new, _ = five_class_data(6000, 5)
+    y = new.to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # margins beyond the calibration ones
         many = t.predict_proba(new)
-        error = t.interpolation_error_
-        few = t.predict_proba(new.iloc[:500])
-    assert t.interpolation_error_ == 0.0 and 0 < error < 1e-5
-    np.testing.assert_allclose(many[:500], few, atol=1e-5)
+        joint = t.reduced_joint(new).sum(axis=0)
+    assert t.interpolation_error_ == 0.0
+    share = t.reduction_.mean_share(y, t.others_temperature_)
+    brute = t.reduction_.expand(y, joint / joint.sum(axis=1, keepdims=True), share)
+    np.testing.assert_allclose(many, brute, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(many.sum(axis=1), 1.0)
 
 

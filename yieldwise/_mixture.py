@@ -261,6 +261,9 @@ def scaled_joint(
 #: distinct kernels) :func:`pooled_joint` contracts axis by axis; beyond it (scattered
 #: centres in several dimensions), it evaluates the kernels themselves.
 _MAX_TENSOR = 65_536
+#: Rows per block of :func:`pooled_joint`'s per-axis factors, and the floor of their logs.
+_POOL_BLOCK = 8192
+_LOG_FLOOR = -700.0
 
 
 def pooled_joint(
@@ -317,32 +320,47 @@ def pooled_joint(
     sizes = tuple(len(pairs) for pairs, _ in axes)
     tensor = np.zeros((*sizes, *b.shape[1:]))
     np.add.at(tensor, tuple(index for _, index in axes), b)
-    # the items sorted by group once, so that each group's rows are one slice
+    # the items sorted by group once, so that each group's rows are one slice, taken in
+    # blocks of _POOL_BLOCK rows whose work arrays stay in cache (on 1e6 ten-class
+    # outputs with 60 kernels, whole-array temporaries of 480 MB made it 2.1 s)
     order = np.argsort(g, kind="stable")
     present, starts = np.unique(g[order], return_index=True)
     ends = np.append(starts[1:], g.size)
     lo_sorted, hi_sorted = lo[order], hi[order]
-    # each axis's factors at every item, scaled by the item's largest (the scale s(y))
-    factor = []
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+    pooled = np.empty_like(out)
+
+    def factors(rows: slice) -> list[np.ndarray]:
+        """Each axis's factors at the rows, scaled by each row's largest (the scale s(y))."""
+        values = []
         for d, (pairs, _) in enumerate(axes):
             m, sd = pairs[None, :, 0], pairs[None, :, 1]
-            za = (lo_sorted[:, d : d + 1] - m) / sd
+            za = (lo_sorted[rows, d : d + 1] - m) / sd
             if cens[d]:
-                lf = _log_phi_diff(za, (hi_sorted[:, d : d + 1] - m) / sd)
+                lf = _log_phi_diff(za, (hi_sorted[rows, d : d + 1] - m) / sd)
             else:
-                lf = -0.5 * za * za - np.log(sd)
+                lf = za
+                lf *= za
+                lf *= -0.5
+                lf -= np.log(sd)
             top = lf.max(axis=1, keepdims=True)
             lf -= np.where(np.isfinite(top), top, 0.0)
-            factor.append(np.exp(lf, out=lf))
-    pooled = np.empty_like(out)
-    for group, a, e in zip(present, starts, ends, strict=True):
-        acc = tensor[..., group, :].reshape(sizes[0], -1)  # (U_1, rest)
-        acc = factor[0][a:e] @ acc  # (m, U_2 ... U_D C)
-        for d in range(1, len(sizes)):  # contract the next axis
-            acc = acc.reshape(e - a, sizes[d], -1)
-            acc = np.einsum("mu,mur->mr", factor[d][a:e], acc)
-        pooled[a:e] = acc.reshape(e - a, c)
+            # a factor below e^-700 of the row's largest counts as e^-700 (1e-304, above
+            # the subnormals, whose exp is 4-9x slower): at most K e^-700 of the largest
+            # term added to any sum
+            np.maximum(lf, _LOG_FLOOR, out=lf)
+            values.append(np.exp(lf, out=lf))
+        return values
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        for group, first, last in zip(present, starts, ends, strict=True):
+            weights = tensor[..., group, :].reshape(sizes[0], -1)  # (U_1, rest)
+            for a in range(first, last, _POOL_BLOCK):
+                rows = slice(a, min(a + _POOL_BLOCK, last))
+                f = factors(rows)
+                acc = f[0] @ weights  # (m, U_2 ... U_D C)
+                for d in range(1, len(sizes)):  # contract the next axis
+                    acc = np.einsum("mu,mur->mr", f[d], acc.reshape(len(f[d]), sizes[d], -1))
+                pooled[rows] = acc.reshape(-1, c)
     out[order] = pooled
     return out
 
