@@ -282,6 +282,16 @@ def test_draws_are_the_reduced_draws_tilted_by_their_pairs_offsets(paired):
             assert draws[s, i, order[i, 2:]].sum() == pytest.approx(w[2], rel=1e-10)
 
 
+def _pooled_by_brute_force(t, frame):
+    """The exchangeable prediction of a paired fit by brute force: each output's per-draw
+    joint given its pair (reduced_joint, draw by draw) summed over the draws, normalised,
+    spread over the classes by the others' mean share."""
+    y = frame.to_numpy()
+    joint = t.reduced_joint(frame).sum(axis=0)
+    share = t.reduction_.mean_share(y, t.others_temperature_)
+    return t.reduction_.expand(y, joint / joint.sum(axis=1, keepdims=True), share)
+
+
 def test_predictions_given_pairs_are_the_pooled_draws_for_any_number_of_outputs(
     paired, five_class_data
 ):
@@ -290,14 +300,11 @@ def test_predictions_given_pairs_are_the_pooled_draws_for_any_number_of_outputs(
     draw by draw) summed over draws, normalised, spread by the others' mean share."""
     t, _ = paired
     new, _ = five_class_data(6000, 5)
-    y = new.to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # margins beyond the calibration ones
         many = t.predict_proba(new)
-        joint = t.reduced_joint(new).sum(axis=0)
-    assert t.interpolation_error_ == 0.0
-    share = t.reduction_.mean_share(y, t.others_temperature_)
-    brute = t.reduction_.expand(y, joint / joint.sum(axis=1, keepdims=True), share)
+        assert t.interpolation_error_ == 0.0
+        brute = _pooled_by_brute_force(t, new)
     np.testing.assert_allclose(many, brute, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(many.sum(axis=1), 1.0)
 
@@ -392,14 +399,10 @@ def test_two_margins_predict_the_pooled_draws_given_each_pair(paired_both, five_
     assert t.reduction_.margin == "both"
     assert t.reduced_.transform_.columns == ("margin", "lead")
     new, _ = five_class_data(300, 7)
-    y = new.to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # margins beyond the calibration ones
         got = t.predict_proba(new)
-        joint = t.reduced_joint(new).sum(axis=0)
-        share = t.reduction_.mean_share(y, t.others_temperature_)
-        brute = t.reduction_.expand(y, joint / joint.sum(axis=1, keepdims=True), share)
-        np.testing.assert_allclose(got, brute, rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(got, _pooled_by_brute_force(t, new), rtol=1e-10, atol=1e-14)
         draws = t.draws_proba(new.iloc[:40]).values.mean(axis=(0, 1))
         np.testing.assert_allclose(
             draws, t.predict_proba(new.iloc[:40], exchangeable=False), rtol=1e-10
