@@ -71,6 +71,13 @@ def test_prevalences_rescale_each_class_to_its_prevalence():
     weights = post.component_class_weights({"pos": 0.8, "neg": 0.2})
     masses = post.bin_masses(np.array([-np.inf, np.inf]), weights=weights)
     np.testing.assert_allclose(masses[:, 0], np.broadcast_to(r, (post.n_draws, 2)), rtol=1e-12)
+    # the factors r_c / F_t(c), with F_t(c) = sum_k w_tk alpha_tkc summed by hand
+    freq = np.array([[sum(post.w[t, k] * post.alpha[t, k, c] for k in range(post.w.shape[1]))
+                      for c in range(2)] for t in range(post.n_draws)])  # fmt: skip
+    np.testing.assert_allclose(post.class_factors(r), r / freq, rtol=1e-12)
+    assert post.class_factors(None) is None
+    with pytest.raises(ValueError, match="sum to 1"):
+        post.class_factors([0.5, 0.6])
     with pytest.raises(ValueError, match="sum to 1"):
         post.check_prevalences([0.5, 0.6])
     with pytest.raises(ValueError, match="one value per class"):

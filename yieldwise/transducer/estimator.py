@@ -690,10 +690,10 @@ class Transducer:
         kernels (:meth:`TransducerPosterior.pooled_joint`: the cost of the kernels at each
         row, not of every draw at each row)."""
         if exchangeable:
-            r = self.posterior.check_prevalences(prevalences)
             post = self.posterior
-            factors = (np.ones((post.n_draws, 1, post.n_classes)) if r is None
-                       else (r / np.exp(post.log_class_frequencies))[:, None, :])  # fmt: skip
+            factors = post.class_factors(prevalences)
+            factors = (np.ones((post.n_draws, 1, post.n_classes)) if factors is None
+                       else factors[:, None, :])  # fmt: skip
             groups = np.zeros(lower.shape[0], dtype=int)
             pooled = post.pooled_joint(lower, upper, censored, factors, groups)
             return pooled / pooled.sum(axis=1, keepdims=True)

@@ -191,6 +191,18 @@ class TransducerPosterior:
             )
         return r
 
+    def class_factors(self, prevalences: Any) -> np.ndarray | None:
+        """``r_c / F_t(c)`` per draw, shape (S, C), or None without prevalences.
+
+        The generative mode's rescaling (theory 3.2): ``G_t(c, y) r_c / F_t(c) = r_c
+        F_t(y | c)``. The one place the factor is formed; the joint weights, the scaled
+        joint and the pooled predictions take it from here.
+        """
+        r = self.check_prevalences(prevalences)
+        if r is None:
+            return None
+        return r[None, :] * np.exp(-self.log_class_frequencies)
+
     def component_class_weights(self, prevalences: Any = None) -> np.ndarray:
         """``w_tk alpha_tkc`` per draw, shape (S, K, C): the mixture's joint weights.
 
@@ -198,10 +210,10 @@ class TransducerPosterior:
         from ``F_t(c)`` to ``r_c``: ``w_tk alpha_tkc r_c / F_t(c)``, the weights of
         ``r_c F_t(y | c)``.
         """
-        r = self.check_prevalences(prevalences)
+        factors = self.class_factors(prevalences)
         weights = self.w[:, :, None] * self.alpha
-        if r is not None:  # r_c F_t(y | c): each class's mass rescaled from F_t(c) to r_c
-            weights = weights * (r / np.exp(self.log_class_frequencies))[:, None, :]
+        if factors is not None:  # r_c F_t(y | c): each class's mass rescaled to r_c
+            weights = weights * factors[:, None, :]
         return weights
 
     # ------------------------------------------------------------ the joint
@@ -246,8 +258,7 @@ class TransducerPosterior:
         probabilities; theory 3.2 and 4): :func:`yieldwise._mixture.scaled_joint`. With
         prevalences ``r``, the generative weights ``F_t(y | c) r_c = G_t(c, y) r_c / F_t(c)``.
         """
-        r = self.check_prevalences(prevalences)
-        factors = None if r is None else np.exp(-self.log_class_frequencies) * r[None, :]
+        factors = self.class_factors(prevalences)
         return _mixture.scaled_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
                                      censored, class_factors=factors)  # fmt: skip
 
@@ -376,14 +387,13 @@ class TransducerPosterior:
         with prevalences ``r`` the kernel weights are those of ``sum_c r_c F_t(y | c)``
         (theory 3.2, generative mode).
         """
-        r = self.check_prevalences(prevalences)
+        factors = self.class_factors(prevalences)
         s, k = self.w.shape
         draw = rng.integers(0, s, n)
-        if r is None:
+        if factors is None:
             weights = self.w[draw]
-        else:  # r_c F_t(y | c) = sum_k w_k alpha_kc / F_t(c) r_c kernel_k
-            freq = np.exp(self.log_class_frequencies[draw])  # (n, C)
-            weights = self.w[draw] * np.einsum("nkc,nc->nk", self.alpha[draw], r / freq)
+        else:  # r_c F_t(y | c) = sum_k w_k alpha_kc r_c / F_t(c) kernel_k
+            weights = self.w[draw] * np.einsum("nkc,nc->nk", self.alpha[draw], factors[draw])
         weights = weights / weights.sum(axis=1, keepdims=True)
         component = (weights.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1).clip(0, k - 1)
         mu = self.mu[draw, component]
