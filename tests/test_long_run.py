@@ -16,10 +16,10 @@ from scipy.stats import norm
 
 from yieldwise import Transducer, UtilityMatrix
 from yieldwise.long_run import (
+    _augmented_errors,
     _binary_augmented,
     _cells,
     _general_augmented,
-    _monte_carlo_error,
     long_run_utility,
     oracle_utility,
     value_of_more_data,
@@ -182,7 +182,8 @@ def test_binary_batch_shortcut_equals_matrix_by_matrix(continuous):
     batch[3] = [[1, 1], [0, 0]]  # decision 0 always best: slope 0
     cells = _cells(continuous, None, 4096, 0, 0)
     fast, tight, fast_mixed = _binary_augmented(cells, batch)
-    slow, slow_mixed = _general_augmented(cells, batch)
+    slow, slow_mixed, none = _general_augmented(cells, batch)
+    assert none is None  # no standard errors asked for
     np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(fast_mixed, slow_mixed, rtol=1e-9, atol=1e-15)
     spread = np.ptp(batch.reshape(300, -1), axis=1)
@@ -213,7 +214,7 @@ def test_general_batch_equals_a_loop_over_matrices(n_outputs):
     batch[0] = [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]]  # ties: the first decision
     cells = _cells(t, None, 512, 3000, 0)
     assert cells.neighbours == (n_outputs == 1)
-    values, mixed = _general_augmented(cells, batch)
+    values, mixed, errors = _general_augmented(cells, batch, errors=True)
     pooled = cells.mass.sum(axis=2).mean(axis=0)
     n = cells.mass.shape[1]
     for m, u in enumerate(batch):
@@ -227,12 +228,48 @@ def test_general_batch_equals_a_loop_over_matrices(n_outputs):
         assert mixed[m] == pytest.approx(pooled[change].sum(), rel=1e-12, abs=1e-15)
     # decision 0 yields 1 whatever the class: the mass the cells cover
     np.testing.assert_allclose(values[:, 0], cells.mass.sum(axis=(1, 2)), rtol=1e-12)
-    if not cells.neighbours:
-        errors = _monte_carlo_error(cells, values, batch)
-        for m, u in enumerate(batch[:20]):
-            chosen = np.argmax(cells.proba @ u.T, axis=1)
-            per_point = (u[chosen] * cells.mass.mean(axis=0) * n).sum(axis=1)
-            assert errors[m] == pytest.approx(per_point.std(ddof=1) / np.sqrt(n), rel=1e-10)
+    # each point's contribution to the posterior mean, and their standard error
+    for m, u in enumerate(batch[:20]):
+        chosen = np.argmax(cells.proba @ u.T, axis=1)
+        per_point = (u[chosen] * cells.mass.mean(axis=0) * n).sum(axis=1)
+        assert errors[m] == pytest.approx(per_point.std(ddof=1) / np.sqrt(n), rel=1e-10)
+    np.testing.assert_allclose(_augmented_errors(cells, batch), errors, rtol=1e-10)
+
+
+def test_monte_carlo_errors_are_those_of_the_rule_integrated():
+    """Under Monte Carlo integration (2-D outputs) each rule's standard error is that of
+    its own per-point contributions: a fixed rule's, the oracle's and the expected-utility
+    rule's differ, each computed here point by point."""
+    t = three_class_transducer(2)
+    rng = np.random.default_rng(8)
+    batch = rng.uniform(-1, 1, (6, 3, 3))  # decisions = the classes x, y, z
+    batch = [UtilityMatrix(u, decisions=("x", "y", "z"), classes=("x", "y", "z")) for u in batch]
+
+    def rule(frame):  # ignores the matrix: x above the diagonal, z below
+        return np.where(frame["a"] > frame["b"], "x", "z")
+
+    cells = _cells(t, None, 0, 5000, 4)
+    n = cells.mass.shape[1]
+    weights = cells.mass.mean(axis=0) * n  # (J, C)
+    fixed = long_run_utility(t, batch, rule=rule, n_points=5000, seed=4, rescale=False)
+    best = long_run_utility(t, batch, n_points=5000, seed=4, rescale=False)
+    oracle = oracle_utility(t, batch, n_points=5000, seed=4)
+    chosen = np.where(cells.outputs[:, 0] > cells.outputs[:, 1], 0, 2)
+    for m, u in enumerate(batch):
+        u = u.values
+        own = (u[chosen] * weights).sum(axis=1)
+        expected = (u[np.argmax(cells.proba @ u.T, axis=1)] * weights).sum(axis=1)
+        per_draw_best = np.einsum("sjc,dc->sjd", cells.mass, u).max(axis=2)  # (S, J)
+        for result, per_point in ((fixed, own), (best, expected),
+                                  (oracle, per_draw_best.mean(axis=0) * n)):  # fmt: skip
+            se = per_point.std(ddof=1) / np.sqrt(n)
+            assert float(result.integration_error[m]) == pytest.approx(se, rel=1e-10)
+            assert float(result.integration_error_draws[m]) == pytest.approx(se, rel=1e-10)
+            # the posterior mean is the mean of the contributions
+            assert float(result.mean(("chain", "draw"))[m]) == pytest.approx(
+                per_point.mean(), rel=1e-10
+            )
+        assert abs(own.std() - expected.std()) > 1e-3  # the two rules' errors differ
 
 
 def test_error_bounds_cover_the_actual_errors_of_a_batch(continuous):
