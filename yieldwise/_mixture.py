@@ -179,6 +179,28 @@ def _fixed_products(
         yield sl, (np.exp(lk - top[:, None]) @ wa_flat).reshape(-1, s, c), top
 
 
+def scaled_kernels(
+    mu: np.ndarray, sigma: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+    censored: np.ndarray | None = None,
+) -> np.ndarray | None:  # fmt: skip
+    """``kernel_k(y_n) / s(y_n)`` (n, K) for kernels fixed across draws, else None.
+
+    ``s(y_n)`` is the item's largest kernel value (1 where none is positive), so the
+    largest entry of a row is exactly 1 and ``scaled_kernels @ (w_t alpha_t)`` is
+    :func:`scaled_joint` for draw ``t``: a (n, K) matrix that a caller combines with any
+    draws' weights (sums over draws taken before the kernels, theory 3.2 and 4).
+    """
+    w = np.ones(np.asarray(mu).shape[:2])
+    alpha = np.ones((*w.shape, 1))
+    _, _, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
+    if not fixed_kernels(mu, sigma):
+        return None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        lk = _log_kernels(mu[:1], sigma[:1], lo, hi, cens)[0]  # (n, K)
+        top = lk.max(axis=1, keepdims=True)
+        return np.exp(lk - np.where(np.isfinite(top), top, 0.0))
+
+
 def log_joint(
     w: np.ndarray,
     alpha: np.ndarray,

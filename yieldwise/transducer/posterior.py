@@ -262,6 +262,18 @@ class TransducerPosterior:
         return _mixture.scaled_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
                                      censored, class_factors=factors)  # fmt: skip
 
+    def scaled_kernels(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """``kernel_k(y_n) / s(y_n)`` (n, K), one scale per row, when the kernels are the
+        same in every draw (the shipped model's); None when they move between draws.
+
+        ``scaled_kernels @ component_class_weights()[t]`` is draw ``t``'s
+        :meth:`scaled_joint`: sums over draws can be taken on the (S, K, C) weights
+        before the kernels (:func:`yieldwise._mixture.scaled_kernels`).
+        """
+        return _mixture.scaled_kernels(self.mu, self.sigma, lower, upper, censored)
+
     def pooled_joint(
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None,
         factors: np.ndarray, groups: np.ndarray,
