@@ -236,27 +236,32 @@ def test_general_batch_equals_a_loop_over_matrices(n_outputs):
     np.testing.assert_allclose(_augmented_errors(cells, batch), errors, rtol=1e-10, atol=1e-15)
 
 
-def test_factored_monte_carlo_cells_equal_the_dense_masses():
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes):
     """Fixed kernels keep the Monte Carlo masses factored (kernels x draws' weights): the
     masses, every sum over them and each rule's utilities per draw equal those of the
-    masses formed whole, draw by draw, from the scaled joint (with prevalences too)."""
+    masses formed whole, draw by draw, from the scaled joint (with prevalences too; two
+    classes take the binary shortcut's sorted cumulative sums)."""
     from yieldwise.long_run import _Cells, _integrate, _monte_carlo_cells, _pooled
 
     rng = np.random.default_rng(12)
     s, k = 7, 9
+    labels = ("x", "y", "z")[:n_classes]
     centres = np.stack(np.meshgrid([-1.5, 0.0, 1.5], [-1.0, 0.0, 1.0]), -1).reshape(k, 2)
     draws = {
         "w": rng.dirichlet(np.ones(k), s)[None],
-        "alpha": rng.dirichlet(np.ones(3), (s, k))[None],
+        "alpha": rng.dirichlet(np.ones(n_classes), (s, k))[None],
         "mu": np.broadcast_to(centres, (1, s, k, 2)).copy(),
         "sigma": np.full((1, s, k, 2), 0.9),
     }
     frame = pd.DataFrame(rng.normal(size=(40, 2)), columns=["a", "b"])
-    truth = np.array(["x", "y", "z"])[rng.integers(0, 3, 40)]
-    t = Transducer.from_draws(draws, frame, truth, ("x", "y", "z"),
+    truth = np.array(labels)[rng.integers(0, n_classes, 40)]
+    t = Transducer.from_draws(draws, frame, truth, labels,
                               output_transform="identity", resolution=None)  # fmt: skip
-    batch = rng.uniform(-1, 1, (30, 4, 3))
-    for r in (None, np.array([0.2, 0.3, 0.5])):
+    d = 4 if n_classes == 3 else 2
+    batch = rng.uniform(-1, 1, (30, d, n_classes))
+    decisions = tuple(range(d))
+    for r in (None, rng.dirichlet(np.ones(n_classes))):
         cells = _monte_carlo_cells(t, r, 2000, 3)
         assert cells.dense is None and cells.kernels is not None  # factored
         lower, upper, censored = t.transform_.intervals(cells.outputs)
@@ -267,17 +272,18 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses():
         np.testing.assert_allclose(cells.proba, whole.proba, rtol=1e-12)
         np.testing.assert_allclose(cells.mean_mass(), dense.mean(axis=0), rtol=1e-12)
         np.testing.assert_allclose(cells.class_totals(), dense.sum(axis=1), rtol=1e-12)
-        indicator = np.eye(4)[rng.integers(0, 4, 2000)]
+        indicator = np.eye(d)[rng.integers(0, d, 2000)]
         np.testing.assert_allclose(cells.regions(indicator), whole.regions(indicator),
                                    rtol=1e-12)  # fmt: skip
-        chosen = rng.integers(0, 4, (30, 2000))
+        chosen = rng.integers(0, d, (30, 2000))
         np.testing.assert_allclose(cells.utilities(batch, chosen),
                                    whole.utilities(batch, chosen), rtol=1e-12)  # fmt: skip
-        for rule in ("augmented", lambda f: np.where(f["a"] > 0, 1, 3)):
-            got = _integrate(cells, batch, (0, 1, 2, 3), rule, t, 0.5)
-            want = _integrate(whole, batch, (0, 1, 2, 3), rule, t, 0.5)
+        for rule in ("augmented", lambda f: np.where(f["a"] > 0, 1, 0)):
+            got = _integrate(cells, batch, decisions, rule, t, 0.5)
+            want = _integrate(whole, batch, decisions, rule, t, 0.5)
             for a, b in zip(got, want, strict=True):
-                np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-15)
+                np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-13)
+        assert cells.dense is None  # no sum above formed the masses
         np.testing.assert_allclose(cells.mass, dense, rtol=1e-12)  # formed on demand
 
 

@@ -756,14 +756,25 @@ def _binary_augmented(
     """Two decisions, two classes: decision 1 where ``p1 > tau`` (or ``< tau``) per matrix.
 
     Sorting the cells by the predictive ``p(1 | cell)`` turns every matrix's decision
-    region into a prefix or a suffix, so one cumulative sum answers all matrices.
+    region into a prefix or a suffix, so one cumulative sum answers all matrices: of the
+    masses (S, J + 1, C), or, factored, of the kernels (J + 1, K), whose differences the
+    draws' weights then turn into masses (the (S, J, C) masses are never formed).
     """
     p1 = cells.proba[:, 1]
     order = np.argsort(p1, kind="stable")
     sorted_p1 = p1[order]
-    cum = np.concatenate([np.zeros((cells.mass.shape[0], 1, 2)),
-                          np.cumsum(cells.mass[:, order], axis=1)], axis=1)  # fmt: skip
-    total = cum[:, -1]  # (S, C)
+    s = cells.shape[0]
+    factored = cells.kernels is not None and cells.weights is not None
+    if factored:
+        assert cells.kernels is not None and cells.weights is not None
+        k = cells.kernels.shape[1]
+        cum = np.concatenate([np.zeros((1, k)), np.cumsum(cells.kernels[order], axis=0)])
+        by_kernel = cells.weights.transpose(1, 0, 2).reshape(k, s * 2)  # (K, S C)
+        total = cells.class_totals()  # (S, C)
+    else:
+        cum = np.concatenate([np.zeros((s, 1, 2)), np.cumsum(cells.mass[:, order], axis=1)],
+                             axis=1)  # fmt: skip
+        total = cum[:, -1]  # (S, C)
     # decision 1 iff d0 + p1 (d1 - d0) > 0, with d_c = U[1, c] - U[0, c] (argmax: ties -> 0)
     d0 = matrices[:, 1, 0] - matrices[:, 0, 0]
     d1 = matrices[:, 1, 1] - matrices[:, 0, 1]
@@ -775,11 +786,15 @@ def _binary_augmented(
     n = len(p1)
     start = np.where(slope > 0, above, np.where(slope < 0, 0, np.where(d0 > 0, 0, n)))
     stop = np.where(slope > 0, n, np.where(slope < 0, below, np.where(d0 > 0, n, n)))
-    values = np.empty((cells.mass.shape[0], len(matrices)))
-    step = max(1, _MAX_ELEMENTS // (cells.mass.shape[0] * 2))
+    values = np.empty((s, len(matrices)))
+    step = max(1, _MAX_ELEMENTS // (s * 2))
     for a in range(0, len(matrices), step):
         m = slice(a, a + step)
-        region1 = cum[:, stop[m]] - cum[:, start[m]]  # (S, m, C)
+        if factored:  # the kernels' sums over each region, then the draws' weights
+            region1 = ((cum[stop[m]] - cum[start[m]]) @ by_kernel).reshape(-1, s, 2)
+            region1 = region1.transpose(1, 0, 2)  # (S, m, C)
+        else:
+            region1 = cum[:, stop[m]] - cum[:, start[m]]  # (S, m, C)
         region0 = total[:, None, :] - region1
         values[:, m] = (np.einsum("smc,mc->sm", region0, matrices[m, 0])
                         + np.einsum("smc,mc->sm", region1, matrices[m, 1]))  # fmt: skip
@@ -882,7 +897,8 @@ def _general_augmented(
     sum_c U_m[d, c] p(c | j): one matrix product over the flattened (cell, class) axis per
     batch of matrices (a loop over 10,000 matrices of 3 classes took minutes). Returns
     (u, mixed mass (m,), the Monte Carlo standard errors (m,) when ``errors``, else None),
-    the errors from the same decisions as :func:`_augmented_errors`'.
+    the errors computed as :func:`_augmented_errors` computes them, from the same
+    decisions.
     """
     s, j, c = cells.shape
     pooled = cells.mean_mass().sum(axis=1)  # (J,): posterior-mean mass of each cell
