@@ -242,7 +242,7 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes):
     masses, every sum over them and each rule's utilities per draw equal those of the
     masses formed whole, draw by draw, from the scaled joint (with prevalences too; two
     classes take the binary shortcut's sorted cumulative sums)."""
-    from yieldwise.long_run import _Cells, _integrate, _monte_carlo_cells, _pooled
+    from yieldwise.long_run import _Cells, _integrate, _monte_carlo_cells, _oracle, _pooled
 
     rng = np.random.default_rng(12)
     s, k = 7, 9
@@ -283,6 +283,13 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes):
             want = _integrate(whole, batch, decisions, rule, t, 0.5)
             for a, b in zip(got, want, strict=True):
                 np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-13)
+        # the oracle, draw by draw against the whole masses' brute force
+        values, error = _oracle(cells, batch)
+        best = np.einsum("sjc,mdc->smjd", dense, batch).max(axis=3)  # (S, m, J)
+        np.testing.assert_allclose(values, best.sum(axis=2), rtol=1e-10)
+        per_point = best.mean(axis=0) * 2000
+        np.testing.assert_allclose(error[0], per_point.std(axis=1, ddof=1) / np.sqrt(2000),
+                                   rtol=1e-9)  # fmt: skip
         assert cells.dense is None  # no sum above formed the masses
         np.testing.assert_allclose(cells.mass, dense, rtol=1e-12)  # formed on demand
 
