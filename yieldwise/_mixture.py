@@ -78,14 +78,26 @@ _MAX_ELEMENTS = 4_000_000
 def _prepare(w, alpha, mu, sigma, lower, upper, censored):
     w = np.asarray(w, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
-    mu = np.asarray(mu, dtype=float)
-    sigma = np.asarray(sigma, dtype=float)
     if w.ndim == 1:  # a single draw
-        w, alpha, mu, sigma = w[None], alpha[None], mu[None], sigma[None]
+        w, alpha, mu, sigma = w[None], alpha[None], np.asarray(mu)[None], np.asarray(sigma)[None]
     s, k = w.shape
     if alpha.ndim != 3 or alpha.shape[:2] != (s, k):
         raise ValueError(f"alpha must have shape ({s}, {k}, C), got {alpha.shape}")
-    if mu.ndim != 3 or mu.shape[:2] != (s, k) or sigma.shape != mu.shape:
+    mu, sigma, lo, hi, cens = _prepare_kernels(mu, sigma, lower, upper, censored, (s, k))
+    return w, alpha, mu, sigma, lo, hi, cens
+
+
+def _prepare_kernels(mu, sigma, lower, upper, censored, leading=None):
+    """Checked ``(mu, sigma, lo, hi, cens)``: mu and sigma (S, K, D), with (S, K) equal to
+    ``leading`` when given, and the bounds as :func:`as_bounds` checks them."""
+    mu = np.asarray(mu, dtype=float)
+    sigma = np.asarray(sigma, dtype=float)
+    s, k = leading if leading is not None else ("S", "K")
+    if (
+        mu.ndim != 3
+        or (leading is not None and mu.shape[:2] != leading)
+        or (sigma.shape != mu.shape)
+    ):
         raise ValueError(
             f"mu and sigma must have shape ({s}, {k}, D); got {mu.shape}, {sigma.shape}"
         )
@@ -93,8 +105,7 @@ def _prepare(w, alpha, mu, sigma, lower, upper, censored):
     lo, hi, cens = as_bounds(lower, upper, censored)  # the checks the Stan data get
     if lo.shape[1] != d:
         raise ValueError(f"lower/upper must have shape (n, {d}); got {lo.shape}, {hi.shape}")
-    cens = cens.astype(bool)
-    return w, alpha, mu, sigma, lo, hi, cens
+    return mu, sigma, lo, hi, cens.astype(bool)
 
 
 def _log_phi_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -173,10 +184,19 @@ def _fixed_products(
     s, k, c = wa.shape
     wa_flat = np.moveaxis(wa, 0, 1).reshape(k, s * c)
     for sl in joint_chunks(mu, sigma, c, lo.shape[0], max_elements):
-        lk = _log_kernels(mu[:1], sigma[:1], lo[sl], hi[sl], cens)[0]  # (m, K)
-        top = lk.max(axis=1)
-        top = np.where(np.isfinite(top), top, 0.0)
-        yield sl, (np.exp(lk - top[:, None]) @ wa_flat).reshape(-1, s, c), top
+        kernels, top = _shifted_kernels(mu, sigma, lo[sl], hi[sl], cens)
+        yield sl, (kernels @ wa_flat).reshape(-1, s, c), top
+
+
+def _shifted_kernels(mu, sigma, lo, hi, cens) -> tuple[np.ndarray, np.ndarray]:
+    """With fixed kernels, ``(exp(lk - top), top)``: the items' kernels (n, K) divided by
+    ``exp(top)``, ``top`` (n,) each item's largest log kernel (0 where none is finite), so
+    the largest entry of a row is exactly 1. Call under ``np.errstate`` that ignores
+    underflow and log(0)."""
+    lk = _log_kernels(mu[:1], sigma[:1], lo, hi, cens)[0]  # (n, K): the first draw's
+    top = lk.max(axis=1)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.exp(lk - top[:, None]), top
 
 
 def scaled_kernels(
@@ -190,15 +210,11 @@ def scaled_kernels(
     :func:`scaled_joint` for draw ``t``: a (n, K) matrix that a caller combines with any
     draws' weights (sums over draws taken before the kernels, theory 3.2 and 4).
     """
-    w = np.ones(np.asarray(mu).shape[:2])
-    alpha = np.ones((*w.shape, 1))
-    _, _, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
+    mu, sigma, lo, hi, cens = _prepare_kernels(mu, sigma, lower, upper, censored)
     if not fixed_kernels(mu, sigma):
         return None
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        lk = _log_kernels(mu[:1], sigma[:1], lo, hi, cens)[0]  # (n, K)
-        top = lk.max(axis=1, keepdims=True)
-        return np.exp(lk - np.where(np.isfinite(top), top, 0.0))
+        return _shifted_kernels(mu, sigma, lo, hi, cens)[0]
 
 
 def log_joint(
