@@ -426,3 +426,37 @@ def test_one_dimensional_quadrature_and_monte_carlo_agree(continuous):
     quadrature = long_run_utility(continuous, U)
     assert 0 < se[0, 0] < 0.01
     np.testing.assert_allclose(mc[:, 0], quadrature.values.ravel(), atol=4 * se[0, 0] + 1e-3)
+
+
+@pytest.mark.parametrize("budget", [10**9, 50])
+def test_oracle_on_quadrature_cells_against_brute_force(budget, monkeypatch):
+    """Quadrature cells: the oracle's values and its error bound (the mass of every cell
+    where a draw's best decision differs from a neighbour's, plus the uncovered mass,
+    times the matrix's spread) against a per-matrix, per-draw brute force; a tiny work
+    budget splits the draws and matrices into many blocks."""
+    from yieldwise import long_run
+
+    rng = np.random.default_rng(21)
+    s, j, c, d = 9, 40, 3, 4
+    dense = rng.dirichlet(np.ones(j * c), s).reshape(s, j, c) * 0.97
+    uncovered = 1 - dense.sum(axis=(1, 2))
+    cells = long_run._Cells(long_run._pooled(dense), np.linspace(-2, 2, j)[:, None], True,
+                            uncovered, "quadrature", dense=dense)  # fmt: skip
+    batch = rng.uniform(-1, 1, (7, d, c))
+    monkeypatch.setattr(long_run, "_MAX_ELEMENTS", budget)
+    values, error = long_run._oracle(cells, batch)
+    for m, u in enumerate(batch):
+        mixed = 0.0
+        for t in range(s):
+            expected = [[sum(u[i, k] * dense[t, cell, k] for k in range(c)) for i in range(d)]
+                        for cell in range(j)]  # fmt: skip
+            best = [int(np.argmax(e)) for e in expected]
+            assert values[t, m] == pytest.approx(sum(max(e) for e in expected), rel=1e-12)
+            for cell in range(j):
+                left = cell > 0 and best[cell - 1] != best[cell]
+                right = cell < j - 1 and best[cell + 1] != best[cell]
+                if left or right:
+                    mixed += dense[t, cell].sum() / s
+        bound = (mixed + uncovered.mean()) * (u.max() - u.min())
+        assert error[0, m] == pytest.approx(bound, rel=1e-10)
+        assert error[1, m] == error[0, m]

@@ -954,33 +954,37 @@ def _oracle(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray
     m, d = matrices.shape[:2]
     values = np.empty((s, m))
     monte_carlo = cells.method == "monte-carlo"
+    # Quadrature: per draw, the best decision may change inside a cell; a change between
+    # two neighbouring cells happens in one of them, so both cells' mass counts as error.
+    quadrature = cells.method == "quadrature"
     point_sums = np.zeros((m, j))  # sum over draws of each point's best utility
+    mixed = np.zeros(m)  # sum over draws of the mass of cells where the decision changes
     batch = max(1, min(m, _MAX_ELEMENTS // (j * d)))
     draw_step = max(1, _MAX_ELEMENTS // (j * max(c, batch * d)))
     for first in range(0, s, draw_step):
         draws = slice(first, min(s, first + draw_step))
-        mass = cells.draw_masses(draws).reshape(-1, c).T  # (C, draws J)
+        masses = cells.draw_masses(draws)  # (draws, J, C)
+        mass = masses.reshape(-1, c).T  # (C, draws J)
+        cell_mass = masses.sum(axis=2) if quadrature else None  # (draws, J)
         for a in range(0, m, batch):
             u = matrices[a : a + batch]
             # (matrices D, C) x (C, draws J), the maximum over contiguous decision slices
-            _, best = _best((u.reshape(-1, c) @ mass).reshape(len(u), d, -1, j))
+            expected = (u.reshape(-1, c) @ mass).reshape(len(u), d, -1, j)
+            chosen, best = _best(expected, choice=quadrature)
             values[draws, a : a + batch] = best.sum(axis=2).T  # best: (matrices, draws, J)
             if monte_carlo:
                 point_sums[a : a + batch] += best.sum(axis=1)
+            if chosen is not None and cell_mass is not None:
+                step = chosen[..., 1:] != chosen[..., :-1]  # (matrices, draws, J - 1)
+                change = np.zeros(chosen.shape, dtype=bool)
+                change[..., 1:] |= step
+                change[..., :-1] |= step
+                mixed[a : a + batch] += np.einsum("adj,dj->a", change, cell_mass)
     if monte_carlo:  # a point's contribution: its mean over draws, times J
         standard = _standard_errors(point_sums / s * j)
         return values, np.stack([standard, standard])
     spread = np.ptp(matrices.reshape(len(matrices), -1), axis=1)
-    mixed = np.zeros(len(matrices))
-    if cells.method == "quadrature":
-        # Per draw, the best decision may change inside a cell; a change between two
-        # neighbouring cells happens in one of them, so count both cells' mass.
-        for a in range(len(matrices)):
-            best = np.einsum("sjc,dc->sjd", cells.mass, matrices[a]).argmax(axis=2)
-            change = np.zeros(best.shape, dtype=bool)
-            change[:, 1:] |= best[:, 1:] != best[:, :-1]
-            change[:, :-1] |= best[:, 1:] != best[:, :-1]
-            mixed[a] = (cells.mass.sum(axis=2) * change).sum(axis=1).mean()
+    mixed /= s
     error = (mixed + cells.uncovered.mean()) * spread
     return values, np.stack([error, error])
 
