@@ -271,6 +271,8 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes):
                        dense=dense)  # fmt: skip
         np.testing.assert_allclose(cells.proba, whole.proba, rtol=1e-12)
         np.testing.assert_allclose(cells.mean_mass(), dense.mean(axis=0), rtol=1e-12)
+        assert cells.mean_mass() is cells.mean_mass() and not cells.mean_mass().flags.writeable
+        np.testing.assert_allclose(whole.mean_mass(), dense.mean(axis=0), rtol=1e-12)
         np.testing.assert_allclose(cells.class_totals(), dense.sum(axis=1), rtol=1e-12)
         indicator = np.eye(d)[rng.integers(0, d, 2000)]
         np.testing.assert_allclose(cells.regions(indicator), whole.regions(indicator),

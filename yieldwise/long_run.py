@@ -29,7 +29,7 @@ on ``p(1 | y)`` and every matrix is answered from one cumulative sum.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -87,6 +87,7 @@ class _Cells:
     dense: np.ndarray | None = None  # (S, J, C)
     kernels: np.ndarray | None = None  # (J, K)
     weights: np.ndarray | None = None  # (S, K, C)
+    _mean: np.ndarray | None = field(default=None, init=False, repr=False)  # mean_mass()
 
     @classmethod
     def factored(cls, kernels: np.ndarray, weights: np.ndarray, outputs: np.ndarray,
@@ -127,10 +128,16 @@ class _Cells:
         return flat.reshape(-1, n, c).transpose(1, 0, 2)
 
     def mean_mass(self) -> np.ndarray:
-        """(J, C): the posterior-mean mass of each class in each cell."""
-        if self.kernels is not None and self.weights is not None:
-            return self.kernels @ self.weights.mean(axis=0)
-        return self.mass.mean(axis=0)
+        """(J, C): the posterior-mean mass of each class in each cell (read-only, formed
+        once: dense cells take a pass over (S, J, C), and a rule's utilities and its
+        errors both need it)."""
+        if self._mean is None:
+            if self.kernels is not None and self.weights is not None:
+                self._mean = self.kernels @ self.weights.mean(axis=0)
+            else:
+                self._mean = self.mass.mean(axis=0)
+            self._mean.flags.writeable = False
+        return self._mean
 
     def class_totals(self) -> np.ndarray:
         """(S, C): each draw's class masses summed over the cells."""
