@@ -236,12 +236,15 @@ def test_general_batch_equals_a_loop_over_matrices(n_outputs):
     np.testing.assert_allclose(_augmented_errors(cells, batch), errors, rtol=1e-10, atol=1e-15)
 
 
+@pytest.mark.parametrize("lattice", [False, True])
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes):
+def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes, lattice):
     """Fixed kernels keep the Monte Carlo masses factored (kernels x draws' weights): the
     masses, every sum over them and each rule's utilities per draw equal those of the
     masses formed whole, draw by draw, from the scaled joint (with prevalences too; two
-    classes take the binary shortcut's sorted cumulative sums)."""
+    classes take the binary shortcut's sorted cumulative sums). ``lattice``: the first
+    output on a lattice of spacing 0.5, so the points are snapped to it and their kernels
+    are interval-censored bins."""
     from yieldwise.long_run import _Cells, _integrate, _monte_carlo_cells, _oracle, _pooled
 
     rng = np.random.default_rng(12)
@@ -255,9 +258,12 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes):
         "sigma": np.full((1, s, k, 2), 0.9),
     }
     frame = pd.DataFrame(rng.normal(size=(40, 2)), columns=["a", "b"])
+    if lattice:
+        frame["a"] = np.round(frame["a"] * 2) / 2
     truth = np.array(labels)[rng.integers(0, n_classes, 40)]
-    t = Transducer.from_draws(draws, frame, truth, labels,
-                              output_transform="identity", resolution=None)  # fmt: skip
+    t = Transducer.from_draws(draws, frame, truth, labels, output_transform="identity",
+                              resolution=[0.5, None] if lattice else None)  # fmt: skip
+    assert t.transform_.resolution == ((0.5, None) if lattice else (None, None))
     d = 4 if n_classes == 3 else 2
     batch = rng.uniform(-1, 1, (30, d, n_classes))
     decisions = tuple(range(d))
@@ -265,6 +271,10 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes):
         cells = _monte_carlo_cells(t, r, 2000, 3)
         assert cells.dense is None and cells.kernels is not None  # factored
         lower, upper, censored = t.transform_.intervals(cells.outputs)
+        if lattice:  # snapped to the lattice, each a censored bin of width 0.5
+            np.testing.assert_allclose(cells.outputs[:, 0] * 2, np.round(cells.outputs[:, 0] * 2))
+            assert censored.tolist() == [1, 0]
+            np.testing.assert_allclose(upper[:, 0] - lower[:, 0], 0.5)
         joint = t.posterior.scaled_joint(lower, upper, censored, prevalences=r)  # (S, J, C)
         dense = joint / (joint.sum(axis=2).mean(axis=0)[None, :, None] * 2000)
         whole = _Cells(_pooled(dense), cells.outputs, False, np.zeros(s), "monte-carlo",

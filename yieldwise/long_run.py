@@ -683,8 +683,7 @@ def _decision_indices(
                     f"per class ({len(classes)}); this output has {outputs.shape[1]}"
                 )
             chosen = outputs.argmax(axis=1)
-        labels = np.empty(len(chosen), dtype=object)
-        labels[:] = [classes[i] for i in chosen]
+        labels = np.array(list(classes), dtype=object)[chosen]  # object: labels of any type
         return indices_of(labels, decisions, "standard-rule decisions (class labels)",
                           "the utility matrix's decisions")  # fmt: skip
     if callable(rule):
