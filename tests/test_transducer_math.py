@@ -337,13 +337,15 @@ def test_scaled_joint_is_the_brute_force_mixture_up_to_one_factor_per_item(fixed
 
 
 @pytest.mark.parametrize(
-    "case", ["grid-1d", "grid-2d", "grid-2d-censored", "scattered-2d", "varying"]
-)
+    "case", ["grid-1d", "grid-1d-widths", "grid-2d", "grid-2d-censored", "scattered-2d",
+             "varying"]
+)  # fmt: skip
 def test_pooled_joint_is_the_brute_force_sum_over_draws_of_the_grouped_joint(case):
     """pooled_joint(...)[n, c] = sum_t G_t(c, y_n) v_t[g_n, c] / s(y_n): its ratios over
     classes equal the brute-force mixture's (scipy densities and bin probabilities summed
     over kernels, then over draws with each item's group's factors), whether the kernels
-    form a tensor grid (contracted axis by axis), are scattered (too many distinct
+    form a tensor grid (contracted axis by axis; one width per axis, whose log factors
+    are linear in the output, or a width per kernel), are scattered (too many distinct
     per-axis factors: the kernels themselves) or differ between draws (draw by draw)."""
     from scipy.stats import norm as normal
 
@@ -351,8 +353,8 @@ def test_pooled_joint_is_the_brute_force_sum_over_draws_of_the_grouped_joint(cas
 
     rng = np.random.default_rng(31)
     s, c, groups = 7, 3, 4
-    d = 1 if case == "grid-1d" else 2
-    if case == "grid-1d":
+    d = 1 if case.startswith("grid-1d") else 2
+    if case.startswith("grid-1d"):
         mu0 = np.linspace(-2, 2, 9)[:, None]
     elif case == "scattered-2d":
         mu0 = rng.normal(0, 1, (12, 2))
@@ -364,6 +366,8 @@ def test_pooled_joint_is_the_brute_force_sum_over_draws_of_the_grouped_joint(cas
     sigma = np.broadcast_to(np.linspace(0.6, 0.9, d), (s, k, d)).copy()
     if case == "varying":
         mu += rng.normal(0, 0.1, mu.shape)
+    if case == "grid-1d-widths":  # fixed kernels, each its own width
+        sigma[..., 0] = np.linspace(0.4, 1.1, k)
     w = rng.dirichlet(np.ones(k), size=s)
     alpha = rng.dirichlet(np.ones(c), size=(s, k))
     y = rng.normal(0, 1.5, (40, d))
