@@ -373,8 +373,10 @@ def pooled_joint(
     # An uncensored axis whose kernels share one width (the shipped grids):
     # -((y - m_k) / sd)^2 / 2 - log sd is, up to a term of the row alone, which the row's
     # largest takes out, y m_k / sd^2 - m_k^2 / (2 sd^2): linear in y, two passes over
-    # (rows, kernels) where the square took five (on 1e6 ten-class margins, 60 kernels,
-    # the factors 0.55 s -> 0.37 s of predict_proba's 2.3 s, 2026-12-03).
+    # (rows, kernels) where the square took five. The factors of 1e6 rows x 60 kernels
+    # in blocks of 8,192: 0.77 / 0.96 / 0.72 s -> 0.55 / 0.51 / 0.43 s (medians of 5,
+    # three rounds in turn, 2026-12-03); predict_proba on 1e6 ten-class outputs moved
+    # within that day's noise (docs/benchmarks.md), the exp being most of what is left.
     linear = [
         None if cens[d] or np.ptp(pairs[:, 1]) != 0
         else (pairs[None, :, 0] / pairs[0, 1] ** 2, -0.5 * (pairs[None, :, 0] / pairs[0, 1]) ** 2)
