@@ -156,7 +156,12 @@ def ten_classes(args: argparse.Namespace) -> int:
         "on 2026-11-27's machine; on 2026-12-03's, four runs of each taken in turn "
         "(farm-bench), first calls 2.44 / 2.75 / 2.84 / 3.17 s against the interpolation's "
         "4.32 / 4.75 / 5.00 / 5.41 s: the target of 2 s not met there); the others' share is "
-        "averaged over the temperature's draws by a 16-node Gaussian quadrature.",
+        "averaged over the temperature's draws by a 16-node Gaussian quadrature. On "
+        "2026-12-03 (later, ffdb58f), log factors linear in the margin for kernels of one "
+        "width: four runs of each in turn against 1eea84e, first calls 2.81 / 2.02 / 2.60 / "
+        "1.96 s against 2.32 / 2.16 / 2.12 / 2.26 s, later calls' medians 2.72 / 1.94 / "
+        "2.03 / 1.90 s against 2.36 / 2.12 / 2.14 / 2.13 s: within the machine's noise, the "
+        "target met in 1 of 4 first calls.",
     )  # fmt: skip
     return 0
 
