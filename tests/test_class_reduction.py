@@ -319,6 +319,28 @@ def test_long_run_accuracy_of_the_standard_rule_is_the_first_ranks_frequency(red
         yw.long_run_utility(t, identity, n_points=0)
 
 
+@pytest.mark.parametrize("budget", [10**9, 700])
+def test_calibration_cells_are_each_draws_joint_over_the_predictive(reduced, budget,
+                                                                     monkeypatch):  # fmt: skip
+    """The long-run cells of a reduced transducer, point n and class c at draw t:
+    F_t(c | y_n) sum_r J_t(r, m_n) / (N mean_t sum_r J_t(r, m_n)), from the per-draw
+    probabilities (draws_proba) and the reduced joint, whether the draws' classes are
+    spread in one block or in blocks of a few draws (a small work budget)."""
+    from yieldwise import long_run
+
+    t, frame, _ = reduced
+    monkeypatch.setattr(long_run, "_MAX_ELEMENTS", budget)
+    cells = long_run._calibration_cells(t, 10**6, 0)  # every calibration output
+    y = t.calibration_outputs()
+    total = t.reduced_joint(y).sum(axis=2)  # (S, N): each draw's joint of the margin
+    per_draw = t.draws_proba(pd.DataFrame(y, columns=frame.columns)).values
+    joint = per_draw.reshape(-1, *per_draw.shape[2:]) * total[..., None]  # (S, N, C)
+    expected = joint / (joint.sum(axis=2).mean(axis=0)[None, :, None] * y.shape[0])
+    np.testing.assert_allclose(cells.dense, expected, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(cells.proba, joint.sum(axis=0) / joint.sum(axis=(0, 2))[:, None],
+                               rtol=1e-10)  # fmt: skip
+
+
 def test_loo_is_psis_over_each_items_log_joint_of_rank_margin_and_share(reduced):
     """loo() by hand from public pieces: per draw, the reduced fit's log joint of the item's
     rank and margin plus, for "others", the log of its class's softmax share at the
