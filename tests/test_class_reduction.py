@@ -28,6 +28,29 @@ IDENTITY = yw.UtilityMatrix(np.eye(5), classes=list(CLASSES), decisions=list(CLA
 
 
 # ------------------------------------------------------------------ the maps
+def test_shares_are_the_softmax_of_the_tempered_lower_scores_at_every_temperature():
+    """shares() per temperature and output against exp(gamma s_j) / sum exp(gamma s_j) over
+    the output's lower classes, written out: positive temperatures (the fast path: the
+    first lower score is each row's largest), a scalar, and a batch holding zero and a
+    negative one (scipy's softmax)."""
+    r = ClassRanks("scores", tuple(f"s{j}" for j in range(6)), tuple(range(6)), 100)
+    x = np.random.default_rng(4).normal(0, 3, (7, 6))
+    x[0] = [40.0, -30.0, 0.0, 25.0, -45.0, 1.0]  # spread far enough to underflow at gamma 3
+    order = np.argsort(-x, axis=1, kind="stable")
+    lower = np.take_along_axis(x, order[:, 2:], axis=1)  # (7, 4), in the output's order
+
+    def by_hand(gamma):
+        w = np.exp(gamma * lower - np.max(gamma * lower, axis=1, keepdims=True))
+        return w / w.sum(axis=1, keepdims=True)
+
+    for temps in (np.array([0.3, 1.0, 3.0]), np.array([0.5, 0.0, -1.5])):
+        got = r.shares(x, temps)
+        assert got.shape == (3, 7, 4)
+        for t, gamma in enumerate(temps):
+            np.testing.assert_allclose(got[t], by_hand(gamma), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(r.shares(x, 2.0, order), by_hand(2.0), rtol=1e-12, atol=1e-300)
+
+
 def test_margins_ranks_and_expand_match_a_worked_example():
     r = ClassRanks("scores", ("s0", "s1", "s2", "s3"), (0, 1, 2, 3), 100)
     x = np.array([[0.0, 3.0, 1.0, 0.0], [2.0, -1.0, 2.5, 0.5]])
@@ -319,26 +342,77 @@ def test_long_run_accuracy_of_the_standard_rule_is_the_first_ranks_frequency(red
         yw.long_run_utility(t, identity, n_points=0)
 
 
+@pytest.mark.parametrize("held", [True, False])
 @pytest.mark.parametrize("budget", [10**9, 700])
-def test_calibration_cells_are_each_draws_joint_over_the_predictive(reduced, budget,
+def test_calibration_cells_are_each_draws_joint_over_the_predictive(reduced, budget, held,
                                                                      monkeypatch):  # fmt: skip
     """The long-run cells of a reduced transducer, point n and class c at draw t:
     F_t(c | y_n) sum_r J_t(r, m_n) / (N mean_t sum_r J_t(r, m_n)), from the per-draw
     probabilities (draws_proba) and the reduced joint, whether the draws' classes are
-    spread in one block or in blocks of a few draws (a small work budget)."""
+    spread in one block or in blocks of a few draws (a small work budget), and whether
+    the masses are held whole or (too many to hold) formed a block of draws at a time."""
     from yieldwise import long_run
 
     t, frame, _ = reduced
     monkeypatch.setattr(long_run, "_MAX_ELEMENTS", budget)
+    monkeypatch.setattr(long_run, "_DENSE_CELLS", 10**12 if held else 0)
     cells = long_run._calibration_cells(t, 10**6, 0)  # every calibration output
+    assert (cells.dense is not None) == held and (cells.blocks is None) == held
     y = t.calibration_outputs()
     total = t.reduced_joint(y).sum(axis=2)  # (S, N): each draw's joint of the margin
     per_draw = t.draws_proba(pd.DataFrame(y, columns=frame.columns)).values
     joint = per_draw.reshape(-1, *per_draw.shape[2:]) * total[..., None]  # (S, N, C)
     expected = joint / (joint.sum(axis=2).mean(axis=0)[None, :, None] * y.shape[0])
-    np.testing.assert_allclose(cells.dense, expected, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(cells.mass, expected, rtol=1e-10, atol=1e-300)
     np.testing.assert_allclose(cells.proba, joint.sum(axis=0) / joint.sum(axis=(0, 2))[:, None],
                                rtol=1e-10)  # fmt: skip
+    # every sum the rules take, against the same sums over the masses formed here
+    whole = long_run._Cells(cells.proba, cells.outputs, False, np.zeros(len(expected)),
+                            "monte-carlo", dense=expected)  # fmt: skip
+    rng = np.random.default_rng(5)
+    np.testing.assert_allclose(cells.mean_mass(), expected.mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(cells.class_totals(), expected.sum(axis=1), rtol=1e-10)
+    indicator = np.eye(5)[rng.integers(0, 5, len(y))]
+    np.testing.assert_allclose(cells.regions(indicator), whole.regions(indicator), rtol=1e-10)
+    batch = rng.uniform(-1, 1, (4, 5, 5))
+    chosen = rng.integers(0, 5, (4, len(y)))
+    np.testing.assert_allclose(cells.utilities(batch, chosen), whole.utilities(batch, chosen),
+                               rtol=1e-10)  # fmt: skip
+    augmented = long_run._general_augmented(cells, batch, errors=True)
+    for got, held_ in zip(augmented, long_run._general_augmented(whole, batch, errors=True),
+                          strict=True):  # fmt: skip
+        np.testing.assert_allclose(got, held_, rtol=1e-10)
+    values, error = long_run._oracle(cells, batch)
+    want = np.einsum("snc,mdc->smnd", expected, batch).max(axis=3)  # (S, m, N)
+    np.testing.assert_allclose(values, want.sum(axis=2), rtol=1e-10)
+    per_point = want.mean(axis=0) * len(y)
+    np.testing.assert_allclose(error[0], per_point.std(axis=1, ddof=1) / np.sqrt(len(y)),
+                               rtol=1e-9)  # fmt: skip
+
+
+def test_long_run_is_the_same_with_the_masses_held_or_formed_in_blocks(reduced, monkeypatch):
+    """Every rule's long-run utilities, their errors and the oracle's, with the cells'
+    masses held whole and formed a few draws at a time (the work budget small enough for
+    several blocks and matrix batches), rescaled too."""
+    from yieldwise import long_run
+
+    t, _, _ = reduced
+    batch = np.random.default_rng(9).uniform(-1, 1, (12, 5, 5))
+    # the standard rule decides a class, so its matrices' decisions are the classes
+    labelled = [yw.UtilityMatrix(m, decisions=t.classes_, classes=t.classes_) for m in batch]
+
+    def results():
+        out = [yw.long_run_utility(t, batch, rescale=True),
+               yw.long_run_utility(t, labelled, rule="standard"),
+               yw.oracle_utility(t, batch)]  # fmt: skip
+        return [(r.values, r.integration_error.values) for r in out]
+
+    held = results()
+    monkeypatch.setattr(long_run, "_DENSE_CELLS", 0)
+    monkeypatch.setattr(long_run, "_MAX_ELEMENTS", 40_000)  # 20 draws, 8 matrices a block
+    for (a, ea), (b, eb) in zip(held, results(), strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-10)
+        np.testing.assert_allclose(eb, ea, rtol=1e-9)
 
 
 def test_loo_is_psis_over_each_items_log_joint_of_rank_margin_and_share(reduced):

@@ -282,6 +282,34 @@ def test_draws_are_the_reduced_draws_tilted_by_their_pairs_offsets(paired):
             assert draws[s, i, order[i, 2:]].sum() == pytest.approx(w[2], rel=1e-10)
 
 
+def test_reduced_joint_in_blocks_is_each_draws_ranks_tilted_by_its_pair(paired, monkeypatch):
+    """reduced_joint, normalised over ranks at one draw, is that draw's F_t(rank | m)
+    exp(offset_t[pair, rank]) renormalised (by hand, as above), whether the pair weights
+    are gathered for every draw at once or a few at a time; blocks of draws made one at a
+    time are the whole, scale included (long-run integrals combine them)."""
+    from yieldwise.transducer import estimator
+
+    t, frame = paired
+    rows = frame.iloc[:8]
+    y = rows.to_numpy()
+    whole = t.reduced_joint(rows)
+    monkeypatch.setattr(estimator, "_REDUCED_BLOCK", 100)  # four draws at a time
+    np.testing.assert_allclose(t.reduced_joint(rows), whole, rtol=1e-13)
+    s = t.posterior.n_draws
+    blocks = [t.reduced_joint(rows, slice(a, a + 1500)) for a in range(0, s, 1500)]
+    np.testing.assert_allclose(np.concatenate(blocks), whole, rtol=1e-13)
+    margins = pd.DataFrame(t.reduction_.margins(y), columns=["margin"])
+    ranks = t.reduced_.draws_proba(margins).values.reshape(-1, 8, 3)
+    order = np.argsort(-y, axis=1, kind="stable")
+    pair = order[:, 0] * 4 + order[:, 1] - (order[:, 1] > order[:, 0])
+    for d in (0, 1499, 1500, s - 1):
+        w = ranks[d] * np.exp(t.pair_offset_[d, pair])
+        np.testing.assert_allclose(whole[d] / whole[d].sum(axis=1, keepdims=True),
+                                   w / w.sum(axis=1, keepdims=True), rtol=1e-10)  # fmt: skip
+    with pytest.raises(TypeError, match="draws must be a slice"):
+        t.reduced_joint(rows, [0, 1])
+
+
 def _pooled_by_brute_force(t, frame):
     """The exchangeable prediction of a paired fit by brute force: each output's per-draw
     joint given its pair (reduced_joint, draw by draw) summed over the draws, normalised,

@@ -104,6 +104,28 @@ def test_log_joint_and_likelihood_are_the_brute_force_mixture():
                                rtol=1e-10)  # fmt: skip
 
 
+def test_scaled_joint_of_a_slice_of_draws_is_the_whole_sliced():
+    """A block of draws has the rows' scale of the whole (so blocks combine): with fixed
+    kernels only the slice is computed, with moving kernels the whole is sliced; with
+    prevalences too. Checked against the brute-force joint, normalised over everything."""
+    fixed = _posterior(7, chains=2, draws=4)
+    rng = np.random.default_rng(7)
+    mu = fixed.mu + rng.normal(0, 0.3, fixed.mu.shape)
+    moving = TransducerPosterior(fixed.w, fixed.alpha, mu, fixed.sigma, CLASSES, 2, 4)
+    y = np.array([[-2.5], [-0.2], [0.4], [3.1]])
+    for post in (fixed, moving):
+        dens = norm.pdf(y[None, :, 0, None], post.mu[:, None, :, 0], post.sigma[:, None, :, 0])
+        joint = np.einsum("snk,skc->snc", dens, post.component_class_weights((0.3, 0.7)))
+        whole = post.scaled_joint(y, y, [0], prevalences=(0.3, 0.7))
+        ratio = whole / joint  # one scale per row, the same for every draw and class
+        first = np.broadcast_to(ratio[:1, :, :1], ratio.shape)
+        np.testing.assert_allclose(ratio, first, rtol=1e-10)
+        blocks = [post.scaled_joint(y, y, [0], prevalences=(0.3, 0.7), draws=slice(a, a + 3))
+                  for a in range(0, post.n_draws, 3)]  # fmt: skip
+        assert [len(b) for b in blocks] == [3, 3, 2]
+        np.testing.assert_allclose(np.concatenate(blocks), whole, rtol=1e-12)
+
+
 def test_predictive_quantiles_and_samples_follow_the_predictive():
     post = _posterior(3)
     probs = np.array([0.05, 0.5, 0.95])

@@ -61,6 +61,10 @@ _ADAPTIVE_ENOUGH = 1e-7
 _STAN_INFINITY = 1e12
 #: Work-array budget (float64 elements) for matrix batches.
 _MAX_ELEMENTS = 20_000_000
+#: Per-draw masses (float64 elements) held whole, above which a class-reduced
+#: transducer's cells form them a block of draws at a time (2 GB: ten classes, 4,000
+#: draws and 6,250 calibration items; each sum then spreads the ranks again).
+_DENSE_CELLS = 250_000_000
 
 
 @dataclass
@@ -73,7 +77,10 @@ class _Cells:
     weights[t, k, c]``. The sums that decisions need over draws and cells (posterior-mean
     masses, a rule's class masses, each matrix's utility per draw) are then taken on the
     weights, never over (S, J, C): for a three-class report's 3,000 draws x 20,000 points
-    that array alone is 1.4 GB.
+    that array alone is 1.4 GB. Masses that neither fit in memory whole nor factor (a
+    class-reduced transducer's with many calibration items) are made a block of draws at a
+    time by ``blocks`` (a slice of draws -> their (draws, J, C) masses), and every sum
+    is taken block by block.
     """
 
     proba: np.ndarray  # (J, C): predictive p(c | cell), for augmented decisions
@@ -87,6 +94,7 @@ class _Cells:
     dense: np.ndarray | None = None  # (S, J, C)
     kernels: np.ndarray | None = None  # (J, K)
     weights: np.ndarray | None = None  # (S, K, C)
+    blocks: Callable[[slice], np.ndarray] | None = None  # draws -> (draws, J, C) masses
     _mean: np.ndarray | None = field(default=None, init=False, repr=False)  # mean_mass()
 
     @classmethod
@@ -103,13 +111,17 @@ class _Cells:
         """(S, J, C)."""
         if self.dense is not None:
             return self.dense.shape
+        if self.blocks is not None:
+            return (len(self.uncovered), *self.proba.shape)
         assert self.kernels is not None and self.weights is not None
         return self.weights.shape[0], self.kernels.shape[0], self.weights.shape[2]
 
     @property
     def mass(self) -> np.ndarray:
         """``M_t(c, j)`` (S, J, C), formed whole (the oracle and the binary shortcut
-        need every draw's masses at every cell)."""
+        need every draw's masses at every cell; blocked cells form them anew, uncached)."""
+        if self.dense is None and self.blocks is not None:
+            return np.concatenate([block for _, block in self.draw_blocks()])
         if self.dense is None:
             assert self.kernels is not None and self.weights is not None
             s, k, c = self.weights.shape
@@ -120,12 +132,22 @@ class _Cells:
 
     def draw_masses(self, draws: slice) -> np.ndarray:
         """``M_t(c, j)`` (draws, J, C) of the draws ``draws`` only."""
+        if self.dense is None and self.blocks is not None:
+            return self.blocks(draws)
         if self.dense is not None or self.kernels is None or self.weights is None:
             return self.mass[draws]
         w = self.weights[draws]
         n, k, c = w.shape
         flat = self.kernels @ w.transpose(1, 0, 2).reshape(k, n * c)  # (J, draws C)
         return flat.reshape(-1, n, c).transpose(1, 0, 2)
+
+    def draw_blocks(self) -> Iterable[tuple[slice, np.ndarray]]:
+        """``(draws, their masses)`` over every draw, in blocks of about _MAX_ELEMENTS."""
+        s, j, c = self.shape
+        step = max(1, _MAX_ELEMENTS // (j * c))
+        for a in range(0, s, step):
+            draws = slice(a, min(s, a + step))
+            yield draws, self.draw_masses(draws)
 
     def mean_mass(self) -> np.ndarray:
         """(J, C): the posterior-mean mass of each class in each cell (read-only, formed
@@ -134,6 +156,9 @@ class _Cells:
         if self._mean is None:
             if self.kernels is not None and self.weights is not None:
                 self._mean = self.kernels @ self.weights.mean(axis=0)
+            elif self.dense is None and self.blocks is not None:
+                total = sum(block.sum(axis=0) for _, block in self.draw_blocks())
+                self._mean = np.asarray(total) / self.shape[0]
             else:
                 self._mean = self.mass.mean(axis=0)
             self._mean.flags.writeable = False
@@ -143,6 +168,8 @@ class _Cells:
         """(S, C): each draw's class masses summed over the cells."""
         if self.kernels is not None and self.weights is not None:
             return np.einsum("k,skc->sc", self.kernels.sum(axis=0), self.weights)
+        if self.dense is None and self.blocks is not None:
+            return np.concatenate([block.sum(axis=1) for _, block in self.draw_blocks()])
         return self.mass.sum(axis=1)
 
     def regions(self, indicator: np.ndarray) -> np.ndarray:
@@ -150,6 +177,9 @@ class _Cells:
         (J, D) is 1, e.g. where decision ``d`` is taken."""
         if self.kernels is not None and self.weights is not None:
             return np.einsum("dk,skc->sdc", indicator.T @ self.kernels, self.weights)
+        if self.dense is None and self.blocks is not None:
+            return np.concatenate([np.einsum("sjc,jd->sdc", block, indicator)
+                                   for _, block in self.draw_blocks()])  # fmt: skip
         return np.einsum("sjc,jd->sdc", self.mass, indicator)
 
     def utilities(self, matrices: np.ndarray, chosen: np.ndarray) -> np.ndarray:
@@ -168,9 +198,12 @@ class _Cells:
             per_kernel = (self.kernels.T @ gains.reshape(j, m * c)).reshape(k, m, c)
             flat = np.ascontiguousarray(per_kernel.transpose(0, 2, 1)).reshape(k * c, m)
             return self.weights.reshape(self.weights.shape[0], k * c) @ flat
-        s, j, _ = self.mass.shape
-        gains = np.take(rows, chosen + offsets[:, None], axis=0)  # (m, J, C)
-        return self.mass.reshape(s, j * c) @ gains.reshape(m, j * c).T
+        j = chosen.shape[1]
+        gains = np.take(rows, chosen + offsets[:, None], axis=0).reshape(m, j * c).T
+        if self.dense is None and self.blocks is not None:
+            return np.concatenate([block.reshape(len(block), j * c) @ gains
+                                   for _, block in self.draw_blocks()])  # fmt: skip
+        return self.mass.reshape(self.mass.shape[0], j * c) @ gains
 
 
 # ------------------------------------------------------------------ public API
@@ -603,23 +636,40 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
     if outputs.shape[0] > n_points:
         pick = np.random.default_rng(seed).choice(outputs.shape[0], n_points, replace=False)
         outputs = outputs[np.sort(pick)]
-    joint = transducer.reduced_joint(outputs)  # (S, N, ranks)
     order = reduction.order(outputs)
     temperature = transducer.others_temperature_
-    s, n = joint.shape[:2]
-    # the ranks spread over the classes a block of draws at a time, into one (S, N, C)
-    # array: whole, the others' shares and the spreading's work arrays made the peak
-    # 3.9 times the masses (2,381 MiB for 610; ten classes, 2,000 items, 4,000 draws)
-    scaled = np.empty((s, n, len(transducer.classes_)))
-    step = max(1, _MAX_ELEMENTS // (n * scaled.shape[2]))
-    for a in range(0, s, step):
-        draws = slice(a, a + step)
+    s, n, c = reduced.posterior.n_draws, outputs.shape[0], len(transducer.classes_)
+
+    def spread(draws: slice) -> np.ndarray:
+        """The draws' joint of class and margin (draws, N, C), up to one scale per item
+        (the same in every block: reduced_joint's)."""
         share = reduction.shares(outputs, temperature[draws], order)
-        scaled[draws] = reduction.expand(outputs, joint[draws], share, order)
-    q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)  # p(m | D), scaled
-    scaled /= q * outputs.shape[0]  # in place: the masses are S x N x C numbers
-    return _Cells(_pooled(scaled), outputs, False, np.zeros(scaled.shape[0]), "monte-carlo",
-                  dense=scaled)  # fmt: skip
+        return reduction.expand(outputs, transducer.reduced_joint(outputs, draws), share, order)
+
+    # the ranks' joint made and spread over the classes a block of draws at a time: whole,
+    # the others' shares and the spreading's work arrays made the peak 3.9 times the
+    # masses (2,381 MiB for 610; ten classes, 2,000 items, 4,000 draws), and the joint of
+    # the ranks with its pair weights 3 times its own 1.9 GB at 20,000 items
+    step = max(1, _MAX_ELEMENTS // (n * c))
+    if s * n * c <= _DENSE_CELLS:
+        scaled = np.empty((s, n, c))
+        for a in range(0, s, step):
+            scaled[a : a + step] = spread(slice(a, a + step))
+        q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)  # p(m | D), scaled
+        scaled /= q * n  # in place: the masses are S x N x C numbers
+        return _Cells(_pooled(scaled), outputs, False, np.zeros(s), "monte-carlo",
+                      dense=scaled)  # fmt: skip
+    # Too many to hold: one pass for p(m | D), and each later sum spreads its draws again.
+    pooled = sum(spread(slice(a, a + step)).sum(axis=0) for a in range(0, s, step))
+    pooled = np.asarray(pooled)  # (N, C): sum over draws
+    scale = 1.0 / (pooled.sum(axis=1) / s * n)  # 1 / (N p(m_n | D)), scaled as spread's
+    cells = _Cells(_normalised(pooled), outputs, False, np.zeros(s), "monte-carlo",
+                   blocks=lambda draws: spread(draws) * scale[None, :, None])  # fmt: skip
+    # the posterior-mean masses from the same pass (a pass costs about a second per
+    # 1,000 draws x 2,000 items x ten classes: mostly the others' shares and the spreading)
+    cells._mean = pooled * (scale / s)[:, None]
+    cells._mean.flags.writeable = False
+    return cells
 
 
 def _pooled(mass: np.ndarray) -> np.ndarray:
@@ -943,11 +993,18 @@ def _general_augmented(
     mixed = np.zeros(len(matrices))
     standard = np.empty(len(matrices)) if errors else None
     step = max(1, _MAX_ELEMENTS // (j * max(c, matrices.shape[1])))
+    # Blocked masses (formed a block of draws at a time): every matrix's decisions first,
+    # in the smallest integer type, then each block formed once for all the matrices.
+    blocked = cells.dense is None and cells.blocks is not None
+    kept = np.empty((len(matrices), j), np.min_scalar_type(matrices.shape[1])) if blocked else None
     for a in range(0, len(matrices), step):
         m = slice(a, a + step)
         batch = matrices[m]
         chosen, best = _choices(cells.proba, batch)  # (m, J) each
-        values[:, m] = cells.utilities(batch, chosen)
+        if kept is not None:
+            kept[m] = chosen
+        else:
+            values[:, m] = cells.utilities(batch, chosen)
         if standard is not None:
             standard[m] = _standard_errors(best * total)
         if cells.neighbours:  # as _mixed_mass, for every matrix of the batch at once
@@ -955,6 +1012,13 @@ def _general_augmented(
             change[:, 1:] |= chosen[:, 1:] != chosen[:, :-1]
             change[:, :-1] |= chosen[:, 1:] != chosen[:, :-1]
             mixed[m] = change @ pooled
+    if kept is not None:
+        for draws, block in cells.draw_blocks():
+            held = _Cells(cells.proba, cells.outputs, False, cells.uncovered[draws],
+                          cells.method, dense=block)  # fmt: skip
+            for a in range(0, len(matrices), step):
+                values[draws, a : a + step] = held.utilities(matrices[a : a + step],
+                                                             kept[a : a + step])  # fmt: skip
     return values, mixed, standard
 
 

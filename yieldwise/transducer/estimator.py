@@ -88,6 +88,9 @@ _INTERPOLATE_ABOVE = 4096
 #: A class-reduced transducer's bands hold at most this many draws x items x classes
 #: numbers at a time (160 MB).
 _BAND_BLOCK = 20_000_000
+#: reduced_joint gathers the pair weights for at most this many draws x items x ranks
+#: numbers at a time (32 MB).
+_REDUCED_BLOCK = 4_000_000
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
@@ -703,36 +706,53 @@ class Transducer:
             out[sl] = _mixture.class_probabilities(log_w, exchangeable=exchangeable)
         return out
 
-    def _pair_weights(self) -> np.ndarray:
+    def _pair_weights(self, draws: slice | None = None) -> np.ndarray:
         """(S, pairs, ranks) ``exp(offset_t[g, r]) / Z_t(g)``, with ``Z_t(g) = sum_r
         exp(offset_t[g, r]) F_t(r)``: a draw's joint of (rank, margin) given the output's
         pair is the reduced fit's joint times these (stan/transducer.stan, "Group
-        offsets")."""
+        offsets"); ``draws``: those draws only."""
         assert self.pair_offset_ is not None and self.reduced_ is not None
-        off = self.pair_offset_
-        log_f = self.reduced_.posterior.log_class_frequencies[:, None, :]
+        sel = slice(None) if draws is None else draws
+        off = self.pair_offset_[sel]
+        log_f = self.reduced_.posterior.log_class_frequencies[sel, None, :]
         log_z = logsumexp(off + log_f, axis=2, keepdims=True)
         return np.exp(off - log_z)
 
-    def _pair_joint(self, z: np.ndarray) -> np.ndarray:
+    def _pair_joint(self, z: np.ndarray, draws: slice | None = None) -> np.ndarray:
         """(S, n, ranks) the reduced fit's per-draw joint at margins ``z``, scaled per
-        point (ratios over draws and ranks are exact)."""
+        point (ratios over draws and ranks are exact); ``draws``: those draws only."""
         assert self.reduced_ is not None
         lower, upper, censored = self.reduced_.transform_.intervals(z.reshape(z.shape[0], -1))
-        return self.reduced_.posterior.scaled_joint(lower, upper, censored)
+        return self.reduced_.posterior.scaled_joint(lower, upper, censored, draws=draws)
 
-    def reduced_joint(self, outputs: Any) -> np.ndarray:
+    def reduced_joint(self, outputs: Any, draws: slice | None = None) -> np.ndarray:
         """A class-reduced transducer's per-draw joint of (rank, margin) at each output,
         given the output's pair of top classes when the fit has pair offsets: (S, n,
         ranks), scaled by one positive number per output (ratios over draws and ranks are
-        exact; theory 3.2). What long-run integrals weigh the calibration outputs by."""
+        exact; theory 3.2). What long-run integrals weigh the calibration outputs by.
+
+        ``draws``, a slice of the posterior's draws: only those draws (draws, n, ranks),
+        each output scaled as in the whole, so blocks of draws made one at a time combine
+        into the whole (what long-run integrals over many calibration items do, to bound
+        their memory).
+        """
         if self.reduction_ is None or self.reduced_ is None:
             raise ValueError("reduced_joint() is for a class-reduced transducer (class_reduction)")
+        if draws is not None and not isinstance(draws, slice):
+            raise TypeError(f"draws must be a slice of the posterior's draws or None, "
+                            f"found {type(draws).__name__}")  # fmt: skip
         y, margins = self._reduced_inputs(outputs, None)
-        joint = self._pair_joint(margins.to_numpy())
+        joint = self._pair_joint(margins.to_numpy(), draws)
         if self.pair_offset_ is None:
             return joint
-        return joint * self._pair_weights()[:, self.reduction_.pairs(y)]
+        weights, pairs = self._pair_weights(draws), self.reduction_.pairs(y)
+        # in place, a few draws at a time: the pair weights gathered for every draw at once
+        # were a second (S, n, ranks) array and the product a third (5.5 GB at ten
+        # classes, 20,000 items and 4,000 draws, where the joint is 1.9 GB)
+        step = max(1, _REDUCED_BLOCK // max(1, joint.shape[1] * joint.shape[2]))
+        for a in range(0, joint.shape[0], step):
+            joint[a : a + step] *= weights[a : a + step][:, pairs]
+        return joint
 
     def _paired_proba(self, y: np.ndarray, z: np.ndarray, order: np.ndarray) -> np.ndarray:
         """Exchangeable ``p(rank | m, pair)`` (n, ranks) of a transducer with pair offsets,

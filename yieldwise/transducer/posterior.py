@@ -250,17 +250,27 @@ class TransducerPosterior:
 
     def scaled_joint(
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None,
-        *, prevalences: Any = None,
+        *, prevalences: Any = None, draws: slice | None = None,
     ) -> np.ndarray:  # fmt: skip
         """``G_t(c, y) / s(y)`` for every draw, row and class, one scale ``s(y)`` per row.
 
         Any ratio over draws and classes cancels ``s(y)`` (Monte Carlo masses, pooled
         probabilities; theory 3.2 and 4): :func:`yieldwise._mixture.scaled_joint`. With
         prevalences ``r``, the generative weights ``F_t(y | c) r_c = G_t(c, y) r_c / F_t(c)``.
+        ``draws``, a slice of the ``S`` draws: only those draws' rows (draws, n, C), with
+        the same scale ``s(y)`` as the whole, so that blocks of draws can be combined
+        (kernels fixed across draws: ``s(y)`` is the row's largest kernel value and only
+        the slice is computed; moving kernels: the whole is computed and sliced).
         """
         factors = self.class_factors(prevalences)
-        return _mixture.scaled_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
-                                     censored, class_factors=factors)  # fmt: skip
+        if draws is None or not _mixture.fixed_kernels(self.mu, self.sigma):
+            whole = _mixture.scaled_joint(self.w, self.alpha, self.mu, self.sigma, lower, upper,
+                                          censored, class_factors=factors)  # fmt: skip
+            return whole if draws is None else whole[draws]
+        return _mixture.scaled_joint(
+            self.w[draws], self.alpha[draws], self.mu[draws], self.sigma[draws], lower, upper,
+            censored, class_factors=None if factors is None else factors[draws],
+        )  # fmt: skip
 
     def scaled_kernels(
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None
