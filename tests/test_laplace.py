@@ -45,6 +45,31 @@ def _random_u(model, rng):
     return u
 
 
+@pytest.mark.parametrize("dims", [1, 2])
+def test_quantities_in_blocks_of_draws_are_each_draws_own(dims, monkeypatch):
+    """quantities() forms the rows' likelihoods a few draws at a time (a small block
+    budget here): every draw's log_lik and cut gap are those of the draw alone (the sparse
+    form, cut coarsely, leaves a gap in every draw)."""
+    from yieldwise.backends import _laplace
+
+    rng = np.random.default_rng(4)
+    c = rng.integers(0, 2, 300)
+    y = rng.normal(c[:, None] * 1.5, 1.0, (300, dims))
+    # a coarse cut, so that the sparse form leaves values out and each draw has a gap
+    data, _ = build_stan_data(c, y, y, None, 2, n_components=100 if dims == 2 else 40,
+                              kernel_tail_cut=1e-6)  # fmt: skip
+    model = TransducerDensity(data)
+    assert model.kern is not model.kern_full
+    us = np.stack([_random_u(model, rng) for _ in range(5)])
+    alone = [model.quantities(u[None]) for u in us]
+    monkeypatch.setattr(_laplace, "_QUANTITY_BLOCK", 2 * 300 * 2)  # two draws a block
+    together = model.quantities(us)
+    for key in ("log_lik", "log_lik_cut_gap", "w"):
+        np.testing.assert_allclose(together[key], np.concatenate([q[key] for q in alone]),
+                                   rtol=1e-10, atol=1e-12)  # fmt: skip
+    assert (together["log_lik_cut_gap"] > 1e-6).all()
+
+
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
 def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
     data, design, y, c = _data(dims=dims, classes=classes)

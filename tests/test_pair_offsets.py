@@ -310,6 +310,25 @@ def test_reduced_joint_in_blocks_is_each_draws_ranks_tilted_by_its_pair(paired, 
         t.reduced_joint(rows, [0, 1])
 
 
+def test_rank_check_reads_each_draws_first_rank_tilted_by_the_items_pair(paired, monkeypatch):
+    """rank_check() (made a few draws at a time) is the reduction's check of the per-draw
+    rank probabilities at the calibration margins tilted by each item's pair offsets, the
+    whole (S, n, ranks) arrays formed here."""
+    from yieldwise.transducer import estimator
+    from yieldwise.transducer.reduction import rank_check
+
+    t, _ = paired
+    y = t.calibration_outputs()
+    ranks = t.reduced_.draws_proba(t.reduced_.calibration_outputs()).values
+    first = t.reduction_.tilt(y, ranks, t.posterior.by_chain(t.pair_offset_))[..., 0]
+    labels = t.posterior_.observed_data["class_label_index"].values
+    expected = rank_check(t.reduction_, y, labels, first.reshape(-1, y.shape[0]), seed=3)
+    monkeypatch.setattr(estimator, "_BAND_BLOCK", 1_000_000)  # several blocks of draws
+    got = t.rank_check(seed=3)
+    assert len(got) >= 4
+    pd.testing.assert_frame_equal(got, expected, rtol=1e-10)
+
+
 def _pooled_by_brute_force(t, frame):
     """The exchangeable prediction of a paired fit by brute force: each output's per-draw
     joint given its pair (reduced_joint, draw by draw) summed over the draws, normalised,
