@@ -106,6 +106,18 @@ class _Cells:
         return cls(_normalised(pooled), outputs, False, np.zeros(weights.shape[0]), method,
                    kernels=kernels, weights=weights)  # fmt: skip
 
+    @classmethod
+    def in_blocks(cls, blocks: Callable[[slice], np.ndarray], totals: np.ndarray, draws: int,
+                  outputs: np.ndarray) -> _Cells:  # fmt: skip
+        """Monte Carlo cells whose masses ``blocks(draws)`` makes a block of draws at a time,
+        ``totals`` (J, C) their sum over all ``draws`` draws (from the pass that made it:
+        the pooled predictive and the posterior-mean masses need no other pass)."""
+        cells = cls(_normalised(totals), outputs, False, np.zeros(draws), "monte-carlo",
+                    blocks=blocks)  # fmt: skip
+        cells._mean = totals / draws
+        cells._mean.flags.writeable = False
+        return cells
+
     @property
     def shape(self) -> tuple[int, int, int]:
         """(S, J, C)."""
@@ -660,16 +672,13 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
         return _Cells(_pooled(scaled), outputs, False, np.zeros(s), "monte-carlo",
                       dense=scaled)  # fmt: skip
     # Too many to hold: one pass for p(m | D), and each later sum spreads its draws again.
+    # (A pass costs about a second per 1,000 draws x 2,000 items x ten classes, mostly the
+    # others' shares and the spreading, so the posterior-mean masses come from this one.)
     pooled = sum(spread(slice(a, a + step)).sum(axis=0) for a in range(0, s, step))
     pooled = np.asarray(pooled)  # (N, C): sum over draws
     scale = 1.0 / (pooled.sum(axis=1) / s * n)  # 1 / (N p(m_n | D)), scaled as spread's
-    cells = _Cells(_normalised(pooled), outputs, False, np.zeros(s), "monte-carlo",
-                   blocks=lambda draws: spread(draws) * scale[None, :, None])  # fmt: skip
-    # the posterior-mean masses from the same pass (a pass costs about a second per
-    # 1,000 draws x 2,000 items x ten classes: mostly the others' shares and the spreading)
-    cells._mean = pooled * (scale / s)[:, None]
-    cells._mean.flags.writeable = False
-    return cells
+    return _Cells.in_blocks(lambda draws: spread(draws) * scale[None, :, None],
+                            pooled * scale[:, None], s, outputs)  # fmt: skip
 
 
 def _pooled(mass: np.ndarray) -> np.ndarray:
