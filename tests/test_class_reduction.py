@@ -64,6 +64,14 @@ def test_margins_ranks_and_expand_match_a_worked_example():
     w = np.exp(0.5) / (np.exp(0.5) + np.exp(-1.0))
     np.testing.assert_allclose(p[0], [0.05, 0.7, 0.2, 0.05])
     np.testing.assert_allclose(p[1], [0.3, 0.2 * (1 - w), 0.5, 0.2 * w])
+    # the same values in each output's own order (top class first), into a given buffer
+    buffer = np.full((2, 4), np.nan)
+    ordered = r.in_rank_order(q, r.shares(x), out=buffer)
+    assert ordered is buffer
+    np.testing.assert_allclose(ordered[0], [0.7, 0.2, 0.05, 0.05])
+    np.testing.assert_allclose(ordered[1], [0.5, 0.3, 0.2 * w, 0.2 * (1 - w)])
+    with pytest.raises(ValueError, match=r"out must have shape \(2, 4\)"):
+        r.in_rank_order(q, r.shares(x), out=np.empty((2, 5)))
 
 
 def test_the_margin_against_the_rest_is_the_top_class_log_odds():
@@ -277,12 +285,21 @@ def test_a_fit_on_five_classes_is_reduced_and_predicts_through_its_ranks(reduced
     assert "reduced: the rank of the true class" in repr(t)
 
 
-def test_bands_are_the_quantiles_of_the_per_draw_probabilities(reduced):
+@pytest.mark.parametrize("rows_a_block", [None, 2])
+def test_bands_are_the_quantiles_of_the_per_draw_probabilities(reduced, rows_a_block,
+                                                               monkeypatch):  # fmt: skip
+    """Bands and the non-exchangeable mean, taken over draws in each output's own class
+    order and put in the classes' order once, are the quantiles and mean of draws_proba;
+    in one block of outputs and in blocks of two."""
+    from yieldwise.transducer import estimator
+
     t, frame, _ = reduced
-    rows = frame.iloc[:6]
+    if rows_a_block is not None:
+        monkeypatch.setattr(estimator, "_BAND_BLOCK", t.posterior.n_draws * 5 * rows_a_block)
+    rows = frame.iloc[:7]
     draws = t.draws_proba(rows)
     assert draws.dims == ("chain", "draw", "item", "class")
-    flat = draws.values.reshape(-1, 6, 5)
+    flat = draws.values.reshape(-1, 7, 5)
     bands = t.predict_interval(rows, prob=0.8)
     np.testing.assert_allclose(bands["lower"].values, np.quantile(flat, 0.1, axis=0), atol=1e-12)
     np.testing.assert_allclose(bands["upper"].values, np.quantile(flat, 0.9, axis=0), atol=1e-12)

@@ -344,22 +344,39 @@ class ClassRanks:
         None is temperature 1. The map is linear in ``rank_proba``, so per-draw
         probabilities with their draws' shares map the same way as their mean.
         """
-        k = self.kept
         order = self.order(outputs) if order is None else order  # (n, C)
         if share is None:
             share = self.shares(outputs)
+        by_rank = self.in_rank_order(rank_proba, share)
+        out = np.empty_like(by_rank)
+        index = np.broadcast_to(order, by_rank.shape)
+        np.put_along_axis(out, index, by_rank, axis=-1)
+        return out
+
+    def in_rank_order(
+        self, rank_proba: np.ndarray, share: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:meth:`expand`'s class probabilities (..., n, C) before they are put in the
+        classes' order: column ``j`` is the class the output ranks ``j``-th (the first
+        ``kept`` ranks' probabilities, then ``others`` spread by ``share``). A mean or a
+        quantile over draws may be taken in this order and put in the classes' order once
+        per output, since it commutes with the output's own permutation of the classes.
+        ``out``: an array of the result's shape to write into (a caller's reused buffer)."""
+        k = self.kept
         q = np.asarray(rank_proba, float)
         if q.shape[-1] != k + 1:
             raise ValueError(
                 f"rank_proba must have {k + 1} columns {list(self.rank_classes)} on its last "
                 f"axis, found {q.shape[-1]}"
             )
-        others = q[..., k : k + 1] * share
-        first = np.broadcast_to(q[..., :k], (*others.shape[:-1], k))
-        by_rank = np.concatenate([first, others], axis=-1)
-        out = np.empty_like(by_rank)
-        index = np.broadcast_to(order, by_rank.shape)
-        np.put_along_axis(out, index, by_rank, axis=-1)
+        share = np.asarray(share, float)
+        shape = (*np.broadcast_shapes(q.shape[:-1], share.shape[:-1]), k + share.shape[-1])
+        if out is None:
+            out = np.empty(shape)
+        elif out.shape != shape:
+            raise ValueError(f"out must have shape {shape}, found {out.shape}")
+        out[..., :k] = q[..., :k]
+        np.multiply(q[..., k : k + 1], share, out=out[..., k:])
         return out
 
     # ------------------------------------------------------------ recording
