@@ -119,11 +119,16 @@ class _Cells:
         return cells
 
     @property
+    def blocked(self) -> bool:
+        """The masses are made a block of draws at a time (neither held nor factored)."""
+        return self.dense is None and self.blocks is not None
+
+    @property
     def shape(self) -> tuple[int, int, int]:
         """(S, J, C)."""
         if self.dense is not None:
             return self.dense.shape
-        if self.blocks is not None:
+        if self.blocked:
             return (len(self.uncovered), *self.proba.shape)
         assert self.kernels is not None and self.weights is not None
         return self.weights.shape[0], self.kernels.shape[0], self.weights.shape[2]
@@ -132,7 +137,7 @@ class _Cells:
     def mass(self) -> np.ndarray:
         """``M_t(c, j)`` (S, J, C), formed whole (the oracle and the binary shortcut
         need every draw's masses at every cell; blocked cells form them anew, uncached)."""
-        if self.dense is None and self.blocks is not None:
+        if self.blocked:
             return np.concatenate([block for _, block in self.draw_blocks()])
         if self.dense is None:
             assert self.kernels is not None and self.weights is not None
@@ -144,7 +149,7 @@ class _Cells:
 
     def draw_masses(self, draws: slice) -> np.ndarray:
         """``M_t(c, j)`` (draws, J, C) of the draws ``draws`` only."""
-        if self.dense is None and self.blocks is not None:
+        if self.blocked:
             return self.blocks(draws)
         if self.dense is not None or self.kernels is None or self.weights is None:
             return self.mass[draws]
@@ -164,13 +169,10 @@ class _Cells:
     def mean_mass(self) -> np.ndarray:
         """(J, C): the posterior-mean mass of each class in each cell (read-only, formed
         once: dense cells take a pass over (S, J, C), and a rule's utilities and its
-        errors both need it)."""
+        errors both need it; blocked cells have it from :meth:`in_blocks`)."""
         if self._mean is None:
             if self.kernels is not None and self.weights is not None:
                 self._mean = self.kernels @ self.weights.mean(axis=0)
-            elif self.dense is None and self.blocks is not None:
-                total = sum(block.sum(axis=0) for _, block in self.draw_blocks())
-                self._mean = np.asarray(total) / self.shape[0]
             else:
                 self._mean = self.mass.mean(axis=0)
             self._mean.flags.writeable = False
@@ -180,7 +182,7 @@ class _Cells:
         """(S, C): each draw's class masses summed over the cells."""
         if self.kernels is not None and self.weights is not None:
             return np.einsum("k,skc->sc", self.kernels.sum(axis=0), self.weights)
-        if self.dense is None and self.blocks is not None:
+        if self.blocked:
             return np.concatenate([block.sum(axis=1) for _, block in self.draw_blocks()])
         return self.mass.sum(axis=1)
 
@@ -189,7 +191,7 @@ class _Cells:
         (J, D) is 1, e.g. where decision ``d`` is taken."""
         if self.kernels is not None and self.weights is not None:
             return np.einsum("dk,skc->sdc", indicator.T @ self.kernels, self.weights)
-        if self.dense is None and self.blocks is not None:
+        if self.blocked:
             return np.concatenate([np.einsum("sjc,jd->sdc", block, indicator)
                                    for _, block in self.draw_blocks()])  # fmt: skip
         return np.einsum("sjc,jd->sdc", self.mass, indicator)
@@ -212,7 +214,7 @@ class _Cells:
             return self.weights.reshape(self.weights.shape[0], k * c) @ flat
         j = chosen.shape[1]
         gains = np.take(rows, chosen + offsets[:, None], axis=0).reshape(m, j * c).T
-        if self.dense is None and self.blocks is not None:
+        if self.blocked:
             return np.concatenate([block.reshape(len(block), j * c) @ gains
                                    for _, block in self.draw_blocks()])  # fmt: skip
         return self.mass.reshape(self.mass.shape[0], j * c) @ gains
@@ -1004,8 +1006,9 @@ def _general_augmented(
     step = max(1, _MAX_ELEMENTS // (j * max(c, matrices.shape[1])))
     # Blocked masses (formed a block of draws at a time): every matrix's decisions first,
     # in the smallest integer type, then each block formed once for all the matrices.
-    blocked = cells.dense is None and cells.blocks is not None
-    kept = np.empty((len(matrices), j), np.min_scalar_type(matrices.shape[1])) if blocked else None
+    kept = None
+    if cells.blocked:
+        kept = np.empty((len(matrices), j), np.min_scalar_type(matrices.shape[1]))
     for a in range(0, len(matrices), step):
         m = slice(a, a + step)
         batch = matrices[m]

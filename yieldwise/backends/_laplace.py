@@ -566,12 +566,12 @@ class TransducerDensity:
         step = max(1, _QUANTITY_BLOCK // max(1, self.cls.size * self.C))
         with np.errstate(divide="ignore"):
             for a in range(0, us.shape[0], step):
-                b_ = beta[a : a + step]
-                lik = np.log((self.kern_full @ b_)[:, rows, self.cls])  # (draws, N)
-                log_lik[a : a + step] = lik @ self.count
+                block = beta[a : a + step]
+                log_row = np.log((self.kern_full @ block)[:, rows, self.cls])  # (draws, N)
+                log_lik[a : a + step] = log_row @ self.count
                 if self.kern is not self.kern_full:
-                    cut = np.log((self.kern @ b_)[:, rows, self.cls])
-                    gap[a : a + step] = (lik - cut) @ self.count
+                    cut = np.log((self.kern @ block)[:, rows, self.cls])
+                    gap[a : a + step] = (log_row - cut) @ self.count
             log_lik += float(self.count @ self.kern_log_scale)
         tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
