@@ -310,6 +310,37 @@ def test_reduced_joint_in_blocks_is_each_draws_ranks_tilted_by_its_pair(paired, 
         t.reduced_joint(rows, [0, 1])
 
 
+def test_reduced_joint_by_draws_evaluates_the_kernels_once_for_every_block(paired, monkeypatch):
+    """reduced_joint_by_draws(outputs) called on blocks of draws gives reduced_joint's
+    blocks, with the kernels at the outputs' margins evaluated once, not per block; with
+    kernels that move between draws (no scaled_kernels) each block takes the reduced
+    posterior's scaled_joint of its draws, and the result is the same."""
+    from yieldwise.transducer.posterior import TransducerPosterior
+
+    t, frame = paired
+    rows = frame.iloc[:9]
+    whole = t.reduced_joint(rows)
+    calls = []
+    original = TransducerPosterior.scaled_kernels
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransducerPosterior, "scaled_kernels", counted)
+    joint = t.reduced_joint_by_draws(rows)
+    s = t.posterior.n_draws
+    blocks = [joint(slice(a, a + 700)) for a in range(0, s, 700)]
+    assert len(calls) == 1 and len(blocks) > 2
+    np.testing.assert_allclose(np.concatenate(blocks), whole, rtol=1e-13)
+    np.testing.assert_allclose(joint(None), whole, rtol=1e-13)
+    monkeypatch.setattr(TransducerPosterior, "scaled_kernels", lambda self, *a, **k: None)
+    moving = t.reduced_joint_by_draws(rows)
+    np.testing.assert_allclose(moving(slice(700, 1400)), whole[700:1400], rtol=1e-12)
+    with pytest.raises(TypeError, match="draws must be a slice"):
+        joint(3)
+
+
 def test_rank_check_reads_each_draws_first_rank_tilted_by_the_items_pair(paired, monkeypatch):
     """rank_check() (made a few draws at a time) is the reduction's check of the per-draw
     rank probabilities at the calibration margins tilted by each item's pair offsets, the

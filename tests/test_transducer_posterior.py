@@ -126,6 +126,38 @@ def test_scaled_joint_of_a_slice_of_draws_is_the_whole_sliced():
         np.testing.assert_allclose(np.concatenate(blocks), whole, rtol=1e-12)
 
 
+def test_kernel_joint_is_the_brute_force_joint_per_draw_from_kernels_made_once():
+    """kernel_joint(scaled_kernels(rows), draws) is each draw's sum_k kernel_k(y) w_tk
+    alpha_tkc by brute force, over one scale per row shared with the whole (so blocks
+    combine), whether its work array holds every row or one at a time; moving kernels
+    have no scaled_kernels; bad arguments name what was expected."""
+    from yieldwise import _mixture
+
+    post = _posterior(11, chains=2, draws=5, k=6)
+    y = np.array([[-3.0], [-0.7], [0.1], [2.2], [40.0]])  # the last: every kernel ~0
+    kernels = post.scaled_kernels(y, y, [0])
+    assert kernels.shape == (5, 6) and np.allclose(kernels.max(axis=1), 1.0)
+    dens = norm.pdf(y[None, :, 0, None], post.mu[:, None, :, 0], post.sigma[:, None, :, 0])
+    brute = np.einsum("snk,skc->snc", dens, post.component_class_weights())
+    whole = post.kernel_joint(kernels)
+    ratio = whole[:, :4] / brute[:, :4]  # one positive scale per row
+    np.testing.assert_allclose(ratio, np.broadcast_to(ratio[:1, :, :1], ratio.shape), rtol=1e-10)
+    np.testing.assert_allclose(whole, post.scaled_joint(y, y, [0]), rtol=1e-12)
+    blocks = [post.kernel_joint(kernels, draws=slice(a, a + 4)) for a in range(0, 10, 4)]
+    assert [len(b) for b in blocks] == [4, 4, 2]
+    np.testing.assert_allclose(np.concatenate(blocks), whole, rtol=1e-12)
+    weights = post.component_class_weights()
+    np.testing.assert_allclose(_mixture.kernel_joint(kernels, weights, max_elements=1), whole,
+                               rtol=1e-12)  # fmt: skip
+    moving = TransducerPosterior(post.w, post.alpha, post.mu + np.arange(10)[:, None, None],
+                                 post.sigma, CLASSES, 2, 5)  # fmt: skip
+    assert moving.scaled_kernels(y, y, [0]) is None
+    with pytest.raises(TypeError, match="draws must be a slice"):
+        post.kernel_joint(kernels, draws=[0, 1])
+    with pytest.raises(ValueError, match=r"kernels must have shape \(n, K\).*same K"):
+        _mixture.kernel_joint(kernels[:, :5], weights)
+
+
 def test_predictive_quantiles_and_samples_follow_the_predictive():
     post = _posterior(3)
     probs = np.array([0.05, 0.5, 0.95])

@@ -217,6 +217,30 @@ def scaled_kernels(
         return _shifted_kernels(mu, sigma, lo, hi, cens)[0]
 
 
+def kernel_joint(
+    kernels: np.ndarray, weights: np.ndarray, *, max_elements: int = _MAX_ELEMENTS
+) -> np.ndarray:
+    """``kernels @ weights[t]`` for every draw ``t``: array (S, n, C).
+
+    ``kernels`` (n, K) are :func:`scaled_kernels` at some rows, ``weights`` (S, K, C) the
+    draws' ``w_tk alpha_tkc``: the result is :func:`scaled_joint` of those draws at those
+    rows, the kernels not evaluated again (a caller that needs the joint of the same rows
+    for block after block of draws evaluates them once). One BLAS product (chunk, K) x
+    (K, S C) per chunk of rows, at most ``max_elements`` numbers of work array each.
+    """
+    kernels = np.asarray(kernels, dtype=float)
+    weights = np.asarray(weights, dtype=float)
+    if kernels.ndim != 2 or weights.ndim != 3 or weights.shape[1] != kernels.shape[1]:
+        raise ValueError(f"kernels must have shape (n, K) and weights (S, K, C) with the same "
+                         f"K; got {kernels.shape} and {weights.shape}")  # fmt: skip
+    s, k, c = weights.shape
+    flat = np.moveaxis(weights, 0, 1).reshape(k, s * c)
+    out = np.empty((s, kernels.shape[0], c))
+    for sl in item_chunks(1, max(k, s * c), kernels.shape[0], max_elements):
+        out[:, sl, :] = (kernels[sl] @ flat).reshape(-1, s, c).transpose(1, 0, 2)
+    return out
+
+
 def log_joint(
     w: np.ndarray,
     alpha: np.ndarray,

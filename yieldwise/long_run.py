@@ -653,12 +653,13 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
     order = reduction.order(outputs)
     temperature = transducer.others_temperature_
     s, n, c = reduced.posterior.n_draws, outputs.shape[0], len(transducer.classes_)
+    joint = transducer.reduced_joint_by_draws(outputs)  # the outputs' kernels made once
 
     def spread(draws: slice) -> np.ndarray:
         """The draws' joint of class and margin (draws, N, C), up to one scale per item
         (the same in every block: reduced_joint's)."""
         share = reduction.shares(outputs, temperature[draws], order)
-        return reduction.expand(outputs, transducer.reduced_joint(outputs, draws), share, order)
+        return reduction.expand(outputs, joint(draws), share, order)
 
     # the ranks' joint made and spread over the classes a block of draws at a time: whole,
     # the others' shares and the spreading's work arrays made the peak 3.9 times the

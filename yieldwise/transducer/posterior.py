@@ -284,6 +284,18 @@ class TransducerPosterior:
         """
         return _mixture.scaled_kernels(self.mu, self.sigma, lower, upper, censored)
 
+    def kernel_joint(self, kernels: np.ndarray, *, draws: slice | None = None) -> np.ndarray:
+        """:meth:`scaled_joint` at the rows whose :meth:`scaled_kernels` are ``kernels``
+        (n, K), for the draws of the slice ``draws`` (all when None): (draws, n, C), the
+        same scale per row. The kernels are evaluated once by the caller, so the joint of
+        the same rows block after block of draws costs one matrix product a block
+        (:func:`yieldwise._mixture.kernel_joint`)."""
+        if draws is not None and not isinstance(draws, slice):
+            raise TypeError(f"draws must be a slice of the posterior's draws or None, "
+                            f"found {type(draws).__name__}")  # fmt: skip
+        sel = slice(None) if draws is None else draws
+        return _mixture.kernel_joint(kernels, self.w[sel, :, None] * self.alpha[sel])
+
     def pooled_joint(
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None,
         factors: np.ndarray, groups: np.ndarray,
