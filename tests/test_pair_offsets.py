@@ -282,6 +282,25 @@ def test_draws_are_the_reduced_draws_tilted_by_their_pairs_offsets(paired):
             assert draws[s, i, order[i, 2:]].sum() == pytest.approx(w[2], rel=1e-10)
 
 
+def test_per_draw_ranks_from_the_joint_equal_those_from_the_logs(paired, monkeypatch):
+    """draws_proba's rank probabilities come from the scaled joint (no logs) unless a
+    draw's joint at an output is so small that it may have underflowed; then from the
+    reduced fit's log-space draws tilted by the offsets. Both ways give the same draws
+    (every output forced through the logs, then only some)."""
+    from yieldwise.transducer import estimator
+
+    t, frame = paired
+    rows = frame.iloc[:12]
+    fast = t.draws_proba(rows).values
+    monkeypatch.setattr(estimator, "_SMALLEST_JOINT", np.inf)
+    np.testing.assert_allclose(t.draws_proba(rows).values, fast, rtol=1e-10, atol=1e-300)
+    joint = t.reduced_joint(rows).sum(axis=2)
+    cut = np.sort(joint.min(axis=0))[5]  # about half the outputs below it
+    monkeypatch.setattr(estimator, "_SMALLEST_JOINT", cut)
+    assert 0 < (joint.min(axis=0) < cut).sum() < 12
+    np.testing.assert_allclose(t.draws_proba(rows).values, fast, rtol=1e-10, atol=1e-300)
+
+
 def test_reduced_joint_in_blocks_is_each_draws_ranks_tilted_by_its_pair(paired, monkeypatch):
     """reduced_joint, normalised over ranks at one draw, is that draw's F_t(rank | m)
     exp(offset_t[pair, rank]) renormalised (by hand, as above), whether the pair weights

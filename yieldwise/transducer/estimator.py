@@ -91,6 +91,10 @@ _BAND_BLOCK = 20_000_000
 #: reduced_joint gathers the pair weights for at most this many draws x items x ranks
 #: numbers at a time (32 MB).
 _REDUCED_BLOCK = 4_000_000
+#: Below this a draw's joint of the ranks at an output (scaled so that the output's
+#: largest kernel is 1) may have lost digits to underflow: its rank probabilities are
+#: then taken from the logs.
+_SMALLEST_JOINT = 1e-280
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
@@ -750,11 +754,20 @@ class Transducer:
         if self.reduction_ is None or self.reduced_ is None:
             raise ValueError("reduced_joint() is for a class-reduced transducer (class_reduction)")
         y, margins = self._reduced_inputs(outputs, None)
+        return self._joint_by_draws(y, margins.to_numpy())
+
+    def _joint_by_draws(
+        self, y: np.ndarray, z: np.ndarray, order: np.ndarray | None = None,
+        pair_weights: np.ndarray | None = None,
+    ) -> Callable[[slice | None], np.ndarray]:  # fmt: skip
+        """:meth:`reduced_joint_by_draws` at checked outputs ``y`` whose margins, on the
+        reduced fit's scale, are ``z`` (``order``: the outputs' :meth:`ClassRanks.order`,
+        ``pair_weights``: :meth:`_pair_weights` of every draw, when the caller has them)."""
+        assert self.reduction_ is not None and self.reduced_ is not None
         reduced = self.reduced_.posterior
-        z = margins.to_numpy()
         lower, upper, censored = self.reduced_.transform_.intervals(z.reshape(z.shape[0], -1))
         kernels = reduced.scaled_kernels(lower, upper, censored)
-        pairs = None if self.pair_offset_ is None else self.reduction_.pairs(y)
+        pairs = None if self.pair_offset_ is None else self.reduction_.pairs(y, order)
 
         def joint(draws: slice | None = None) -> np.ndarray:
             if draws is not None and not isinstance(draws, slice):
@@ -766,7 +779,8 @@ class Transducer:
                 out = reduced.kernel_joint(kernels, draws=draws)
             if pairs is None:
                 return out
-            weights = self._pair_weights(draws)
+            sel = slice(None) if draws is None else draws
+            weights = self._pair_weights(draws) if pair_weights is None else pair_weights[sel]
             # in place, a few draws at a time: the pair weights gathered for every draw at
             # once were a second (S, n, ranks) array and the product a third (5.5 GB at ten
             # classes, 20,000 items and 4,000 draws, where the joint is 1.9 GB)
@@ -961,18 +975,34 @@ class Transducer:
         )
 
     def _rank_draws(
-        self, y: np.ndarray, margins: pd.DataFrame
+        self, y: np.ndarray, margins: pd.DataFrame, pair_weights: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A class-reduced transducer's per-draw rank probabilities (chain, draw, n, ranks)
         at the checked outputs ``y`` (tilted by each output's pair offsets), the others'
         shares at each draw's temperature (chain, draw, n, C - kept) and the outputs'
-        order (n, C): what :meth:`ClassRanks.expand` turns into ``F_t(c | y)``."""
+        order (n, C): what :meth:`ClassRanks.expand` turns into ``F_t(c | y)``
+        (``pair_weights``: :meth:`_pair_weights`, when a caller has them for many calls)."""
         assert self.reduced_ is not None and self.reduction_ is not None
-        ranks = self.reduced_.draws_proba(margins).values  # callers relay its warnings
         order = self.reduction_.order(y)  # one sort of the outputs' scores
-        if self.pair_offset_ is not None:  # each draw's offsets for each output's pair
-            offsets = self.posterior.by_chain(self.pair_offset_)
-            ranks = self.reduction_.tilt(y, ranks, offsets, order)
+        # F_t(rank | m, pair): each draw's joint of rank and margin given the pair (the
+        # kernels at the margins once, times every draw's weights and pair weights),
+        # normalised over the ranks. Per-draw log-sum-exps over the components and the
+        # tilt by the offsets in logs took half of predict_interval's time (2026-12-04).
+        # the margins checked, warned about (callers relay) and snapped as the reduced fit
+        # does for its own predictions
+        z = self.reduced_._prepare_outputs(margins)
+        joint = self._joint_by_draws(y, z, order, pair_weights)(None)
+        total = joint.sum(axis=2, keepdims=True)
+        low = np.flatnonzero((total < _SMALLEST_JOINT).any(axis=(0, 2)))
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 only where low
+            joint /= total
+        if low.size:  # a draw whose every term underflows: its ratios from the logs
+            ranks = self.reduced_.draws_proba(margins.iloc[low]).values
+            if self.pair_offset_ is not None:  # each draw's offsets for each output's pair
+                offsets = self.posterior.by_chain(self.pair_offset_)
+                ranks = self.reduction_.tilt(y[low], ranks, offsets, order[low])
+            joint[:, low] = ranks.reshape(joint.shape[0], low.size, -1)
+        ranks = self.posterior.by_chain(joint)
         temperature = self.posterior.by_chain(self.others_temperature_)
         share = self.reduction_.shares(y, temperature, order)
         return ranks, share, order
@@ -993,10 +1023,11 @@ class Transducer:
         columns = list(self.reduction_.margin_columns)
         # one buffer for every block (fresh arrays of this size cost their page faults anew)
         buffer = np.empty(s * min(block, y.shape[0]) * c)
+        weights = None if self.pair_offset_ is None else self._pair_weights()  # once
         for a in range(0, y.shape[0], block):
             rows = y[a : a + block]
             margins = pd.DataFrame(self.reduction_.margins(rows), columns=columns)
-            ranks, share, order = self._rank_draws(rows, margins)
+            ranks, share, order = self._rank_draws(rows, margins, weights)
             ordered = buffer[: s * rows.shape[0] * c].reshape(*ranks.shape[:3], c)
             self.reduction_.in_rank_order(ranks, share, out=ordered)
             yield slice(a, a + block), ordered.reshape(s, rows.shape[0], c), order
