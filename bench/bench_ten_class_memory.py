@@ -9,11 +9,13 @@ block of draws at a time, or as the default chooses (``long_run._DENSE_CELLS``).
 
     .venv/bin/python bench/bench_ten_class_memory.py fit 20000 --save /tmp/t20000.nc
     .venv/bin/python bench/bench_ten_class_memory.py long-run /tmp/t20000.nc --cells blocks
+    .venv/bin/python bench/bench_ten_class_memory.py bands /tmp/t20000.nc --outputs 2000
 
 Each mode is meant to run in a process of its own: ``fit`` reports the process's peak
 resident set size after the fit (the process's first large work, so its peak is the
 fit's), ``long-run`` the call's own peak allocation by tracemalloc (numpy's arrays
-included) and the process's peak RSS.
+included) and the process's peak RSS; ``bands`` the same for ``predict_interval`` at the
+fit's first calibration outputs, with the sums of the bands' limits to compare runs.
 """
 
 from __future__ import annotations
@@ -84,6 +86,31 @@ def run_long_run(path: str, cells: str, matrices: int) -> dict:
     return out
 
 
+def run_bands(path: str, outputs: int, prob: float) -> dict:
+    """predict_interval at the saved fit's first ``outputs`` calibration outputs: seconds,
+    the call's tracemalloc peak, and the sums of the bands' limits (to compare runs)."""
+    t = Transducer.load(path)
+    y = t.calibration_outputs()[:outputs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # outputs beyond the margins' range: intended
+        try:
+            tracemalloc.start()
+            started = time.perf_counter()
+            band = t.predict_interval(y, prob=prob)
+            seconds = time.perf_counter() - started
+            call_peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    out = {"outputs": y.shape[0], "seconds": seconds, "call_peak": call_peak,
+           "peak_rss": peak_rss_bytes(), "lower_sum": float(band["lower"].values.sum()),
+           "upper_sum": float(band["upper"].values.sum()),
+           "mean_sum": float(band["mean"].values.sum())}  # fmt: skip
+    print(f"bands outputs={out['outputs']} prob={prob} seconds={seconds:.1f} "
+          f"call_peak={mib(call_peak)} peak_rss={mib(out['peak_rss'])} "
+          f"lower_sum={out['lower_sum']:.12f} upper_sum={out['upper_sum']:.12f}")  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -96,7 +123,15 @@ def main(argv: list[str] | None = None) -> dict:
     lr.add_argument("path")
     lr.add_argument("--cells", choices=sorted(CELLS), default="auto")
     lr.add_argument("--matrices", type=int, default=20)
+    b = sub.add_parser("bands", help="predict_interval at a saved fit's calibration outputs")
+    b.add_argument("path")
+    b.add_argument("--outputs", type=int, default=2000, help="the first this many")
+    b.add_argument("--prob", type=float, default=0.75)
     args = parser.parse_args(argv)
+    if args.mode == "bands":
+        if args.outputs < 1:
+            parser.error(f"--outputs must be at least 1, found {args.outputs}")
+        return run_bands(args.path, args.outputs, args.prob)
     if args.mode == "fit":
         if args.items < 50:
             parser.error(f"items must be at least 50 (ten classes), found {args.items}")

@@ -29,6 +29,23 @@ def test_fit_then_long_run_held_and_in_blocks(bench_import, capsys, tmp_path):
     assert held["call_peak"] > 0
 
 
+def test_bands_are_predict_interval_at_the_first_calibration_outputs(bench_import, capsys,
+                                                                     tmp_path):  # fmt: skip
+    bench = bench_import("bench_ten_class_memory")
+    path = str(tmp_path / "ten.nc")
+    bench.main(["fit", "200", "--draws", "50", "--save", path])
+    out = bench.main(["bands", path, "--outputs", "30", "--prob", "0.9"])
+    assert "bands outputs=30 prob=0.9 seconds=" in capsys.readouterr().out
+    t = Transducer.load(path)
+    band = t.predict_interval(t.calibration_outputs()[:30], prob=0.9)
+    assert out["lower_sum"] == pytest.approx(float(band["lower"].values.sum()), rel=1e-12)
+    assert out["upper_sum"] == pytest.approx(float(band["upper"].values.sum()), rel=1e-12)
+    assert out["mean_sum"] == pytest.approx(30.0, rel=1e-12)  # each row sums to 1
+    assert out["call_peak"] > 0 and out["lower_sum"] < out["upper_sum"]
+    with pytest.raises(SystemExit):
+        bench.main(["bands", path, "--outputs", "0"])
+
+
 def test_rejects_too_few_items_and_no_matrices(bench_import, tmp_path):
     bench = bench_import("bench_ten_class_memory")
     with pytest.raises(SystemExit):
