@@ -282,23 +282,27 @@ def test_draws_are_the_reduced_draws_tilted_by_their_pairs_offsets(paired):
             assert draws[s, i, order[i, 2:]].sum() == pytest.approx(w[2], rel=1e-10)
 
 
-def test_per_draw_ranks_from_the_joint_equal_those_from_the_logs(paired, monkeypatch):
-    """draws_proba's rank probabilities come from the scaled joint (no logs) unless a
-    draw's joint at an output is so small that it may have underflowed; then from the
-    reduced fit's log-space draws tilted by the offsets. Both ways give the same draws
-    (every output forced through the logs, then only some)."""
-    from yieldwise.transducer import estimator
+def test_per_draw_ranks_from_the_joint_equal_the_log_space_softmax(paired):
+    """draws_proba's rank probabilities, made from the scaled joint without logs, are the
+    softmax over ranks of the reduced fit's log joint (log_joint, in logs) plus the log
+    pair weights exp(offset) / Z, for every draw."""
+    from scipy.special import softmax
 
     t, frame = paired
     rows = frame.iloc[:12]
-    fast = t.draws_proba(rows).values
-    monkeypatch.setattr(estimator, "_SMALLEST_JOINT", np.inf)
-    np.testing.assert_allclose(t.draws_proba(rows).values, fast, rtol=1e-10, atol=1e-300)
-    joint = t.reduced_joint(rows).sum(axis=2)
-    cut = np.sort(joint.min(axis=0))[5]  # about half the outputs below it
-    monkeypatch.setattr(estimator, "_SMALLEST_JOINT", cut)
-    assert 0 < (joint.min(axis=0) < cut).sum() < 12
-    np.testing.assert_allclose(t.draws_proba(rows).values, fast, rtol=1e-10, atol=1e-300)
+    y = rows.to_numpy()
+    got = t.draws_proba(rows).values.reshape(t.posterior.n_draws, 12, 5)
+    z = t.reduction_.margins(y)
+    log_g = t.reduced_.posterior.log_joint(z, z, None)  # (S, 12, ranks)
+    off = t.pair_offset_[:, t.reduction_.pairs(y)]  # (S, 12, ranks)
+    ranks = softmax(log_g + off, axis=2)  # Z per pair cancels over the ranks
+    order = np.argsort(-y, axis=1, kind="stable")
+    rows_at = np.arange(12)
+    np.testing.assert_allclose(got[:, rows_at, order[:, 0]], ranks[..., 0], rtol=1e-10)
+    np.testing.assert_allclose(got[:, rows_at, order[:, 1]], ranks[..., 1], rtol=1e-10)
+    others = np.take_along_axis(got, np.broadcast_to(order[None, :, 2:], (got.shape[0], 12, 3)),
+                                axis=2).sum(axis=2)  # fmt: skip
+    np.testing.assert_allclose(others, ranks[..., 2], rtol=1e-10)
 
 
 def test_reduced_joint_in_blocks_is_each_draws_ranks_tilted_by_its_pair(paired, monkeypatch):

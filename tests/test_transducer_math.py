@@ -336,6 +336,59 @@ def test_scaled_joint_is_the_brute_force_mixture_up_to_one_factor_per_item(fixed
     np.testing.assert_allclose(ratio(got), ratio(brute), rtol=1e-10)
 
 
+@pytest.mark.parametrize("fixed", [True, False])
+def test_class_probability_chunks_are_the_brute_force_ratios(fixed):
+    """class_probability_chunks(...) yields, chunk by chunk, the exchangeable p(c | y)
+    and each draw's F_t(c | y) of the brute-force mixture (scipy log densities and bin
+    probabilities, summed by logsumexp, with prevalence factors), on a 2-D grid with one
+    censored axis, with fixed and with moving kernels; also at an item so far out that
+    its kernel densities underflow (exp(-80,000)) and only kernels whose weights are
+    1e-250 matter there, one class's 1e-20 of that."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm as normal
+
+    from yieldwise import _mixture
+
+    rng = np.random.default_rng(31)
+    s, c = 4, 3
+    grid = np.array([(a, b) for a in np.linspace(-2, 2, 4) for b in np.linspace(-1, 1, 3)])
+    k = grid.shape[0]
+    w = rng.dirichlet(np.ones(k), size=s)
+    far = grid[:, 0] == 2.0  # the column of kernels nearest the far item
+    w[:, far] = 1e-250
+    alpha = rng.dirichlet(np.ones(c), size=(s, k))
+    alpha[:, far] = [1e-20, 0.5, 0.5 - 1e-20]
+    mu = np.broadcast_to(grid, (s, k, 2)).copy()
+    sigma = np.full((s, k, 2), 0.7)
+    if not fixed:
+        mu += rng.normal(0, 0.05, mu.shape)
+    lower = np.column_stack([rng.normal(0, 1.2, 9), rng.integers(-2, 2, 9) + 0.0])
+    lower = np.vstack([lower, [400.0, 2.0]])  # so far out that the next column's kernels
+    # weigh exp(-1083) of the nearest's: only the tiny weights count there
+    upper = lower + np.array([0.0, 1.0])  # axis 1 censored to unit bins
+    factors = rng.uniform(0.5, 2.0, (s, c))
+
+    chunks = list(_mixture.class_probability_chunks(
+        w, alpha, mu, sigma, lower, upper, [0, 1], class_factors=factors, max_elements=40
+    ))  # fmt: skip
+    assert len(chunks) > 1 and chunks[-1][0].stop == 10
+    mean = np.concatenate([m for _, m, _ in chunks])
+    per_draw = np.concatenate([p for _, _, p in chunks], axis=1)
+    lo, hi = lower[None, :, None], upper[None, :, None]
+    m, sd = mu[:, None], sigma[:, None]
+    bins = normal.cdf(hi[..., 1], m[..., 1], sd[..., 1]) - normal.cdf(lo[..., 1], m[..., 1],
+                                                                       sd[..., 1])  # fmt: skip
+    log_dens = normal.logpdf(lo[..., 0], m[..., 0], sd[..., 0]) + np.log(bins)  # (S, n, K)
+    terms = log_dens[..., None] + np.log(w[:, None, :, None] * alpha[:, None])  # (S, n, K, C)
+    log_g = logsumexp(terms, axis=2) + np.log(factors)[:, None, :]
+    brute = np.exp(log_g - logsumexp(log_g, axis=2, keepdims=True))
+    pooled = logsumexp(log_g, axis=0)
+    brute_mean = np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
+    np.testing.assert_allclose(per_draw, brute, rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(mean, brute_mean, rtol=1e-9, atol=1e-300)
+    assert per_draw[:, 9, 0] == pytest.approx(brute[:, 9, 0], rel=1e-9)  # about 1e-20
+
+
 @pytest.mark.parametrize(
     "case", ["grid-1d", "grid-1d-widths", "grid-2d", "grid-2d-censored", "scattered-2d",
              "varying"]

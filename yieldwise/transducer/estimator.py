@@ -22,7 +22,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import logsumexp
 
-from .. import _design, _mixture
+from .. import _design
 from .._design import KernelDesign, distinct_outputs
 from .._validation import (
     Label,
@@ -91,10 +91,6 @@ _BAND_BLOCK = 20_000_000
 #: reduced_joint gathers the pair weights for at most this many draws x items x ranks
 #: numbers at a time (32 MB).
 _REDUCED_BLOCK = 4_000_000
-#: Below this a draw's joint of the ranks at an output (scaled so that the output's
-#: largest kernel is 1) may have lost digits to underflow: its rank probabilities are
-#: then taken from the logs.
-_SMALLEST_JOINT = 1e-280
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
@@ -708,9 +704,9 @@ class Transducer:
             pooled = post.pooled_joint(lower, upper, censored, factors, groups)
             return pooled / pooled.sum(axis=1, keepdims=True)
         out = np.empty((lower.shape[0], len(self.classes_)))
-        for sl, log_g in self.posterior.log_joint_chunks(lower, upper, censored):
-            log_w = self.posterior.log_class_weights(log_g, prevalences)
-            out[sl] = _mixture.class_probabilities(log_w, exchangeable=exchangeable)
+        chunks = self.posterior.class_probability_chunks(lower, upper, censored, prevalences)
+        for sl, _, per_draw in chunks:
+            out[sl] = per_draw.mean(axis=0)
         return out
 
     def _pair_weights(self, draws: slice | None = None) -> np.ndarray:
@@ -919,9 +915,9 @@ class Transducer:
         s = self.posterior.n_draws
         unique, inverse = unique_rows(y)  # each distinct output (lattice value) once
         values = np.empty((s, unique.shape[0], len(self.classes_)))
-        for sl, log_g in self._log_joint_chunks(unique):
-            log_w = self.posterior.log_class_weights(log_g, r)
-            values[:, sl] = _mixture.per_draw_probabilities(log_w)
+        lower, upper, censored = self.transform_.intervals(unique)
+        for sl, _, per_draw in self.posterior.class_probability_chunks(lower, upper, censored, r):
+            values[:, sl] = per_draw
         values = values[:, inverse]
         return xr.DataArray(
             self.posterior.by_chain(values),
@@ -945,13 +941,11 @@ class Transducer:
         y = self._prepare_outputs(outputs)
         r = self.posterior.check_prevalences(prevalences)
 
-        def summarise(
-            sl: slice, log_g: np.ndarray, rows: np.ndarray
-        ) -> tuple[np.ndarray, np.ndarray]:
-            log_w = self.posterior.log_class_weights(log_g, r)
-            return _mixture.class_probabilities(log_w), _mixture.per_draw_probabilities(log_w)
+        def chunks(unique: np.ndarray) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+            lower, upper, censored = self.transform_.intervals(unique)
+            return self.posterior.class_probability_chunks(lower, upper, censored, r)
 
-        return self._bands(y, prob, summarise)
+        return self._bands(y, prob, chunks)
 
     def _reduced_interval(self, outputs: Any, prob: float, prevalences: Any) -> xr.Dataset:
         """predict_interval of a class-reduced transducer: the quantiles of its per-draw
@@ -988,20 +982,12 @@ class Transducer:
         # kernels at the margins once, times every draw's weights and pair weights),
         # normalised over the ranks. Per-draw log-sum-exps over the components and the
         # tilt by the offsets in logs took half of predict_interval's time (2026-12-04).
-        # the margins checked, warned about (callers relay) and snapped as the reduced fit
-        # does for its own predictions
+        # The margins are checked, warned about (callers relay) and snapped as the reduced
+        # fit does for its own predictions.
         z = self.reduced_._prepare_outputs(margins)
         joint = self._joint_by_draws(y, z, order, pair_weights)(None)
-        total = joint.sum(axis=2, keepdims=True)
-        low = np.flatnonzero((total < _SMALLEST_JOINT).any(axis=(0, 2)))
-        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 only where low
-            joint /= total
-        if low.size:  # a draw whose every term underflows: its ratios from the logs
-            ranks = self.reduced_.draws_proba(margins.iloc[low]).values
-            if self.pair_offset_ is not None:  # each draw's offsets for each output's pair
-                offsets = self.posterior.by_chain(self.pair_offset_)
-                ranks = self.reduction_.tilt(y[low], ranks, offsets, order[low])
-            joint[:, low] = ranks.reshape(joint.shape[0], low.size, -1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # as class_probability_chunks
+            joint /= joint.sum(axis=2, keepdims=True)
         ranks = self.posterior.by_chain(joint)
         temperature = self.posterior.by_chain(self.others_temperature_)
         share = self.reduction_.shares(y, temperature, order)
@@ -1053,16 +1039,15 @@ class Transducer:
             )
         y = self._prepare_outputs(outputs)
 
-        def summarise(
-            sl: slice, log_g: np.ndarray, rows: np.ndarray
-        ) -> tuple[np.ndarray, np.ndarray]:
-            jacobian = self.transform_.log_jacobian(rows)
+        def chunks(unique: np.ndarray) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
             log_freq = self.posterior.log_class_frequencies
-            log_density = log_g - log_freq[:, None, :] + jacobian[None, :, None]
-            density = np.exp(log_density)
-            return density.mean(axis=0), density
+            for sl, log_g in self._log_joint_chunks(unique):
+                jacobian = self.transform_.log_jacobian(unique[sl])
+                log_density = log_g - log_freq[:, None, :] + jacobian[None, :, None]
+                density = np.exp(log_density)
+                yield sl, density.mean(axis=0), density
 
-        data = self._bands(y, prob, summarise)
+        data = self._bands(y, prob, chunks)
         if given_class is not None:
             if given_class not in self.classes_:
                 raise ValueError(
@@ -1075,22 +1060,23 @@ class Transducer:
         self,
         y: np.ndarray,
         prob: float,
-        summarise: Callable[[slice, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+        chunks: Callable[[np.ndarray], Iterable[tuple[slice, np.ndarray, np.ndarray]]],
     ) -> xr.Dataset:
         """``mean``, ``lower`` and ``upper`` per item and class, chunk by chunk.
 
-        ``summarise(rows, log G, outputs)`` returns the chunk's mean (rows, classes) and
-        its per-draw values (draws, rows, classes), whose equal-tailed ``prob`` quantiles
-        give the band; it sees each distinct output row once.
+        ``chunks(rows)`` yields, at the distinct output rows (each seen once), each chunk's
+        rows, its mean (rows, classes) and its per-draw values (draws, rows, classes), whose
+        equal-tailed ``prob`` quantiles give the band (computed in place: the per-draw
+        values are the chunk's own).
         """
         n = y.shape[0]
         unique, inverse = unique_rows(y)  # each distinct output (lattice value) once
         m, c = unique.shape[0], len(self.classes_)
         mean, lower, upper = np.empty((m, c)), np.empty((m, c)), np.empty((m, c))
         tails = [(1 - prob) / 2, (1 + prob) / 2]
-        for sl, log_g in self._log_joint_chunks(unique):
-            mean[sl], per_draw = summarise(sl, log_g, unique[sl])
-            lower[sl], upper[sl] = np.quantile(per_draw, tails, axis=0)
+        for sl, chunk_mean, per_draw in chunks(unique):
+            mean[sl] = chunk_mean
+            lower[sl], upper[sl] = np.quantile(per_draw, tails, axis=0, overwrite_input=True)
         mean, lower, upper = mean[inverse], lower[inverse], upper[inverse]
         dims = ("item", "class")
         return xr.Dataset(

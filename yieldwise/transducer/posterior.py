@@ -248,6 +248,21 @@ class TransducerPosterior:
             return log_g
         return log_g - self.log_class_frequencies[:, None, :] + np.log(r)[None, None, :]
 
+    def class_probability_chunks(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None,
+        prevalences: Any = None,
+    ) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:  # fmt: skip
+        """``(rows, mean, per_draw)`` chunk by chunk at model-scale rows (theory 3.2): the
+        exchangeable ``p(c | y)`` (chunk, C) and each draw's ``F_t(c | y)`` (S, chunk, C),
+        discriminative or, with prevalences ``r``, generative (``F_t(y | c) r_c``); what
+        bands, per-draw probabilities and their mean are made of
+        (:func:`yieldwise._mixture.class_probability_chunks`: from the scaled joint, the
+        logs only where it may underflow)."""
+        factors = self.class_factors(prevalences)
+        yield from _mixture.class_probability_chunks(
+            self.w, self.alpha, self.mu, self.sigma, lower, upper, censored, class_factors=factors
+        )
+
     def scaled_joint(
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None,
         *, prevalences: Any = None, draws: slice | None = None,
