@@ -24,6 +24,7 @@ Usage::
     .venv/bin/python bench/bench_predict.py            # measure and print
     .venv/bin/python bench/bench_predict.py --write    # ... and update docs/benchmarks.md
     .venv/bin/python bench/bench_predict.py --ten-classes [--write]
+    .venv/bin/python bench/bench_predict.py --interval 20000   # predict_interval, printed
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ import os
 import platform
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from yieldwise import Transducer, _design
+from yieldwise import ExtrapolationWarning, Transducer, _design
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import mib, peak_rss_bytes, write_section
@@ -166,6 +168,43 @@ def ten_classes(args: argparse.Namespace) -> int:
     return 0
 
 
+def interval(args: argparse.Namespace) -> int:
+    """``--interval N``: ``predict_interval`` (75 % bands) on ``N`` distinct 1-D outputs of
+    the synthetic transducer, the first call timed, and ``--check`` of its outputs
+    checked by brute force: each draw's ``F_t(c | y)`` from scipy's kernel densities at
+    the model-scale points, its quantiles taken by numpy. Printed, not written."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(args.seed)
+    transducer = synthetic_transducer(rng)
+    outputs = rng.beta(0.7, 0.7, args.interval)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)  # the beta's tails: intended
+        start = time.perf_counter()
+        band = transducer.predict_interval(outputs, prob=0.75)
+        seconds = time.perf_counter() - start
+    peak = peak_rss_bytes()  # before the check's own arrays
+    check = rng.choice(args.interval, min(args.check, args.interval), replace=False)
+    z = transducer.transform_.intervals(outputs[check, None])[0][:, 0]
+    post = transducer.posterior
+    log_w = np.log(post.w[:, None, :, None] * post.alpha[:, None])  # (S, 1, K, C)
+    error = 0.0
+    for part in np.array_split(np.arange(check.size), max(1, check.size // 10)):
+        # in logs: far in the tails every kernel's density underflows
+        log_dens = norm.logpdf(z[None, part, None], post.mu[:, None, :, 0],
+                               post.sigma[:, None, :, 0])  # fmt: skip
+        log_joint = logsumexp(log_dens[..., None] + log_w, axis=2)  # (S, n, C)
+        per_draw = np.exp(log_joint - logsumexp(log_joint, axis=2, keepdims=True))
+        low, high = np.quantile(per_draw, [0.125, 0.875], axis=0)
+        error = max(error, float(np.abs(band["lower"].values[check[part]] - low).max()),
+                    float(np.abs(band["upper"].values[check[part]] - high).max()))  # fmt: skip
+    print(f"predict_interval outputs={args.interval:,} draws={post.n_draws:,} "
+          f"components={post.n_components} seconds={seconds:.2f} "
+          f"max_abs_error={error:.2e} on {check.size} outputs peak_rss={mib(peak)}")  # fmt: skip
+    return 0 if error < TARGET_ERROR else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -176,7 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibration", type=int, default=1_000,
                         help="calibration items of the ten-class fit")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3, help="later calls timed (ten classes)")
+    parser.add_argument("--interval", type=int, default=None, metavar="N",
+                        help="time predict_interval on N 1-D outputs instead")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.interval is not None:
+        if args.interval < 1:
+            parser.error(f"--interval must be at least 1, found {args.interval}")
+        return interval(args)
     if args.ten_classes:
         return ten_classes(args)
 

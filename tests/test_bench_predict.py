@@ -18,3 +18,14 @@ def test_ten_classes_prints_its_figures_within_the_error_target(bench_import, ca
     assert error < 1e-6
     assert re.search(r"grid check (\S+)", text).group(1) == "0.00e+00"  # nothing interpolated
     assert "within target: yes" in text
+
+
+def test_interval_mode_times_bands_checked_by_brute_force(bench_import, capsys):
+    """--interval: predict_interval on synthetic 1-D outputs, its bands equal to the
+    quantiles of the per-draw probabilities computed with scipy's densities."""
+    bench = bench_import("bench_predict")
+    assert bench.main(["--interval", "3000", "--check", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "predict_interval outputs=3,000 draws=4,000" in text
+    error = float(re.search(r"max_abs_error=(\S+) on 50 outputs", text).group(1))
+    assert error < 1e-10
