@@ -530,8 +530,8 @@ def class_probability_chunks(
             kernels, _ = _shifted_kernels(mu, sigma, lo[sl], hi[sl], cens)
         g = kernel_joint(kernels, wa, max_elements=max_elements)  # (S, m, C), a scale a row
         pooled = g.sum(axis=0)  # (m, C): the exchangeable mean's numerator
-        with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 -> nan, as log_joint's
-            g /= g.sum(axis=2, keepdims=True)  # -inf everywhere gives in its ratios
+        with np.errstate(divide="ignore", invalid="ignore"):  # a row whose every term is 0
+            g /= g.sum(axis=2, keepdims=True)  # gives nan, as log_joint's -inf would
             yield sl, pooled / pooled.sum(axis=1, keepdims=True), g
 
 
