@@ -198,3 +198,39 @@ def test_a_large_fit_bins_and_agrees_with_the_exact_likelihood(large_set, tmp_pa
     loaded = Transducer.load(path)
     assert loaded.sampler_summary()["binning"] == record
     assert loaded.get_params()["likelihood_bins"] == "auto"
+
+
+def test_two_dimensions_bin_at_their_own_fraction(monkeypatch):
+    """``"auto"`` bins outputs of two or more dimensions at LIKELIHOOD_BIN_FRACTION_2D of the
+    narrowest kernel's width and one dimension at LIKELIHOOD_BIN_FRACTION (the row
+    threshold lowered so that small Laplace fits cross it); likelihood_bins=None never
+    bins and a number given is used as it is."""
+    monkeypatch.setattr(_design, "LIKELIHOOD_BIN_MIN_ROWS", 100)
+    monkeypatch.setattr(_design, "LIKELIHOOD_BIN_FRACTION", 0.5)
+    monkeypatch.setattr(_design, "LIKELIHOOD_BIN_FRACTION_2D", 1.0)
+    rng = np.random.default_rng(3)
+    n = 600
+    cls = (rng.random(n) < 0.4).astype(int)
+    centre = np.where(cls[:, None] == 1, [1.0, -1.0], [-1.0, 1.0])
+    two = pd.DataFrame(rng.normal(centre, 1.0), columns=["a", "b"])
+    one = pd.DataFrame({"score": 1 / (1 + np.exp(-two["a"].to_numpy()))})
+
+    def fit(outputs, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the Laplace backend's own warning
+            return Transducer(backend="laplace", seed=1, progress=False, draws=50,
+                              **kw).fit(outputs, cls)  # fmt: skip
+
+    def narrowest(t):  # the narrowest kernel's width along each axis
+        return np.asarray(t.posterior.sigma[0]).min(axis=0)
+
+    t2 = fit(two)
+    record = t2.sampler_summary()["binning"]
+    np.testing.assert_allclose(record["bin_width"], 1.0 * narrowest(t2), rtol=1e-12)
+    assert record["rows_exact"] == n and record["rows"] <= 0.75 * n
+    assert fit(two, likelihood_bins=None).sampler_summary()["binning"] is None
+    given = fit(two, likelihood_bins=0.4).sampler_summary()["binning"]
+    np.testing.assert_allclose(given["bin_width"], 0.4 * narrowest(t2), rtol=1e-12)
+    t1 = fit(one)
+    np.testing.assert_allclose(t1.sampler_summary()["binning"]["bin_width"],
+                               0.5 * narrowest(t1), rtol=1e-12)  # fmt: skip

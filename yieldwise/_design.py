@@ -265,6 +265,9 @@ CENTRED_ODDS_DF = 3.0
 #: 1,400-2,300) keep their coverage fit by fit and sample in half the time; below it
 #: (n = 1,000) binning would save a quarter at most (measured 2026-11-28, docs/model.md).
 LIKELIHOOD_BIN_FRACTION = 1 / 16
+#: The same for two or more output dimensions (docs/model.md, "Coarser bins for two
+#: dimensions"): a candidate, measured with ``--set LIKELIHOOD_BIN_FRACTION_2D=0.25``.
+LIKELIHOOD_BIN_FRACTION_2D = 1 / 16
 LIKELIHOOD_BIN_MIN_ROWS = 2000
 #: ... and only when the bins keep at most this share of the rows: otherwise (two
 #: dimensions at a few thousand items keep 97-99 %) the exact rows cost as little.

@@ -378,6 +378,8 @@ class Transducer:
         # Draw the seed here when none is given: it seeds the initial values as well as
         # the sampler, and is recorded (seed_) so that the fit can be repeated exactly.
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
+        if isinstance(self.likelihood_bins, str) and lower.shape[1] >= 2:  # "auto"
+            bin_fraction = _design.LIKELIHOOD_BIN_FRACTION_2D
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
             seed=seed, kernel_tail_cut=tail_cut, groups=self._groups, odds_mean=self._odds_mean,
