@@ -743,3 +743,34 @@ def test_the_sparse_forms_gap_is_what_the_values_left_out_add(sparse, gaussian_f
     assert gap.min() > 0
     np.testing.assert_allclose(_flat(fit, "log_lik_cut_gap"), gap, rtol=1e-6, atol=1e-12)
     assert (gaussian_fit.draws["log_lik_cut_gap"] == 0).all()
+
+
+def test_httpstan_reads_each_chain_by_polling_never_blocking_the_event_loop(monkeypatch):
+    """The PyStan backend makes httpstan's chain readers poll (select with timeout 0): a
+    socket with nothing to read returns at once whatever the timeout asked, one with data
+    is reported readable; installing twice keeps one stand-in, and only where httpstan's
+    module holds the select module itself."""
+    import select
+    import socket
+    import time
+
+    from yieldwise.backends import _pystan
+
+    a, b = socket.socketpair()
+    with a, b:
+        started = time.perf_counter()
+        assert _pystan._PollingSelect.select([a], [], [], 5.0) == ([], [], [])
+        assert time.perf_counter() - started < 0.5
+        b.sendall(b"draw")
+        assert _pystan._PollingSelect.select([a], [], [], 5.0)[0] == [a]
+    stub = pytest.importorskip("httpstan.services_stub")
+    monkeypatch.setattr(stub, "select", select)
+    _pystan._read_chains_in_turn()
+    installed = stub.select
+    assert isinstance(installed, _pystan._PollingSelect)
+    _pystan._read_chains_in_turn()
+    assert stub.select is installed
+    other = object()
+    monkeypatch.setattr(stub, "select", other)  # a layout it was not measured on
+    _pystan._read_chains_in_turn()
+    assert stub.select is other
