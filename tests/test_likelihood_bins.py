@@ -201,7 +201,7 @@ def test_a_large_fit_bins_and_agrees_with_the_exact_likelihood(large_set, tmp_pa
 
 
 def test_two_dimensions_bin_at_their_own_fraction(monkeypatch):
-    """``"auto"`` bins outputs of two or more dimensions at LIKELIHOOD_BIN_FRACTION_2D of the
+    """``"auto"`` bins outputs of two dimensions at LIKELIHOOD_BIN_FRACTION_2D of the
     narrowest kernel's width and one dimension at LIKELIHOOD_BIN_FRACTION (the row
     threshold lowered so that small Laplace fits cross it); likelihood_bins=None never
     bins and a number given is used as it is."""

@@ -179,7 +179,8 @@ class Transducer:
         Large calibration sets (docs/model.md, "Large calibration sets"): the likelihood
         costs time in proportion to the distinct (class, output) rows, so with more than
         2,000 of them ``"auto"`` merges the rows of continuous outputs in bins 1/16 of a
-        kernel's width, each at its items' mean, when the bins keep at most three
+        kernel's width (1/4 for two output dimensions), each at its items' mean, when the
+        bins keep at most three
         quarters of the rows (a fit of 3,600 scores then samples in half the time, one of
         100,000 in the time of a few thousand). The fit then compares the binned posterior with
         the exact likelihood at 400 draws and warns when, reweighted to it, the draws keep
@@ -378,7 +379,7 @@ class Transducer:
         # Draw the seed here when none is given: it seeds the initial values as well as
         # the sampler, and is recorded (seed_) so that the fit can be repeated exactly.
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
-        if isinstance(self.likelihood_bins, str) and lower.shape[1] >= 2:  # "auto"
+        if isinstance(self.likelihood_bins, str) and lower.shape[1] == 2:  # "auto", 2-D
             bin_fraction = _design.LIKELIHOOD_BIN_FRACTION_2D
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
@@ -1555,7 +1556,8 @@ def check_components(n_components: Any) -> int | None:
 def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int, float]:
     """``(bin_fraction, bin_min_rows, bin_max_share)`` for
     :func:`~yieldwise.transducer.stan_data.build_stan_data` from ``likelihood_bins``:
-    "auto" bins at ``_design.LIKELIHOOD_BIN_FRACTION`` of the kernels' width above
+    "auto" bins at ``_design.LIKELIHOOD_BIN_FRACTION`` of the kernels' width (two output
+    dimensions: ``LIKELIHOOD_BIN_FRACTION_2D``, chosen in ``fit``) above
     ``_design.LIKELIHOOD_BIN_MIN_ROWS`` distinct rows when the bins keep at most
     ``_design.LIKELIHOOD_BIN_MAX_SHARE`` of them; None never bins; a number in (0, 1] bins
     at that fraction whatever the number of rows."""
