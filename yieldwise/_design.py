@@ -273,7 +273,8 @@ LIKELIHOOD_BIN_FRACTION = 1 / 16
 LIKELIHOOD_BIN_FRACTION_2D = 1 / 4
 LIKELIHOOD_BIN_MIN_ROWS = 2000
 #: ... and only when the bins keep at most this share of the rows: otherwise (two
-#: dimensions at a few thousand items keep 97-99 %) the exact rows cost as little.
+#: dimensions at a few thousand items keep 97-99 % at 1/16, hence their own fraction)
+#: the exact rows cost as little.
 LIKELIHOOD_BIN_MAX_SHARE = 0.75
 
 
