@@ -285,6 +285,24 @@ def log_joint(
     return out
 
 
+def _joint_weights(
+    w: np.ndarray, alpha: np.ndarray, class_factors: np.ndarray | None
+) -> np.ndarray:
+    """``w_tk alpha_tkc f_t(c)`` (S, K, C): the draws' joint weights, times the optional
+    per-draw class factors ``f`` (S, C) (prevalence weights)."""
+    wa = w[:, :, None] * alpha
+    if class_factors is not None:
+        wa = wa * np.asarray(class_factors, dtype=float)[:, None, :]
+    return wa
+
+
+def _as_mixture(wa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, alpha)`` whose product ``w[:, :, None] * alpha`` is the joint weights ``wa``:
+    the form :func:`log_joint` takes them in."""
+    w = wa.sum(axis=2)
+    return w, wa / w[:, :, None]
+
+
 def scaled_joint(
     w: np.ndarray,
     alpha: np.ndarray,
@@ -309,12 +327,9 @@ def scaled_joint(
     """
     w, alpha, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
     s, _, c = alpha.shape
-    wa = w[:, :, None] * alpha  # (S, K, C)
-    if class_factors is not None:
-        wa = wa * np.asarray(class_factors, dtype=float)[:, None, :]
+    wa = _joint_weights(w, alpha, class_factors)
     if not fixed_kernels(mu, sigma):
-        log_g = log_joint(wa.sum(axis=2), wa / wa.sum(axis=2, keepdims=True), mu, sigma,
-                          lo, hi, cens, max_elements=max_elements)  # fmt: skip
+        log_g = log_joint(*_as_mixture(wa), mu, sigma, lo, hi, cens, max_elements=max_elements)
         top = log_g.max(axis=(0, 2), keepdims=True)
         return np.exp(log_g - np.where(np.isfinite(top), top, 0.0))
     out = np.empty((s, lo.shape[0], c))
@@ -515,15 +530,11 @@ def class_probability_chunks(
     """
     w, alpha, mu, sigma, lo, hi, cens = _prepare(w, alpha, mu, sigma, lower, upper, censored)
     c = alpha.shape[2]
-    wa = w[:, :, None] * alpha  # (S, K, C)
-    if class_factors is not None:
-        wa = wa * np.asarray(class_factors, dtype=float)[:, None, :]
-    fixed = fixed_kernels(mu, sigma)
+    wa = _joint_weights(w, alpha, class_factors)
+    moving = None if fixed_kernels(mu, sigma) else _as_mixture(wa)  # log_joint's (w, alpha)
     for sl in joint_chunks(mu, sigma, c, lo.shape[0], max_elements):
-        if not fixed:
-            total_w = wa.sum(axis=2)
-            log_g = log_joint(total_w, wa / total_w[:, :, None], mu, sigma, lo[sl], hi[sl],
-                              cens, max_elements=max_elements)  # fmt: skip
+        if moving is not None:
+            log_g = log_joint(*moving, mu, sigma, lo[sl], hi[sl], cens, max_elements=max_elements)
             yield sl, class_probabilities(log_g), per_draw_probabilities(log_g)
             continue
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
