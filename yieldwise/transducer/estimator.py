@@ -59,7 +59,7 @@ from .encoding import (
     warn_outside,
 )
 from .io import coord_labels, fit_record, record_members, record_reduction, to_inference_data
-from .posterior import TransducerPosterior
+from .posterior import TransducerPosterior, draws_slice
 from .reduction import (
     ClassRanks,
     choose_reduction,
@@ -718,7 +718,7 @@ class Transducer:
         pair is the reduced fit's joint times these (stan/transducer.stan, "Group
         offsets"); ``draws``: those draws only."""
         assert self.pair_offset_ is not None and self.reduced_ is not None
-        sel = slice(None) if draws is None else draws
+        sel = draws_slice(draws)
         off = self.pair_offset_[sel]
         log_f = self.reduced_.posterior.log_class_frequencies[sel, None, :]
         log_z = logsumexp(off + log_f, axis=2, keepdims=True)
@@ -769,16 +769,13 @@ class Transducer:
         pairs = None if self.pair_offset_ is None else self.reduction_.pairs(y, order)
 
         def joint(draws: slice | None = None) -> np.ndarray:
-            if draws is not None and not isinstance(draws, slice):
-                raise TypeError(f"draws must be a slice of the posterior's draws or None, "
-                                f"found {type(draws).__name__}")  # fmt: skip
+            sel = draws_slice(draws)
             if kernels is None:  # kernels that move between draws: evaluated per draw
                 out = reduced.scaled_joint(lower, upper, censored, draws=draws)
             else:
                 out = reduced.kernel_joint(kernels, draws=draws)
             if pairs is None:
                 return out
-            sel = slice(None) if draws is None else draws
             weights = self._pair_weights(draws) if pair_weights is None else pair_weights[sel]
             # in place, a few draws at a time: the pair weights gathered for every draw at
             # once were a second (S, n, ranks) array and the product a third (5.5 GB at ten

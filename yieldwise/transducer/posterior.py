@@ -38,6 +38,17 @@ __all__ = ["TransducerPosterior"]
 PLACEMENT_DRAWS = 64
 
 
+def draws_slice(draws: slice | None) -> slice:
+    """``draws`` as a slice of a posterior's draws (None: every draw); anything else is
+    refused by name (the blocks of draws a caller combines must be slices)."""
+    if draws is None:
+        return slice(None)
+    if not isinstance(draws, slice):
+        raise TypeError(f"draws must be a slice of the posterior's draws or None, "
+                        f"found {type(draws).__name__}")  # fmt: skip
+    return draws
+
+
 @dataclass(frozen=True, eq=False)
 class TransducerPosterior:
     """Posterior draws of the transducer's mixture (theory 3.1), flattened over chains.
@@ -256,8 +267,8 @@ class TransducerPosterior:
         exchangeable ``p(c | y)`` (chunk, C) and each draw's ``F_t(c | y)`` (S, chunk, C),
         discriminative or, with prevalences ``r``, generative (``F_t(y | c) r_c``); what
         bands, per-draw probabilities and their mean are made of
-        (:func:`yieldwise._mixture.class_probability_chunks`: from the scaled joint, the
-        logs only where it may underflow)."""
+        (:func:`yieldwise._mixture.class_probability_chunks`: ratios of the scaled joint
+        with fixed kernels, of ``log_joint`` with moving ones)."""
         factors = self.class_factors(prevalences)
         yield from _mixture.class_probability_chunks(
             self.w, self.alpha, self.mu, self.sigma, lower, upper, censored, class_factors=factors
@@ -305,10 +316,7 @@ class TransducerPosterior:
         same scale per row. The kernels are evaluated once by the caller, so the joint of
         the same rows block after block of draws costs one matrix product a block
         (:func:`yieldwise._mixture.kernel_joint`)."""
-        if draws is not None and not isinstance(draws, slice):
-            raise TypeError(f"draws must be a slice of the posterior's draws or None, "
-                            f"found {type(draws).__name__}")  # fmt: skip
-        sel = slice(None) if draws is None else draws
+        sel = draws_slice(draws)
         return _mixture.kernel_joint(kernels, self.w[sel, :, None] * self.alpha[sel])
 
     def pooled_joint(
