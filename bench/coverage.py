@@ -597,8 +597,14 @@ def merge(parts: list[tuple[str, dict]], replace: bool = False) -> dict:
     if len(set(seeds.values())) > 1:
         raise ResultsError(f"merged results files must share one seed, found {seeds}")
     merged = new_results(next(iter(seeds.values())))
+    merged["replaced"] = []
     origin: dict[str, str] = {}
     for name, part in parts:
+        # a part that was itself merged with --replace says which of its cells came from
+        # where: kept, unless a later part replaces that cell again (below)
+        for entry in part.get("replaced", []):
+            if entry not in merged["replaced"]:
+                merged["replaced"].append(entry)
         if replace:
             brought = {_cell(key) for key in part["fits"]}
             held = {key for key in merged["fits"] if _cell(key) in brought}
@@ -612,7 +618,8 @@ def merge(parts: list[tuple[str, dict]], replace: bool = False) -> dict:
                 )
             for cell in cells:
                 replaced = sorted({origin[k] for k in held if _cell(k) == cell})
-                merged.setdefault("replaced", []).append(
+                merged["replaced"] = [e for e in merged["replaced"] if e["cell"] != cell]
+                merged["replaced"].append(
                     {"cell": cell, "by": name, "was": replaced}
                 )
         for key, record in part["fits"].items():
@@ -624,6 +631,8 @@ def merge(parts: list[tuple[str, dict]], replace: bool = False) -> dict:
                 )
             merged["fits"][key], origin[key] = record, name
         merged["runs"] += [run for run in part["runs"] if run not in merged["runs"]]
+    if not merged["replaced"]:
+        del merged["replaced"]
     return merged
 
 

@@ -538,6 +538,14 @@ def test_merge_replace_takes_whole_cells_from_the_later_file(cov, tmp_path):
     extra = {"seed": 2026, "fits": _fits_of({"clipped|300": 1}, "new"), "runs": []}
     added = cov.merge([("study", study), ("extra", extra)], replace=True)
     assert "clipped|300|0" in added["fits"] and "replaced" not in added
+    # merged again (the study file is itself a merge): its record of replaced cells is
+    # kept, and a cell replaced once more is recorded by its new file only
+    again = cov.merge([("study", merged), ("extra", extra)], replace=True)
+    assert again["replaced"] == [{"cell": "votes|300", "by": "refit", "was": ["study"]}]
+    newer = {"seed": 2026, "fits": _fits_of({"votes|300": 3}, "newer"), "runs": []}
+    third = cov.merge([("merged", merged), ("newer", newer)], replace=True)
+    assert third["replaced"] == [{"cell": "votes|300", "by": "newer", "was": ["merged"]}]
+    assert {r["tag"] for k, r in third["fits"].items() if k.startswith("votes")} == {"newer"}
 
 
 def test_replace_is_refused_without_merge(cov, capsys):
