@@ -619,9 +619,7 @@ def merge(parts: list[tuple[str, dict]], replace: bool = False) -> dict:
             for cell in cells:
                 replaced = sorted({origin[k] for k in held if _cell(k) == cell})
                 merged["replaced"] = [e for e in merged["replaced"] if e["cell"] != cell]
-                merged["replaced"].append(
-                    {"cell": cell, "by": name, "was": replaced}
-                )
+                merged["replaced"].append({"cell": cell, "by": name, "was": replaced})
         for key, record in part["fits"].items():
             if not replace and key in merged["fits"] and merged["fits"][key] != record:
                 raise ResultsError(
