@@ -11,6 +11,7 @@ from scipy.integrate import quad
 from scipy.stats import norm
 
 from yieldwise import Transducer, UtilityMatrix
+from yieldwise.transducer import ExtrapolationWarning
 
 # Two draws of a 2-component, 2-class, 1-D mixture on the identity scale.
 W = np.array([[0.6, 0.4], [0.5, 0.5]])
@@ -457,3 +458,72 @@ def test_pooled_joint_is_the_brute_force_sum_over_draws_of_the_grouped_joint(cas
         _mixture.pooled_joint(w, alpha, mu, sigma, lo, hi, censored, v[:, :, :2], g)
     with pytest.raises(ValueError, match=r"groups must hold one index in 0 \.\. 3"):
         _mixture.pooled_joint(w, alpha, mu, sigma, lo, hi, censored, v, g + 1)
+
+
+def test_two_class_band_quantiles_are_numpys_from_one_partition_of_the_odds():
+    """_draw_quantiles gives np.quantile's linear-interpolation quantiles over draws: for
+    two classes from one partition of the odds p1 / p0 (both classes' order statistics),
+    to a few units in the last place, over probabilities from 1e-250 to 1; where p0 rounds
+    to 1.0 in every draw, p1's tiny values still sort by themselves (sorting p0 alone would
+    tie them); rows with undefined odds, and three classes, are numpy's own."""
+    from yieldwise.transducer.estimator import _draw_quantiles
+
+    rng = np.random.default_rng(5)
+    s, n = 401, 60
+    log_j = rng.normal(0, 1, (s, 2, n)) * np.geomspace(0.01, 300, n)  # spreads up to e^±1000
+    p1 = 1 / (1 + np.exp(np.clip(log_j[:, 0] - log_j[:, 1], -700, 700)))
+    p0 = 1 / (1 + np.exp(np.clip(log_j[:, 1] - log_j[:, 0], -700, 700)))
+    tiny = np.geomspace(1e-250, 1e-240, s)
+    rng.shuffle(tiny)
+    p1[:, 0], p0[:, 0] = tiny, 1.0 - tiny  # p0 == 1.0 exactly in every draw
+    assert np.all(p0[:, 0] == 1.0)
+    per_draw = np.stack([p0, p1], axis=2)
+    for tails in ([0.025, 0.975], [0.125, 0.875], [0.0, 1.0], [0.5, 0.5], [0.0005, 0.9995]):
+        expected = np.quantile(per_draw, tails, axis=0)
+        got = _draw_quantiles(per_draw.copy(), tails)
+        np.testing.assert_allclose(got, expected, rtol=4e-15, atol=0)
+        # the tiny column's quantiles by hand: the sorted values, interpolated
+        h = (s - 1) * np.asarray(tails)
+        ordered = np.sort(tiny)
+        lo = np.floor(h).astype(int)
+        by_hand = ordered[lo] + (ordered[np.minimum(lo + 1, s - 1)] - ordered[lo]) * (h - lo)
+        np.testing.assert_allclose(got[:, 0, 1], by_hand, rtol=4e-15)
+    # a draw with both probabilities 0 (odds undefined): numpy's answer, NaN where it gives NaN
+    broken = per_draw.copy()
+    broken[3, 7] = [0.0, 0.0]
+    broken[4, 8] = [np.nan, np.nan]
+    expected = np.quantile(broken, [0.1, 0.9], axis=0)
+    got = _draw_quantiles(broken.copy(), [0.1, 0.9])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=0)
+    three = rng.dirichlet(np.ones(3), size=(s, n))
+    np.testing.assert_array_equal(
+        _draw_quantiles(three.copy(), [0.05, 0.95]), np.quantile(three, [0.05, 0.95], axis=0)
+    )
+
+
+def test_binary_bands_far_out_are_the_brute_force_quantiles():
+    """predict_interval of a two-class transducer (the one-partition path) at outputs where
+    class 1's probability is 1e-12 to 1e-200: its bands are the quantiles over draws of
+    each draw's p(c | y) computed by hand in logs (scipy), to 1e-12 relative."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(8)
+    s, k = 300, 2
+    w = rng.dirichlet([20, 20], size=s)
+    tiny = 10.0 ** -rng.uniform(150, 200, s)  # the left kernel's class 1, a draw's own
+    alpha = np.stack([np.column_stack([1 - tiny, tiny]), rng.dirichlet([1, 30], size=s)], axis=1)
+    mu = np.broadcast_to(np.array([[-1.0], [1.0]]), (s, k, 1)).copy()
+    sigma = np.broadcast_to(np.array([[0.9], [0.8]]), (s, k, 1)).copy()
+    t = make_transducer(w, alpha, mu, sigma, CALIBRATION, CLASSES)
+    y = np.array([-1.0, -8.0, -20.0, -40.0, 0.3])
+    with pytest.warns(ExtrapolationWarning):
+        band = t.predict_interval(y, prob=0.9)
+    log_dens = norm.logpdf(y[None, :, None], mu[:, None, :, 0], sigma[:, None, :, 0])
+    log_g = logsumexp(log_dens[..., None] + np.log(w[:, None, :, None] * alpha[:, None]), axis=2)
+    per_draw = np.exp(log_g - logsumexp(log_g, axis=2, keepdims=True))  # (S, n, C)
+    assert per_draw[:, 3, 1].max() < 1e-100  # far out, class 1 is tiny
+    np.testing.assert_allclose(band["lower"].values, np.quantile(per_draw, 0.05, axis=0),
+                               rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(band["upper"].values, np.quantile(per_draw, 0.95, axis=0),
+                               rtol=1e-12)  # fmt: skip

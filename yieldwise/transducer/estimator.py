@@ -1078,7 +1078,7 @@ class Transducer:
         tails = [(1 - prob) / 2, (1 + prob) / 2]
         for sl, chunk_mean, per_draw in chunks(unique):
             mean[sl] = chunk_mean
-            lower[sl], upper[sl] = np.quantile(per_draw, tails, axis=0, overwrite_input=True)
+            lower[sl], upper[sl] = _draw_quantiles(per_draw, tails)
         mean, lower, upper = mean[inverse], lower[inverse], upper[inverse]
         dims = ("item", "class")
         return xr.Dataset(
@@ -1421,6 +1421,52 @@ class Transducer:
 #: taken in blocks of this size over draws x classes (2^24 doubles, 128 MiB), so loo() of
 #: 100,000 items x 4,000 draws needs no more memory than one of a few thousand.
 LOO_CHUNK_VALUES = 2**24
+
+
+def _draw_quantiles(per_draw: np.ndarray, tails: list[float]) -> np.ndarray:
+    """``np.quantile(per_draw, tails, axis=0)`` (linear interpolation) of per-draw class
+    probabilities (draws, rows, classes), whose values it may overwrite.
+
+    Two classes share one ordering of the draws: the odds ``k = p1 / p0`` order them
+    ascending in ``p1 = 1 / (1 + 1 / k)`` and descending in ``p0 = 1 / (1 + k)``
+    (``p0 + p1 = 1`` draw by draw), so one partition of the odds gives both classes' order
+    statistics: half the work of partitioning each class, which was most of a binary
+    ``predict_interval``'s time. The odds keep the relative precision of a small
+    probability in either tail (sorting ``p0`` alone would tie draws at ``p0 = 1.0`` whose
+    ``p1`` still differ); the order statistics, mapped back, are within a few units in the
+    last place of the probabilities themselves. Other class counts, and rows where the
+    odds are undefined (a draw with both probabilities 0, or NaN), go to ``np.quantile``.
+    """
+    draws, rows, classes = per_draw.shape
+    if classes != 2 or draws < 2:
+        return np.quantile(per_draw, tails, axis=0, overwrite_input=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odds = np.divide(per_draw[..., 1], per_draw[..., 0])
+    if np.isnan(odds).any():
+        return np.quantile(per_draw, tails, axis=0, overwrite_input=True)
+    h = (draws - 1) * np.asarray(tails, dtype=float)
+    low = np.floor(h).astype(int)
+    high = np.minimum(low + 1, draws - 1)
+    gamma = h - low
+    # numpy's order positions for class 1, and their mirror images for class 0
+    positions = np.unique(np.concatenate([low, high, draws - 1 - low, draws - 1 - high]))
+    odds.partition(positions, axis=0)
+    out = np.empty((len(tails), rows, 2))
+    with np.errstate(divide="ignore"):
+        for j, g in enumerate(gamma):
+            for c, (lo, hi) in (
+                (1, (low[j], high[j])),
+                (0, (draws - 1 - low[j], draws - 1 - high[j])),
+            ):
+                k_lo, k_hi = odds[lo], odds[hi]
+                a, b = (
+                    (1 / (1 + 1 / k_lo), 1 / (1 + 1 / k_hi))
+                    if c
+                    else (1 / (1 + k_lo), 1 / (1 + k_hi))
+                )
+                # numpy's linear interpolation (its _lerp)
+                out[j, :, c] = b - (b - a) * (1 - g) if g >= 0.5 else a + (b - a) * g
+    return out
 
 
 def _psis_loo(
