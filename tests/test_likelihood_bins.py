@@ -160,8 +160,16 @@ def test_binning_record_against_the_likelihood_by_hand():
 def test_warn_on_binning_says_what_to_do():
     record = {"rows_exact": 9000, "rows": 2000, "bin_width": [0.003],
               "binned_ess_share": 0.5, "binned_gap_sd": 1.2}  # fmt: skip
-    with pytest.warns(diagnostics.DiagnosticsWarning, match=r"likelihood_bins=None"):
+    with pytest.warns(
+        diagnostics.DiagnosticsWarning, match=r"Refit with Transducer\(likelihood_bins=None\)"
+    ):
         diagnostics.warn_on_binning(record, 0.9)
+    # told the bins' fraction, it names bins half as wide first, then the exact likelihood
+    with pytest.warns(diagnostics.DiagnosticsWarning) as caught:
+        diagnostics.warn_on_binning(record, 0.9, fraction=0.25)
+    (message,) = [str(w.message) for w in caught]
+    assert "Refit with bins half as wide, Transducer(likelihood_bins=0.125)" in message
+    assert message.index("0.125") < message.index("likelihood_bins=None")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         diagnostics.warn_on_binning(record | {"binned_ess_share": 0.95}, 0.9)

@@ -133,18 +133,31 @@ def binning_record(
     }
 
 
-def warn_on_binning(record: dict[str, Any], minimum: float, stacklevel: int = 2) -> None:
+def warn_on_binning(
+    record: dict[str, Any], minimum: float, stacklevel: int = 2, fraction: float | None = None
+) -> None:
     """A :class:`DiagnosticsWarning` when the binned likelihood's draws, reweighted to the
-    exact likelihood, keep less than ``minimum`` of their effective share."""
+    exact likelihood, keep less than ``minimum`` of their effective share. ``fraction``,
+    the bins' width as a fraction of the kernels' (``likelihood_bins``), lets it name bins
+    half as wide first: the log-likelihood's gap shrinks with the square of the width (its
+    first-order terms cancel within a bin: docs/model.md, "Large calibration sets"), so
+    they are the cheaper cure where the exact likelihood would be slow."""
     share = record.get("binned_ess_share")
     if share is not None and not share >= minimum:
+        finer = (
+            "Refit "
+            if fraction is None
+            else f"Refit with bins half as wide, Transducer(likelihood_bins={fraction / 2:g}) "
+            "(the gap shrinks with the square of the width; up to twice the rows per output "
+            "dimension), or "
+        )
         warnings.warn(
             f"the likelihood merged the calibration outputs in bins ({record['rows_exact']} "
             f"distinct rows -> {record['rows']}; widths {record['bin_width']} on the model "
             f"scale), and its posterior differs from the exact one: reweighted to the exact "
             f"likelihood its draws keep an effective share of {share:.2f} (below "
             f"{minimum:g}; the log-likelihood's gap varies by sd {record['binned_gap_sd']:.3g} "
-            "over the draws). Refit with Transducer(likelihood_bins=None) for the exact "
+            f"over the draws). {finer}with Transducer(likelihood_bins=None) for the exact "
             "likelihood (slower on many distinct outputs)",
             DiagnosticsWarning,
             stacklevel=stacklevel,

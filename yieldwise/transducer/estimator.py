@@ -409,7 +409,7 @@ class Transducer:
             likelihood.update(
                 binning_record(result.draws, data, class_index, lower, upper, censored)
             )
-            warn_on_binning(likelihood, BIN_ESS_SHARE_MIN, stacklevel=2)
+            warn_on_binning(likelihood, BIN_ESS_SHARE_MIN, stacklevel=2, fraction=bin_fraction)
         self._set_fitted(result, data, y, class_index, labels, transform, design)
         self.members_ = members
         record_members(self.posterior_, members)
