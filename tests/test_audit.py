@@ -14,9 +14,9 @@ from yieldwise.audit import (
     DEFAULT_METRICS,
     Admissibility,
     _perturb,
-    _sample_chart_points,
     is_admissible,
     rank_disagreement,
+    sample_chart_points,
 )
 from yieldwise.metrics import CONFUSION_METRICS
 from yieldwise.utility import in_chart_domain
@@ -176,7 +176,7 @@ def test_monte_carlo_matches_quadrature_for_a_fixed_matrix(metric):
 # ------------------------------------------------------------- (c) erroneous matrices
 def test_erroneous_matrices_satisfy_the_constraints():
     rng = np.random.default_rng(6)
-    true = yieldwise.utility.chart_matrices(*_sample_chart_points(50_000, "uniform", rng))
+    true = yieldwise.utility.chart_matrices(*sample_chart_points(50_000, "uniform", rng))
     for sd in (0.05, 0.3, 1.0, 5.0):
         wrong = _perturb(true, sd, rng)
         assert wrong.shape == true.shape
@@ -257,7 +257,7 @@ def _domain_grid(m: int):
 
 def test_uniform_prior_fills_the_domain_uniformly():
     n = 200_000
-    x, y = _sample_chart_points(n, "uniform", np.random.default_rng(12))
+    x, y = sample_chart_points(n, "uniform", np.random.default_rng(12))
     assert in_chart_domain(x, y).all()
     # Quadrants: areas 1, 1/2, 1, 1/2 of the domain's area 4 - 1/2 - 1/2 = 3.
     for mask, area in (
@@ -281,7 +281,7 @@ def test_uniform_prior_fills_the_domain_uniformly():
 
 def test_gaussian_prior_is_a_truncated_normal_with_sd_one_third():
     n = 200_000
-    x, y = _sample_chart_points(n, "gaussian", np.random.default_rng(13))
+    x, y = sample_chart_points(n, "gaussian", np.random.default_rng(13))
     assert in_chart_domain(x, y).all()
     # Brute-force moments of N(0, 1/3)^2 truncated to the domain, on a fine grid.
     gx, gy, inside, _ = _domain_grid(2000)

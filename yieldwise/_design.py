@@ -686,13 +686,13 @@ def kernel_matrix(
     density at a point row (or probability of a censored row's bin), computed by the same
     numpy code that makes predictions (:mod:`yieldwise._mixture`).
     """
-    from ._mixture import _log_kernels
+    from ._mixture import log_kernels
 
     loc = np.asarray(design_loc, float)
     sigma = np.broadcast_to(np.asarray(design_width, float), loc.shape)
     cens = np.asarray(censored).astype(bool)
     with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
-        log_k = _log_kernels(loc[None], sigma[None], lower, upper, cens)[0]  # (n, K)
+        log_k = log_kernels(loc[None], sigma[None], lower, upper, cens)[0]  # (n, K)
     top = log_k.max(axis=1)
     if not np.isfinite(top).all():
         bad = int((~np.isfinite(top)).sum())

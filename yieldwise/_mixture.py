@@ -124,7 +124,7 @@ def _log_phi_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
 
 
-def _log_kernels(mu, sigma, lo, hi, cens) -> np.ndarray:
+def log_kernels(mu, sigma, lo, hi, cens) -> np.ndarray:
     """(S, n, K): sum over dimensions of the log kernel of each item under each component."""
     out = np.zeros((mu.shape[0], lo.shape[0], mu.shape[1]))
     for d in range(mu.shape[2]):  # D is small; draws, items and components are vectorised
@@ -195,7 +195,7 @@ def _shifted_kernels(mu, sigma, lo, hi, cens) -> tuple[np.ndarray, np.ndarray]:
     ``exp(top)``, ``top`` (n,) each item's largest log kernel (0 where none is finite), so
     the largest entry of a row is exactly 1. Call under ``np.errstate`` that ignores
     underflow and log(0)."""
-    lk = _log_kernels(mu[:1], sigma[:1], lo, hi, cens)[0]  # (n, K): the first draw's
+    lk = log_kernels(mu[:1], sigma[:1], lo, hi, cens)[0]  # (n, K): the first draw's
     top = lk.max(axis=1)
     top = np.where(np.isfinite(top), top, 0.0)
     return np.exp(lk - top[:, None]), top
@@ -274,7 +274,7 @@ def log_joint(
                 out[:, sl, :] = (np.log(product) + top[:, None, None]).transpose(1, 0, 2)
             return out
         for sl in item_chunks(s, k, n, max_elements):
-            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
+            lk = log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
             # log-sum-exp over components as one batched matrix product: shifting each
             # (draw, item) by its largest log kernel puts the largest term at exactly 1,
             # so the sum cannot overflow and loses nothing that matters (a class whose
@@ -505,7 +505,7 @@ def log_likelihood(
             return total
         log_w = np.log(w)
         for sl in item_chunks(s, k, n, max_elements):
-            lk = _log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
+            lk = log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
             la = np.log(np.moveaxis(alpha[:, :, cls[sl]], 1, 2))  # (S, m, K)
             total += logsumexp(lk + la + log_w[:, None, :], axis=2) @ cnt[sl]
     return total

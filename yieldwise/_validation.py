@@ -17,7 +17,7 @@ import pandas as pd
 Label = Hashable
 
 
-def _scalar(label: Any) -> Label:
+def python_scalar(label: Any) -> Label:
     """Turn numpy scalars into Python scalars so ``0`` and ``np.int64(0)`` agree."""
     if isinstance(label, np.generic):
         return label.item()
@@ -70,7 +70,7 @@ def check_labels(labels: Iterable[Any] | None, size: int, name: str) -> tuple[La
         raise TypeError(f"{name} must be a sequence of labels, found the string {labels!r}")
     if isinstance(labels, pd.Index | pd.Series | np.ndarray):
         labels = labels.tolist()
-    result = tuple(_scalar(label) for label in labels)
+    result = tuple(python_scalar(label) for label in labels)
     if len(result) != size:
         raise ValueError(
             f"{name} must have {size} labels, found {len(result)}: {_describe(result)}"
@@ -115,7 +115,7 @@ def label_values(values: Any, name: str) -> np.ndarray:
             f"{name} has {missing.sum()} missing label(s) (NaN/None); "
             f"first at position {int(positions[0])}"
         )
-    values = [_scalar(v) for v in series.tolist()]
+    values = [python_scalar(v) for v in series.tolist()]
     _check_bools_apart(values, name)
     return np.array(values, dtype=object)
 
@@ -144,9 +144,9 @@ def _check_bools_apart(labels: Sequence[Any], name: str) -> None:
 def categories_of(values: Any) -> tuple[Label, ...] | None:
     """The declared categories of a pandas Categorical or categorical Series, else None."""
     if isinstance(values, pd.Categorical):
-        return tuple(_scalar(c) for c in values.categories)
+        return tuple(python_scalar(c) for c in values.categories)
     if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
-        return tuple(_scalar(c) for c in values.cat.categories)
+        return tuple(python_scalar(c) for c in values.cat.categories)
     return None
 
 

@@ -31,7 +31,7 @@ from . import metrics as _m
 from ._validation import check_positive_int
 from .confusion import ConfusionMatrix
 from .metrics import CONFUSION_METRICS, MetricInfo, UndefinedMetricError
-from .utility import UtilityMatrix, _admitted_entries, _sample_chart_points, chart_matrices
+from .utility import UtilityMatrix, admitted_entries, chart_matrices, sample_chart_points
 
 __all__ = [
     "DEFAULT_ERROR_SD",
@@ -666,7 +666,7 @@ def _binary_chunk(
 ) -> _Chunk:
     """Steps 1, 3, 4 of theory 1.5 for two classes (class 0 positive)."""
     if isinstance(prior, str):
-        true_u = chart_matrices(*_sample_chart_points(m, prior, rng))
+        true_u = chart_matrices(*sample_chart_points(m, prior, rng))
     else:
         true_u = np.broadcast_to(prior, (m, 2, 2))
     f0 = rng.random(m) if balance is None else np.full(m, balance[0])
@@ -713,7 +713,7 @@ def _square_chunk(
     joint confusion matrix is ``C[i, c] = f_c P(decision i | class c)``.
     """
     if isinstance(prior, str):
-        true_u = _admitted_entries(m, k, rng)
+        true_u = admitted_entries(m, k, rng)
     else:
         true_u = np.broadcast_to(prior, (m, k, k))
     f = rng.dirichlet(np.ones(k), size=m) if balance is None else np.broadcast_to(balance, (m, k))
@@ -1261,7 +1261,7 @@ def auc_disagreement(
     for start in range(0, n_pairs, chunk_size):
         m = min(chunk_size, n_pairs - start)
         if isinstance(prior, str):
-            true_u = chart_matrices(*_sample_chart_points(m, prior, rng))
+            true_u = chart_matrices(*sample_chart_points(m, prior, rng))
         else:
             true_u = np.broadcast_to(prior, (m, 2, 2))
         b = rng.random(m) if balance is None else np.full(m, balance[0])

@@ -125,7 +125,7 @@ def _columns(frame: pd.DataFrame, names: Sequence[str], path: str, option: str) 
 
 def _fit(args: argparse.Namespace) -> int:
     from ._files import output_path, partial_file, place_file, target_lock
-    from .report import _check_sampler
+    from .report import check_sampler
     from .transducer import Transducer
 
     out = output_path(args.out)
@@ -137,7 +137,7 @@ def _fit(args: argparse.Namespace) -> int:
             f"--output-cols lists {args.class_col!r}, which is also --class-col; a "
             "classifier's outputs cannot be the true classes"
         )
-    _check_sampler(
+    check_sampler(
         {k: getattr(args, k) for k in ("chains", "warmup", "draws", "seed", "backend")
          if getattr(args, k) is not None},
         "fit", overrides={"chains", "warmup", "draws", "seed", "backend"},

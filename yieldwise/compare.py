@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .long_run import DEFAULT_CELLS, DEFAULT_POINTS, _long_run
+from .long_run import DEFAULT_CELLS, DEFAULT_POINTS, long_run_core
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -81,11 +81,11 @@ def compare(
             member_rule = "augmented"  # the ensemble has no standard rule of its own
         options = (prevalences, threshold, n_cells, n_points, seed)
         try:
-            raw[name], rescaled_values = _long_run(transducer, utility, member_rule, *options)
+            raw[name], rescaled_values = long_run_core(transducer, utility, member_rule, *options)
         except ValueError as exc:
             if "cannot rescale" not in str(exc):
                 raise
-            raw[name], rescaled_values = _long_run(
+            raw[name], rescaled_values = long_run_core(
                 transducer, utility, member_rule, *options, rescale=False
             )
         if rescaled_values is not None:
@@ -343,7 +343,7 @@ def _prob_greater(a: np.ndarray, b: np.ndarray, paired: bool) -> float:
 def _plot_densities(ax: Axes, samples: Mapping[str, np.ndarray]) -> None:
     from scipy.stats import gaussian_kde
 
-    from .plots import _legend
+    from .plots import verbatim_legend
 
     everything = np.concatenate(list(samples.values()))
     pad = 0.05 * (np.ptp(everything) or 1.0)
@@ -357,7 +357,7 @@ def _plot_densities(ax: Axes, samples: Mapping[str, np.ndarray]) -> None:
         handles.append(line)
     ax.set_xlabel("long-run utility per item")
     ax.set_ylabel("posterior density")
-    _legend(ax, handles, list(samples))  # names verbatim: "$" is no mathtext here
+    verbatim_legend(ax, handles, list(samples))  # names verbatim: "$" is no mathtext here
 
 
 def _plot_superiority(ax: Axes, table: pd.DataFrame) -> None:

@@ -126,16 +126,18 @@ class ConfusionMatrix:
         array of per-item matrices ``(items, decisions, classes)``; see
         :func:`yieldwise.decide` for the conventions.
         """
-        from .decision import _prepare, _tied_decisions
+        from .decision import prepare_decision_inputs, tied_decisions
 
-        p, u, decision_labels, class_labels = _prepare(probabilities, utility, decisions)
+        p, u, decision_labels, class_labels = prepare_decision_inputs(
+            probabilities, utility, decisions
+        )
         truth = label_values(true_classes, "true_classes")
         if truth.size != p.shape[0]:
             raise ValueError(
                 f"true_classes must have one label per item ({p.shape[0]}), found {truth.size}"
             )
         cols = indices_of(truth, class_labels, "true_classes", "utility matrix's classes")
-        tied = _tied_decisions(p, u)
+        tied = tied_decisions(p, u)
         share = tied / tied.sum(axis=1, keepdims=True)
         onehot = np.zeros((p.shape[0], len(class_labels)))
         onehot[np.arange(p.shape[0]), cols] = 1.0

@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 
 from ._validation import Label, as_float_array
-from .metrics import UndefinedMetricError, _binary_truth
-from .roc import ROCHull, _prepare, convex_hull
+from .metrics import UndefinedMetricError, binary_truth
+from .roc import ROCHull, convex_hull, prepare_binary
 from .utility import UtilityMatrix
 
 __all__ = [
@@ -140,7 +140,7 @@ def operating_condition(
     if not 0 < b < 1:
         raise ValueError(f"prevalence must lie strictly between 0 and 1, found {prevalence!r}")
     labels = np.array(utility.classes, dtype=object)
-    binary = _prepare(labels, utility, positive, utility.classes, None)
+    binary = prepare_binary(labels, utility, positive, utility.classes, None)
     u = binary.u
     cost_fn = float(u[0, 0] - u[1, 0])
     cost_fp = float(u[1, 1] - u[0, 1])
@@ -409,7 +409,7 @@ def brier_curve(
             f"probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]; pass the "
             "probability of the positive class, not a score"
         )
-    is_positive, positive, classes = _binary_truth(true_classes, positive, classes, p.size)
+    is_positive, positive, classes = binary_truth(true_classes, positive, classes, p.size)
     if len(classes) != 2:
         raise ValueError(
             f"brier_curve needs two classes, found {len(classes)}: {list(classes)}; relabel "
@@ -456,7 +456,7 @@ def brier_curve(
     )
 
 
-def _check_curves(curves: Any) -> list[tuple[str, Any]]:
+def check_curves(curves: Any) -> list[tuple[str, Any]]:
     if isinstance(curves, CostCurve | BrierCurve):
         return [("classifier", curves)]
     if not isinstance(curves, Mapping) or not curves:

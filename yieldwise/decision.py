@@ -26,7 +26,7 @@ _SUM_TOLERANCE = 1e-6
 _TIE_RTOL = 1e-10
 
 
-def _prepare(
+def prepare_decision_inputs(
     probabilities: Any, utility: UtilityMatrix | Any, decisions: Iterable[Label] | None
 ) -> tuple[np.ndarray, np.ndarray, tuple[Label, ...], tuple[Label, ...]]:
     """Validate inputs; return ``p (n, C)``, ``u (1 or n, D, C)`` and the labels."""
@@ -96,7 +96,7 @@ def _expected(p: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.einsum("nc,ndc->nd", p, u)
 
 
-def _tied_decisions(p: np.ndarray, u: np.ndarray) -> np.ndarray:
+def tied_decisions(p: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Boolean ``(n, D)`` mask of the decisions tied for the highest expected utility."""
     eu = _expected(p, u)
     scale = np.abs(u).max(axis=(1, 2))[:, None]
@@ -121,7 +121,7 @@ def expected_utilities(
 
     Returns a ``DataFrame`` with one column per decision label.
     """
-    p, u, decision_labels, _ = _prepare(probabilities, utility, decisions)
+    p, u, decision_labels, _ = prepare_decision_inputs(probabilities, utility, decisions)
     return pd.DataFrame(
         _expected(p, u), columns=pd.Index(decision_labels, name="decision", dtype=object)
     )
@@ -168,8 +168,8 @@ def decide(
     """
     if tie not in ("random", "first"):
         raise ValueError(f"tie must be 'random' or 'first', found {tie!r}")
-    p, u, decision_labels, _ = _prepare(probabilities, utility, decisions)
-    tied = _tied_decisions(p, u)
+    p, u, decision_labels, _ = prepare_decision_inputs(probabilities, utility, decisions)
+    tied = tied_decisions(p, u)
     if tie == "first":
         chosen = tied.argmax(axis=1)
     else:

@@ -285,13 +285,13 @@ def long_run_utility(
     >>> u.dims, bool(0.6 < float(u.mean()) < 1), bool(float(u.integration_error) < spread / 10)
     (('chain', 'draw'), True, True)
     """
-    raw, rescaled = _long_run(
+    raw, rescaled = long_run_core(
         transducer, utility, rule, prevalences, threshold, n_cells, n_points, seed, rescale
     )
     return rescaled if rescale else raw
 
 
-def _long_run(
+def long_run_core(
     transducer: Transducer, utility: Any, rule: Any, prevalences: Any, threshold: float,
     n_cells: int, n_points: int, seed: int, rescale: bool = True,
 ) -> tuple[xr.DataArray, xr.DataArray | None]:  # fmt: skip
@@ -727,7 +727,7 @@ def _check_threshold(threshold: Any) -> None:
         )
 
 
-def _decision_indices(
+def decision_indices(
     rule: Any, outputs: np.ndarray, decisions: tuple[Label, ...], transducer: Transducer,
     threshold: float,
 ) -> np.ndarray:  # fmt: skip
@@ -778,7 +778,7 @@ def _decider(
         return lambda cells: np.einsum("jc,mdc->mjd", cells.proba, matrices).argmax(axis=2)
 
     def fixed(cells: _Cells) -> np.ndarray:
-        return _decision_indices(rule, cells.outputs, decisions, transducer, threshold)[None]
+        return decision_indices(rule, cells.outputs, decisions, transducer, threshold)[None]
 
     return fixed
 
@@ -806,7 +806,7 @@ def _integrate(
         if monte_carlo and errors is None:
             errors = _augmented_errors(cells, matrices)
     else:
-        chosen = _decision_indices(rule, cells.outputs, decisions, transducer, threshold)
+        chosen = decision_indices(rule, cells.outputs, decisions, transducer, threshold)
         values = _fixed_rule(cells, chosen, matrices)
         mixed = np.full(len(matrices), _mixed_mass(cells, chosen))
         boundary = mixed * spread

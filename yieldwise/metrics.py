@@ -314,7 +314,7 @@ def _ovr_batch(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
 
 # --------------------------------------------------------------------- validation
-def _square_counts(confusion: Any, metric: str) -> tuple[np.ndarray, tuple[Label, ...]]:
+def square_counts(confusion: Any, metric: str) -> tuple[np.ndarray, tuple[Label, ...]]:
     """Counts with rows reordered so row ``k`` is the decision "choose class ``k``"."""
     if not isinstance(confusion, ConfusionMatrix):
         raise TypeError(
@@ -407,7 +407,7 @@ def _ovr_metric(
     macro_f: str = "mean",
     **kw: float,
 ) -> float:
-    counts, classes = _square_counts(confusion, metric)
+    counts, classes = square_counts(confusion, metric)
     k, avg = _resolve(classes, positive, average, metric)
     fill = _check_zero_division(zero_division, metric)
     value = float(_apply_ovr(kernel, counts, k, avg, fill, macro_f, **kw))
@@ -420,7 +420,7 @@ def _ovr_metric(
 def _whole_metric(
     metric: str, batch: Callable[[np.ndarray], np.ndarray], confusion: ConfusionMatrix, why: str
 ) -> float:
-    counts, _ = _square_counts(confusion, metric)
+    counts, _ = square_counts(confusion, metric)
     value = float(batch(counts))
     if np.isnan(value):
         raise UndefinedMetricError(f"{metric} is undefined for this confusion matrix: {why}")
@@ -669,7 +669,7 @@ def fowlkes_mallows(
 )
 def balanced_accuracy(confusion: ConfusionMatrix) -> float:
     """Mean over classes of the per-class recall."""
-    counts, classes = _square_counts(confusion, "balanced_accuracy")
+    counts, classes = square_counts(confusion, "balanced_accuracy")
     value = float(_balanced_batch(counts))
     if np.isnan(value):
         raise UndefinedMetricError(
@@ -707,7 +707,7 @@ def preference_driven(confusion: ConfusionMatrix, kappa: Any = None) -> float:
 
     ``kappa`` defaults to the class frequencies among the true labels.
     """
-    counts, classes = _square_counts(confusion, "preference_driven")
+    counts, classes = square_counts(confusion, "preference_driven")
     if kappa is not None:
         kappa = as_float_array(kappa, "kappa", ndim=1)
         if kappa.shape != (len(classes),):
@@ -740,7 +740,7 @@ class ROCCurve:
     n_items: int
 
 
-def _binary_truth(
+def binary_truth(
     true_classes: Any, positive: Label | None, classes: Any, n_items: int
 ) -> tuple[np.ndarray, Label, tuple[Label, ...]]:
     truth = label_values(true_classes, "true_classes")
@@ -791,7 +791,7 @@ def roc_curve(
     categorical, else the smallest label).
     """
     s = _scores_1d(scores)
-    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, s.size)
+    is_positive, positive, _ = binary_truth(true_classes, positive, classes, s.size)
     n_pos = is_positive.sum()
     n_neg = s.size - n_pos
     if n_pos == 0 or n_neg == 0:
@@ -824,7 +824,7 @@ def _binary_counts(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, Label]:
     """``(tp, fp, thresholds, P, N, positive)`` at every distinct threshold, highest first."""
     s = _scores_1d(scores)
-    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, s.size)
+    is_positive, positive, _ = binary_truth(true_classes, positive, classes, s.size)
     n_pos = int(is_positive.sum())
     n_neg = s.size - n_pos
     if n_pos == 0 or n_neg == 0:
@@ -1052,7 +1052,7 @@ def _probability_matrix(
         )
     _check_probabilities(p, metric)
     if p.ndim == 1:
-        is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
+        is_positive, positive, _ = binary_truth(true_classes, positive, classes, p.size)
         return p[:, None], is_positive.astype(float)[:, None], (positive,)
     if positive is not None:
         raise ValueError(f"{metric}: positive= applies to 1-D probabilities only")
@@ -1463,7 +1463,7 @@ def reliability_table(
             raise ValueError(f"{name} must be a number in (0, 1), found {value!r}")
     p = as_float_array(probabilities, "probabilities", ndim=1)
     _check_probabilities(p, "reliability_table")
-    is_positive, positive, _ = _binary_truth(true_classes, positive, classes, p.size)
+    is_positive, positive, _ = binary_truth(true_classes, positive, classes, p.size)
     _, table = _decompose(p, is_positive.astype(float), bins)
     index, _ = _bin_index(p, bins)
     k = table["n_items"].to_numpy()

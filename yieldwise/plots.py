@@ -39,8 +39,8 @@ import pandas as pd
 
 from ._validation import Label, align, check_positive_int
 from .confusion import ConfusionMatrix
-from .metrics import CONFUSION_METRICS, UndefinedMetricError, _square_counts
-from .roc import _evaluate, _point, _prepare, _score_items
+from .metrics import CONFUSION_METRICS, UndefinedMetricError, square_counts
+from .roc import evaluate_thresholds, operating_point, prepare_binary, score_items
 from .utility import UtilityMatrix, chart_matrices, in_chart_domain
 from .yields import utility_yield
 
@@ -92,7 +92,7 @@ def _cycle_color(k: int) -> str:
     return colors[k % len(colors)]
 
 
-def _legend(ax: Axes, handles: list[Any], labels: list[str], **kwargs: Any) -> Any:
+def verbatim_legend(ax: Axes, handles: list[Any], labels: list[str], **kwargs: Any) -> Any:
     """A legend from explicit handles and labels, shown verbatim."""
     legend = ax.legend(handles, labels, **kwargs)
     for text in legend.get_texts():
@@ -102,7 +102,7 @@ def _legend(ax: Axes, handles: list[Any], labels: list[str], **kwargs: Any) -> A
 
 # ------------------------------------------------------------------ utility space
 def _binary_square(confusion: Any, name: str) -> ConfusionMatrix:
-    _square_counts(confusion, name)  # a ConfusionMatrix with one decision per class
+    square_counts(confusion, name)  # a ConfusionMatrix with one decision per class
     if confusion.shape != (2, 2):
         raise ValueError(
             f"{name} must be a binary (2x2) confusion matrix, found shape {confusion.shape}"
@@ -229,7 +229,9 @@ def utility_space(
     labels.append("not admitted (a wrong decision worth more)")
     handles.append(identity)
     labels.append("(0, 0): identity matrix (accuracy)")
-    _legend(ax, handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    verbatim_legend(
+        ax, handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0
+    )
 
     c0, c1 = classes
     ax.set_xlabel(
@@ -389,7 +391,7 @@ def metric_vs_yield(
     if n_wrong:
         handles.append(lines)
         labels.append("pair ranked wrongly")
-    _legend(ax, handles, labels, loc="best")
+    verbatim_legend(ax, handles, labels, loc="best")
     ax.set_xlabel("utility yield (true)")
     ax.set_ylabel(metric_name, parse_math=False)
     ax.set_title(f"{metric_name}: {n_wrong} of {n_pairs} pairs ranked wrongly", parse_math=False)
@@ -492,7 +494,9 @@ def audit(frame: pd.DataFrame, ax: Axes | None = None) -> Axes:
         ax.axhspan(value - 2 * se, value + 2 * se, color=color, alpha=0.15, linewidth=0)
         handles.append(line)
         labels.append(name)
-    _legend(ax, handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    verbatim_legend(
+        ax, handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0
+    )
     ax.set_xlabel("standard deviation σ of the error in each utility entry")
     ax.set_ylabel("fraction of pairs ranked wrongly")
     ax.set_title("Pairs of classifiers ranked wrongly (±2 Monte Carlo s.e.)")
@@ -540,15 +544,15 @@ def roc(
     ['m: best yield 0.75, AUC 0.750']
     >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
     """
-    items = _score_items(scores)
-    binary = _prepare(true_classes, utility, positive, classes, None)
+    items = score_items(scores)
+    binary = prepare_binary(true_classes, utility, positive, classes, None)
     ax = _axes(ax)
     handles: list[Any] = []
     labels: list[str] = []
     slope = float("nan")
     for k, (name, values) in enumerate(items):
-        curve = _evaluate(values, binary, f"scores[{name!r}]")
-        point = _point(curve, binary)
+        curve = evaluate_thresholds(values, binary, f"scores[{name!r}]")
+        point = operating_point(curve, binary)
         tpr, fpr = curve.tp / curve.n_pos, curve.fp / curve.n_neg
         auc = float(np.trapezoid(tpr, fpr))
         color = _cycle_color(k)
@@ -588,7 +592,7 @@ def roc(
         handles.append(line)
         labels.append(f"{name}: best yield {point.utility_yield:.4g}, AUC {auc:.3f}")
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=0)
-    _legend(ax, handles, labels, loc="lower right")
+    verbatim_legend(ax, handles, labels, loc="lower right")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_aspect("equal")
@@ -629,7 +633,7 @@ def _hulls(scores: Any, true_classes: Any, positive: Label | None, classes: Any)
 
     if isinstance(scores, ROCHull):
         return [("classifier", scores)]
-    items = _score_items(scores)
+    items = score_items(scores)
     out = []
     for name, values in items:
         if isinstance(values, ROCHull):
@@ -742,7 +746,7 @@ def roc_hull(
         handles.append(marker)
         labels.append(f"{name}: best points")
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=0)
-    _legend(ax, handles, labels, loc="lower right")
+    verbatim_legend(ax, handles, labels, loc="lower right")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_aspect("equal")
@@ -795,9 +799,9 @@ def cost_curves(curves: Any, utilities: Any = None, ax: Axes | None = None) -> A
     ['hull: area 0.0833', 'probabilities: area 0.1533']
     >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
     """
-    from .curves import BrierCurve, _check_curves, operating_condition
+    from .curves import BrierCurve, check_curves, operating_condition
 
-    items = _check_curves(curves)
+    items = check_curves(curves)
     axes_of = {"brier" if isinstance(c, BrierCurve) else c.axis for _, c in items}
     if "probability_cost" in axes_of and len(axes_of) > 1:
         raise ValueError(
@@ -835,7 +839,7 @@ def cost_curves(curves: Any, utilities: Any = None, ax: Axes | None = None) -> A
         )
         handles.append(line)
         labels.append(f"{name}: x = {x0:.3g}")
-    _legend(ax, handles, labels, loc="upper right")
+    verbatim_legend(ax, handles, labels, loc="upper right")
     ax.set_xlim(0, 1)
     ax.set_ylim(bottom=0)
     if x_name == "probability_cost":
@@ -942,7 +946,7 @@ def reliability(
         handles.append(container)
         labels.append(f"{name}: Brier {d.brier:.4f}, calibration loss {d.calibration_loss:.4f}")
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, zorder=1)
-    _legend(ax, handles, labels, loc="upper left")
+    verbatim_legend(ax, handles, labels, loc="upper left")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_aspect("equal")
@@ -992,7 +996,7 @@ def precision_recall(
     """
     from .metrics import average_precision, pr_curve, pr_gain_curve
 
-    items = _score_items(scores)
+    items = score_items(scores)
     ax = _axes(ax)
     handles: list[Any] = []
     labels: list[str] = []
@@ -1030,7 +1034,7 @@ def precision_recall(
         ax.set_xlabel("recall")
         ax.set_ylabel("precision")
         ax.set_title("Precision-recall curves (dotted: always positive)")
-    _legend(ax, handles, labels, loc="lower left")
+    verbatim_legend(ax, handles, labels, loc="lower left")
     return ax
 
 

@@ -36,10 +36,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import Label, _scalar, as_float_array, categories_of, check_labels, indices_of
+from ._validation import (
+    Label,
+    as_float_array,
+    categories_of,
+    check_labels,
+    indices_of,
+    python_scalar,
+)
 from ._validation import label_values as _label_values
 from .confusion import ConfusionMatrix
-from .metrics import UndefinedMetricError, _binary_truth, roc_curve_core
+from .metrics import UndefinedMetricError, binary_truth, roc_curve_core
 from .utility import UtilityMatrix
 
 __all__ = [
@@ -149,7 +156,7 @@ def _check_utility(utility: Any) -> UtilityMatrix:
     return utility
 
 
-def _prepare(
+def prepare_binary(
     true_classes: Any, utility: Any, positive: Label | None, classes: Any, n_items: int | None
 ) -> _Binary:
     """Validate the truth against the utility and resolve the positive class."""
@@ -175,7 +182,7 @@ def _prepare(
         )
     if positive is None:
         positive = classes[0]
-    positive = _scalar(positive)
+    positive = python_scalar(positive)
     if positive not in utility.classes:
         raise ValueError(
             f"positive {positive!r} is not among the utility matrix's classes "
@@ -200,7 +207,7 @@ def _prepare(
     return _Binary(is_positive, positive, negative, u, (row_p, row_n), (col_p, col_n), utility)
 
 
-def _evaluate(scores: Any, binary: _Binary, name: str = "scores") -> _Curve:
+def evaluate_thresholds(scores: Any, binary: _Binary, name: str = "scores") -> _Curve:
     """Yields at every threshold from cumulative counts (no loop over thresholds)."""
     s = as_float_array(scores, name, ndim=1)
     if s.size != binary.is_positive.size:
@@ -269,7 +276,7 @@ def iso_utility_slope(
     if not 0 < b < 1:
         raise ValueError(f"prevalence must lie strictly between 0 and 1, found {prevalence!r}")
     classes = utility.classes
-    binary = _prepare(np.array(classes, dtype=object), utility, positive, classes, None)
+    binary = prepare_binary(np.array(classes, dtype=object), utility, positive, classes, None)
     return _slope(binary.u, b)
 
 
@@ -291,7 +298,7 @@ def _best_index(yields: np.ndarray, u: np.ndarray) -> int:
     return int(np.flatnonzero(yields >= yields.max() - tolerance)[0])
 
 
-def _point(curve: _Curve, binary: _Binary) -> OperatingPoint:
+def operating_point(curve: _Curve, binary: _Binary) -> OperatingPoint:
     k = _best_index(curve.yields, binary.u)
     prevalence = curve.n_pos / (curve.n_pos + curve.n_neg)
     return OperatingPoint(
@@ -347,8 +354,8 @@ def yield_curve(
     [0.5, 0.75, 0.5, 0.75, 0.5]
     """
     s = as_float_array(scores, "scores", ndim=1)
-    binary = _prepare(true_classes, utility, positive, classes, s.size)
-    curve = _evaluate(s, binary)
+    binary = prepare_binary(true_classes, utility, positive, classes, s.size)
+    curve = evaluate_thresholds(s, binary)
     return pd.DataFrame(
         {
             "threshold": curve.thresholds,
@@ -415,11 +422,11 @@ def best_operating_point(
     3.0
     """
     s = as_float_array(scores, "scores", ndim=1)
-    binary = _prepare(true_classes, utility, positive, classes, s.size)
-    return _point(_evaluate(s, binary), binary)
+    binary = prepare_binary(true_classes, utility, positive, classes, s.size)
+    return operating_point(evaluate_thresholds(s, binary), binary)
 
 
-def _score_items(scores: Any) -> list[tuple[Any, Any]]:
+def score_items(scores: Any) -> list[tuple[Any, Any]]:
     if isinstance(scores, pd.DataFrame | Mapping):
         items = list(scores.items())
     else:
@@ -472,13 +479,13 @@ def compare(
     good                 1.00  1.0              1
     bad                  0.75  0.5              2
     """
-    items = _score_items(scores)
-    binary = _prepare(true_classes, utility, positive, classes, None)
+    items = score_items(scores)
+    binary = prepare_binary(true_classes, utility, positive, classes, None)
     rows = []
     names = []
     for name, values in items:
-        curve = _evaluate(values, binary, f"scores[{name!r}]")
-        point = _point(curve, binary)
+        curve = evaluate_thresholds(values, binary, f"scores[{name!r}]")
+        point = operating_point(curve, binary)
         auc = float(np.trapezoid(curve.tp / curve.n_pos, curve.fp / curve.n_neg))
         names.append(name)
         rows.append(
@@ -619,7 +626,7 @@ class ROCHull:
     # ----------------------------------------------------------- decisions
     def _binary(self, utility: UtilityMatrix) -> _Binary:
         labels = np.array([self.positive, self.negative], dtype=object)
-        return _prepare(labels, utility, self.positive, None, None)
+        return prepare_binary(labels, utility, self.positive, None, None)
 
     def _curve(self, binary: _Binary) -> _Curve:
         v = self.vertices
@@ -655,7 +662,7 @@ class ROCHull:
         (0.9, 0.25)
         """
         binary = self._binary(utility)
-        return _point(self._curve(binary), binary)
+        return operating_point(self._curve(binary), binary)
 
     def _randomised(self, j: int, q: float) -> RandomisedOperatingPoint:
         v = self.vertices
@@ -834,7 +841,7 @@ def convex_hull(
     [1.0, 1.0, 0.4, 0.4, 0.4, 0.4, 0.4, 0.0]
     """
     s = as_float_array(scores, "scores", ndim=1)
-    is_positive, positive, classes = _binary_truth(true_classes, positive, classes, s.size)
+    is_positive, positive, classes = binary_truth(true_classes, positive, classes, s.size)
     if len(classes) != 2:
         raise ValueError(
             f"convex_hull needs two classes, found {len(classes)}: {list(classes)}; relabel "

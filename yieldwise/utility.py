@@ -401,7 +401,7 @@ _UNIFORM_ACCEPTANCE = 0.75
 _GAUSSIAN_ACCEPTANCE = 0.9
 
 
-def _sample_chart_points(
+def sample_chart_points(
     n: int, prior: str, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """``n`` chart points ``(x, y)`` from the named prior, by rejection in rounds.
@@ -431,7 +431,7 @@ def _sample_chart_points(
     return x, y
 
 
-def _admitted_entries(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+def admitted_entries(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` square ``k x k`` matrices of i.i.d. U(0, 1) entries conditioned on every
     column's diagonal entry being its largest.
 
@@ -534,9 +534,9 @@ def sample_matrices(
             f"2 classes; found {n_decisions} decisions and {n_classes} classes"
         )
     if binary_chart:
-        values = chart_matrices(*_sample_chart_points(n, prior, rng))
+        values = chart_matrices(*sample_chart_points(n, prior, rng))
     elif prior != "unconstrained" and corresponding:
-        values = _admitted_entries(n, n_classes, rng)
+        values = admitted_entries(n, n_classes, rng)
     else:
         values = rng.random((n, n_decisions, n_classes))
     if corresponding and not (

@@ -94,7 +94,7 @@ from .config import (
     load_config,
     transducer_file_name,
 )
-from .config import _check_sampler as _check_sampler  # `yieldwise fit` checks with it
+from .config import check_sampler as check_sampler  # `yieldwise fit` checks with it
 from .job import Verdict, run_report, verdicts
 
 __all__ = [

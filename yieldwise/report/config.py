@@ -253,7 +253,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
-def _check_sampler(
+def check_sampler(
     sampler: dict[str, Any], where: str, overrides: dict[str, Any] | None = None
 ) -> None:
     """The sampler settings, checked as the Transducer and the backends will use them.
@@ -409,7 +409,7 @@ def load_config(path: str | Path) -> ReportConfig:
             f"{path}: [sampler] has unknown key(s) {sorted(set(sampler) - known)}; "
             f"known: {sorted(known)}"
         )
-    _check_sampler(sampler, f"{path}: [sampler]")
+    check_sampler(sampler, f"{path}: [sampler]")
     compute = _need(raw, "compute", dict, str(path)) if "compute" in raw else {}
     if set(compute) - {"scheduler"}:
         raise ConfigError(

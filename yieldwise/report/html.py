@@ -92,7 +92,7 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
     """
     from .. import metrics
     from ..confusion import ConfusionMatrix
-    from ..long_run import _decision_indices
+    from ..long_run import decision_indices
     from ..yields import utility_yield
 
     truth = frame[source.class_col].astype(str)
@@ -102,7 +102,7 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
     for name, transducer in fits.items():
         classes = list(transducer.classes_)
         outputs = frame[config.classifiers[name]].to_numpy(float)
-        standard = _decision_indices("standard", outputs, tuple(classes), transducer, 0.5)
+        standard = decision_indices("standard", outputs, tuple(classes), transducer, 0.5)
         predicted = np.array(classes, dtype=object)[standard]
         confusion = ConfusionMatrix.from_labels(truth.to_numpy(object), predicted, classes=classes)
         confusions[name] = confusion

@@ -32,7 +32,7 @@ from .._files import (
 )
 from ..transducer.io import fit_record
 from ..utility import UtilityMatrix
-from .config import ConfigError, ReportConfig, _check_sampler, check_scheduler, transducer_file_name
+from .config import ConfigError, ReportConfig, check_sampler, check_scheduler, transducer_file_name
 
 __all__ = ["Verdict", "run_report", "verdicts"]
 
@@ -86,7 +86,7 @@ def run_report(
     say = log or (lambda message: None)
     out = output_path(out)
     sampler = {**config.sampler, **(overrides or {})}
-    _check_sampler(sampler, f"{config.path}: [sampler]", overrides or {})
+    check_sampler(sampler, f"{config.path}: [sampler]", overrides or {})
     if scheduler is not None:
         scheduler = check_scheduler(scheduler, "--scheduler")
     else:

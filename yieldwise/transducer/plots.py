@@ -80,7 +80,7 @@ def _plot_curve(
     dashed over the tails beyond them (where the transducer extrapolates)."""
     from matplotlib.patches import Patch
 
-    from ..plots import _legend
+    from ..plots import verbatim_legend
 
     low, high = float(y.min()), float(y.max())
     start, stop = _plot_span(transducer.transform_.kind[0], low, high)
@@ -118,7 +118,7 @@ def _plot_curve(
     ax.set_ylabel("probability")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title(f"Transducer with {prob:.0%} variability bands")
-    _legend(ax, handles, labels, loc="best")  # class labels shown verbatim
+    verbatim_legend(ax, handles, labels, loc="best")  # class labels shown verbatim
 
 
 def _class_columns(transducer: Transducer, shown: tuple[Label, ...]) -> dict[Label, int]:

@@ -816,12 +816,12 @@ def centred_odds(
     ``_design.CENTRED_INTERCEPT_SCALE`` and ``CENTRED_SLOPE_SCALE`` (intercept, then slopes)
     and its Student-t degrees of freedom ``_design.CENTRED_ODDS_DF``. A kernel under which
     every row's value underflows takes the plain mean of the rows."""
-    from .._mixture import _log_kernels
+    from .._mixture import log_kernels
 
     loc = np.asarray(design.loc, float)
     sigma = np.broadcast_to(np.asarray(design.width, float), loc.shape)
     with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
-        log_k = _log_kernels(loc[None], sigma[None], lower, upper, np.asarray(censored, bool))[0]
+        log_k = log_kernels(loc[None], sigma[None], lower, upper, np.asarray(censored, bool))[0]
     if counts is not None:
         log_k = log_k + np.log(np.asarray(counts, float))[:, None]
     log_k = np.where(np.isfinite(log_k), log_k, -1e300)  # (n, K); all -1e300: equal weights
