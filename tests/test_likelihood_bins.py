@@ -112,6 +112,16 @@ def test_lattice_outputs_are_never_binned():
 )  # fmt: skip
 def test_likelihood_bins_values(value, expected):
     assert check_likelihood_bins(value) == expected
+    for dims in (1, 3):
+        assert check_likelihood_bins(value, dims=dims) == expected
+    # "auto" gives exactly two output dimensions their own (coarser) fraction; a given
+    # fraction or None stays as given
+    two = check_likelihood_bins(value, dims=2)
+    if value == "auto":
+        assert two == (_design.LIKELIHOOD_BIN_FRACTION_2D, *expected[1:])
+        assert _design.LIKELIHOOD_BIN_FRACTION_2D != _design.LIKELIHOOD_BIN_FRACTION
+    else:
+        assert two == expected
 
 
 @pytest.mark.parametrize("bad", ["exact", 0, -0.1, 1.5, True, [0.1]])

@@ -332,7 +332,7 @@ class Transducer:
 
         n_components = check_components(self.n_components)
         tail_cut = check_tail_cut(self.kernel_tail_cut)
-        bin_fraction, bin_min_rows, bin_max_share = check_likelihood_bins(self.likelihood_bins)
+        check_likelihood_bins(self.likelihood_bins)  # refused before any work; set below
         spec, resolution, members = self.output_transform, self.resolution, {}
         if isinstance(outputs, Mapping):
             outputs, members, spec, resolution = joint_outputs(outputs, spec, resolution)
@@ -379,8 +379,9 @@ class Transducer:
         # Draw the seed here when none is given: it seeds the initial values as well as
         # the sampler, and is recorded (seed_) so that the fit can be repeated exactly.
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
-        if isinstance(self.likelihood_bins, str) and lower.shape[1] == 2:  # "auto", 2-D
-            bin_fraction = _design.LIKELIHOOD_BIN_FRACTION_2D
+        bin_fraction, bin_min_rows, bin_max_share = check_likelihood_bins(
+            self.likelihood_bins, dims=lower.shape[1]
+        )
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
             seed=seed, kernel_tail_cut=tail_cut, groups=self._groups, odds_mean=self._odds_mean,
@@ -1596,14 +1597,16 @@ def check_components(n_components: Any) -> int | None:
     return check_positive_int(n_components, "n_components")
 
 
-def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int, float]:
+def check_likelihood_bins(
+    likelihood_bins: Any, dims: int | None = None
+) -> tuple[float | None, int, float]:
     """``(bin_fraction, bin_min_rows, bin_max_share)`` for
     :func:`~yieldwise.transducer.stan_data.build_stan_data` from ``likelihood_bins``:
-    "auto" bins at ``_design.LIKELIHOOD_BIN_FRACTION`` of the kernels' width (two output
-    dimensions: ``LIKELIHOOD_BIN_FRACTION_2D``, chosen in ``fit``) above
-    ``_design.LIKELIHOOD_BIN_MIN_ROWS`` distinct rows when the bins keep at most
-    ``_design.LIKELIHOOD_BIN_MAX_SHARE`` of them; None never bins; a number in (0, 1] bins
-    at that fraction whatever the number of rows."""
+    "auto" bins at ``_design.LIKELIHOOD_BIN_FRACTION`` of the kernels' width (exactly two
+    output dimensions, ``dims`` 2: ``LIKELIHOOD_BIN_FRACTION_2D``; docs/model.md, "Coarser
+    bins for two dimensions") above ``_design.LIKELIHOOD_BIN_MIN_ROWS`` distinct rows when
+    the bins keep at most ``_design.LIKELIHOOD_BIN_MAX_SHARE`` of them; None never bins; a
+    number in (0, 1] bins at that fraction whatever the number of rows."""
     expected = (
         f'likelihood_bins must be "auto", None or a fraction of the kernels\' width in (0, 1], '
         f"found {likelihood_bins!r}"
@@ -1611,8 +1614,10 @@ def check_likelihood_bins(likelihood_bins: Any) -> tuple[float | None, int, floa
     if isinstance(likelihood_bins, str):
         if likelihood_bins != "auto":
             raise ValueError(expected)
-        return (_design.LIKELIHOOD_BIN_FRACTION, _design.LIKELIHOOD_BIN_MIN_ROWS,
-                _design.LIKELIHOOD_BIN_MAX_SHARE)  # fmt: skip
+        fraction = (
+            _design.LIKELIHOOD_BIN_FRACTION_2D if dims == 2 else _design.LIKELIHOOD_BIN_FRACTION
+        )
+        return fraction, _design.LIKELIHOOD_BIN_MIN_ROWS, _design.LIKELIHOOD_BIN_MAX_SHARE
     if likelihood_bins is None:
         return None, 0, 1.0
     if (
