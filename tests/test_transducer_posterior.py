@@ -209,3 +209,61 @@ def test_diagnose_is_a_pure_function_of_the_draws():
     assert list(table["output"])[1:] == ["0.1", "0.5", "0.9"]
     assert table.loc[0, "r_hat"] > 1.5 and not table.loc[0, "ok"]
     assert table.loc[1:, "r_hat"].max() < 1.05
+
+
+def test_within_reach_moves_only_rows_beyond_a_thousand_widths():
+    """within_reach: a point beyond FAR_WIDTHS widest widths past the outermost centre is
+    set to the bound on that side; a censored bin keeps its width with its nearer edge at
+    the bound; rows within reach come back unchanged, whatever their magnitude otherwise."""
+    from yieldwise.transducer.posterior import FAR_WIDTHS
+
+    post = _posterior(3, d=2)
+    mu, sigma = post.mu[0], post.sigma[0]
+    high = mu.max(axis=0) + FAR_WIDTHS * sigma.max(axis=0)
+    low = mu.min(axis=0) - FAR_WIDTHS * sigma.max(axis=0)
+    lower = np.array([[0.5, 0.0], [1e300, 2.0], [-1e9, 1e155], [high[0] - 1, low[1] + 1]])
+    upper = lower + np.array([0.0, 1.0])  # axis 1 censored to unit bins
+    got_lower, got_upper = post.within_reach(lower, upper, np.array([0, 1]))
+    expected_lower = lower.copy()
+    expected_lower[1, 0] = high[0]
+    expected_lower[2] = [low[0], high[1]]
+    np.testing.assert_array_equal(got_lower, expected_lower)
+    np.testing.assert_array_equal(got_upper - got_lower, upper - lower)  # widths kept
+    same_lower, same_upper = post.within_reach(lower[[0, 3]], upper[[0, 3]], np.array([0, 1]))
+    np.testing.assert_array_equal(same_lower, lower[[0, 3]])
+    np.testing.assert_array_equal(same_upper, upper[[0, 3]])
+
+
+def test_class_probabilities_far_out_are_their_limit():
+    """Far beyond the kernels p(c | y) is the outermost kernel's (one width for all, the
+    shipped grids' form): F_t(c | y) -> alpha_tK[c], the exchangeable predictive ->
+    sum_t w_tK alpha_tK[c] / sum_t w_tK. At outputs from 30 to 1e300 on either side (where
+    float64 lost the kernels' ratios from about 1e7 and overflowed above 1e154),
+    predict_proba, draws_proba and predict_interval give that limit."""
+    rng = np.random.default_rng(11)
+    chains, draws, k = 2, 40, 7
+    s = chains * draws
+    w = rng.dirichlet(np.ones(k), s)
+    alpha = rng.dirichlet(np.ones(2), (s, k))
+    mu = np.broadcast_to(np.linspace(-3, 3, k)[None, :, None], (s, k, 1)).copy()
+    sigma = np.full((s, k, 1), 0.8)
+    post = TransducerPosterior(w, alpha, mu, sigma, CLASSES, chains, draws)
+    items = np.linspace(-3, 3, 40)
+    t = Transducer.from_draws(
+        {name: post.by_chain(getattr(post, name)) for name in ("w", "alpha", "mu", "sigma")},
+        pd.DataFrame({"score": items}), np.where(items > 0, "pos", "neg"), CLASSES,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+    for sign, outer in ((1, k - 1), (-1, 0)):
+        y = sign * np.array([30.0, 1e3, 1e8, 1e10, 1e155, 1e300])
+        limit = (w[:, outer, None] * alpha[:, outer]).sum(axis=0) / w[:, outer].sum()
+        with pytest.warns(Warning):  # the extrapolation warning, on purpose
+            proba = t.predict_proba(y)
+            per_draw = t.draws_proba(y).values.reshape(s, y.size, 2)
+            band = t.predict_interval(y, prob=0.5)
+        np.testing.assert_allclose(proba, np.broadcast_to(limit, proba.shape), rtol=1e-12)
+        np.testing.assert_allclose(per_draw, np.broadcast_to(alpha[:, None, outer], per_draw.shape),
+                                   rtol=1e-12)  # fmt: skip
+        expected = np.quantile(alpha[:, outer], 0.25, axis=0)
+        np.testing.assert_allclose(band["lower"].values, np.broadcast_to(expected, (y.size, 2)),
+                                   rtol=1e-12)  # fmt: skip

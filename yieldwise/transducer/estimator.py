@@ -892,6 +892,7 @@ class Transducer:
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
         unique, inverse = unique_rows(y)
         lower, upper, censored = self.transform_.intervals(unique)
+        lower, upper = self.posterior.within_reach(lower, upper, censored)
         self.interpolation_error_ = 0.0
         if unique.shape[0] > _INTERPOLATE_ABOVE and unique.shape[1] == 1 and not censored.any():
             out = self._interpolated_proba(lower[:, 0], exchangeable, r)
@@ -917,6 +918,7 @@ class Transducer:
         unique, inverse = unique_rows(y)  # each distinct output (lattice value) once
         values = np.empty((s, unique.shape[0], len(self.classes_)))
         lower, upper, censored = self.transform_.intervals(unique)
+        lower, upper = self.posterior.within_reach(lower, upper, censored)
         for sl, _, per_draw in self.posterior.class_probability_chunks(lower, upper, censored, r):
             values[:, sl] = per_draw
         values = values[:, inverse]
@@ -944,6 +946,7 @@ class Transducer:
 
         def chunks(unique: np.ndarray) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
             lower, upper, censored = self.transform_.intervals(unique)
+            lower, upper = self.posterior.within_reach(lower, upper, censored)
             return self.posterior.class_probability_chunks(lower, upper, censored, r)
 
         return self._bands(y, prob, chunks)

@@ -37,6 +37,18 @@ __all__ = ["TransducerPosterior"]
 #: Draws used to place predictive quantiles (placement needs no precision).
 PLACEMENT_DRAWS = 64
 
+#: Beyond this many of the widest kernel's widths from every kernel centre,
+#: :meth:`TransducerPosterior.within_reach` moves an output in (class probabilities only).
+#: There ``p(c | y)`` has reached its limit to machine precision: between two kernels of
+#: one width ``sigma`` the log-ratio changes by ``(mu_k - mu_j) / sigma^2`` per unit of
+#: ``y``, so 1,000 widths past the outermost centre its neighbours weigh at most
+#: ``exp(-1000 d / sigma)`` of it (``d`` the spacing; the shipped grids' ``d >= sigma``),
+#: and a wider kernel's lead grows with ``y^2``. Farther out, float64 loses the kernels'
+#: relative values: ``z^2 / 2`` carries an absolute error of about ``z^2 * 1e-16``, a whole
+#: log unit at ``z`` = 1e8, and overflows above about 1e154 (measured 2026-12-05: the
+#: probabilities drifted from 0.3 to 0.27 at 1e8 and 0.5 at 1e9, and were NaN at 1e155).
+FAR_WIDTHS = 1000.0
+
 
 def draws_slice(draws: slice | None) -> slice:
     """``draws`` as a slice of a posterior's draws (None: every draw); anything else is
@@ -258,6 +270,30 @@ class TransducerPosterior:
         if r is None:
             return log_g
         return log_g - self.log_class_frequencies[:, None, :] + np.log(r)[None, None, :]
+
+    def within_reach(
+        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Model-scale rows ``(lower, upper)`` moved in to at most :data:`FAR_WIDTHS` of the
+        widest kernel's widths beyond the outermost kernel centres, per dimension: for
+        class probabilities ``p(c | y)`` only (theory 3.2), which have reached their limit
+        there (the outermost kernels' classes) while float64 still holds the kernels'
+        ratios; a censored bin keeps its width, its nearer edge moved to the bound. Rows
+        within reach are returned unchanged (the same values). Not for densities, whose
+        value far out is what it is (about 0)."""
+        mu = self.mu.reshape(-1, self.mu.shape[-1])
+        reach = FAR_WIDTHS * self.sigma.reshape(-1, self.sigma.shape[-1]).max(axis=0)
+        low_bound, high_bound = mu.min(axis=0) - reach, mu.max(axis=0) + reach
+        lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+        above, below = lower > high_bound, upper < low_bound
+        if not (above.any() or below.any()):
+            return lower, upper
+        # the nearer edge set to the bound (not shifted by a difference, which would lose
+        # the bound's digits against an output of 1e155), the far edge a width away
+        width = upper - lower  # 0 for points
+        moved_lower = np.where(above, high_bound, np.where(below, low_bound - width, lower))
+        moved_upper = np.where(above, high_bound + width, np.where(below, low_bound, upper))
+        return moved_lower, moved_upper
 
     def class_probability_chunks(
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None,
