@@ -211,16 +211,29 @@ def test_diagnose_is_a_pure_function_of_the_draws():
     assert table.loc[1:, "r_hat"].max() < 1.05
 
 
-def test_within_reach_moves_only_rows_beyond_a_thousand_widths():
-    """within_reach: a point beyond FAR_WIDTHS widest widths past the outermost centre is
-    set to the bound on that side; a censored bin keeps its width with its nearer edge at
-    the bound; rows within reach come back unchanged, whatever their magnitude otherwise."""
-    from yieldwise.transducer.posterior import FAR_WIDTHS
+def _grid_posterior(centres: list[np.ndarray], widths: list[float], draws: int = 3):
+    """A fixed-kernel posterior on the tensor grid of ``centres`` with one width per axis."""
+    rng = np.random.default_rng(2)
+    grid = np.stack(np.meshgrid(*centres, indexing="ij"), axis=-1).reshape(-1, len(centres))
+    k = grid.shape[0]
+    mu = np.broadcast_to(grid, (draws, k, len(centres))).copy()
+    sigma = np.broadcast_to(np.array(widths), (draws, k, len(centres))).copy()
+    w, alpha = rng.dirichlet(np.ones(k), draws), rng.dirichlet(np.ones(2), (draws, k))
+    return TransducerPosterior(w, alpha, mu, sigma, CLASSES, 1, draws)
 
-    post = _posterior(3, d=2)
-    mu, sigma = post.mu[0], post.sigma[0]
-    high = mu.max(axis=0) + FAR_WIDTHS * sigma.max(axis=0)
-    low = mu.min(axis=0) - FAR_WIDTHS * sigma.max(axis=0)
+
+def test_within_reach_moves_only_rows_beyond_a_thousand_widths():
+    """within_reach: a point beyond FAR_WIDTHS widths past the outermost centre is set to
+    the bound on that side; a censored bin keeps its width with its nearer edge at the
+    bound; rows within reach come back unchanged. Centres closer than a width widen the
+    reach by width / spacing (capped), so that the outermost kernel still dominates."""
+    from yieldwise.transducer.posterior import FAR_SPACING_FACTOR_MAX, FAR_WIDTHS
+
+    # centres 2 and 1 apart, widths 0.5 and 0.8: the reach is 1,000 widths on both axes
+    post = _grid_posterior([np.arange(-4.0, 5.0, 2.0), np.arange(0.0, 3.0)], [0.5, 0.8])
+    high = np.array([4.0 + 500.0, 2.0 + 800.0])
+    low = np.array([-4.0 - 500.0, 0.0 - 800.0])
+    assert FAR_WIDTHS == 1000.0
     lower = np.array([[0.5, 0.0], [1e300, 2.0], [-1e9, 1e155], [high[0] - 1, low[1] + 1]])
     upper = lower + np.array([0.0, 1.0])  # axis 1 censored to unit bins
     got_lower, got_upper = post.within_reach(lower, upper, np.array([0, 1]))
@@ -232,6 +245,15 @@ def test_within_reach_moves_only_rows_beyond_a_thousand_widths():
     same_lower, same_upper = post.within_reach(lower[[0, 3]], upper[[0, 3]], np.array([0, 1]))
     np.testing.assert_array_equal(same_lower, lower[[0, 3]])
     np.testing.assert_array_equal(same_upper, upper[[0, 3]])
+    # centres 0.1 apart at width 0.5: five times the reach; 1e-9 apart: capped
+    close = _grid_posterior([np.array([0.0, 0.1, 0.2])], [0.5])
+    reach = 5 * FAR_WIDTHS * 0.5
+    point = np.array([[0.2 + 0.6 * reach], [0.2 + 1.2 * reach]])
+    moved, _ = close.within_reach(point, point, np.array([0]))
+    np.testing.assert_allclose(moved, [[0.2 + 0.6 * reach], [0.2 + reach]], rtol=1e-15)
+    tight = _grid_posterior([np.array([0.0, 1e-9])], [0.5])
+    moved, _ = tight.within_reach(np.array([[1e300]]), np.array([[1e300]]), np.array([0]))
+    assert moved[0, 0] == pytest.approx(1e-9 + FAR_SPACING_FACTOR_MAX * FAR_WIDTHS * 0.5)
 
 
 def test_class_probabilities_far_out_are_their_limit():

@@ -37,17 +37,22 @@ __all__ = ["TransducerPosterior"]
 #: Draws used to place predictive quantiles (placement needs no precision).
 PLACEMENT_DRAWS = 64
 
-#: Beyond this many of the widest kernel's widths from every kernel centre,
-#: :meth:`TransducerPosterior.within_reach` moves an output in (class probabilities only).
-#: There ``p(c | y)`` has reached its limit to machine precision: between two kernels of
-#: one width ``sigma`` the log-ratio changes by ``(mu_k - mu_j) / sigma^2`` per unit of
-#: ``y``, so 1,000 widths past the outermost centre its neighbours weigh at most
-#: ``exp(-1000 d / sigma)`` of it (``d`` the spacing; the shipped grids' ``d >= sigma``),
-#: and a wider kernel's lead grows with ``y^2``. Farther out, float64 loses the kernels'
-#: relative values: ``z^2 / 2`` carries an absolute error of about ``z^2 * 1e-16``, a whole
-#: log unit at ``z`` = 1e8, and overflows above about 1e154 (measured 2026-12-05: the
-#: probabilities drifted from 0.3 to 0.27 at 1e8 and 0.5 at 1e9, and were NaN at 1e155).
+#: Beyond this many of the widest kernel's widths past every kernel centre (more where
+#: centres lie closer than a width: below), :meth:`TransducerPosterior.within_reach` moves
+#: an output in, for class probabilities only. There ``p(c | y)`` has reached its limit
+#: to machine precision: between two kernels of one width ``sigma`` whose centres lie
+#: ``d`` apart the log-ratio changes by ``d / sigma^2`` per unit of ``y``, so ``L`` widths
+#: past the outermost centre its neighbour weighs ``exp(-L d / sigma)`` of it (the shipped
+#: grids have ``d >= sigma``), and a wider kernel's lead grows with ``y^2``. Farther out,
+#: float64 loses the kernels' relative values: ``z^2 / 2`` carries an absolute error of
+#: about ``z^2 * 1e-16``, a whole log unit at ``z`` = 1e8, and overflows above about
+#: 1e154 (measured 2026-12-05: probabilities 0.3 drifted to 0.27 at 1e8 and 0.5 at 1e9,
+#: and were NaN at 1e155).
 FAR_WIDTHS = 1000.0
+#: Centres closer than a width (kernels that move between draws) need ``sigma / d`` times
+#: the reach for the same dominance, up to this factor (1e6 widths, where the rounding of
+#: ``z^2`` is still about 1e-4 of a log unit).
+FAR_SPACING_FACTOR_MAX = 1000.0
 
 
 def draws_slice(draws: slice | None) -> slice:
@@ -275,14 +280,22 @@ class TransducerPosterior:
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Model-scale rows ``(lower, upper)`` moved in to at most :data:`FAR_WIDTHS` of the
-        widest kernel's widths beyond the outermost kernel centres, per dimension: for
+        widest kernel's widths beyond the outermost kernel centres, per dimension (more
+        where centres lie closer than that width: :data:`FAR_SPACING_FACTOR_MAX`): for
         class probabilities ``p(c | y)`` only (theory 3.2), which have reached their limit
         there (the outermost kernels' classes) while float64 still holds the kernels'
         ratios; a censored bin keeps its width, its nearer edge moved to the bound. Rows
         within reach are returned unchanged (the same values). Not for densities, whose
-        value far out is what it is (about 0)."""
+        value far out is what it is (about 0). ``censored`` is accepted for the callers'
+        symmetry with :meth:`class_probability_chunks`; points and bins move alike."""
         mu = self.mu.reshape(-1, self.mu.shape[-1])
-        reach = FAR_WIDTHS * self.sigma.reshape(-1, self.sigma.shape[-1]).max(axis=0)
+        widest = self.sigma.reshape(-1, self.sigma.shape[-1]).max(axis=0)
+        factor = np.ones_like(widest)
+        for d in range(mu.shape[1]):  # the closest distinct centres, per dimension
+            gaps = np.diff(np.unique(mu[:, d]))
+            if gaps.size:
+                factor[d] = np.clip(widest[d] / gaps.min(), 1.0, FAR_SPACING_FACTOR_MAX)
+        reach = FAR_WIDTHS * widest * factor
         low_bound, high_bound = mu.min(axis=0) - reach, mu.max(axis=0) + reach
         lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
         above, below = lower > high_bound, upper < low_bound
