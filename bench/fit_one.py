@@ -3,7 +3,8 @@
     python bench/fit_one.py PROBLEM N [--no-whitening] [--coverage-rep R] [key=value ...]
 
 PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-monotone,
-overlapping, two-logits, softmax-3, clipped), N the calibration items, drawn with the
+overlapping, two-logits, softmax-3, clipped), or a binary one at another share of
+positives (``two-logits@5%``: ``with_positives``), N the calibration items, drawn with the
 seed [1, 7, N]; or one of the shipped sets (``SHIPPED``: digits-forest, digits-logits,
 digits-knn, digits-3-5-8, digits-ten) with N ``all``, every item, as the vignettes fit them,
 or for digits-ten a number: that many items drawn with replacement (seed [2026, N]; repeated
@@ -13,10 +14,12 @@ pairs override Transducer arguments (chains=2, adapt_delta=0.99, seed=2; the fit
 ``--no-whitening`` preconditions without the conditional whitening of the smooth blocks
 (yieldwise.transducer.stan_data.precondition(whiten=False); docs/model.md). Prints the sampling
 time, divergent transitions, tree-depth hits, mean leapfrog steps per iteration, step
-size, largest R-hat and smallest bulk ESS. ``--coverage-rep R`` fits repetition R of the
-coverage study's cell instead (its calibration set and fit seed, bench/coverage.py, seed
-2026), so that a fit the study found unclean can be refitted with other settings, and says
-where the divergent transitions lie among the draws of ``tau_f`` (their quantiles).
+size, largest R-hat and smallest bulk ESS, and for a likelihood of binned rows its rows
+and binned ESS share (``sampler_summary()["binning"]``). ``--coverage-rep R`` fits
+repetition R of the coverage study's cell instead (its calibration set and fit seed,
+bench/coverage.py, seed 2026), so that a fit the study found unclean can be refitted with
+other settings, and says where the divergent transitions lie among the draws of
+``tau_f`` (their quantiles).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_coverage_study, parse_value
-from _problems import PANEL
+from _problems import PANEL, with_positives
 
 import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
@@ -74,6 +77,15 @@ def main(argv: list[str]) -> int:
         return 2
     name = args[0]
     problems = {make().name: make for make in PANEL}
+    base, _, positives = name.partition("@")
+    if positives and base in problems and rep is None:  # e.g. two-logits@5%
+        try:
+            shifted = with_positives(problems[base](), float(positives.rstrip("%")) / 100)
+            problems[name] = lambda: shifted
+        except ValueError as exc:
+            print(f"PROBLEM@P% needs a binary panel problem and a share, found {name!r}: {exc}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     if name not in problems and name not in SHIPPED:
         print(f"PROBLEM must be one of {sorted(problems) + sorted(SHIPPED)}, found {name!r}",
               file=sys.stderr)  # fmt: skip
@@ -117,6 +129,14 @@ def main(argv: list[str]) -> int:
         f"bulk ESS min {float(diag.ess_bulk.min()):.0f}"
         + ("" if rep is None else f" (coverage repetition {rep})")
     )
+    binning = info.get("binning")
+    if binning:  # a likelihood of binned rows: how far its posterior is from the exact one
+        print(
+            f"  binned rows {binning['rows_exact']} -> {binning['rows']}, widths "
+            f"{np.round(binning['bin_width'], 4).tolist()}, binned ESS share "
+            f"{binning['binned_ess_share']:.3f} (log-likelihood gap sd "
+            f"{binning['binned_gap_sd']:.3g})"
+        )
     diverging = stats.diverging.to_numpy().astype(bool)
     if diverging.any():
         tau_f = t.posterior_.posterior["tau_f"].to_numpy().reshape(*diverging.shape, -1)

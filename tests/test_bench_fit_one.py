@@ -102,3 +102,28 @@ def test_n_is_all_exactly_for_a_shipped_set(fit_one, capsys, args):
     assert fit_one.main(args) == 2
     assert "N is 'all' for a shipped set" in capsys.readouterr().err
     assert Recorder.calls == []
+
+
+def test_a_share_of_positives_and_the_binning_record(fit_one, bench_import, capsys, monkeypatch):
+    """PROBLEM@P% fits the binary problem at that share of positives (with_positives), on
+    the set of the seed [1, 7, N]; a fit with binned rows prints its binning record; a
+    share on a problem that is not binary is refused by name."""
+    problems = bench_import("_problems")
+    binning = {"rows_exact": 3600, "rows": 1968, "bin_width": [0.0598, 0.0669],
+               "binned_ess_share": 0.9978, "binned_gap_sd": 0.047}  # fmt: skip
+    monkeypatch.setattr(Recorder, "sampler_summary", lambda self: {
+        "sampling_seconds": 1.5, "divergent": 0, "max_treedepth_hits": 0, "binning": binning,
+    })  # fmt: skip
+    assert fit_one.main(["two-logits@5%", "400"]) == 0
+    (call,) = Recorder.calls
+    two = next(make() for make in problems.PANEL if make().name == "two-logits")
+    outputs, labels = problems.with_positives(two, 0.05).sample(
+        400, np.random.default_rng([1, 7, 400])
+    )
+    np.testing.assert_array_equal(call["outputs"].to_numpy(), outputs)
+    np.testing.assert_array_equal(call["labels"], labels)
+    assert labels.mean() < 0.15  # about 5 % positives, not the panel's balance
+    text = capsys.readouterr().out
+    assert "binned rows 3600 -> 1968, widths [0.0598, 0.0669], binned ESS share 0.998" in text
+    assert fit_one.main(["softmax-3@5%", "400"]) == 2
+    assert "PROBLEM@P% needs a binary panel problem" in capsys.readouterr().err
