@@ -660,3 +660,29 @@ def test_a_fit_whose_classes_are_calibrated_differently_warns(reduced, five_clas
         binary.fit(np.linspace(0.01, 0.99, 40), [0, 1] * 20)
     with pytest.raises(ValueError, match=r"checks a class-reduced transducer"):
         binary.rank_check()
+
+
+def test_logits_far_beyond_the_calibration_margins_get_the_limit():
+    """Ranks on logits: an output whose margin lies millions of kernel widths beyond the
+    calibration margins gets the probabilities and bands of the outermost kernels, the
+    same as at a margin already far out (30), not float64's rounding (NaN bands at 1e200
+    before 2026-12-05)."""
+    rng = np.random.default_rng(0)
+    n, c = 400, 5
+    cls = rng.integers(0, c, n)
+    logits = 2.5 * np.eye(c)[cls] + rng.normal(0, 1, (n, c))
+    frame = pd.DataFrame(logits, columns=[f"z{j}" for j in range(c)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the Laplace backend's and the extrapolation's
+        t = yw.Transducer(backend="laplace", chains=2, draws=200, seed=2, progress=False,
+                          class_reduction="ranks", output_transform="identity")  # fmt: skip
+        t.fit(frame, cls)
+        far = np.zeros((4, c))
+        far[:, 0] = [30.0, 1e3, 1e9, 1e200]
+        p = t.predict_proba(far)
+        band = t.predict_interval(far, prob=0.5)
+    assert t.reduction_ is not None
+    for got in (p, band["lower"].values, band["upper"].values):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, np.broadcast_to(got[0], got.shape), rtol=1e-9)
+    assert p[0, 0] > 0.99  # the top class, far ahead

@@ -766,6 +766,7 @@ class Transducer:
         assert self.reduction_ is not None and self.reduced_ is not None
         reduced = self.reduced_.posterior
         lower, upper, censored = self.reduced_.transform_.intervals(z.reshape(z.shape[0], -1))
+        lower, upper = reduced.within_reach(lower, upper, censored)  # ratios only
         kernels = reduced.scaled_kernels(lower, upper, censored)
         pairs = None if self.pair_offset_ is None else self.reduction_.pairs(y, order)
 
@@ -799,6 +800,7 @@ class Transducer:
         assert self.reduction_ is not None and self.reduced_ is not None
         self.interpolation_error_ = 0.0
         lower, upper, censored = self.reduced_.transform_.intervals(z)
+        lower, upper = self.reduced_.posterior.within_reach(lower, upper, censored)
         num = self.reduced_.posterior.pooled_joint(
             lower, upper, censored, self._pair_weights(), self.reduction_.pairs(y, order)
         )
