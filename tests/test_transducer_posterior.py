@@ -236,23 +236,23 @@ def test_within_reach_moves_only_rows_beyond_a_thousand_widths():
     assert FAR_WIDTHS == 1000.0
     lower = np.array([[0.5, 0.0], [1e300, 2.0], [-1e9, 1e155], [high[0] - 1, low[1] + 1]])
     upper = lower + np.array([0.0, 1.0])  # axis 1 censored to unit bins
-    got_lower, got_upper = post.within_reach(lower, upper, np.array([0, 1]))
+    got_lower, got_upper = post.within_reach(lower, upper)
     expected_lower = lower.copy()
     expected_lower[1, 0] = high[0]
     expected_lower[2] = [low[0], high[1]]
     np.testing.assert_array_equal(got_lower, expected_lower)
     np.testing.assert_array_equal(got_upper - got_lower, upper - lower)  # widths kept
-    same_lower, same_upper = post.within_reach(lower[[0, 3]], upper[[0, 3]], np.array([0, 1]))
+    same_lower, same_upper = post.within_reach(lower[[0, 3]], upper[[0, 3]])
     np.testing.assert_array_equal(same_lower, lower[[0, 3]])
     np.testing.assert_array_equal(same_upper, upper[[0, 3]])
     # centres 0.1 apart at width 0.5: five times the reach; 1e-9 apart: capped
     close = _grid_posterior([np.array([0.0, 0.1, 0.2])], [0.5])
     reach = 5 * FAR_WIDTHS * 0.5
     point = np.array([[0.2 + 0.6 * reach], [0.2 + 1.2 * reach]])
-    moved, _ = close.within_reach(point, point, np.array([0]))
+    moved, _ = close.within_reach(point, point)
     np.testing.assert_allclose(moved, [[0.2 + 0.6 * reach], [0.2 + reach]], rtol=1e-15)
     tight = _grid_posterior([np.array([0.0, 1e-9])], [0.5])
-    moved, _ = tight.within_reach(np.array([[1e300]]), np.array([[1e300]]), np.array([0]))
+    moved, _ = tight.within_reach(np.array([[1e300]]), np.array([[1e300]]))
     assert moved[0, 0] == pytest.approx(1e-9 + FAR_SPACING_FACTOR_MAX * FAR_WIDTHS * 0.5)
 
 

@@ -621,6 +621,14 @@ class Transducer:
         warn_off_line(y, self.transform_, calibration)
         return y
 
+    def _ratio_intervals(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``transform_.intervals(y)`` for class probabilities (ratios over classes and
+        draws): rows far beyond the kernels moved in to where ``p(c | y)`` has reached its
+        limit (:meth:`TransducerPosterior.within_reach`). Not for densities."""
+        lower, upper, censored = self.transform_.intervals(y)
+        lower, upper = self.posterior.within_reach(lower, upper)
+        return lower, upper, censored
+
     def check_prevalences(self, prevalences: Any) -> np.ndarray | None:
         """Deployment prevalences checked against the classes (as
         :meth:`TransducerPosterior.check_prevalences`), or None; a class-reduced transducer
@@ -765,8 +773,7 @@ class Transducer:
         ``pair_weights``: :meth:`_pair_weights` of every draw, when the caller has them)."""
         assert self.reduction_ is not None and self.reduced_ is not None
         reduced = self.reduced_.posterior
-        lower, upper, censored = self.reduced_.transform_.intervals(z.reshape(z.shape[0], -1))
-        lower, upper = reduced.within_reach(lower, upper, censored)  # ratios only
+        lower, upper, censored = self.reduced_._ratio_intervals(z.reshape(z.shape[0], -1))
         kernels = reduced.scaled_kernels(lower, upper, censored)
         pairs = None if self.pair_offset_ is None else self.reduction_.pairs(y, order)
 
@@ -799,8 +806,7 @@ class Transducer:
         to within 1e-6 (2026-12-03)."""
         assert self.reduction_ is not None and self.reduced_ is not None
         self.interpolation_error_ = 0.0
-        lower, upper, censored = self.reduced_.transform_.intervals(z)
-        lower, upper = self.reduced_.posterior.within_reach(lower, upper, censored)
+        lower, upper, censored = self.reduced_._ratio_intervals(z)
         num = self.reduced_.posterior.pooled_joint(
             lower, upper, censored, self._pair_weights(), self.reduction_.pairs(y, order)
         )
@@ -893,8 +899,7 @@ class Transducer:
         r = self.posterior.check_prevalences(prevalences)
         # Outputs repeat (vote fractions, duplicated scores): evaluate each distinct one once.
         unique, inverse = unique_rows(y)
-        lower, upper, censored = self.transform_.intervals(unique)
-        lower, upper = self.posterior.within_reach(lower, upper, censored)
+        lower, upper, censored = self._ratio_intervals(unique)
         self.interpolation_error_ = 0.0
         if unique.shape[0] > _INTERPOLATE_ABOVE and unique.shape[1] == 1 and not censored.any():
             out = self._interpolated_proba(lower[:, 0], exchangeable, r)
@@ -919,8 +924,7 @@ class Transducer:
         s = self.posterior.n_draws
         unique, inverse = unique_rows(y)  # each distinct output (lattice value) once
         values = np.empty((s, unique.shape[0], len(self.classes_)))
-        lower, upper, censored = self.transform_.intervals(unique)
-        lower, upper = self.posterior.within_reach(lower, upper, censored)
+        lower, upper, censored = self._ratio_intervals(unique)
         for sl, _, per_draw in self.posterior.class_probability_chunks(lower, upper, censored, r):
             values[:, sl] = per_draw
         values = values[:, inverse]
@@ -947,9 +951,7 @@ class Transducer:
         r = self.posterior.check_prevalences(prevalences)
 
         def chunks(unique: np.ndarray) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
-            lower, upper, censored = self.transform_.intervals(unique)
-            lower, upper = self.posterior.within_reach(lower, upper, censored)
-            return self.posterior.class_probability_chunks(lower, upper, censored, r)
+            return self.posterior.class_probability_chunks(*self._ratio_intervals(unique), r)
 
         return self._bands(y, prob, chunks)
 

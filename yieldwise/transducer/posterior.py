@@ -276,9 +276,7 @@ class TransducerPosterior:
             return log_g
         return log_g - self.log_class_frequencies[:, None, :] + np.log(r)[None, None, :]
 
-    def within_reach(
-        self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def within_reach(self, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Model-scale rows ``(lower, upper)`` moved in to at most :data:`FAR_WIDTHS` of the
         widest kernel's widths beyond the outermost kernel centres, per dimension (more
         where centres lie closer than that width: :data:`FAR_SPACING_FACTOR_MAX`): for
@@ -286,8 +284,8 @@ class TransducerPosterior:
         there (the outermost kernels' classes) while float64 still holds the kernels'
         ratios; a censored bin keeps its width, its nearer edge moved to the bound. Rows
         within reach are returned unchanged (the same values). Not for densities, whose
-        value far out is what it is (about 0). ``censored`` is accepted for the callers'
-        symmetry with :meth:`class_probability_chunks`; points and bins move alike."""
+        value far out is what it is (about 0). Points and censored bins move alike (a
+        point is a bin of width 0)."""
         mu = self.mu.reshape(-1, self.mu.shape[-1])
         widest = self.sigma.reshape(-1, self.sigma.shape[-1]).max(axis=0)
         factor = np.ones_like(widest)
