@@ -88,6 +88,18 @@ EDITS = {
                         "square(hinge[:, 1] - kink_at[c]) + square(kink_eps)); }"),
         (MODEL, MODEL + "  kink ~ normal(0, kink_scale);\n"),
     ],
+    # not a hinge: the log-odds' smooth part times a smooth amplitude exp(amp_basis *
+    # amp_raw), amp_raw ~ N(0, 1), the basis's columns bumps along the grid with the
+    # constant projected out (so the global tau_f keeps its meaning) and scaled so that
+    # the log amplitude's prior sd at each kernel is about --scale: a smoothness that may
+    # vary along the grid (docs/model.md, "Votes at n = 300", the candidates' list)
+    "amplitude": [
+        (DATA_END, DATA_END[:-1] + "  int<lower=0> n_amp;\n  matrix[K, n_amp] amp_basis;\n}"),
+        (PARAMS, PARAMS[:-1] + "  matrix[n_amp, C - 1] amp_raw;\n}"),
+        (THETA, THETA + " for (c in 1:C1) { theta[:, c + 1] += (exp(amp_basis * amp_raw[:, c])"
+                        " - 1) .* (smooth_f[c] * tilde[:, c + 1]); }"),
+        (MODEL, MODEL + "  to_vector(amp_raw) ~ std_normal();\n"),
+    ],
 }  # fmt: skip
 
 
@@ -106,11 +118,32 @@ def variant_program(variant: str, directory: Path) -> Path:
     return path
 
 
+#: bumps of the amplitude variant along the grid (``--bumps``)
+AMP_BUMPS = 7
+
+
+def amplitude_basis(u: np.ndarray, bumps: int, scale: float) -> np.ndarray:
+    """(K, bumps) Gaussian bumps at even points of [0, 1] (sd their spacing) with each
+    column's mean over the kernels removed (a combination of them has mean 0: the constant
+    is left to tau_f), scaled so that the mean prior variance per kernel of ``basis @ h``,
+    ``h ~ N(0, I)``, is ``scale^2``."""
+    at = np.linspace(0, 1, bumps)
+    basis = np.exp(-0.5 * ((u[:, None] - at[None]) / (at[1] - at[0])) ** 2)
+    basis -= basis.mean(axis=0)
+    return basis * scale / np.sqrt(np.mean(np.sum(basis**2, axis=1)))
+
+
 class _Data(dict):
     """The shipped StanData's mapping plus the hinge fields (Stan reads the dict)."""
 
     def as_dict(self) -> dict:
         return dict(self)
+
+    def __getattr__(self, name: str):  # the estimator reads fields as attributes
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 def hinge_builder(variant: str, scale: float, nu: float, inner: float):
@@ -133,6 +166,10 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
         q_hi = mid[order][min(np.searchsorted(cum, 1 - inner), cum.size - 1)]
         nodes = [j for j in range(1, u.size - 1) if q_lo <= loc[j] <= q_hi]
         span = loc.max() - loc.min()
+        if variant == "amplitude":
+            d["n_amp"], d["amp_basis"] = AMP_BUMPS, amplitude_basis(u, AMP_BUMPS, scale)
+            print(f"  amplitude: {AMP_BUMPS} bumps, log-amplitude prior sd {scale}")
+            return d, design
         if variant == "moving":
             d["n_hinge"], d["hinge"] = 1, u[:, None]
         else:
@@ -158,6 +195,7 @@ def counts(record: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global AMP_BUMPS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("problem", choices=[make().name for make in PANEL])
     parser.add_argument("n", type=int)
@@ -166,8 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--nu", type=float, default=1.0)
     parser.add_argument("--inner", type=float, default=0.05)
+    parser.add_argument("--bumps", type=int, default=AMP_BUMPS, help="amplitude variant")
+    parser.add_argument("--first-rep", type=int, default=0)
+    parser.add_argument("--results", type=Path, default=None,
+                        help="also keep the fits in this coverage-study file (resumed), for "
+                             "`coverage.py --compare`")  # fmt: skip
     parser.add_argument("--seed", type=int, default=2026, help="the coverage study's seed")
     args = parser.parse_args(argv)
+    AMP_BUMPS = args.bumps
     index = [make().name for make in PANEL].index(args.problem)
     problem = PANEL[index]()
     shipped = {}
@@ -177,9 +221,19 @@ def main(argv: list[str] | None = None) -> int:
         program = variant_program(args.variant, Path(tmp))
         stan_data.build_stan_data = hinge_builder(args.variant, args.scale, args.nu, args.inner)
         backends.stan_file = lambda name: program
-        for rep in range(args.reps):
+        results = None
+        if args.results is not None:
+            exists = args.results.exists()
+            results = cov.load_results(args.results) if exists else cov.new_results(args.seed)
+        for rep in range(args.first_rep, args.first_rep + args.reps):
+            key = f"{args.problem}|{args.n}|{rep}"
+            if results is not None and key in results["fits"]:
+                continue
             started = time.perf_counter()
             record = cov.run_fit(problem, index, args.n, rep, args.seed)
+            if results is not None:
+                results["fits"][key] = record
+                cov.save_results(results, args.results)
             s = record["sampler"]
             print(f"{args.problem} n={args.n} rep {rep} ({args.variant}, scale {args.scale}, "
                   f"nu {args.nu}, inner {args.inner}): {time.perf_counter() - started:.0f} s, "

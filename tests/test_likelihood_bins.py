@@ -252,3 +252,59 @@ def test_two_dimensions_bin_at_their_own_fraction(monkeypatch):
     t1 = fit(one)
     np.testing.assert_allclose(t1.sampler_summary()["binning"]["bin_width"],
                                0.5 * narrowest(t1), rtol=1e-12)  # fmt: skip
+
+
+def test_two_dimensional_bins_on_saturated_probability_vectors(monkeypatch):
+    """Three-class probability vectors with exact one-hot rows (a saturated softmax), exact
+    ties (1/3 each) and exact zeros, binned in two dimensions (threshold lowered and bins a
+    whole kernel wide, so that a small Laplace fit bins hard): each class's count is kept,
+    every binned row lies in its own bin, and the binned fit predicts at the atoms and
+    between them what the exact fit does, to far below its bands' widths."""
+    monkeypatch.setattr(_design, "LIKELIHOOD_BIN_MIN_ROWS", 100)
+    monkeypatch.setattr(_design, "LIKELIHOOD_BIN_FRACTION_2D", 1.0)
+    rng = np.random.default_rng(21)
+    n = 1500
+    cls = rng.integers(0, 3, n)
+    z = rng.normal(size=(n, 3)) * 1.5
+    z[np.arange(n), cls] += 2.0
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    hot = rng.random(n) < 0.3
+    p[hot] = np.eye(3)[p[hot].argmax(axis=1)]
+    p[rng.random(n) < 0.05] = 1 / 3
+    zero = ~hot & (rng.random(n) < 0.05)
+    p[zero, 2] = 0.0
+    p[zero] /= p[zero].sum(axis=1, keepdims=True)
+    outputs = pd.DataFrame(p, columns=["p0", "p1", "p2"])
+
+    def fit(**kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the Laplace backend's own warning
+            return Transducer(backend="laplace", seed=1, progress=False, draws=300,
+                              **kw).fit(outputs, cls)  # fmt: skip
+
+    binned, exact = fit(), fit(likelihood_bins=None)
+    record = binned.sampler_summary()["binning"]
+    assert exact.sampler_summary()["binning"] is None
+    assert record["rows"] < 0.75 * record["rows_exact"]
+    # the rows the fit was given, rebuilt from the outputs on the model scale
+    lower, upper, censored = binned.transform_.intervals(outputs.to_numpy())
+    assert not np.any(censored) and np.array_equal(lower, upper)
+    assert np.all(np.isfinite(lower))  # the atoms are squeezed inside the real plane
+    data, _ = _stan_data.build_stan_data(
+        cls, lower, upper, censored, 3, preconditioned=False, bin_fraction=1.0, bin_min_rows=100
+    )
+    assert record["rows"] == data.N
+    np.testing.assert_allclose(data.bin_width, record["bin_width"], rtol=1e-12)
+    for c in range(3):
+        assert data.count[data.cls == c + 1].sum() == (cls == c).sum()
+    # each binned row sits in the bin of the items it merged: the same bins, counted anew
+    cells = {(c, *np.floor(v / data.bin_width)) for c, v in zip(cls, lower, strict=True)}
+    got = {(c - 1, *np.floor(v / data.bin_width)) for c, v in zip(data.cls, data.y_lower,
+                                                                 strict=True)}  # fmt: skip
+    assert got == cells
+    at = pd.DataFrame(np.vstack([np.eye(3), [[1 / 3] * 3, [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]]]),
+                      columns=outputs.columns)  # fmt: skip
+    a, b = binned.predict_interval(at, prob=0.9), exact.predict_interval(at, prob=0.9)
+    widths = (b["upper"] - b["lower"]).values
+    assert np.all(np.isfinite(a["mean"].values)) and np.all(widths > 0)
+    assert np.max(np.abs(a["mean"].values - b["mean"].values) / widths) < 0.05
