@@ -14,7 +14,7 @@ def probe(bench_import):
     return bench_import("kink_probe")
 
 
-@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving"])
+@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude"])
 def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path):
     code = probe.variant_program(variant, tmp_path).read_text()
     base = probe.BASE.read_text()
@@ -26,11 +26,23 @@ def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # httpstan's importlib use
-@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving"])
+@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude"])
 def test_variant_compiles_with_stanc(probe, variant, tmp_path):
     compile_stan = pytest.importorskip("httpstan.compile").compile
     cpp, _warnings = compile_stan(probe.variant_program(variant, tmp_path).read_text(), "m")
-    assert "kink" in cpp
+    assert ("amp_raw" if variant == "amplitude" else "kink") in cpp
+
+
+def test_amplitude_basis_leaves_the_constant_out_and_has_the_scale_asked(probe):
+    u = np.linspace(0, 1, 60)
+    basis = probe.amplitude_basis(u, 7, 0.8)
+    assert basis.shape == (60, 7)
+    # every combination has mean 0 over the kernels: the constant is not in the span
+    np.testing.assert_allclose(basis.mean(axis=0), 0.0, atol=1e-12)
+    # the log amplitude's prior variance per kernel, sum_j basis[k, j]^2, averages 0.8^2
+    assert np.mean(np.sum(basis**2, axis=1)) == pytest.approx(0.64, rel=1e-12)
+    # bumps at 0, 1/6, ..., 1 of sd 1/6: column 3 peaks at the middle kernels
+    assert np.argmax(basis[:, 3]) in (29, 30)
 
 
 def test_a_changed_shipped_program_fails_loudly(probe, tmp_path, monkeypatch):
