@@ -122,12 +122,14 @@ def variant_program(variant: str, directory: Path) -> Path:
 AMP_BUMPS = 7
 
 
-def amplitude_basis(u: np.ndarray, bumps: int, scale: float) -> np.ndarray:
-    """(K, bumps) Gaussian bumps at even points of [0, 1] (sd their spacing) with each
+def amplitude_basis(
+    u: np.ndarray, bumps: int, scale: float, lo: float = 0.0, hi: float = 1.0
+) -> np.ndarray:
+    """(K, bumps) Gaussian bumps at even points of [lo, hi] (sd their spacing) with each
     column's mean over the kernels removed (a combination of them has mean 0: the constant
     is left to tau_f), scaled so that the mean prior variance per kernel of ``basis @ h``,
     ``h ~ N(0, I)``, is ``scale^2``."""
-    at = np.linspace(0, 1, bumps)
+    at = np.linspace(lo, hi, bumps)
     basis = np.exp(-0.5 * ((u[:, None] - at[None]) / (at[1] - at[0])) ** 2)
     basis -= basis.mean(axis=0)
     return basis * scale / np.sqrt(np.mean(np.sum(basis**2, axis=1)))
@@ -166,9 +168,13 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
         q_hi = mid[order][min(np.searchsorted(cum, 1 - inner), cum.size - 1)]
         nodes = [j for j in range(1, u.size - 1) if q_lo <= loc[j] <= q_hi]
         span = loc.max() - loc.min()
-        if variant == "amplitude":
-            d["n_amp"], d["amp_basis"] = AMP_BUMPS, amplitude_basis(u, AMP_BUMPS, scale)
-            print(f"  amplitude: {AMP_BUMPS} bumps, log-amplitude prior sd {scale}")
+        if variant == "amplitude":  # bumps between the data's inner quantiles (--inner)
+            lo_u = float(max((q_lo - loc.min()) / span, 0.0)) if inner > 0 else 0.0
+            hi_u = float(min((q_hi - loc.min()) / span, 1.0)) if inner > 0 else 1.0
+            d["n_amp"] = AMP_BUMPS
+            d["amp_basis"] = amplitude_basis(u, AMP_BUMPS, scale, lo_u, hi_u)
+            print(f"  amplitude: {AMP_BUMPS} bumps on [{lo_u:.2f}, {hi_u:.2f}] of the grid, "
+                  f"log-amplitude prior sd {scale}")
             return d, design
         if variant == "moving":
             d["n_hinge"], d["hinge"] = 1, u[:, None]
