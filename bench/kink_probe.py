@@ -173,8 +173,10 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
             hi_u = float(min((q_hi - loc.min()) / span, 1.0)) if inner > 0 else 1.0
             d["n_amp"] = AMP_BUMPS
             d["amp_basis"] = amplitude_basis(u, AMP_BUMPS, scale, lo_u, hi_u)
-            print(f"  amplitude: {AMP_BUMPS} bumps on [{lo_u:.2f}, {hi_u:.2f}] of the grid, "
-                  f"log-amplitude prior sd {scale}")
+            print(
+                f"  amplitude: {AMP_BUMPS} bumps on [{lo_u:.2f}, {hi_u:.2f}] of the grid, "
+                f"log-amplitude prior sd {scale}"
+            )
             return d, design
         if variant == "moving":
             d["n_hinge"], d["hinge"] = 1, u[:, None]
