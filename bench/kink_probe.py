@@ -100,6 +100,22 @@ EDITS = {
                         " - 1) .* (smooth_f[c] * tilde[:, c + 1]); }"),
         (MODEL, MODEL + "  to_vector(amp_raw) ~ std_normal();\n"),
     ],
+    # the same amplitude with (u, h) preconditioned together: the sampler moves zz with
+    # (u, h) = pc_centre + pc_scale * zz, the joint mode and the Cholesky factor of the
+    # inverse Hessian there (amplitude_preconditioning; the shipped preconditioning is set
+    # to the identity, its conditional whitening kept)
+    "amplitude-pc": [
+        (DATA_END, DATA_END[:-1] + "  int<lower=0> n_amp;\n  matrix[K, n_amp] amp_basis;\n"
+                   "  int<lower=1> pc_n;\n  vector[pc_n] pc_centre;\n"
+                   "  matrix[pc_n, pc_n] pc_scale;\n}"),
+        (PARAMS, "parameters {\n  vector[pc_n] zz;\n}\ntransformed parameters {\n"
+                 "  vector[U] z;\n  matrix[n_amp, C - 1] amp_raw;\n  {\n"
+                 "    vector[pc_n] x = pc_centre + pc_scale * zz;\n    z = x[1:U];\n"
+                 "    amp_raw = to_matrix(x[(U + 1):pc_n], n_amp, C - 1);\n  }\n}"),
+        (THETA, THETA + " for (c in 1:C1) { theta[:, c + 1] += (exp(amp_basis * amp_raw[:, c])"
+                        " - 1) .* (smooth_f[c] * tilde[:, c + 1]); }"),
+        (MODEL, MODEL + "  to_vector(amp_raw) ~ std_normal();\n"),
+    ],
 }  # fmt: skip
 
 
@@ -135,6 +151,50 @@ def amplitude_basis(
     return basis * scale / np.sqrt(np.mean(np.sum(basis**2, axis=1)))
 
 
+def amplitude_preconditioning(d: dict) -> dict:
+    """The ``amplitude-pc`` fields: the shipped preconditioning replaced by the identity
+    (``z = u``, the conditional whitening kept), and (u, h) preconditioned together by the
+    joint posterior mode (from the shipped mode and h = 0, L-BFGS on PyStan's log density)
+    and the Cholesky factor of the inverse Hessian there (central differences of the
+    gradient, eigenvalues floored at 1e-8)."""
+    from scipy.optimize import minimize
+
+    import stan
+
+    u_mode = np.asarray(d["u_centre"], float).copy()
+    big_u = int(d["U"])
+    n = big_u + int(d["n_amp"]) * (int(d["C"]) - 1)
+    d.update(u_centre=np.zeros(big_u), u_rank=0, u_axes=np.ones(big_u),
+             u_left=np.zeros((big_u, 0)), u_right=np.zeros((big_u, 0)),
+             pc_n=n, pc_centre=np.zeros(n), pc_scale=np.eye(n))  # fmt: skip
+    code = variant_program("amplitude-pc", Path(tempfile.mkdtemp())).read_text()
+    posterior = stan.build(code, data=dict(d))
+
+    def negative(x):
+        return -posterior.log_prob(list(x)), -np.asarray(posterior.grad_log_prob(list(x)))
+
+    start = np.concatenate([u_mode, np.zeros(n - big_u)])
+    found = minimize(negative, start, jac=True, method="L-BFGS-B", options={"maxiter": 2000})
+    mode, step = found.x, 1e-4
+    hess = np.empty((n, n))
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = step
+        hess[i] = (negative(mode + e)[1] - negative(mode - e)[1]) / (2 * step)
+    values, vectors = np.linalg.eigh((hess + hess.T) / 2)
+    cov = vectors @ np.diag(1 / np.maximum(values, 1e-8)) @ vectors.T
+    print(f"  joint mode: {found.nit} iterations, |gradient| {np.abs(found.jac).max():.1e}; "
+          f"h at the mode {np.round(mode[big_u:], 2)}; Hessian eigenvalues "
+          f"{values.min():.2g} to {values.max():.2g}")  # fmt: skip
+    return {"pc_centre": mode, "pc_scale": np.linalg.cholesky(cov)}
+
+
+def joint_inits(data, chains, seed=None):
+    """``amplitude-pc`` chains start at draws of the joint Normal approximation."""
+    rng = np.random.default_rng(seed)
+    return [{"zz": rng.standard_normal(int(data["pc_n"]))} for _ in range(int(chains))]
+
+
 class _Data(dict):
     """The shipped StanData's mapping plus the hinge fields (Stan reads the dict)."""
 
@@ -168,7 +228,7 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
         q_hi = mid[order][min(np.searchsorted(cum, 1 - inner), cum.size - 1)]
         nodes = [j for j in range(1, u.size - 1) if q_lo <= loc[j] <= q_hi]
         span = loc.max() - loc.min()
-        if variant == "amplitude":  # bumps between the data's inner quantiles (--inner)
+        if variant.startswith("amplitude"):  # bumps between the data's inner quantiles (--inner)
             lo_u = float(max((q_lo - loc.min()) / span, 0.0)) if inner > 0 else 0.0
             hi_u = float(min((q_hi - loc.min()) / span, 1.0)) if inner > 0 else 1.0
             d["n_amp"] = AMP_BUMPS
@@ -177,6 +237,8 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
                 f"  amplitude: {AMP_BUMPS} bumps on [{lo_u:.2f}, {hi_u:.2f}] of the grid, "
                 f"log-amplitude prior sd {scale}"
             )
+            if variant == "amplitude-pc":
+                d.update(amplitude_preconditioning(d))
             return d, design
         if variant == "moving":
             d["n_hinge"], d["hinge"] = 1, u[:, None]
@@ -228,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         program = variant_program(args.variant, Path(tmp))
         stan_data.build_stan_data = hinge_builder(args.variant, args.scale, args.nu, args.inner)
+        if args.variant == "amplitude-pc":
+            stan_data.sampler_inits = joint_inits
         backends.stan_file = lambda name: program
         results = None
         if args.results is not None:

@@ -14,7 +14,7 @@ def probe(bench_import):
     return bench_import("kink_probe")
 
 
-@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude"])
+@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude", "amplitude-pc"])
 def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path):
     code = probe.variant_program(variant, tmp_path).read_text()
     base = probe.BASE.read_text()
@@ -26,11 +26,11 @@ def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # httpstan's importlib use
-@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude"])
+@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude", "amplitude-pc"])
 def test_variant_compiles_with_stanc(probe, variant, tmp_path):
     compile_stan = pytest.importorskip("httpstan.compile").compile
     cpp, _warnings = compile_stan(probe.variant_program(variant, tmp_path).read_text(), "m")
-    assert ("amp_raw" if variant == "amplitude" else "kink") in cpp
+    assert ("amp_raw" if variant.startswith("amplitude") else "kink") in cpp
 
 
 def test_amplitude_basis_leaves_the_constant_out_and_has_the_scale_asked(probe):
