@@ -14,6 +14,7 @@ import logging
 import secrets
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,26 @@ _REDUCED_BLOCK = 4_000_000
 _GRID_START = 257
 _GRID_MAX = 65_537
 _INTERPOLATION_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class _RankFit:
+    """What a class-reduced transducer's inner fit of ``(rank, margin)`` is given beside
+    its data (:meth:`Transducer._fit_reduced`). A rank no item takes (every item right: no
+    "others") is then allowed, and learnt from the prior and the items that are not of it
+    (docs/model.md, "Many classes"); a user's own classes must each have items.
+
+    Attributes
+    ----------
+    groups : (items' 0-based pair, each pair's parent), or None
+        The pair offsets (stan/transducer.stan, "Group offsets"); None without them.
+    odds_mean : (items, ranks - 1) array or None
+        With ``_design.RANKS_CENTRED``, each item's prior mean of the rank log-odds (the
+        classifier's own, ``ClassRanks.own_log_odds``; build_stan_data's ``odds_mean``).
+    """
+
+    groups: tuple[np.ndarray, np.ndarray] | None = None
+    odds_mean: np.ndarray | None = None
 
 
 class Transducer:
@@ -237,17 +258,6 @@ class Transducer:
     # before fitting (check_fitted, not these, says whether it is fitted).
     reduction_: ClassRanks | None = None
     reduced_: Transducer | None = None
-    # A class-reduced transducer's inner fit may have a rank no calibration item takes
-    # (every item right: no "others"); its probability is then learnt from the prior and
-    # the items that are not of it (docs/model.md, "Many classes"). Not a constructor
-    # parameter: a user's own classes must each have items.
-    _unseen_classes_allowed: bool = False
-    # A class-reduced transducer's inner fit with pair offsets: each item's 0-based group
-    # and each group's parent (stan/transducer.stan, "Group offsets"); None otherwise.
-    _groups: tuple[np.ndarray, np.ndarray] | None = None
-    # ... and, with _design.RANKS_CENTRED, each item's prior mean of the rank log-odds (the
-    # classifier's own, ClassRanks.own_log_odds); None otherwise (build_stan_data's odds_mean).
-    _odds_mean: np.ndarray | None = None
 
     def __init__(
         self,
@@ -327,8 +337,18 @@ class Transducer:
         Transducer
             ``self``, fitted.
         """
+        return self._fit(outputs, classes, class_labels, None)
+
+    def _fit(
+        self, outputs: Any, classes: Any, class_labels: Any, reduced: _RankFit | None
+    ) -> Transducer:
+        """:meth:`fit`; ``reduced`` given when this is a class-reduced transducer's inner fit
+        of ``(rank, margin)`` (:meth:`_fit_reduced`)."""
         from ..backends import get_backend, stan_file
         from .stan_data import build_stan_data, check_tail_cut, sampler_inits, with_kernels
+
+        groups = reduced.groups if reduced is not None else None
+        odds_mean = reduced.odds_mean if reduced is not None else None
 
         n_components = check_components(self.n_components)
         tail_cut = check_tail_cut(self.kernel_tail_cut)
@@ -354,7 +374,7 @@ class Transducer:
             raise ValueError(f"classes must include at least 2 classes, found {list(labels)}")
         class_index = indices_of(truth, labels, "classes", "class_labels")
         per_class = np.bincount(class_index, minlength=len(labels))
-        if (per_class == 0).any() and not self._unseen_classes_allowed:
+        if (per_class == 0).any() and reduced is None:
             missing = [labels[j] for j in np.flatnonzero(per_class == 0)]
             raise ValueError(
                 f"class(es) {missing} have no calibration items; the transducer cannot learn "
@@ -384,7 +404,7 @@ class Transducer:
         )
         data, design = build_stan_data(
             class_index, lower, upper, censored, len(labels), n_components, self.prior,
-            seed=seed, kernel_tail_cut=tail_cut, groups=self._groups, odds_mean=self._odds_mean,
+            seed=seed, kernel_tail_cut=tail_cut, groups=groups, odds_mean=odds_mean,
             bin_fraction=bin_fraction, bin_min_rows=bin_min_rows, bin_max_share=bin_max_share,
         )  # fmt: skip
         if data.D >= 2:
@@ -399,7 +419,7 @@ class Transducer:
             init=sampler_inits(data, chains, seed),
             max_treedepth=self.max_treedepth,
             adapt_delta=SAMPLER_DEFAULTS.adapt_delta_for(
-                transform.model_dims, self.adapt_delta, grouped=self._groups is not None
+                transform.model_dims, self.adapt_delta, grouped=groups is not None
             ),
             progress=self.progress,
         )
@@ -427,17 +447,14 @@ class Transducer:
         ranks = reduction.reduced_classes(y, class_index)
         params = self.get_params() | {"class_reduction": None, "output_transform": "identity",
                                       "resolution": None}  # fmt: skip
-        inner = Transducer(**params)
-        # a rank no item takes (every item right: no "others") is learnt from the others
-        inner._unseen_classes_allowed = True
-        if reduction.paired:
-            inner._groups = (reduction.pairs(y), reduction.pair_parents())
-        if _design.RANKS_CENTRED:
-            inner._odds_mean = reduction.own_log_odds(y)
-        inner.fit(
+        inner = Transducer(**params)._fit(
             pd.DataFrame(reduction.margins(y), columns=list(reduction.margin_columns)),
             np.asarray(reduction.rank_classes, dtype=object)[ranks],
-            class_labels=list(reduction.rank_classes),
+            list(reduction.rank_classes),
+            _RankFit(
+                groups=(reduction.pairs(y), reduction.pair_parents()) if reduction.paired else None,
+                odds_mean=reduction.own_log_odds(y) if _design.RANKS_CENTRED else None,
+            ),
         )
         # the others' share's temperature: its exact posterior, one draw per mixture draw
         sizes = inner.posterior_.posterior.sizes
