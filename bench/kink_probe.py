@@ -116,6 +116,24 @@ EDITS = {
                         " - 1) .* (smooth_f[c] * tilde[:, c + 1]); }"),
         (MODEL, MODEL + "  to_vector(amp_raw) ~ std_normal();\n"),
     ],
+    # local smoothing scales (two classes): f += sum_j B_j Q_j t_j, t_j ~ N(0, tau_j^2 I),
+    # B_j the random walk's smoothest functions times bump j, each block conditionally
+    # whitened as tau_f's is (stan/transducer.stan, "Conditional whitening"; lambda, kappa
+    # and Q from the likelihood at the shipped mode: local_scales_data),
+    # tau_j ~ N+(0, --scale)
+    "local-scales": [
+        (DATA_END, DATA_END[:-1] + "  int<lower=0> n_loc;\n  int<lower=0> m_loc;\n"
+                   "  matrix[K, n_loc * m_loc] loc_basis;\n"
+                   "  matrix<lower=0>[m_loc, n_loc] loc_lambda;\n"
+                   "  matrix[m_loc, n_loc] loc_kappa;\n  real<lower=0> loc_scale;\n}"),
+        (PARAMS, PARAMS[:-1] + "  matrix[m_loc, n_loc] loc_e;\n  vector[n_loc] loc_log_tau;\n}"),
+        (THETA, THETA + " theta[:, 2] += loc_basis * to_vector(whitened(loc_e, loc_log_tau',"
+                        " loc_lambda, loc_kappa));"),
+        (MODEL, MODEL + "  {\n    matrix[m_loc, n_loc] loc_t = whitened_lp(loc_e, loc_log_tau',"
+                        " loc_lambda, loc_kappa);\n  }\n"
+                        "  exp(loc_log_tau) ~ normal(0, loc_scale);\n"
+                        "  target += sum(loc_log_tau);\n"),
+    ],
 }  # fmt: skip
 
 
@@ -189,6 +207,58 @@ def amplitude_preconditioning(d: dict) -> dict:
     return {"pc_centre": mode, "pc_scale": np.linalg.cholesky(cov)}
 
 
+#: functions per local block of the local-scales variant (the random walk's smoothest)
+LOCAL_FUNCTIONS = 8
+
+
+def local_scales_data(data, u: np.ndarray, bumps: int, functions: int, scale: float) -> dict:
+    """The ``local-scales`` fields. Block j's functions are the ``functions`` smoothest of
+    the random walk's basis (largest norm: the basis is scaled by the inverse square roots
+    of the penalty's eigenvalues) times a Gaussian bump at the j-th of ``bumps`` even points
+    of the grid (sd their spacing), scaled so that the block's prior sd at its largest is
+    tau_j (the random walk's own functions are small: 0.02-0.09 per unit of tau at a
+    kernel). Its whitening: the eigenvectors Q and eigenvalues lambda
+    of the log-likelihood's curvature in the block's coefficients, ``B_j' (-H) B_j`` with H
+    the Hessian of the log-likelihood in class 2's log-odds at the kernels, and its
+    gradient there rotated, kappa = Q' B_j' g; all at the shipped posterior mode (the local
+    blocks are 0 there)."""
+    from yieldwise.backends._laplace import TransducerDensity
+
+    theta = TransducerDensity(data).theta(np.asarray(data.u_centre, float))
+    kern, cls, cnt = np.asarray(data.kern), np.asarray(data.cls) - 1, np.asarray(data.count)
+    mine = cls == 1
+
+    def gradient(f2: np.ndarray) -> np.ndarray:
+        e = np.exp(theta - theta.max())
+        e[:, 1] = np.exp(f2 - theta.max())
+        rows = kern[mine] * e[:, 1]
+        share = rows / rows.sum(axis=1, keepdims=True)
+        return cnt[mine] @ share - cnt.sum() * e[:, 1] / e.sum()
+
+    g = gradient(theta[:, 1])
+    k = theta.shape[0]
+    hess = np.empty((k, k))
+    for i in range(k):
+        step = np.zeros(k)
+        step[i] = 1e-5
+        hess[i] = (gradient(theta[:, 1] + step) - gradient(theta[:, 1] - step)) / 2e-5
+    hess = (hess + hess.T) / 2
+    smooth = np.asarray(data.smooth_basis)
+    smooth = smooth[:, np.argsort(-np.linalg.norm(smooth, axis=0))[:functions]]
+    at = np.linspace(0, 1, bumps)
+    blocks, lam, kappa = [], [], []
+    for j in range(bumps):
+        b = np.exp(-0.5 * ((u - at[j]) / (at[1] - at[0])) ** 2)[:, None] * smooth
+        b /= np.sqrt(np.max(np.sum(b**2, axis=1)))  # prior sd tau_j at the bump's peak
+        values, q = np.linalg.eigh(b.T @ (-hess) @ b)
+        blocks.append(b @ q)
+        lam.append(np.maximum(values, 0.0))
+        kappa.append(q.T @ (b.T @ g))
+    return {"n_loc": bumps, "m_loc": functions, "loc_basis": np.hstack(blocks),
+            "loc_lambda": np.column_stack(lam), "loc_kappa": np.column_stack(kappa),
+            "loc_scale": scale}  # fmt: skip
+
+
 def joint_inits(data, chains, seed=None):
     """``amplitude-pc`` chains start at draws of the joint Normal approximation."""
     rng = np.random.default_rng(seed)
@@ -228,6 +298,13 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
         q_hi = mid[order][min(np.searchsorted(cum, 1 - inner), cum.size - 1)]
         nodes = [j for j in range(1, u.size - 1) if q_lo <= loc[j] <= q_hi]
         span = loc.max() - loc.min()
+        if variant == "local-scales":
+            d.update(local_scales_data(data, u, AMP_BUMPS, LOCAL_FUNCTIONS, scale))
+            print(
+                f"  local scales: {AMP_BUMPS} bumps x {LOCAL_FUNCTIONS} functions, "
+                f"tau_j ~ N+(0, {scale}); lambda {np.round(d['loc_lambda'].max(0), 1)}"
+            )
+            return d, design
         if variant.startswith("amplitude"):  # bumps between the data's inner quantiles (--inner)
             lo_u = float(max((q_lo - loc.min()) / span, 0.0)) if inner > 0 else 0.0
             hi_u = float(min((q_hi - loc.min()) / span, 1.0)) if inner > 0 else 1.0

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+VARIANTS = ["t", "t-noncentred", "moving", "amplitude", "amplitude-pc", "local-scales"]
+
 
 @pytest.fixture(scope="module")
 def probe(bench_import):
@@ -14,7 +16,7 @@ def probe(bench_import):
     return bench_import("kink_probe")
 
 
-@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude", "amplitude-pc"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path):
     code = probe.variant_program(variant, tmp_path).read_text()
     base = probe.BASE.read_text()
@@ -26,11 +28,12 @@ def test_variant_is_the_shipped_program_plus_its_edits(probe, variant, tmp_path)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # httpstan's importlib use
-@pytest.mark.parametrize("variant", ["t", "t-noncentred", "moving", "amplitude", "amplitude-pc"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_variant_compiles_with_stanc(probe, variant, tmp_path):
     compile_stan = pytest.importorskip("httpstan.compile").compile
     cpp, _warnings = compile_stan(probe.variant_program(variant, tmp_path).read_text(), "m")
-    assert ("amp_raw" if variant.startswith("amplitude") else "kink") in cpp
+    expected = {"amplitude": "amp_raw", "amplitude-pc": "amp_raw", "local-scales": "loc_e"}
+    assert expected.get(variant, "kink") in cpp
 
 
 def test_amplitude_basis_leaves_the_constant_out_and_has_the_scale_asked(probe):
@@ -70,3 +73,51 @@ def test_hinges_are_distances_on_the_grid_inside_the_data(probe):
     assert np.allclose(data["hinge"], np.abs(u[:, None] - u[None, inside]))
     assert data["kink_scale"] == 1.0 and data["kink_nu"] == 2.0
     assert data["kink_eps"] == pytest.approx(0.5 / 3)
+
+
+def test_local_scales_whitening_is_the_likelihoods_curvature_and_slope(probe):
+    """local_scales_data's kappa and lambda are the gradient and the negative Hessian of
+    the log-likelihood in each block's rotated coefficients at the shipped mode, checked
+    against central differences of the log-likelihood written out here (every row's
+    log of its class's kernel mixture, minus the items times the log normaliser)."""
+    from scipy.special import logsumexp
+
+    from yieldwise.backends._laplace import TransducerDensity
+    from yieldwise.transducer import stan_data as sd
+
+    rng = np.random.default_rng(2)
+    n = 300
+    cls = (rng.random(n) < 0.3).astype(int)
+    y = rng.normal(np.where(cls == 1, 1.0, -0.5), 1.0)[:, None]
+    data, _ = sd.build_stan_data(cls, y, y, [0], 2, 12)
+    loc = np.asarray(data.loc)[:, 0]
+    u = (loc - loc.min()) / (loc.max() - loc.min())
+    out = probe.local_scales_data(data, u, bumps=3, functions=4, scale=5.0)
+    assert out["loc_basis"].shape == (12, 12) and out["loc_lambda"].shape == (4, 3)
+    theta0 = TransducerDensity(data).theta(np.asarray(data.u_centre, float))
+    kern, rows, cnt = np.asarray(data.kern), np.asarray(data.cls) - 1, np.asarray(data.count)
+
+    def loglik(theta):
+        mix = np.log(np.sum(kern * np.exp(theta[:, rows].T), axis=1))
+        return cnt @ mix - cnt.sum() * logsumexp(theta)
+
+    h = 1e-4
+    for j in range(3):
+        block = out["loc_basis"][:, 4 * j : 4 * (j + 1)]
+
+        def at(t, block=block):
+            theta = theta0.copy()
+            theta[:, 1] += block @ t
+            return loglik(theta)
+
+        eye = np.eye(4) * h
+        slope = [(at(e) - at(-e)) / (2 * h) for e in eye]
+        np.testing.assert_allclose(slope, out["loc_kappa"][:, j], rtol=1e-5, atol=1e-6)
+        curv = np.array([[(at(a + b) - at(a - b) - at(b - a) + at(-a - b)) / (4 * h * h)
+                          for b in eye] for a in eye])  # fmt: skip
+        np.testing.assert_allclose(-curv, np.diag(out["loc_lambda"][:, j]), rtol=1e-4, atol=1e-4)
+    # each block's basis is the smoothest random-walk functions under its bump, scaled so
+    # that its prior sd per unit of tau_j is 1 at its largest (Q orthogonal keeps it)
+    for j in range(3):
+        block = out["loc_basis"][:, 4 * j : 4 * (j + 1)]
+        assert np.max(np.sum(block**2, axis=1)) == pytest.approx(1.0, rel=1e-10)
