@@ -65,6 +65,12 @@ HINGE_DATA = (
     "  int<lower=0> n_hinge;\n  matrix[K, n_hinge] hinge;\n  real<lower=0> kink_scale;\n"
     "  real<lower=0> kink_nu;\n  real kink_lo;\n  real kink_hi;\n  real<lower=0> kink_eps;\n}"
 )
+# the amplitude's terms in theta (model block and generated quantities) and its prior
+AMPLITUDE_EDITS = [
+    (THETA, THETA + " for (c in 1:C1) { theta[:, c + 1] += (exp(amp_basis * amp_raw[:, c])"
+                    " - 1) .* (smooth_f[c] * tilde[:, c + 1]); }"),
+    (MODEL, MODEL + "  to_vector(amp_raw) ~ std_normal();\n"),
+]  # fmt: skip
 EDITS = {
     "t": [
         (DATA_END, DATA_END[:-1] + HINGE_DATA),
@@ -96,9 +102,7 @@ EDITS = {
     "amplitude": [
         (DATA_END, DATA_END[:-1] + "  int<lower=0> n_amp;\n  matrix[K, n_amp] amp_basis;\n}"),
         (PARAMS, PARAMS[:-1] + "  matrix[n_amp, C - 1] amp_raw;\n}"),
-        (THETA, THETA + " for (c in 1:C1) { theta[:, c + 1] += (exp(amp_basis * amp_raw[:, c])"
-                        " - 1) .* (smooth_f[c] * tilde[:, c + 1]); }"),
-        (MODEL, MODEL + "  to_vector(amp_raw) ~ std_normal();\n"),
+        *AMPLITUDE_EDITS,
     ],
     # the same amplitude with (u, h) preconditioned together: the sampler moves zz with
     # (u, h) = pc_centre + pc_scale * zz, the joint mode and the Cholesky factor of the
@@ -112,9 +116,7 @@ EDITS = {
                  "  vector[U] z;\n  matrix[n_amp, C - 1] amp_raw;\n  {\n"
                  "    vector[pc_n] x = pc_centre + pc_scale * zz;\n    z = x[1:U];\n"
                  "    amp_raw = to_matrix(x[(U + 1):pc_n], n_amp, C - 1);\n  }\n}"),
-        (THETA, THETA + " for (c in 1:C1) { theta[:, c + 1] += (exp(amp_basis * amp_raw[:, c])"
-                        " - 1) .* (smooth_f[c] * tilde[:, c + 1]); }"),
-        (MODEL, MODEL + "  to_vector(amp_raw) ~ std_normal();\n"),
+        *AMPLITUDE_EDITS,
     ],
     # local smoothing scales (two classes): f += sum_j B_j Q_j t_j, t_j ~ N(0, tau_j^2 I),
     # B_j the random walk's smoothest functions times bump j, each block conditionally
