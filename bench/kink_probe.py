@@ -154,8 +154,14 @@ def variant_program(variant: str, directory: Path) -> Path:
     return path
 
 
-#: bumps of the amplitude variant along the grid (``--bumps``)
+#: bumps along the grid of the amplitude and local-scales variants (``--bumps``)
 AMP_BUMPS = 7
+
+
+def bumps_at(u: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """(K, len(at)) Gaussian bumps over the grid coordinate ``u`` centred at ``at`` (even
+    points), each of sd their spacing."""
+    return np.exp(-0.5 * ((u[:, None] - at[None]) / (at[1] - at[0])) ** 2)
 
 
 def amplitude_basis(
@@ -165,8 +171,7 @@ def amplitude_basis(
     column's mean over the kernels removed (a combination of them has mean 0: the constant
     is left to tau_f), scaled so that the mean prior variance per kernel of ``basis @ h``,
     ``h ~ N(0, I)``, is ``scale^2``."""
-    at = np.linspace(lo, hi, bumps)
-    basis = np.exp(-0.5 * ((u[:, None] - at[None]) / (at[1] - at[0])) ** 2)
+    basis = bumps_at(u, np.linspace(lo, hi, bumps))
     basis -= basis.mean(axis=0)
     return basis * scale / np.sqrt(np.mean(np.sum(basis**2, axis=1)))
 
@@ -247,10 +252,9 @@ def local_scales_data(data, u: np.ndarray, bumps: int, functions: int, scale: fl
     hess = (hess + hess.T) / 2
     smooth = np.asarray(data.smooth_basis)
     smooth = smooth[:, np.argsort(-np.linalg.norm(smooth, axis=0))[:functions]]
-    at = np.linspace(0, 1, bumps)
     blocks, lam, kappa = [], [], []
-    for j in range(bumps):
-        b = np.exp(-0.5 * ((u - at[j]) / (at[1] - at[0])) ** 2)[:, None] * smooth
+    for bump in bumps_at(u, np.linspace(0, 1, bumps)).T:
+        b = bump[:, None] * smooth
         b /= np.sqrt(np.max(np.sum(b**2, axis=1)))  # prior sd tau_j at the bump's peak
         values, q = np.linalg.eigh(b.T @ (-hess) @ b)
         blocks.append(b @ q)
@@ -280,7 +284,7 @@ class _Data(dict):
             raise AttributeError(name) from None
 
 
-def hinge_builder(variant: str, scale: float, nu: float, inner: float):
+def hinge_builder(variant: str, scale: float, nu: float, inner: float, bumps: int = AMP_BUMPS):
     original = stan_data.build_stan_data
 
     def build(*args, **kwargs):
@@ -301,19 +305,19 @@ def hinge_builder(variant: str, scale: float, nu: float, inner: float):
         nodes = [j for j in range(1, u.size - 1) if q_lo <= loc[j] <= q_hi]
         span = loc.max() - loc.min()
         if variant == "local-scales":
-            d.update(local_scales_data(data, u, AMP_BUMPS, LOCAL_FUNCTIONS, scale))
+            d.update(local_scales_data(data, u, bumps, LOCAL_FUNCTIONS, scale))
             print(
-                f"  local scales: {AMP_BUMPS} bumps x {LOCAL_FUNCTIONS} functions, "
+                f"  local scales: {bumps} bumps x {LOCAL_FUNCTIONS} functions, "
                 f"tau_j ~ N+(0, {scale}); lambda {np.round(d['loc_lambda'].max(0), 1)}"
             )
             return d, design
         if variant.startswith("amplitude"):  # bumps between the data's inner quantiles (--inner)
             lo_u = float(max((q_lo - loc.min()) / span, 0.0)) if inner > 0 else 0.0
             hi_u = float(min((q_hi - loc.min()) / span, 1.0)) if inner > 0 else 1.0
-            d["n_amp"] = AMP_BUMPS
-            d["amp_basis"] = amplitude_basis(u, AMP_BUMPS, scale, lo_u, hi_u)
+            d["n_amp"] = bumps
+            d["amp_basis"] = amplitude_basis(u, bumps, scale, lo_u, hi_u)
             print(
-                f"  amplitude: {AMP_BUMPS} bumps on [{lo_u:.2f}, {hi_u:.2f}] of the grid, "
+                f"  amplitude: {bumps} bumps on [{lo_u:.2f}, {hi_u:.2f}] of the grid, "
                 f"log-amplitude prior sd {scale}"
             )
             if variant == "amplitude-pc":
@@ -344,7 +348,6 @@ def counts(record: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global AMP_BUMPS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("problem", choices=[make().name for make in PANEL])
     parser.add_argument("n", type=int)
@@ -353,14 +356,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--nu", type=float, default=1.0)
     parser.add_argument("--inner", type=float, default=0.05)
-    parser.add_argument("--bumps", type=int, default=AMP_BUMPS, help="amplitude variant")
+    parser.add_argument("--bumps", type=int, default=AMP_BUMPS,
+                        help="amplitude and local-scales variants (local scales over the "
+                             "whole grid, whatever --inner)")  # fmt: skip
     parser.add_argument("--first-rep", type=int, default=0)
     parser.add_argument("--results", type=Path, default=None,
                         help="also keep the fits in this coverage-study file (resumed), for "
                              "`coverage.py --compare`")  # fmt: skip
     parser.add_argument("--seed", type=int, default=2026, help="the coverage study's seed")
     args = parser.parse_args(argv)
-    AMP_BUMPS = args.bumps
     index = [make().name for make in PANEL].index(args.problem)
     problem = PANEL[index]()
     shipped = {}
@@ -368,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         shipped = json.loads(cov.RESULTS.read_text())["fits"]
     with tempfile.TemporaryDirectory() as tmp:
         program = variant_program(args.variant, Path(tmp))
-        stan_data.build_stan_data = hinge_builder(args.variant, args.scale, args.nu, args.inner)
+        stan_data.build_stan_data = hinge_builder(
+            args.variant, args.scale, args.nu, args.inner, args.bumps
+        )
         if args.variant == "amplitude-pc":
             stan_data.sampler_inits = joint_inits
         backends.stan_file = lambda name: program
