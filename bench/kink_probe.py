@@ -51,12 +51,12 @@ cov = load_coverage_study()
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "stan" / "transducer.stan"
-DATA_END = "  matrix[K, C - 1] odds_offset;\n}"
+DATA_END = "  matrix[M, J * (C - 1)] white_l_kappa;\n}"
 PARAMS = "parameters {\n  vector[U] z;\n}"
 # theta is computed in the model block and again in generated quantities: the hinge terms
 # are added after both (EXPECTED counts the anchors that must be found)
 THETA = (
-    "matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds_offset,\n"
+    "matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds,\n"
     "                                   density_marginal);"
 )
 EXPECTED = {THETA: 2}

@@ -91,6 +91,17 @@
 // each child's b integrated out, then of b given h. The prior h ~ N(0, tau_h^2),
 // b ~ N(0, tau_g^2) is unchanged (an exact change of variables; the log Jacobian of
 // (e_h, e_g) -> (h, b) is sum(log v) / 2).
+// Local smoothing scales (docs/model.md, "Local smoothing scales"). With J > 0 the class
+// log-odds gain J blocks per class, each with a smoothing scale of its own, so that the
+// smoothness may vary along the grid:
+//   f_c += sum_j local_basis_j * b_jc,  b_jc ~ N(0, tau_l[j, c]^2 I),  tau_l ~ N+(0, tau_l_scale),
+// local_basis_j (K x M) the random walk's M smoothest functions under a bump at the j-th
+// of J points of the grid (yieldwise/transducer/stan_data.py, local_basis). Each block is
+// conditionally whitened as the smooth blocks are (white_l, white_l_lambda, white_l_kappa)
+// and appended to u after everything above: (log tau_l, e_l), tau_l as a J x (C - 1)
+// matrix and e_l as M x (J (C - 1)), column (c - 1) J + j block j of class c, both
+// column-major. Still a finite mixture of the same kernels (theory 3.1): only the prior of
+// f_c changes. With J = 0 it is the model above.
 functions {
   // u = centre + Q (axes .* z), Q = I + left * right_t (header, "Geometry")
   vector preconditioned(vector z, vector centre, vector axes, matrix left, matrix right_t) {
@@ -194,6 +205,22 @@ functions {
     }
     return append_col(segment(u, P + 1, R),
                       to_matrix(segment(u, P + R + P * C1 + C1 + 1, R * C1), R, C1));
+  }
+
+  // the local blocks' sampled coordinates e_l (M x J (C - 1)), after position at_l + J C1
+  matrix local_e(vector u, int at_l, int J, int M, int C1) {
+    return to_matrix(segment(u, at_l + J * C1 + 1, M * J * C1), M, J * C1);
+  }
+
+  // the local blocks' share of the class log-odds (K x (C - 1)) from their rotated
+  // coefficients tilde (M x J (C - 1)) and each class's basis with its rotations folded in
+  matrix local_odds(matrix tilde, array[] matrix local_f, int J, int M) {
+    int C1 = size(local_f);
+    matrix[rows(local_f[1]), C1] out;
+    for (c in 1:C1) {
+      out[:, c] = local_f[c] * to_vector(block(tilde, 1, (c - 1) * J + 1, M, J));
+    }
+    return out;
   }
 
   // the same tilde without the prior, for generated quantities
@@ -301,6 +328,17 @@ data {
   vector<lower=0>[P] odds_scale;
   real<lower=0> odds_df;
   matrix[K, C - 1] odds_offset;
+  // local smoothing scales (header): J blocks per class column (0: none) of M functions,
+  // their basis (block j in columns (j - 1) M + 1 .. j M), the half-Normal scale of their
+  // sds, and their conditional whitening per class: a block-diagonal rotation, and each
+  // block's likelihood precision and linear term in column (c - 1) J + j
+  int<lower=0> J;
+  int<lower=0> M;
+  matrix[K, J * M] local_basis;
+  real<lower=0> tau_l_scale;
+  array[C - 1] matrix[J * M, J * M] white_l;
+  matrix<lower=0>[M, J * (C - 1)] white_l_lambda;
+  matrix[M, J * (C - 1)] white_l_kappa;
 }
 
 transformed data {
@@ -333,9 +371,10 @@ transformed data {
   int at_f = P1 + 1 + R;
   int at_g = at_f + C1 * (P + 1 + R);  // the group block, after the log-odds'
   int n_group = G > 0 ? C1 * (2 + H + G) : 0;
-  if (U != at_g + n_group) {
-    reject("U must be (P - 1) + 1 + R + (C - 1) * (P + 1 + R) + [G > 0] (C - 1) (2 + H + G) = ",
-           at_g + n_group, ", found ", U);
+  int at_l = at_g + n_group;  // the local blocks, after the groups'
+  if (U != at_l + J * C1 * (1 + M)) {
+    reject("U must be (P - 1) + 1 + R + (C - 1) * (P + 1 + R) + [G > 0] (C - 1) (2 + H + G) ",
+           "+ J (C - 1) (1 + M) = ", at_l + J * C1 * (1 + M), ", found ", U);
   }
   if (G > 0 && H < 1) {
     reject("groups need at least one parent: H = ", H);
@@ -360,6 +399,11 @@ transformed data {
   }
   matrix[R, C] white_lambda = append_col(white_a_lambda, white_f_lambda);
   matrix[R, C] white_kappa = append_col(white_a_kappa, white_f_kappa);
+  // each class's local basis with its whitening rotations folded in (header)
+  array[C1] matrix[K, J * M] local_f;
+  for (c in 1:C1) {
+    local_f[c] = local_basis * white_l[c];
+  }
   matrix[u_rank, U] u_right_t = u_right';  // the preconditioning's (header, "Geometry")
   if (kern_sparse && (kern_u[1] != 1 || kern_u[N + 1] != kern_nz + 1)) {
     reject("kern_u must run from 1 to kern_nz + 1 = ", kern_nz + 1, ", found ", kern_u[1],
@@ -383,8 +427,18 @@ model {
   // here, with the whitening's Jacobian)
   matrix[R, C] tilde = whitened_lp(smooth_e(u, P, R, C), append_col(u[P1 + 1], log(tau_f')),
                                    white_lambda, white_kappa);
+  // the local blocks' share of the log-odds (header, "Local smoothing scales"), their prior
+  // added with the whitening's Jacobian; the scales' half-Normal on the log scale
+  matrix[K, C1] odds = odds_offset;
+  if (J > 0) {
+    vector[J * C1] log_tau_l = segment(u, at_l + 1, J * C1);
+    odds += local_odds(whitened_lp(local_e(u, at_l, J, M, C1), log_tau_l', white_l_lambda,
+                                   white_l_kappa), local_f, J, M);
+    exp(log_tau_l) ~ normal(0, tau_l_scale);
+    target += sum(log_tau_l);
+  }
   // log beta, up to the normalising constant: K x C
-  matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds_offset,
+  matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds,
                                    density_marginal);
   segment(u, 1, P1) ~ normal(0, fixed_scale[2:P]);
   if (odds_df > 0) {
@@ -472,7 +526,12 @@ generated quantities {
     tau_f = exp(segment(u, at_f + P * C1 + 1, C1));
     matrix[R, C] tilde = whitened(smooth_e(u, P, R, C), append_col(u[P1 + 1], log(tau_f')),
                                   white_lambda, white_kappa);
-    matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds_offset,
+    matrix[K, C1] odds = odds_offset;
+    if (J > 0) {
+      odds += local_odds(whitened(local_e(u, at_l, J, M, C1), segment(u, at_l + 1, J * C1)',
+                                  white_l_lambda, white_l_kappa), local_f, J, M);
+    }
+    matrix[K, C] theta = theta_of(u, tilde, fixed_basis, smooth_a, smooth_f, odds,
                                    density_marginal);
     real log_norm = log_sum_exp(theta);
     for (k in 1:K) {

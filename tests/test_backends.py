@@ -230,6 +230,24 @@ def grouped(transducer_program):
 
 
 @pytest.fixture(scope="module")
+def local(transducer_program):
+    """Three classes with local smoothing scales (prior key tau_l_scale; stan/transducer.stan,
+    "Local smoothing scales") and pair offsets, so that the local blocks sit after the
+    groups' in u, preconditioned with the default whitening (the local blocks' too), and a
+    short fit."""
+    rng = np.random.default_rng(14)
+    cls = rng.integers(0, 3, 300)
+    y = rng.normal(cls, 1.0)
+    grp = np.minimum(rng.integers(0, 3, 300), cls + 1)
+    data, _ = _stan_data.build_stan_data(
+        cls, y, y, [0], 3, 12, {"tau_l_scale": 5.0}, groups=(grp, np.array([0, 0, 1]))
+    )
+    assert (data["J"], data["M"], data["G"]) == (7, 8, 3)
+    assert np.asarray(data["white_l_lambda"]).max() > 0  # whitened
+    return _short_fit(transducer_program, data, 5), data
+
+
+@pytest.fixture(scope="module")
 def linear(transducer_program):
     """Hard labels: two distinct outputs (a binary classifier's 0 / 1 on the logit scale,
     squeezed), so the design has no smooth part (``R = 0``, :func:`_design.distinct_outputs`)
@@ -251,11 +269,11 @@ def linear(transducer_program):
 @pytest.mark.parametrize(
     "form",
     ["non-centred", "whitened", "floored", "marginal", "sparse", "grouped", "linear",
-     "linear, grouped", "centred"],
+     "linear, grouped", "centred", "local"],
 )  # fmt: skip
 def test_stan_target_is_the_numpy_log_density(
     form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse, grouped,
-    linear, centred,
+    linear, centred, local,
 ):  # fmt: skip
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
@@ -266,7 +284,7 @@ def test_stan_target_is_the_numpy_log_density(
     fit, data = {
         "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
         "floored": floored, "marginal": marginal, "sparse": sparse, "grouped": grouped,
-        "centred": centred, **linear,
+        "centred": centred, "local": local, **linear,
     }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = _u(fit, data)
@@ -276,14 +294,15 @@ def test_stan_target_is_the_numpy_log_density(
     assert np.ptp(difference) < 1e-6 * max(1.0, np.abs(stan_lp).max())
 
 
-@pytest.mark.parametrize("form", ["grouped", "centred"])
-def test_stan_group_offsets_and_log_lik_are_the_numpy_ones(form, grouped, centred):
+@pytest.mark.parametrize("form", ["grouped", "centred", "local"])
+def test_stan_group_offsets_and_log_lik_are_the_numpy_ones(form, grouped, centred, local):
     """The program's generated group_offset, log_lik and mixture (w, alpha) at every draw
     equal the numpy density's (the conditionally whitened offsets mapped back the same way;
-    with a centred prior, its mean function added to the log-odds)."""
+    with a centred prior, its mean function added to the log-odds; with local blocks, their
+    share of the log-odds)."""
     from yieldwise.backends._laplace import TransducerDensity
 
-    fit, data = {"grouped": grouped, "centred": centred}[form]
+    fit, data = {"grouped": grouped, "centred": centred, "local": local}[form]
     model = TransducerDensity(data)
     u = _u(fit, data)
     q = model.quantities(u)

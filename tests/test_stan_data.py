@@ -172,7 +172,8 @@ DATA_KEYS = {
     "white_f_lambda", "white_f_kappa",
     "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u", "G", "H", "grp", "parent",
     "tau_g_scale", "white_g_lambda", "white_g_kappa", "level_scale", "odds_scale", "odds_df",
-    "odds_offset",
+    "odds_offset", "J", "M", "local_basis", "tau_l_scale", "white_l", "white_l_lambda",
+    "white_l_kappa",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are
 # preconditioned (read by sampler_inits, not by Stan)
@@ -356,7 +357,7 @@ def test_default_prior_and_overrides():
     assert defaults == {
         "tau_a_scale": _design.TAU_DENSITY_SCALE, "tau_f_scale": _design.TAU_CLASS_SCALE,
         "tau_f_df": None, "tau_f_floor": 0.0, "intercept_scale": _design.INTERCEPT_SCALE,
-        "slope_scale": _design.SLOPE_SCALE,
+        "slope_scale": _design.SLOPE_SCALE, "tau_l_scale": 0.0,  # local scales: 1-D only
     }  # fmt: skip
     # two output dimensions keep a half-Normal tau_f, which the program reads as df 0; one
     # dimension takes the half-Student-t with TAU_CLASS_DF degrees of freedom
@@ -391,7 +392,10 @@ def test_default_prior_and_overrides():
     # the density block's form is recorded with the design (kept by a saved transducer)
     assert data_1["density_marginal"] == design_1.record()["density_marginal"] == 0
     np.testing.assert_array_equal(data2["fixed_scale"], [2.0, 7.0, 7.0, 7.0])
-    assert _stan_data.default_prior(design2) == {key: float(v) for key, v in prior.items()}
+    assert _stan_data.default_prior(design2) == {
+        **{key: float(v) for key, v in prior.items()},
+        "tau_l_scale": 0.0,
+    }
     assert _stan_data.default_prior(design_c)["tau_f_df"] is None  # centres: half-Normal
     # one override leaves the others at their defaults
     data3, _ = _stan_data.build_stan_data(cls, y, y, None, 2, 16, {"slope_scale": 1.5})
@@ -424,7 +428,7 @@ def test_transducer_docstring_names_exactly_the_prior_keys_and_their_defaults():
     [
         ({"mu_loc": 0.0}, r"prior has unknown hyper-parameters \['mu_loc'\]; valid: "
                           r"\['tau_a_scale', 'tau_f_scale', 'tau_f_df', 'tau_f_floor', "
-                          r"'intercept_scale', 'slope_scale'\]"),
+                          r"'intercept_scale', 'slope_scale', 'tau_l_scale'\]"),
         ({"eta_scale": 1.0, "alpha_conc": 1.0}, r"unknown hyper-parameters "
                                                 r"\['alpha_conc', 'eta_scale'\]"),
         ({"tau_f_scale": -1.0}, r"prior\['tau_f_scale'\] must be a positive number, found -1"),

@@ -242,6 +242,18 @@ SQUARE_SCALE = SLOPE_SCALE
 #: whatever tau_f; 0: none.
 LEVEL_SCALE = 0.0
 
+#: A candidate, off (0; docs/model.md, "Local smoothing scales"): for one output dimension,
+#: LOCAL_BLOCKS blocks per class column along the grid, each the random walk's
+#: LOCAL_FUNCTIONS smoothest functions under a Gaussian bump, with a smoothing sd of its
+#: own, tau_l ~ N+(0, LOCAL_SCALE) (its prior sd at the bump's peak), so that the class
+#: log-odds' smoothness may vary along the grid (stan/transducer.stan, "Local smoothing
+#: scales"). Measured outside the model with bench/kink_probe.py (7 x 8, scale 5): the
+#: smoothing bias at the extremes falls, bands and decision outputs cover better at n =
+#: 300 and 1,000, long-run intervals widen at 1,000; 0: none.
+LOCAL_SCALE = 0.0
+LOCAL_BLOCKS = 7
+LOCAL_FUNCTIONS = 8
+
 #: A candidate, off (0; docs/model.md, "A prior centred on the classifier's own
 #: probabilities"): a class reduction's rank log-odds given the classifier's own
 #: log-odds (of the second and the lower ranks against the first, under its squeezed
@@ -295,6 +307,8 @@ class KernelDesign:
     tau_f_scale : half-Student-t scale of the class log-odds' smoothing sd
     tau_f_df : its degrees of freedom; None for a half-Normal scale
     tau_f_floor : the soft floor under tau_f (0: none; ``TAU_CLASS_FLOOR`` in 1-D)
+    tau_l_scale : half-Normal scale of the local smoothing sds (0: no local blocks, the
+        default; ``LOCAL_SCALE``; one output dimension only)
     density_marginal : 1 when the density block is all outputs' log-density, 0 when it is
         the first class's log weight (``MARGINAL_DENSITY``)
     gp_lengthscale : the centres' Gaussian-process lengthscale (standardised scale), None
@@ -314,6 +328,7 @@ class KernelDesign:
     tau_f_scale: float = TAU_CLASS_SCALE
     tau_f_df: float | None = TAU_CLASS_DF
     tau_f_floor: float = TAU_CLASS_FLOOR
+    tau_l_scale: float = 0.0
     density_marginal: int = 0
     gp_lengthscale: float | None = None
     gp_variance_share: float | None = None
@@ -333,6 +348,7 @@ class KernelDesign:
             "tau_f_scale": self.tau_f_scale,
             "tau_f_df": self.tau_f_df,
             "tau_f_floor": self.tau_f_floor,
+            "tau_l_scale": self.tau_l_scale,
             "density_marginal": self.density_marginal,
             # the penalised functions kept (a 1-D grid keeps SMOOTH_MODES_1D of G - 2)
             "n_smooth": int(self.smooth_basis.shape[1]),
@@ -624,6 +640,7 @@ def design_kernels(
     tau_f_scale: float | None = None,
     tau_f_df: float | str | None = "auto",
     tau_f_floor: float | None = None,
+    tau_l_scale: float | None = None,
     range_weights: np.ndarray | None = None,
 ) -> KernelDesign:
     """The kernel design for calibration rows (model-scale bins or points, (n, D)).
@@ -636,7 +653,9 @@ def design_kernels(
     the nearest square (nodes per axis ``round(sqrt(K))``). ``tau_f_df`` ``"auto"`` takes
     :data:`TAU_CLASS_DF` for one output dimension and :data:`TAU_CLASS_DF_MULTI` for more;
     ``tau_f_floor`` None takes :data:`TAU_CLASS_FLOOR` for one output dimension and
-    :data:`TAU_CLASS_FLOOR_MULTI` for more; ``tau_a_scale`` and ``tau_f_scale`` None take
+    :data:`TAU_CLASS_FLOOR_MULTI` for more; ``tau_l_scale`` None takes :data:`LOCAL_SCALE`
+    for one output dimension and 0 (no local blocks) for more, where a positive value is
+    refused; ``tau_a_scale`` and ``tau_f_scale`` None take
     :data:`TAU_DENSITY_SCALE` and :data:`TAU_CLASS_SCALE` (read at call time, as every
     constant here, so that a study may set them).
     """
@@ -669,9 +688,16 @@ def design_kernels(
         tau_f_df = TAU_CLASS_DF if d == 1 else TAU_CLASS_DF_MULTI
     if tau_f_floor is None:
         tau_f_floor = TAU_CLASS_FLOOR if d == 1 else TAU_CLASS_FLOOR_MULTI
+    if tau_l_scale is None:
+        tau_l_scale = LOCAL_SCALE if d == 1 else 0.0
+    if tau_l_scale and d != 1:
+        raise ValueError(
+            f"prior['tau_l_scale'] (local smoothing scales) needs one output dimension, "
+            f"found {d}; leave it out or set it to 0"
+        )
     return replace(
         design, tau_f_df=None if tau_f_df is None else float(tau_f_df),
-        tau_f_floor=float(tau_f_floor),
+        tau_f_floor=float(tau_f_floor), tau_l_scale=float(tau_l_scale),
         density_marginal=int(MARGINAL_DENSITY),  # read at call time: a study may set it
     )  # fmt: skip
 

@@ -148,6 +148,29 @@ class TransducerDensity:
             self.group_total = np.bincount(self.grp, weights=self.count, minlength=self.G)
             self.group_class = np.zeros((self.G, self.C))
             np.add.at(self.group_class, (self.grp, self.cls), self.count)
+        # local smoothing scales (stan/transducer.stan, "Local smoothing scales"), appended
+        # after the groups' block when J > 0: J blocks per class column of M functions.
+        # Kept as (C - 1, J, M) arrays: the program's column (c - 1) J + j is [c - 1, j]
+        self.J, self.M = int(data.get("J", 0)), int(data.get("M", 0))
+        j, m = self.J, self.M
+        basis = np.asarray(data.get("local_basis", np.zeros((self.K, j * m))), float)
+        self.local_basis = basis.reshape(self.K, j, m)
+        rot_l = np.asarray(data.get("white_l", np.broadcast_to(np.eye(j * m), (c1, j * m, j * m))),
+                           dtype=float).reshape(c1, j * m, j * m)  # fmt: skip
+        # each block's rotation, the diagonal blocks of white_l: (C - 1, J, M, M)
+        self.rotation_l = np.stack(
+            [rot_l[:, i * m : (i + 1) * m, i * m : (i + 1) * m] for i in range(j)], axis=1
+        ) if j else np.zeros((c1, 0, m, m))  # fmt: skip
+        # each class's basis with its rotations folded in, (C - 1, K, J, M)
+        self.local_f = np.einsum("kjr,cjrs->ckjs", self.local_basis, self.rotation_l)
+        self.tau_l_scale = float(data.get("tau_l_scale", 0.0))
+        self.lam_l, self.kappa_l = (
+            np.asarray(data.get(f"white_l_{name}", np.zeros((m, j * c1))), float)
+            .reshape(m, c1, j).transpose(1, 2, 0)
+            for name in ("lambda", "kappa")
+        )  # fmt: skip
+        if j > 0:
+            sizes += [("log_tau_l", j * c1), ("e_l", m * j * c1)]
         self.slices: dict[str, slice] = {}
         start = 0
         for name, size in sizes:
@@ -180,6 +203,9 @@ class TransducerDensity:
                 "e_h": u[..., s["e_h"]].reshape(*lead, c1, self.H).swapaxes(-1, -2),
                 "e_g": u[..., s["e_g"]].reshape(*lead, c1, self.G).swapaxes(-1, -2),
             }
+        if self.J > 0:  # (..., C - 1, J) log scales, (..., C - 1, J, M) coordinates
+            groups["log_tau_l"] = u[..., s["log_tau_l"]].reshape(*lead, c1, self.J)
+            groups["e_l"] = u[..., s["e_l"]].reshape(*lead, c1, self.J, self.M)
         return {
             "a_fixed": u[..., s["a_fixed"]],
             "log_tau_a": u[..., s["log_tau_a"]][..., 0],
@@ -263,7 +289,19 @@ class TransducerDensity:
         v = self._variances(t)
         tilde = v * self.kappa + np.sqrt(v) * e
         b = np.einsum("crs,...sc->...rc", self.rotation, tilde)
-        return {"e": e, "t": t, "v": v, "tilde": tilde, "b": b}
+        out = {"e": e, "t": t, "v": v, "tilde": tilde, "b": b}
+        if self.J > 0:  # the local blocks alike (stan/transducer.stan, "Local smoothing
+            # scales"): (..., C - 1, J, M) arrays, t_l (..., C - 1, J), and their share
+            # odds_l (..., K, C - 1) of the class log-odds
+            e_l, t_l = p["e_l"], p["log_tau_l"]
+            v_l = 1.0 / (self.lam_l + np.exp(-2.0 * t_l)[..., None])
+            tilde_l = v_l * self.kappa_l + np.sqrt(v_l) * e_l
+            out |= {
+                "e_l": e_l, "t_l": t_l, "v_l": v_l, "tilde_l": tilde_l,
+                "b_l": np.einsum("cjrs,...cjs->...cjr", self.rotation_l, tilde_l),
+                "odds_l": np.einsum("ckjm,...cjm->...kc", self.local_f, tilde_l),
+            }  # fmt: skip
+        return out
 
     def _variances(self, t: np.ndarray) -> np.ndarray:
         """(..., R, C) conditional variances ``1 / (lambda + exp(-2 t))`` of the smooth
@@ -278,6 +316,8 @@ class TransducerDensity:
         # matrix products (BLAS) over the leading draw axis: (..., r) @ (r, k)
         a = b[..., 0] @ self.smooth.T + p["a_fixed"] @ self.fixed[:, 1:].T
         f = self.fixed @ p["f_fixed"] + self.smooth @ b[..., 1:] + self.odds_offset
+        if self.J > 0:
+            f = f + (self.smooth_blocks(u) if blocks is None else blocks)["odds_l"]
         theta = np.concatenate([a[..., None], a[..., None] + f], axis=-1)
         if self.marginal:
             theta = theta - (logsumexp(theta, axis=-1) - a)[..., None]
@@ -354,6 +394,18 @@ class TransducerDensity:
         g_e = np.sqrt(v) * g_tilde
         grad = np.empty_like(u)
         s = self.slices
+        if self.J > 0:  # the local blocks, by the same chain rule (C - 1, J, M)
+            v_l, tilde_l, inv_l = w["v_l"], w["tilde_l"], np.exp(-2.0 * w["t_l"])[..., None]
+            g_tilde_l = np.einsum("ckjm,kc->cjm", self.local_f, g_f) - tilde_l * inv_l
+            d_tilde_l = (2 * v_l**2 * self.kappa_l + v_l**1.5 * w["e_l"]) * inv_l
+            tau_l = np.exp(w["t_l"])
+            grad[s["log_tau_l"]] = (
+                np.sum(g_tilde_l * d_tilde_l + (tilde_l**2 + v_l) * inv_l, axis=-1)
+                - self.M
+                - (tau_l / self.tau_l_scale) ** 2
+                + 1
+            ).ravel()
+            grad[s["e_l"]] = (np.sqrt(v_l) * g_tilde_l).ravel()
         grad[s["a_fixed"]] = self.fixed[:, 1:].T @ g_a - p["a_fixed"] / fs[1:] ** 2
         grad[s["a_raw"]] = g_e[:, 0]
         grad[s["log_tau_a"]] = g_t[0]
@@ -419,6 +471,8 @@ class TransducerDensity:
         if self.G > 0:  # the offsets start at 0, both scales at a fifth of their prior's
             # (tau_h = tau_g: rho = 1/2, tau = sqrt(2) times that)
             u[s["log_tau_pair"]] = np.log(0.2 * self.tau_g_scale) + 0.5 * np.log(2.0)
+        if self.J > 0:  # the local scales at a fifth of their prior's, their blocks at 0
+            u[s["log_tau_l"]] = np.log(0.2 * self.tau_l_scale)
         if init is None:
             u[s["log_tau_a"]] = np.log(0.2 * self.tau_a_scale)
             u[s["log_tau_f"]] = np.log(0.2 * self.tau_f_scale)
@@ -434,10 +488,19 @@ class TransducerDensity:
         u[s["log_tau_f"]] = np.log(tau_f)
         return self.whitened(u, np.column_stack([a_smooth, f_raw * tau_f[None, :]]))
 
-    def whitened(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def whitened(
+        self, u: np.ndarray, b: np.ndarray, local_b: np.ndarray | None = None
+    ) -> np.ndarray:
         """``u`` (..., size) with its smooth coordinates set so that the coefficients are
-        ``b`` (..., R, C): the inverse of :meth:`smooth_blocks`'s map, for one or many."""
+        ``b`` (..., R, C), and the local blocks' ``local_b`` (..., C - 1, J, M) when given:
+        the inverse of :meth:`smooth_blocks`'s map, for one or many."""
         out = np.array(u, dtype=float)
+        if local_b is not None and self.J > 0:
+            t_l = out[..., self.slices["log_tau_l"]].reshape(*out.shape[:-1], self.C - 1, self.J)
+            v_l = 1.0 / (self.lam_l + np.exp(-2.0 * t_l)[..., None])
+            tilde_l = np.einsum("cjrs,...cjr->...cjs", self.rotation_l, local_b)
+            e_l = (tilde_l - v_l * self.kappa_l) / np.sqrt(v_l)
+            out[..., self.slices["e_l"]] = e_l.reshape(*out.shape[:-1], -1)
         t = np.concatenate([out[..., self.slices["log_tau_a"]], out[..., self.slices["log_tau_f"]]],
                            axis=-1)  # fmt: skip
         v = self._variances(t)
@@ -488,6 +551,16 @@ class TransducerDensity:
                 + 0.5 * np.sum(np.log(q["v_g"]), axis=(-2, -1))
                 - 0.5 * np.sum(np.exp(2 * log_tau), axis=-1) / self.tau_g_scale**2
                 + np.sum(log_tau, axis=-1)
+            )
+        if self.J > 0:  # the local blocks' prior, Jacobian and half-Normal scales
+            inv_l = np.exp(-2.0 * w["t_l"])
+            out = out + np.sum(
+                -0.5 * np.sum(w["tilde_l"] ** 2, axis=-1) * inv_l
+                - self.M * w["t_l"]
+                + 0.5 * np.sum(np.log(w["v_l"]), axis=-1)
+                - 0.5 * np.exp(2.0 * w["t_l"]) / self.tau_l_scale**2
+                + w["t_l"],
+                axis=(-2, -1),
             )
         if self.level_scale > 0:  # the candidate ridge on f[k, c] = theta[k, c] - theta[k, 0]
             theta = self.theta(us, w)

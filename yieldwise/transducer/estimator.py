@@ -158,7 +158,11 @@ class Transducer:
           the kernels are scattered centres): Normal sd of every other fixed-effect
           coefficient
           (the linear terms of the log-density and of the log-odds, per unit of the
-          outputs' standardised range).
+          outputs' standardised range);
+        * ``tau_l_scale`` (default 0; a candidate, one output dimension only):
+          half-Normal scale of local smoothing sds, each over a stretch of the grid, so
+          that the class log-odds may be smoother in one place than another (0: none;
+          docs/model.md, "Local smoothing scales").
     chains, warmup, draws : int
         NUTS settings: chains, warm-up iterations and kept draws per chain (defaults:
         :data:`yieldwise.transducer.SAMPLER_DEFAULTS`: 4 chains; for ``warmup=None`` 500

@@ -46,6 +46,7 @@ __all__ = [
     "build_stan_data",
     "default_prior",
     "initial_values",
+    "local_basis",
     "PRECONDITION_SD_TOLERANCE",
     "PreconditioningWarning",
     "merge_rows",
@@ -156,6 +157,24 @@ class StanData(Mapping[str, Any]):
     odds_scale: np.ndarray = field(default=None, metadata={"stan": "vector<lower=0>[P]"})  # type: ignore[assignment]
     odds_df: float = field(default=0.0, metadata={"stan": "real<lower=0>"})
     odds_offset: np.ndarray = field(default=None, metadata={"stan": "matrix[K, C - 1]"})  # type: ignore[assignment]
+    # local smoothing scales (stan/transducer.stan, "Local smoothing scales"; local_basis):
+    # J blocks per class column (0: none, the default) of M functions, their (K, J M)
+    # basis, the half-Normal scale of their sds, and their conditional whitening
+    # (:func:`whitening`): per class a block-diagonal (J M, J M) rotation, and each block's
+    # likelihood precision and linear term, (M, J (C - 1)); None: the plain non-centred blocks
+    J: int = field(default=0, metadata={"stan": "int<lower=0>"})
+    M: int = field(default=0, metadata={"stan": "int<lower=0>"})
+    local_basis: np.ndarray = field(default=None, metadata={"stan": "matrix[K, J * M]"})  # type: ignore[assignment]
+    tau_l_scale: float = field(default=0.0, metadata={"stan": "real<lower=0>"})
+    white_l: np.ndarray = field(  # type: ignore[assignment]
+        default=None, metadata={"stan": "array[C - 1] matrix[J * M, J * M]"}
+    )
+    white_l_lambda: np.ndarray = field(  # type: ignore[assignment]
+        default=None, metadata={"stan": "matrix<lower=0>[M, J * (C - 1)]"}
+    )
+    white_l_kappa: np.ndarray = field(  # type: ignore[assignment]
+        default=None, metadata={"stan": "matrix[M, J * (C - 1)]"}
+    )
 
     def __post_init__(self) -> None:
         if self.grp is None or (int(self.G) == 0 and not np.any(self.grp)):
@@ -177,6 +196,14 @@ class StanData(Mapping[str, Any]):
         for name in ("white_g_lambda", "white_g_kappa"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros((int(self.G), int(self.C) - 1)))
+        jm, c1 = int(self.J) * int(self.M), int(self.C) - 1
+        if self.local_basis is None:
+            object.__setattr__(self, "local_basis", np.zeros((int(self.K), jm)))
+        if self.white_l is None:
+            object.__setattr__(self, "white_l", np.broadcast_to(np.eye(jm), (c1, jm, jm)).copy())
+        for name in ("white_l_lambda", "white_l_kappa"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros((int(self.M), int(self.J) * c1)))
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "int":
@@ -191,7 +218,8 @@ class StanData(Mapping[str, Any]):
         n, c, d, k, p, r, u = self.N, self.C, self.D, self.K, self.P, self.R, self.U
         sizes = {"N": n, "C - 1": c - 1, "D": d, "K": k, "P": p, "R": r, "U": u,
                  "N + 1": n + 1, "kern_nz": self.kern_nz, "G": self.G,
-                 "u_rank": self.u_rank}  # fmt: skip
+                 "u_rank": self.u_rank, "J * M": self.J * self.M, "M": self.M,
+                 "J * (C - 1)": self.J * (c - 1)}  # fmt: skip
         for name, dims in _SHAPES.items():
             expected = tuple(sizes[dim] for dim in dims)
             found = np.shape(getattr(self, name))
@@ -203,11 +231,12 @@ class StanData(Mapping[str, Any]):
         _check_sparse(self)
         _check_groups(self)
         _check_preconditioning(self)
-        if u != unconstrained_size(p, r, c, self.G, self.H):
+        expected_u = unconstrained_size(p, r, c, self.G, self.H, self.J, self.M)
+        if u != expected_u:
             raise ValueError(
                 f"StanData.U must be (P - 1) + 1 + R + (C - 1) (P + 1 + R), plus "
-                f"(C - 1) (2 + H + G) with groups, = {unconstrained_size(p, r, c, self.G, self.H)}"
-                f", found {u}"
+                f"(C - 1) (2 + H + G) with groups and J (C - 1) (1 + M) with local blocks, "
+                f"= {expected_u}, found {u}"
             )
 
     @classmethod
@@ -260,13 +289,18 @@ _SHAPES = {
     "parent": ("G",),
     "white_g_lambda": ("G", "C - 1"), "white_g_kappa": ("G", "C - 1"),
     "odds_scale": ("P",), "odds_offset": ("K", "C - 1"),
+    "local_basis": ("K", "J * M"), "white_l": ("C - 1", "J * M", "J * M"),
+    "white_l_lambda": ("M", "J * (C - 1)"), "white_l_kappa": ("M", "J * (C - 1)"),
 }  # fmt: skip
 
 
-def unconstrained_size(p: int, r: int, c: int, g: int = 0, h: int = 0) -> int:
+def unconstrained_size(
+    p: int, r: int, c: int, g: int = 0, h: int = 0, j: int = 0, m: int = 0
+) -> int:
     """The length of the program's unconstrained vector ``u`` (stan/transducer.stan,
-    "Geometry" and "Group offsets")."""
-    return (p - 1) + 1 + r + (c - 1) * (p + 1 + r) + ((c - 1) * (2 + h + g) if g > 0 else 0)
+    "Geometry", "Group offsets" and "Local smoothing scales")."""
+    groups = (c - 1) * (2 + h + g) if g > 0 else 0
+    return (p - 1) + 1 + r + (c - 1) * (p + 1 + r) + groups + j * (c - 1) * (1 + m)
 
 
 def _check_groups(data: StanData) -> None:
@@ -480,6 +514,7 @@ def bin_rows(
 
 PRIOR_KEYS = (
     "tau_a_scale", "tau_f_scale", "tau_f_df", "tau_f_floor", "intercept_scale", "slope_scale",
+    "tau_l_scale",
 )  # fmt: skip
 
 
@@ -498,7 +533,10 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
       ``1 - exp(-(tau_f / floor)^2)``, keeping the sampler out of the funnel's neck;
     * ``intercept_scale``, ``slope_scale``: Normal sd's of the class log-odds' intercept
       and of every other fixed-effect coefficient (slopes per unit of the outputs'
-      standardised range).
+      standardised range);
+    * ``tau_l_scale``: half-Normal scale of the local smoothing sds (one output dimension
+      only; :func:`local_basis`), 0 for none (the default,
+      :data:`yieldwise._design.LOCAL_SCALE`).
     """
     return {
         "tau_a_scale": float(design.tau_a_scale),
@@ -507,6 +545,7 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
         "tau_f_floor": float(design.tau_f_floor),
         "intercept_scale": float(design.fixed_scale[0]),
         "slope_scale": float(design.fixed_scale[1] if design.fixed_scale.size > 1 else SLOPE_SCALE),
+        "tau_l_scale": float(design.tau_l_scale),
     }
 
 
@@ -529,12 +568,13 @@ def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float | None]:
             number = float(value) if ok else np.nan  # type: ignore[arg-type]
         except (TypeError, ValueError):
             number = np.nan
-        if key == "tau_f_floor" and number == 0:  # no floor
+        if key in ("tau_f_floor", "tau_l_scale") and number == 0:  # no floor, no local blocks
             checked[key] = 0.0
             continue
         if not np.isfinite(number) or number <= 0:
             also = {
-                "tau_f_df": " (or None for a half-Normal scale)", "tau_f_floor": " (or 0 for none)"
+                "tau_f_df": " (or None for a half-Normal scale)", "tau_f_floor": " (or 0 for none)",
+                "tau_l_scale": " (or 0 for none)",
             }.get(key, "")  # fmt: skip
             raise ValueError(f"prior[{key!r}] must be a positive number{also}, found {value!r}")
         checked[key] = number
@@ -735,7 +775,7 @@ def build_stan_data(
         lo_u, hi_u, cnt, n_components, seed=seed, range_weights=range_weights,
         tau_a_scale=overrides.get("tau_a_scale"), tau_f_scale=overrides.get("tau_f_scale"),
         tau_f_df=overrides.get("tau_f_df", "auto"),
-        tau_f_floor=overrides.get("tau_f_floor"),
+        tau_f_floor=overrides.get("tau_f_floor"), tau_l_scale=overrides.get("tau_l_scale"),
     )  # fmt: skip
     if "intercept_scale" in overrides or "slope_scale" in overrides:
         scale = design.fixed_scale.copy()
@@ -791,13 +831,53 @@ def build_stan_data(
     if g:
         values.update(G=g, H=h, grp=grp_u + 1, parent=parent + 1,
                       tau_g_scale=float(_design.GROUP_OFFSET_SCALE))  # fmt: skip
+    # local smoothing scales (one output dimension; _design.LOCAL_SCALE, 0: none)
+    tau_l = design.tau_l_scale
+    loc_basis = local_basis(design) if tau_l else np.zeros((k, 0, 0))
+    j_, m_ = int(loc_basis.shape[1]), int(loc_basis.shape[2])
+    values.update(J=j_, M=m_, local_basis=loc_basis.reshape(k, j_ * m_),
+                  tau_l_scale=float(tau_l or 0.0))  # fmt: skip
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
-    u = unconstrained_size(p_, r_, n_classes, g, h)
-    data = StanData(**values, U=u, **identity_preconditioning(u), **_no_whitening(r_, c1, g))
+    u = unconstrained_size(p_, r_, n_classes, g, h, j_, m_)
+    data = StanData(**values, U=u, **identity_preconditioning(u),
+                    **_no_whitening(r_, c1, g, j_, m_))  # fmt: skip
     if preconditioned:
         data = precondition(data, seed=seed)
     return data, design
+
+
+def local_basis(
+    design: KernelDesign, blocks: int | None = None, functions: int | None = None
+) -> np.ndarray:
+    """The local blocks' basis (stan/transducer.stan, "Local smoothing scales"), (K, J, M).
+
+    Block j holds the ``functions`` smoothest functions of the random walk's basis (its
+    columns of largest norm: the basis is scaled by the inverse square roots of the
+    penalty's eigenvalues) times a Gaussian bump at the j-th of ``blocks`` even points
+    over the kernels' range, of sd their spacing, scaled so that the block's prior sd at
+    its largest is the block's tau (the random walk's own functions are 0.02-0.09 per
+    unit of tau at a kernel: unscaled, the blocks moved no posterior mean, docs/model.md).
+    None: :data:`yieldwise._design.LOCAL_BLOCKS` and ``LOCAL_FUNCTIONS``. One output
+    dimension; fewer smooth functions than asked gives blocks of all of them, none an
+    empty basis.
+    """
+    blocks = _design.LOCAL_BLOCKS if blocks is None else int(blocks)
+    functions = _design.LOCAL_FUNCTIONS if functions is None else int(functions)
+    loc = np.asarray(design.loc, dtype=float)
+    smooth = np.asarray(design.smooth_basis, dtype=float)
+    k = loc.shape[0]
+    m = min(functions, smooth.shape[1])
+    if loc.shape[1] != 1:
+        raise ValueError(f"local blocks need one output dimension, found {loc.shape[1]}")
+    if blocks < 2 or m == 0:
+        return np.zeros((k, 0, 0))
+    x = loc[:, 0]
+    smooth = smooth[:, np.argsort(-np.linalg.norm(smooth, axis=0), kind="stable")[:m]]
+    at = np.linspace(x.min(), x.max(), blocks)
+    bumps = np.exp(-0.5 * ((x[:, None] - at[None]) / (at[1] - at[0])) ** 2)  # (K, J)
+    out = bumps[:, :, None] * smooth[:, None, :]  # (K, J, M)
+    return out / np.sqrt(np.max(np.sum(out**2, axis=2), axis=0))[None, :, None]
 
 
 def centred_odds(
@@ -853,10 +933,12 @@ def _check_group_rows(
     return grp.astype(np.int64), parent.astype(np.int64)
 
 
-def _no_whitening(r: int, c1: int, g: int = 0) -> dict[str, np.ndarray]:
+def _no_whitening(r: int, c1: int, g: int = 0, j: int = 0, m: int = 0) -> dict[str, np.ndarray]:
     """Whitening data that leave the plain non-centred model (stan/transducer.stan), for
-    ``g`` groups."""
+    ``g`` groups and ``j`` local blocks of ``m`` functions per class column."""
     return {
+        "white_l": np.broadcast_to(np.eye(j * m), (c1, j * m, j * m)).copy(),
+        "white_l_lambda": np.zeros((m, j * c1)), "white_l_kappa": np.zeros((m, j * c1)),
         "white_a": np.eye(r), "white_a_lambda": np.zeros(r), "white_a_kappa": np.zeros(r),
         "white_f": np.broadcast_to(np.eye(r), (c1, r, r)).copy(),
         "white_f_lambda": np.zeros((r, c1)), "white_f_kappa": np.zeros((r, c1)),
@@ -903,7 +985,33 @@ def whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
     }  # fmt: skip
     if model.G > 0:  # the group offsets': each group's multinomial likelihood at the mode
         out["white_g_lambda"], out["white_g_kappa"] = model.group_likelihood(fit.mode)
+    if model.J > 0:  # the local blocks', block by block as the smooth blocks'
+        out.update(_local_whitening(model, fit))
     return out
+
+
+def _local_whitening(model: Any, fit: Any) -> dict[str, np.ndarray]:
+    """The local blocks' conditional whitening (stan/transducer.stan, "Local smoothing
+    scales"), by :func:`whitening`'s formulas, each block of M coordinates with its scale."""
+    p = model.unpack(fit.mode)
+    j, m, c1 = model.J, model.M, model.C - 1
+    first = model.slices["e_l"].start  # block (c, i) at (c J + i) M .. + M
+    white = np.zeros((c1, j * m, j * m))
+    lam = np.empty((c1, j, m))
+    kappa = np.empty((c1, j, m))
+    for c in range(c1):
+        for i in range(j):  # J (C - 1) blocks of M x M: not per item or draw
+            at = np.arange(first + (c * j + i) * m, first + (c * j + i + 1) * m)
+            t = p["log_tau_l"][c, i]
+            block = fit.precision[np.ix_(at, at)]
+            values, vectors = np.linalg.eigh((block - np.eye(m)) * np.exp(-2 * t))
+            values = np.clip(values, 0.0, None)
+            white[c, i * m : (i + 1) * m, i * m : (i + 1) * m] = vectors
+            lam[c, i] = values
+            kappa[c, i] = (values + np.exp(-2 * t)) * (vectors.T @ (np.exp(t) * p["e_l"][c, i]))
+    # the program's (M, J (C - 1)) layout: column c J + i
+    return {"white_l": white, "white_l_lambda": lam.transpose(2, 0, 1).reshape(m, j * c1),
+            "white_l_kappa": kappa.transpose(2, 0, 1).reshape(m, j * c1)}  # fmt: skip
 
 
 def precondition(
@@ -935,7 +1043,10 @@ def precondition(
     from ..backends._laplace import TransducerDensity, laplace
 
     # the mode and Hessian of the non-centred model, whatever whitening ``data`` carry
-    plain = _no_whitening(int(data["R"]), int(data["C"]) - 1, int(data.get("G", 0)))  # type: ignore[call-overload]
+    plain = _no_whitening(
+        int(data["R"]), int(data["C"]) - 1, int(data.get("G", 0)),  # type: ignore[call-overload]
+        int(data.get("J", 0)), int(data.get("M", 0)),  # type: ignore[call-overload]
+    )  # fmt: skip
     out = StanData.from_mapping({**data, **plain})
     try:
         fit = laplace(out, initial_values(out, 1, seed)[0])
@@ -956,7 +1067,8 @@ def precondition(
     whitened = replace(out, **whitening(model, fit))
     white_model = TransducerDensity(whitened)
     # the same point in the whitened coordinates (its smooth coordinates are 0)
-    start = white_model.whitened(fit.mode, model.smooth_blocks(fit.mode)["b"])
+    blocks = model.smooth_blocks(fit.mode)
+    start = white_model.whitened(fit.mode, blocks["b"], blocks.get("b_l"))
     if model.G > 0:
         groups = model.group_blocks(fit.mode)
         start = white_model.group_whitened(start, groups["h"], groups["b"])
