@@ -147,9 +147,16 @@ def set_design_constants(items, error) -> dict:
 
 
 def parse_value(text: str):
-    """A ``key=value`` option's value: None for ``none``, else an int, a float or the text."""
+    """A ``key=value`` option's value: None for ``none``, a tuple of numbers for
+    comma-separated ones (``RANGE_QUANTILES=0.001,0.999``), else an int, a float or the
+    text."""
     if text.lower() == "none":
         return None
+    if "," in text:
+        parts = [parse_value(part) for part in text.split(",")]
+        if all(isinstance(part, int | float) for part in parts):
+            return tuple(parts)
+        return text
     for kind in (int, float):
         try:
             return kind(text)

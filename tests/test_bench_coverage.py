@@ -827,3 +827,14 @@ def test_study_set_draws_the_set_from_the_four_numbers_and_a_fit_seed_apart(cov)
     ((v_index, variant),) = cov.select_problems(["logistic"], [0.02])
     _, v_lab, _ = cov.study_set(variant, v_index, 300, 4)
     assert v_index != index and v_lab.mean() < labels.mean()
+
+
+def test_option_values_parse_to_none_numbers_tuples_or_text(bench_import):
+    common = bench_import("_common")
+    assert common.parse_value("none") is None and common.parse_value("None") is None
+    assert common.parse_value("3") == 3 and isinstance(common.parse_value("3"), int)
+    assert common.parse_value("0.5") == 0.5
+    assert common.parse_value("0.001,0.999") == (0.001, 0.999)  # RANGE_QUANTILES=...
+    assert common.parse_value("1,2") == (1, 2)
+    assert common.parse_value("a,b") == "a,b"  # not numbers: the text
+    assert common.parse_value("pystan") == "pystan"
