@@ -233,3 +233,66 @@ def five_class_data():
 def max_pairs():
     """max_pairs(value): a context setting RANKS_MAX_PAIRS (:func:`_max_pairs`)."""
     return _max_pairs
+
+
+def _density_hessian(model, u, index, h: float = 1e-4):
+    """Minus the Hessian of ``model.log_density`` at ``u`` over the coordinates ``index``,
+    by second differences of the log density's value alone (not its gradient): an
+    independent check of curvatures the code computes from the gradient."""
+    import numpy as np
+
+    out = np.empty((index.size, index.size))
+    for i, a in enumerate(index):
+        for j, b in enumerate(index):
+            ea, eb = np.eye(model.size)[a] * h, np.eye(model.size)[b] * h
+            out[i, j] = (model.log_density(u + ea + eb)[0] - model.log_density(u + ea - eb)[0]
+                         - model.log_density(u - ea + eb)[0]
+                         + model.log_density(u - ea - eb)[0]) / (4 * h * h)  # fmt: skip
+    return -out
+
+
+@pytest.fixture(scope="session")
+def density_hessian():
+    """:func:`_density_hessian`: ``density_hessian(model, u, index)``."""
+    return _density_hessian
+
+
+def _whitening_modes(data):
+    """The data's model without whitening or preconditioning (``flat``), its non-centred
+    posterior mode (``base``) and the preconditioned, whitened data (``mode``) with their
+    model (``white``), as ``precondition`` builds them: what the whitening tests compare."""
+    import numpy as np
+
+    from yieldwise.backends._laplace import TransducerDensity
+    from yieldwise.transducer.stan_data import identity_preconditioning, precondition
+
+    plain = {k: v for k, v in data.items() if not k.startswith("white_")}
+    plain.update(identity_preconditioning(int(data["U"])))
+    base = np.asarray(precondition(plain, seed=0, whiten=False)["u_centre"])
+    mode = precondition(plain, seed=0)
+    return TransducerDensity(plain), base, mode, TransducerDensity(mode)
+
+
+@pytest.fixture(scope="session")
+def whitening_modes():
+    """:func:`_whitening_modes`: ``flat, base, mode, white = whitening_modes(data)``."""
+    return _whitening_modes
+
+
+def _gradient_check(model, u, h: float = 1e-6) -> None:
+    """``model.log_density``'s gradient at ``u`` equals central differences of its value
+    (step ``h``) in every coordinate."""
+    import numpy as np
+
+    _, grad = model.log_density(u)
+    for j in range(model.size):
+        step = np.zeros_like(u)
+        step[j] = h
+        numeric = (model.log_density(u + step)[0] - model.log_density(u - step)[0]) / (2 * h)
+        assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
+
+
+@pytest.fixture(scope="session")
+def gradient_check():
+    """:func:`_gradient_check`: ``gradient_check(model, u)``."""
+    return _gradient_check

@@ -27,7 +27,7 @@ from yieldwise.backends import (
     stan_file,
 )
 from yieldwise.backends._laplace import TransducerDensity
-from yieldwise.transducer.stan_data import build_stan_data, identity_preconditioning, initial_values
+from yieldwise.transducer.stan_data import build_stan_data, initial_values
 
 
 def _data(n=300, dims=1, classes=2, seed=0):
@@ -131,7 +131,9 @@ def _random_whitening(data, rng):
     (1, 2, 0.0, 1, 0.0), (1, 3, 0.9, 1, 0.0), (1, 3, 0.0, 0, 2.0), (1, 3, 0.0, 1, 2.0),
 ])  # fmt: skip
 @pytest.mark.parametrize("whitening", ["none", "random"])
-def test_gradient_equals_finite_differences(dims, classes, floor, marginal, level, whitening):
+def test_gradient_equals_finite_differences(
+    dims, classes, floor, marginal, level, whitening, gradient_check
+):
     data, *_ = _data(dims=dims, classes=classes)
     # 0.9: above the tau_f = 0.7 of _random_u; marginal 1: a is all outputs' log-density;
     # level: the candidate ridge on the log-odds' levels (_design.LEVEL_SCALE)
@@ -143,18 +145,7 @@ def test_gradient_equals_finite_differences(dims, classes, floor, marginal, leve
         data = {k: v for k, v in data.items() if not k.startswith("white_")}
     model = TransducerDensity(data)
     u = _random_u(model, rng)
-    _assert_gradient_is_central_differences(model, u)
-
-
-def _assert_gradient_is_central_differences(model, u):
-    """The density's gradient at ``u`` equals central differences (step 1e-6) per coordinate."""
-    _, grad = model.log_density(u)
-    h = 1e-6
-    for j in range(model.size):
-        step = np.zeros_like(u)
-        step[j] = h
-        numeric = (model.log_density(u + step)[0] - model.log_density(u - step)[0]) / (2 * h)
-        assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
+    gradient_check(model, u)
 
 
 @pytest.mark.parametrize("marginal", [0, 1])
@@ -189,12 +180,12 @@ def _centred(data, rng, df):
 
 @pytest.mark.parametrize("df", [0.0, 3.0])
 @pytest.mark.parametrize("classes", [2, 3])
-def test_centred_prior_gradient_equals_finite_differences(df, classes):
+def test_centred_prior_gradient_equals_finite_differences(df, classes, gradient_check):
     data, *_ = _data(classes=classes)
     rng = np.random.default_rng(4)
     model = TransducerDensity(_centred(_random_whitening(data, rng), rng, df))
     u = _random_u(model, rng)
-    _assert_gradient_is_central_differences(model, u)
+    gradient_check(model, u)
 
 
 @pytest.mark.parametrize("df", [0.0, 3.0])
@@ -380,33 +371,18 @@ def test_preconditioning_is_the_mode_and_the_inverse_hessian():
     assert np.array_equal(z[2], sampler_inits(data, 3, seed=4)[2]["z"])
 
 
-def test_whitening_is_the_likelihood_precision_at_the_non_centred_mode():
+def test_whitening_is_the_likelihood_precision_at_the_non_centred_mode(
+    density_hessian, whitening_modes
+):
     """precondition() whitens each smooth block with the likelihood's precision for its
     coefficients at the non-centred mode, here recomputed from second differences of the
     non-centred log density itself ((minus Hessian - I) / tau^2, the prior's I taken out);
     the whitened coordinates describe the same model (same theta for the same point), and
     at their mode the smooth blocks' curvature is close to the identity for every block."""
-    from yieldwise.transducer.stan_data import precondition
-
     data, *_ = _data(n=400, classes=3)
-    plain = {k: v for k, v in data.items() if not k.startswith("white_")}
-    plain.update(identity_preconditioning(int(data["U"])))
-    flat = TransducerDensity(plain)
-    base = np.asarray(precondition(plain, seed=0, whiten=False)["u_centre"])
-    mode = precondition(plain, seed=0)
-    white = TransducerDensity(mode)
+    flat, base, mode, white = whitening_modes(data)
     p = flat.unpack(base)
-    h = 1e-4
-
-    def hessian(model, u, index):
-        out = np.empty((index.size, index.size))
-        for i, a in enumerate(index):
-            for j, b in enumerate(index):
-                ea, eb = np.eye(model.size)[a] * h, np.eye(model.size)[b] * h
-                out[i, j] = (model.log_density(u + ea + eb)[0] - model.log_density(u + ea - eb)[0]
-                             - model.log_density(u - ea + eb)[0]
-                             + model.log_density(u - ea - eb)[0]) / (4 * h * h)  # fmt: skip
-        return -out
+    hessian = density_hessian
 
     r = flat.R
     a_index = np.arange(flat.slices["a_raw"].start, flat.slices["a_raw"].stop)

@@ -13,7 +13,7 @@ from scipy.stats import norm
 from yieldwise import _design
 from yieldwise.backends._laplace import TransducerDensity
 from yieldwise.transducer import stan_data as _stan_data
-from yieldwise.transducer.stan_data import build_stan_data, identity_preconditioning
+from yieldwise.transducer.stan_data import build_stan_data
 
 
 def _items(n=300, classes=2, seed=0):
@@ -98,21 +98,16 @@ def test_local_scales_are_off_by_default_and_refused_for_two_dimensions():
 
 @pytest.mark.parametrize(("classes", "marginal", "level"), [(2, 0, 0.0), (3, 0, 0.0),
                                                             (3, 1, 0.0), (2, 0, 2.0)])  # fmt: skip
-def test_gradient_with_local_blocks_equals_finite_differences(classes, marginal, level):
+def test_gradient_with_local_blocks_equals_finite_differences(
+    classes, marginal, level, gradient_check
+):
     data, _ = _local_data(classes=classes, preconditioned=False)
     rng = np.random.default_rng(4)
     data = _random_local_whitening(
         {**data, "density_marginal": marginal, "level_scale": level}, rng
     )
     model = TransducerDensity(data)
-    u = _random_u(model, rng)
-    _, grad = model.log_density(u)
-    h = 1e-6
-    for j in range(model.size):
-        step = np.zeros_like(u)
-        step[j] = h
-        numeric = (model.log_density(u + step)[0] - model.log_density(u - step)[0]) / (2 * h)
-        assert grad[j] == pytest.approx(numeric, rel=1e-5, abs=1e-5), j
+    gradient_check(model, _random_u(model, rng))
 
 
 def test_local_prior_and_log_odds_written_out_by_hand():
@@ -158,32 +153,17 @@ def test_local_prior_and_log_odds_written_out_by_hand():
     np.testing.assert_allclose(f_local - f_plain, odds, atol=1e-10)
 
 
-def test_local_whitening_is_the_likelihood_precision_at_the_non_centred_mode():
+def test_local_whitening_is_the_likelihood_precision_at_the_non_centred_mode(
+    density_hessian, whitening_modes
+):
     """precondition() whitens each local block as the smooth blocks: lambda the eigenvalues
     of (minus the Hessian - I) / tau^2 in the block's non-centred coordinates at the
     non-centred mode (recomputed here by second differences of the density itself); the
     whitened coordinates describe the same model (same theta at the same point)."""
-    from yieldwise.transducer.stan_data import precondition
-
     data, _ = _local_data(n=400, preconditioned=False)
-    plain = {k: v for k, v in data.items() if not k.startswith("white_")}
-    plain.update(identity_preconditioning(int(data["U"])))
-    flat = TransducerDensity(plain)
-    base = np.asarray(precondition(plain, seed=0, whiten=False)["u_centre"])
-    mode = precondition(plain, seed=0)
-    white = TransducerDensity(mode)
+    flat, base, mode, white = whitening_modes(data)
     p = flat.unpack(base)
-    h = 1e-4
-
-    def hessian(model, u, index):
-        out = np.empty((index.size, index.size))
-        for i, a in enumerate(index):
-            for j, b in enumerate(index):
-                ea, eb = np.eye(model.size)[a] * h, np.eye(model.size)[b] * h
-                out[i, j] = (model.log_density(u + ea + eb)[0] - model.log_density(u + ea - eb)[0]
-                             - model.log_density(u - ea + eb)[0]
-                             + model.log_density(u - ea - eb)[0]) / (4 * h * h)  # fmt: skip
-        return -out
+    hessian = density_hessian
 
     first, m = flat.slices["e_l"].start, flat.M
     lam = np.asarray(mode["white_l_lambda"])
