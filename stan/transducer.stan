@@ -94,7 +94,8 @@
 // Local smoothing scales (docs/model.md, "Local smoothing scales"). With J > 0 the class
 // log-odds gain J blocks per class, each with a smoothing scale of its own, so that the
 // smoothness may vary along the grid:
-//   f_c += sum_j local_basis_j * b_jc,  b_jc ~ N(0, tau_l[j, c]^2 I),  tau_l ~ N+(0, tau_l_scale),
+//   f_c += sum_j local_basis_j * b_jc,  b_jc ~ N(0, tau_l[j, c]^2 I),  tau_l ~ N+(0, tau_l_scale)
+//   (or, with tau_l_df > 0, half-Student-t(tau_l_df, 0, tau_l_scale)),
 // local_basis_j (K x M) the random walk's M smoothest functions under a bump at the j-th
 // of J points of the grid (yieldwise/transducer/stan_data.py, local_basis). Each block is
 // conditionally whitened as the smooth blocks are (white_l, white_l_lambda, white_l_kappa)
@@ -336,6 +337,7 @@ data {
   int<lower=0> M;
   matrix[K, J * M] local_basis;
   real<lower=0> tau_l_scale;
+  real<lower=0> tau_l_df;                    // their half-Student-t's df (0: half-Normal)
   array[C - 1] matrix[J * M, J * M] white_l;
   matrix<lower=0>[M, J * (C - 1)] white_l_lambda;
   matrix[M, J * (C - 1)] white_l_kappa;
@@ -434,7 +436,11 @@ model {
     vector[J * C1] log_tau_l = segment(u, at_l + 1, J * C1);
     odds += local_odds(whitened_lp(local_e(u, at_l, J, M, C1), log_tau_l', white_l_lambda,
                                    white_l_kappa), local_f, J, M);
-    exp(log_tau_l) ~ normal(0, tau_l_scale);
+    if (tau_l_df > 0) {
+      exp(log_tau_l) ~ student_t(tau_l_df, 0, tau_l_scale);
+    } else {
+      exp(log_tau_l) ~ normal(0, tau_l_scale);
+    }
     target += sum(log_tau_l);
   }
   // log beta, up to the normalising constant: K x C

@@ -248,6 +248,23 @@ def local(transducer_program):
 
 
 @pytest.fixture(scope="module")
+def local_t(transducer_program):
+    """Two classes with local smoothing scales under a half-Student-t (a half-Cauchy:
+    ``_design.LOCAL_DF = 1``, Stan data ``tau_l_df``), and a short fit."""
+    from yieldwise import _design
+
+    cls, y = _gaussian_items()
+    shipped = _design.LOCAL_DF
+    try:
+        _design.LOCAL_DF = 1.0
+        data, _ = _stan_data.build_stan_data(cls, y, y, [0], 2, 12, {"tau_l_scale": 1.0})
+    finally:
+        _design.LOCAL_DF = shipped
+    assert (data["tau_l_df"], data["J"]) == (1.0, 7)
+    return _short_fit(transducer_program, data, 5), data
+
+
+@pytest.fixture(scope="module")
 def linear(transducer_program):
     """Hard labels: two distinct outputs (a binary classifier's 0 / 1 on the logit scale,
     squeezed), so the design has no smooth part (``R = 0``, :func:`_design.distinct_outputs`)
@@ -269,11 +286,11 @@ def linear(transducer_program):
 @pytest.mark.parametrize(
     "form",
     ["non-centred", "whitened", "floored", "marginal", "sparse", "grouped", "linear",
-     "linear, grouped", "centred", "local"],
+     "linear, grouped", "centred", "local", "local, half-t"],
 )  # fmt: skip
 def test_stan_target_is_the_numpy_log_density(
     form, gaussian_fit, gaussian_data, plain_fit, plain_data, floored, marginal, sparse, grouped,
-    linear, centred, local,
+    linear, centred, local, local_t,
 ):  # fmt: skip
     """Stan's lp__ at every draw equals yieldwise's numpy log density (likelihood, priors,
     whitening and its Jacobian, Jacobians of the log scales) at the same u, up to one constant: the
@@ -284,7 +301,7 @@ def test_stan_target_is_the_numpy_log_density(
     fit, data = {
         "non-centred": (plain_fit, plain_data), "whitened": (gaussian_fit, gaussian_data),
         "floored": floored, "marginal": marginal, "sparse": sparse, "grouped": grouped,
-        "centred": centred, "local": local, **linear,
+        "centred": centred, "local": local, "local, half-t": local_t, **linear,
     }[form]  # fmt: skip
     model = TransducerDensity(data)
     u = _u(fit, data)

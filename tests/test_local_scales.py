@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from yieldwise import _design
 from yieldwise.backends._laplace import TransducerDensity
@@ -96,32 +97,38 @@ def test_local_scales_are_off_by_default_and_refused_for_two_dimensions():
     assert off["J"] == 0
 
 
-@pytest.mark.parametrize(("classes", "marginal", "level"), [(2, 0, 0.0), (3, 0, 0.0),
-                                                            (3, 1, 0.0), (2, 0, 2.0)])  # fmt: skip
+@pytest.mark.parametrize(("classes", "marginal", "level", "df"), [
+    (2, 0, 0.0, 0.0), (3, 0, 0.0, 0.0), (3, 1, 0.0, 0.0), (2, 0, 2.0, 0.0), (3, 0, 0.0, 1.0),
+])  # fmt: skip
 def test_gradient_with_local_blocks_equals_finite_differences(
-    classes, marginal, level, gradient_check
+    classes, marginal, level, df, gradient_check
 ):
+    """df: the local sds' half-Student-t (``_design.LOCAL_DF``; 0 the half-Normal)."""
     data, _ = _local_data(classes=classes, preconditioned=False)
     rng = np.random.default_rng(4)
     data = _random_local_whitening(
-        {**data, "density_marginal": marginal, "level_scale": level}, rng
+        {**data, "density_marginal": marginal, "level_scale": level, "tau_l_df": df}, rng
     )
     model = TransducerDensity(data)
     gradient_check(model, _random_u(model, rng))
 
 
-def test_local_prior_and_log_odds_written_out_by_hand():
+@pytest.mark.parametrize("df", [0.0, 3.0])
+def test_local_prior_and_log_odds_written_out_by_hand(df):
     """With no data, the local blocks add to the log density, per block (c, j): the prior
     N(0, tau^2 I) of its coefficients b = Q (v kappa + sqrt(v) e), v = 1 / (lambda +
     tau^-2), the log |det(db / de)| (from the Jacobian matrix), and the half-Normal
-    N+(0, tau_l_scale) of tau on the log scale with its Jacobian; and they add
-    ``local_basis_j b`` to class c's log-odds."""
+    N+(0, tau_l_scale) (df 0) or half-Student-t(df, 0, tau_l_scale) of tau on the log
+    scale with its Jacobian; and they add ``local_basis_j b`` to class c's log-odds."""
     data, _ = _local_data(classes=3, preconditioned=False)
     rng = np.random.default_rng(5)
-    data = _random_local_whitening({**data, "count": np.zeros_like(data["count"])}, rng)
+    data = _random_local_whitening(
+        {**data, "count": np.zeros_like(data["count"]), "tau_l_df": df}, rng
+    )
+    scale_prior = norm(0, 5.0) if df == 0 else student_t(df, 0, 5.0)
     local = TransducerDensity(data)
-    local_keys = ("J", "M", "local_basis", "tau_l_scale", "white_l", "white_l_lambda",
-                  "white_l_kappa")  # fmt: skip
+    local_keys = ("J", "M", "local_basis", "tau_l_scale", "tau_l_df", "white_l",
+                  "white_l_lambda", "white_l_kappa")  # fmt: skip
     plain = TransducerDensity({k: v for k, v in data.items() if k not in local_keys})
     u = _random_u(local, rng)
     j, m, c1 = 7, 8, 2
@@ -144,7 +151,7 @@ def test_local_prior_and_log_odds_written_out_by_hand():
             b = q @ (v * kappa[:, col] + np.sqrt(v) * e[:, col])
             by_hand += norm.logpdf(b, 0, tau).sum() - m * norm.logpdf(0)
             by_hand += np.linalg.slogdet(q * np.sqrt(v))[1]
-            by_hand += norm.logpdf(tau, 0, 5.0) - norm.logpdf(0, 0, 5.0) + np.log(tau)
+            by_hand += scale_prior.logpdf(tau) - scale_prior.logpdf(0) + np.log(tau)
             odds[:, c] += basis[:, cols] @ b
     difference = local.log_density(u)[0] - plain.log_density(u[: plain.size])[0]
     assert difference == pytest.approx(by_hand, rel=1e-10)

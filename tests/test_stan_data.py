@@ -172,7 +172,7 @@ DATA_KEYS = {
     "white_f_lambda", "white_f_kappa",
     "kern_sparse", "kern_nz", "kern_w", "kern_v", "kern_u", "G", "H", "grp", "parent",
     "tau_g_scale", "white_g_lambda", "white_g_kappa", "level_scale", "odds_scale", "odds_df",
-    "odds_offset", "J", "M", "local_basis", "tau_l_scale", "white_l", "white_l_lambda",
+    "odds_offset", "J", "M", "local_basis", "tau_l_scale", "tau_l_df", "white_l", "white_l_lambda",
     "white_l_kappa",
 }  # fmt: skip
 # the merged rows, kept with a transducer, and whether the sampler's coordinates are

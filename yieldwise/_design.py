@@ -253,6 +253,10 @@ LEVEL_SCALE = 0.0
 LOCAL_SCALE = 0.0
 LOCAL_BLOCKS = 7
 LOCAL_FUNCTIONS = 8
+#: ... and the degrees of freedom of a half-Student-t for those sds instead (0: the
+#: half-Normal); a candidate: small scale, heavy tail, so that a block opens only where the
+#: data ask for it (docs/model.md, "Local smoothing scales").
+LOCAL_DF = 0.0
 
 #: A candidate, off (0; docs/model.md, "A prior centred on the classifier's own
 #: probabilities"): a class reduction's rank log-odds given the classifier's own

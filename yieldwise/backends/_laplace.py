@@ -164,6 +164,7 @@ class TransducerDensity:
         # each class's basis with its rotations folded in, (C - 1, K, J, M)
         self.local_f = np.einsum("kjr,cjrs->ckjs", self.local_basis, self.rotation_l)
         self.tau_l_scale = float(data.get("tau_l_scale", 0.0))
+        self.tau_l_df = float(data.get("tau_l_df", 0.0))  # 0: half-Normal
         self.lam_l, self.kappa_l = (
             np.asarray(data.get(f"white_l_{name}", np.zeros((m, j * c1))), float)
             .reshape(m, c1, j).transpose(1, 2, 0)
@@ -402,7 +403,7 @@ class TransducerDensity:
             grad[s["log_tau_l"]] = (
                 np.sum(g_tilde_l * d_tilde_l + (tilde_l**2 + v_l) * inv_l, axis=-1)
                 - self.M
-                - (tau_l / self.tau_l_scale) ** 2
+                + self._tau_l_slope(tau_l)
                 + 1
             ).ravel()
             grad[s["e_l"]] = (np.sqrt(v_l) * g_tilde_l).ravel()
@@ -558,7 +559,7 @@ class TransducerDensity:
                 -0.5 * np.sum(w["tilde_l"] ** 2, axis=-1) * inv_l
                 - self.M * w["t_l"]
                 + 0.5 * np.sum(np.log(w["v_l"]), axis=-1)
-                - 0.5 * np.exp(2.0 * w["t_l"]) / self.tau_l_scale**2
+                + self._tau_l_log_prior(np.exp(w["t_l"]))
                 + w["t_l"],
                 axis=(-2, -1),
             )
@@ -567,6 +568,21 @@ class TransducerDensity:
             f_levels = theta[..., 1:] - theta[..., :1]
             out = out - 0.5 * np.sum(f_levels**2, axis=(-2, -1)) / self.level_scale**2
         return out
+
+    def _tau_l_log_prior(self, tau_l: np.ndarray) -> np.ndarray:
+        """Log prior of each local sd (elementwise), up to its constant: half-Normal(0,
+        scale), or with ``tau_l_df`` > 0 half-Student-t(df, 0, scale)."""
+        q = (tau_l / self.tau_l_scale) ** 2
+        if self.tau_l_df == 0:
+            return -0.5 * q
+        return -0.5 * (self.tau_l_df + 1.0) * np.log1p(q / self.tau_l_df)
+
+    def _tau_l_slope(self, tau_l: np.ndarray) -> np.ndarray:
+        """Derivative of :meth:`_tau_l_log_prior` with respect to ``log tau_l``."""
+        q = (tau_l / self.tau_l_scale) ** 2
+        if self.tau_l_df == 0:
+            return -q
+        return -(self.tau_l_df + 1.0) * (q / self.tau_l_df) / (1.0 + q / self.tau_l_df)
 
     def _odds_fixed_log_prior(self, f_fixed: np.ndarray) -> np.ndarray:
         """Log prior of the log-odds' fixed coefficients (..., P, C - 1), summed, up to its

@@ -166,6 +166,7 @@ class StanData(Mapping[str, Any]):
     M: int = field(default=0, metadata={"stan": "int<lower=0>"})
     local_basis: np.ndarray = field(default=None, metadata={"stan": "matrix[K, J * M]"})  # type: ignore[assignment]
     tau_l_scale: float = field(default=0.0, metadata={"stan": "real<lower=0>"})
+    tau_l_df: float = field(default=0.0, metadata={"stan": "real<lower=0>"})  # 0: half-Normal
     white_l: np.ndarray = field(  # type: ignore[assignment]
         default=None, metadata={"stan": "array[C - 1] matrix[J * M, J * M]"}
     )
@@ -836,7 +837,7 @@ def build_stan_data(
     loc_basis = local_basis(design) if tau_l else np.zeros((k, 0, 0))
     j_, m_ = int(loc_basis.shape[1]), int(loc_basis.shape[2])
     values.update(J=j_, M=m_, local_basis=loc_basis.reshape(k, j_ * m_),
-                  tau_l_scale=float(tau_l or 0.0))  # fmt: skip
+                  tau_l_scale=float(tau_l or 0.0), tau_l_df=float(_design.LOCAL_DF))  # fmt: skip
     # the program's unconstrained vector u (stan/transducer.stan, "Geometry")
     p_, r_, c1 = int(design.fixed_basis.shape[1]), int(design.smooth_basis.shape[1]), n_classes - 1
     u = unconstrained_size(p_, r_, n_classes, g, h, j_, m_)
