@@ -16,7 +16,8 @@ R-hat). Prints, per number of quantities, ESS ratio and draws per chain, the sha
 simulated fits whose largest R-hat exceeds 1.01 (with its binomial standard error) and the
 median of the largest R-hat.
 
-It is the yardstick for the ``draws`` default (docs/model.md, "Draws per chain"): a
+It is the yardstick for the ``draws`` default (docs/model.md, "More draws for one output
+dimension" and "Fewer draws, or a larger step size, for two dimensions"): a
 setting at which perfectly mixing chains fail the threshold in a tenth of fits cannot meet
 "every fit clean", whatever the sampler does.
 """
