@@ -226,6 +226,16 @@ def test_the_offsets_whitening_is_the_groups_likelihood_at_the_mode(five_class_d
     assert max(curvature(flat, base, e_g[k]) for k in busy[:10]) > 2.0
 
 
+def _tilt(reduction, outputs, rank_proba, offsets):
+    """Per-draw rank probabilities (..., n, ranks) given each output's pair, written out as
+    the model states them (stan/transducer.stan, "Group offsets"): the reduced fit's
+    ``F_t(rank | m)`` times ``exp(offset_t[pair, rank])``, renormalised. The package forms
+    them only inside pooled and blocked computations; this is the reference."""
+    off = np.asarray(offsets, float)[..., reduction.pairs(outputs), :]  # (..., n, ranks)
+    q = np.asarray(rank_proba, float) * np.exp(off)
+    return q / q.sum(axis=-1, keepdims=True)
+
+
 def test_pairs_and_the_tilt_match_a_worked_example():
     r = ClassRanks("scores", ("s0", "s1", "s2", "s3"), (0, 1, 2, 3), 100, paired=True)
     x = np.array([[0.0, 3.0, 1.0, 0.5], [2.0, -1.0, 2.5, 0.5]])
@@ -235,7 +245,7 @@ def test_pairs_and_the_tilt_match_a_worked_example():
     q = np.array([[[0.6, 0.3, 0.1], [0.5, 0.25, 0.25]]])  # one draw
     off = np.zeros((1, 12, 3))
     off[0, 4] = [0.0, np.log(2.0), 0.0]  # the pair (1, 2) doubles "second"
-    tilted = r.tilt(x, q, off)
+    tilted = _tilt(r, x, q, off)
     np.testing.assert_allclose(tilted[0, 0], np.array([0.6, 0.6, 0.1]) / 1.3)
     np.testing.assert_allclose(tilted[0, 1], q[0, 1])
     assert ClassRanks.from_json(r.to_json()) == r
@@ -374,7 +384,7 @@ def test_rank_check_reads_each_draws_first_rank_tilted_by_the_items_pair(paired,
     t, _ = paired
     y = t.calibration_outputs()
     ranks = t.reduced_.draws_proba(t.reduced_.calibration_outputs()).values
-    first = t.reduction_.tilt(y, ranks, t.posterior.by_chain(t.pair_offset_))[..., 0]
+    first = _tilt(t.reduction_, y, ranks, t.posterior.by_chain(t.pair_offset_))[..., 0]
     labels = t.posterior_.observed_data["class_label_index"].values
     expected = rank_check(t.reduction_, y, labels, first.reshape(-1, y.shape[0]), seed=3)
     monkeypatch.setattr(estimator, "_BAND_BLOCK", 1_000_000)  # several blocks of draws

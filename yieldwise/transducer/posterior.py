@@ -265,17 +265,6 @@ class TransducerPosterior:
         for sl in chunks:
             yield sl, self.log_joint(lower[sl], upper[sl], censored)
 
-    def log_class_weights(self, log_g: np.ndarray, prevalences: Any = None) -> np.ndarray:
-        """log of the unnormalised per-draw class weights at each output (theory 3.2).
-
-        Discriminative: ``log G_t(c, y)`` itself. Generative with prevalences ``r``:
-        ``log F_t(y | c) + log r_c`` with ``F_t(y | c) = G_t(c, y) / F_t(c)``.
-        """
-        r = self.check_prevalences(prevalences)
-        if r is None:
-            return log_g
-        return log_g - self.log_class_frequencies[:, None, :] + np.log(r)[None, None, :]
-
     def within_reach(self, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Model-scale rows ``(lower, upper)`` moved in to at most :data:`FAR_WIDTHS` of the
         widest kernel's widths beyond the outermost kernel centres, per dimension (more

@@ -252,22 +252,6 @@ class ClassRanks:
         """Each item's reduced class, an index into :attr:`rank_classes`."""
         return np.minimum(self.ranks(outputs, class_index), self.kept)
 
-    def tilt(
-        self,
-        outputs: np.ndarray,
-        rank_proba: np.ndarray,
-        offsets: np.ndarray,
-        order: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Per-draw rank probabilities (..., n, kept + 1) given each output's pair: the
-        reduced fit's ``F_t(rank | m)`` times ``exp(offset_t[pair, rank])``, renormalised
-        (stan/transducer.stan, "Group offsets"); ``offsets`` (..., pairs, kept + 1) with
-        the same leading (draw) axes (``order``: :meth:`order` of ``outputs``, when the
-        caller has it)."""
-        off = np.asarray(offsets, float)[..., self.pairs(outputs, order), :]  # (..., n, kept + 1)
-        q = np.asarray(rank_proba, float) * np.exp(off - off.max(axis=-1, keepdims=True))
-        return q / q.sum(axis=-1, keepdims=True)
-
     def others(
         self, outputs: np.ndarray, order: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
