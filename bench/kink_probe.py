@@ -181,9 +181,7 @@ def amplitude_preconditioning(d: dict) -> dict:
     (``z = u``, the conditional whitening kept), and (u, h) preconditioned together by the
     joint posterior mode (from the shipped mode and h = 0, L-BFGS on PyStan's log density)
     and the Cholesky factor of the inverse Hessian there (central differences of the
-    gradient, eigenvalues floored at 1e-8)."""
-    from scipy.optimize import minimize
-
+    gradient, eigenvalues floored at 1e-8: :func:`mode_preconditioning`)."""
     import stan
 
     u_mode = np.asarray(d["u_centre"], float).copy()
@@ -199,19 +197,31 @@ def amplitude_preconditioning(d: dict) -> dict:
         return -posterior.log_prob(list(x)), -np.asarray(posterior.grad_log_prob(list(x)))
 
     start = np.concatenate([u_mode, np.zeros(n - big_u)])
+    mode, scale, found, values = mode_preconditioning(negative, start)
+    print(f"  joint mode: {found.nit} iterations, |gradient| {np.abs(found.jac).max():.1e}; "
+          f"h at the mode {np.round(mode[big_u:], 2)}; Hessian eigenvalues "
+          f"{values.min():.2g} to {values.max():.2g}")  # fmt: skip
+    return {"pc_centre": mode, "pc_scale": scale}
+
+
+def mode_preconditioning(negative, start: np.ndarray, step: float = 1e-4, floor: float = 1e-8):
+    """The mode of a log density and the Cholesky factor of the inverse of its Hessian there:
+    ``negative(x)`` returns minus the log density and minus its gradient; the mode by
+    L-BFGS from ``start``, the Hessian by central differences of the gradient (step
+    ``step``), symmetrised, its eigenvalues floored at ``floor``. Returns the mode, the
+    factor ``L`` (``L L'`` the inverse Hessian), scipy's result and the eigenvalues."""
+    from scipy.optimize import minimize
+
     found = minimize(negative, start, jac=True, method="L-BFGS-B", options={"maxiter": 2000})
-    mode, step = found.x, 1e-4
+    mode, n = found.x, len(start)
     hess = np.empty((n, n))
     for i in range(n):
         e = np.zeros(n)
         e[i] = step
         hess[i] = (negative(mode + e)[1] - negative(mode - e)[1]) / (2 * step)
     values, vectors = np.linalg.eigh((hess + hess.T) / 2)
-    cov = vectors @ np.diag(1 / np.maximum(values, 1e-8)) @ vectors.T
-    print(f"  joint mode: {found.nit} iterations, |gradient| {np.abs(found.jac).max():.1e}; "
-          f"h at the mode {np.round(mode[big_u:], 2)}; Hessian eigenvalues "
-          f"{values.min():.2g} to {values.max():.2g}")  # fmt: skip
-    return {"pc_centre": mode, "pc_scale": np.linalg.cholesky(cov)}
+    cov = vectors @ np.diag(1 / np.maximum(values, floor)) @ vectors.T
+    return mode, np.linalg.cholesky(cov), found, values
 
 
 #: functions per local block of the local-scales variant (the random walk's smoothest)

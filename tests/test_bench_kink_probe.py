@@ -121,3 +121,30 @@ def test_local_scales_whitening_is_the_likelihoods_curvature_and_slope(probe):
     for j in range(3):
         block = out["loc_basis"][:, 4 * j : 4 * (j + 1)]
         assert np.max(np.sum(block**2, axis=1)) == pytest.approx(1.0, rel=1e-10)
+
+
+def test_mode_preconditioning_recovers_a_known_gaussian(probe):
+    """On a Normal log density with a known mean and a correlated, badly scaled covariance
+    the mode is the mean and ``L L'`` the covariance; a direction of zero curvature gets the
+    floor's variance instead of an infinite one."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(4, 4))
+    cov = a @ a.T + np.diag([1e-2, 1.0, 10.0, 100.0])
+    precision, mean = np.linalg.inv(cov), np.array([1.0, -2.0, 0.5, 3.0])
+
+    def negative(x):
+        r = x - mean
+        return 0.5 * r @ precision @ r, precision @ r
+
+    mode, scale, found, values = probe.mode_preconditioning(negative, np.zeros(4))
+    assert found.success
+    np.testing.assert_allclose(mode, mean, atol=1e-4 * np.sqrt(np.diag(cov)).max())
+    np.testing.assert_allclose(scale @ scale.T, cov, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.sort(values), np.linalg.eigvalsh(precision), rtol=1e-6)
+
+    def flat_in_last(x):  # the last coordinate leaves the density unchanged
+        return 0.5 * x[:2] @ x[:2], np.array([x[0], x[1], 0.0])
+
+    _, scale, _, values = probe.mode_preconditioning(flat_in_last, np.ones(3), floor=1e-4)
+    assert values.min() == pytest.approx(0.0, abs=1e-9)
+    np.testing.assert_allclose(scale @ scale.T, np.diag([1.0, 1.0, 1e4]), atol=1e-6)
