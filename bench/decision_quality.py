@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "decision_quality.json"
 FIGURES = ROOT / "docs" / "figures"
 SECTION = "## Decision quality against the alternatives"
-WHY_LINK = "model.md#where-parametric-calibrators-beat-it-the-floor-under-small-probabilities"
+WHY_LINK = "model.md#what-it-still-gets-wrong"
 
 #: The four named binary matrices (rows decisions, columns classes 0 and 1).
 NAMED = {

@@ -86,3 +86,30 @@ def test_the_citation_scan_sees_wrapped_comments():
     """The scanner itself, on a made-up comment that wraps inside the name."""
     text = '#: the floor (docs/model.md, "Pair\n#: offsets"), and docs/model.md ("Kernel width")'
     assert _citations(text) == ["Pair offsets", "Kernel width"]
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as
+    hyphens (a repeated heading gets -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in re.findall(r"(?m)^#{1,6} (.*)$", text):
+        anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        out.add(anchor if anchor not in seen else f"{anchor}-{seen[anchor]}")
+        seen[anchor] = seen.get(anchor, 0) + 1
+    return out
+
+
+def test_every_link_into_the_model_pages_lands_on_a_heading():
+    anchors = {f: _anchors((ROOT / "docs" / f).read_text()) for f in MODEL_DOCS}
+    linked, broken = 0, []
+    for path in [*_cited_files(), Path(__file__)]:
+        text = path.read_text(errors="replace")
+        for page, anchor in re.findall(r"(model(?:_record)?\.md)#([\w\-]+)", text):
+            if path == Path(__file__) and anchor == "anchor":
+                continue  # the f-string above, not a link
+            linked += 1
+            if anchor not in anchors[page]:
+                broken.append(f"{path.relative_to(ROOT)}: {page}#{anchor}")
+    assert linked > 30, f"only {linked} links found: the scan itself is broken"
+    assert not broken, "links into the model pages that land nowhere:\n" + "\n".join(broken)
