@@ -1,0 +1,426 @@
+"""Is ``P(A beats B)`` calibrated? The comparison's probabilities against known truths.
+
+Everything yieldwise sells about choosing a classifier (``compare(...).prob_superiority()``
+and ``prob_best()``, theory 4) rests on the transducers' posteriors. The coverage study
+(bench/coverage.py) checks one classifier's long-run-utility intervals; this study checks
+the probabilities a user acts on, where the truth is known exactly:
+
+* **one task, several classifiers.** The panel's one-dimensional binary problems
+  (bench/_problems.py: votes, logistic, beta, non-monotone, overlapping, clipped) are six
+  classifiers of one task: each keeps its class-conditional output laws, and all are set
+  to one class balance (``with_positives``, 15 % positives unless ``--positives``);
+* **one calibration set.** Each repetition draws the items' classes once and each
+  classifier's outputs given those classes, independently across classifiers (their
+  errors are independent given the class), as a team scoring one labelled set with
+  several models would; each classifier gets its own default ``Transducer`` fit, and
+  ``yieldwise.compare`` treats the fits as independent, as it does for a user. The
+  shared labels make that an approximation (the class balance is learnt from the same
+  labels by every fit), which the study measures rather than assumes away;
+* **the truth.** For each fit and utility matrix, the exact long-run utility of the rule
+  its transducer sets (maximum expected utility at every cell of the problem's partition,
+  scored under the exact joint masses: ``decision_quality.long_run``). "A beats B" is
+  true when A's rule yields more than B's under the truth; pairs whose truths tie (a
+  matrix under which both rules make the same constant decision) are counted apart;
+* **the matrices.** ``--matrices`` matrices uniform over the chart (theory 1.1) plus the
+  four named ones, drawn once per study seed.
+
+For each repetition, matrix and pair of classifiers the study records
+``prob_superiority()``; for each matrix and classifier ``prob_best()``. A calibrated
+``P(A beats B)`` is right as often as it says: among the comparisons where it is 0.8 the
+favoured classifier is truly better in 80 % of them. The report bins the probabilities
+(each comparison oriented so that its probability is at least 1/2: the favoured
+classifier and how sure the posterior is of it), gives each bin's mean probability, the
+share where the favoured classifier is truly better, and its standard error with the
+repetitions as clusters (the comparisons of one repetition share its fits); the Brier
+score of all comparisons; and the same for ``prob_best()``.
+
+Usage (from the repository root)::
+
+    python bench/superiority.py --sizes 300 1000 --reps 10
+    python bench/superiority.py --render --write      # re-report the saved results
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import sys
+import time
+import warnings
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from _common import checkout_commit, is_clean, worst_diagnostics, write_section, write_whole
+from _problems import PANEL, Problem, with_positives
+from decision_quality import NAMED, chart_matrices, long_run
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "superiority.json"
+SECTION = "## Probability of superiority against known truths"
+FORMAT = "yieldwise superiority study"
+FORMAT_VERSION = 1
+SEED = 2026
+#: The six one-dimensional binary problems of the panel: six classifiers of one task.
+CLASSIFIERS = ("votes", "logistic", "beta", "non-monotone", "overlapping", "clipped")
+POSITIVES = 0.15
+N_CHART = 16
+#: Seed streams: the labels, each classifier's outputs, the fits, the matrices.
+LABEL_STREAM, OUTPUT_STREAM, FIT_STREAM, MATRIX_STREAM = 31, 32, 33, 34
+#: Bins of the oriented probability max(P, 1 - P) of superiority, and of P(best).
+SUPERIORITY_BINS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+BEST_BINS = (0.0, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 0.99, 1.0)
+#: Truths closer than this are a tie (the same constant decision under both rules).
+TIE = 1e-12
+
+
+class ResultsError(ValueError):
+    """A results file that is not this study's, or of another format, seed or balance."""
+
+
+# ------------------------------------------------------------------ the task
+def classifiers(names: tuple[str, ...] = CLASSIFIERS, positives: float = POSITIVES) -> dict:
+    """name -> the panel problem at the common class balance."""
+    panel = {p.name: p for p in (make() for make in PANEL)}
+    unknown = [name for name in names if name not in panel]
+    if unknown:
+        raise ValueError(f"classifiers {unknown} are not panel problems; it has {list(panel)}")
+    not_binary = [name for name in names if panel[name].n_classes != 2]
+    if not_binary:
+        raise ValueError(f"classifiers must be binary panel problems, found {not_binary}")
+    return {name: with_positives(panel[name], positives) for name in names}
+
+
+def shared_sets(
+    problems: dict[str, Problem], n: int, rep: int, seed: int = SEED
+) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, int]]:
+    """(labels, outputs by classifier, fit seed by classifier) of repetition ``rep``.
+
+    The labels are drawn once at the common balance; each classifier's outputs are drawn
+    given them from its own class-conditional laws, with a seed of its own (its place in
+    :data:`CLASSIFIERS`), so the classifiers err independently given the class.
+    """
+    first = next(iter(problems.values()))
+    labels = np.random.default_rng([seed, LABEL_STREAM, n, rep]).choice(
+        2, size=n, p=first.prevalences
+    )
+    outputs, seeds = {}, {}
+    for i, (name, problem) in enumerate(problems.items()):
+        if not np.array_equal(problem.prevalences, first.prevalences):
+            raise ValueError(
+                f"classifier {name!r} has class balance {problem.prevalences.tolist()}, the "
+                f"others {first.prevalences.tolist()}: one task has one balance"
+            )
+        rng = np.random.default_rng([seed, OUTPUT_STREAM, n, rep, i])
+        outputs[name] = np.asarray(problem.sample_outputs(labels, rng))
+        state = np.random.SeedSequence([seed, FIT_STREAM, n, rep, i]).generate_state(1)
+        seeds[name] = int(state[0]) % (2**31 - 1)
+    return labels, outputs, seeds
+
+
+def study_matrices(seed: int = SEED, n_chart: int = N_CHART) -> tuple[np.ndarray, list[str]]:
+    """``n_chart`` matrices uniform over the chart, then the four named ones."""
+    chart = chart_matrices(n_chart, np.random.default_rng([seed, MATRIX_STREAM]))
+    named = np.array(list(NAMED.values()), float)
+    return np.concatenate([chart, named]), [f"chart {i}" for i in range(n_chart)] + list(NAMED)
+
+
+# ------------------------------------------------------------------ one repetition
+def run_rep(
+    problems: dict[str, Problem],
+    n: int,
+    rep: int,
+    matrices: np.ndarray,
+    seed: int = SEED,
+    fit_options: dict | None = None,
+) -> dict:
+    """Fit every classifier's transducer on the shared set and record the comparison
+    (``fit_options``: further ``Transducer`` arguments, for the tests' Laplace fits)."""
+    from yieldwise import Transducer, compare
+
+    labels, outputs, seeds = shared_sets(problems, n, rep, seed)
+    fits, fitted = {}, {}
+    for name, problem in problems.items():
+        started = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t = Transducer(seed=seeds[name], progress=False, **(fit_options or {})).fit(
+                pd.DataFrame(outputs[name], columns=problem.columns), labels
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the partition's cells reach beyond the data
+            p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
+        info = t.sampler_summary()
+        fitted[name] = t
+        fits[name] = {
+            "seconds": time.perf_counter() - started,
+            "divergent": int(info["divergent"]),
+            "treedepth": int(info["max_treedepth_hits"]),
+            **worst_diagnostics(t.diagnostics()),
+            "truth": long_run(np.asarray(p_hat), problem.joint(), matrices).tolist(),
+            "warnings": sorted({w.category.__name__ for w in caught}),
+        }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # extrapolation beyond a fit's outputs is expected
+        comparison = compare(fitted, matrices)
+    names = list(problems)
+    superiority, best, means = [], [], []
+    for m in comparison.utilities["matrix"].values:
+        table = comparison.prob_superiority(matrix=m)
+        superiority.append(table.loc[names, names].to_numpy().tolist())
+        best.append(comparison.prob_best(matrix=m).loc[names].tolist())
+        means.append([float(np.mean(comparison.samples(k, matrix=m))) for k in names])
+    return {
+        "n": n, "rep": rep, "classifiers": names, "fits": fits,
+        "prob_superiority": superiority, "prob_best": best, "posterior_mean": means,
+    }  # fmt: skip
+
+
+# ------------------------------------------------------------------ counting
+def comparisons(records: list[dict]) -> pd.DataFrame:
+    """One row per (repetition, matrix, unordered pair): the probability that the first
+    is better, whether it truly is, and the truths' gap. Ties are kept, flagged."""
+    rows = []
+    for r in records:
+        names = r["classifiers"]
+        truth = np.array([r["fits"][k]["truth"] for k in names])  # (classifiers, matrices)
+        for m, table in enumerate(r["prob_superiority"]):
+            for i, j in itertools.combinations(range(len(names)), 2):
+                gap = truth[i, m] - truth[j, m]
+                rows.append({
+                    "n": r["n"], "rep": r["rep"], "matrix": m, "a": names[i], "b": names[j],
+                    "p": float(table[i][j]), "a_better": bool(gap > 0),
+                    "tie": bool(abs(gap) <= TIE), "gap": float(gap),
+                })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def oriented(table: pd.DataFrame) -> pd.DataFrame:
+    """Each comparison from the favoured classifier's side: ``p`` becomes max(P, 1 - P)
+    and ``right`` says whether the favoured one is truly better (P = 1/2 exactly favours
+    the first, whose chance is then 1/2 either way)."""
+    out = table[~table["tie"]].copy()
+    flip = out["p"] < 0.5
+    out["p"] = np.where(flip, 1 - out["p"], out["p"])
+    out["right"] = np.where(flip, ~out["a_better"], out["a_better"])
+    return out
+
+
+def clustered_share(hits: np.ndarray, clusters: np.ndarray) -> tuple[float, float]:
+    """(share, standard error) of ``hits`` with ``clusters`` (the repetitions) as the
+    sampling units: the ratio estimator's sandwich error, as bench/coverage.py's."""
+    hits = np.asarray(hits, float)
+    if hits.size == 0:
+        return float("nan"), float("nan")
+    share = hits.mean()
+    frame = pd.DataFrame({"h": hits, "c": clusters}).groupby("c")["h"].agg(["sum", "count"])
+    k = len(frame)
+    if k < 2:
+        return float(share), float("nan")
+    residual = frame["sum"].to_numpy() - share * frame["count"].to_numpy()
+    se = np.sqrt(k / (k - 1) * np.sum(residual**2)) / frame["count"].sum()
+    return float(share), float(se)
+
+
+def calibration_table(
+    p: np.ndarray, outcome: np.ndarray, clusters: np.ndarray, bins: tuple[float, ...]
+) -> list[dict]:
+    """Per bin ``[lo, hi)`` (the last closed): count, mean probability, the share of
+    outcomes that are true, its clustered standard error."""
+    p, outcome = np.asarray(p, float), np.asarray(outcome, bool)
+    rows = []
+    for k, (lo, hi) in enumerate(itertools.pairwise(bins)):
+        last = k == len(bins) - 2
+        inside = (p >= lo) & ((p <= hi) if last else (p < hi))
+        share, se = clustered_share(outcome[inside], np.asarray(clusters)[inside])
+        rows.append({
+            "bin": (lo, hi), "count": int(inside.sum()),
+            "mean_p": float(p[inside].mean()) if inside.any() else float("nan"),
+            "share": share, "se": se,
+        })  # fmt: skip
+    return rows
+
+
+def best_table(records: list[dict]) -> pd.DataFrame:
+    """One row per (repetition, matrix, classifier): P(best) and whether it is the true
+    best (matrices where the best truths tie are left out)."""
+    rows = []
+    for r in records:
+        names = r["classifiers"]
+        truth = np.array([r["fits"][k]["truth"] for k in names])
+        for m, probs in enumerate(r["prob_best"]):
+            top = truth[:, m].max()
+            if (truth[:, m] >= top - TIE).sum() > 1:
+                continue
+            for i, name in enumerate(names):
+                rows.append({
+                    "n": r["n"], "rep": r["rep"], "matrix": m, "classifier": name,
+                    "p": float(probs[i]), "best": bool(truth[i, m] == top),
+                })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def brier(p: np.ndarray, outcome: np.ndarray) -> float:
+    return float(np.mean((np.asarray(p, float) - np.asarray(outcome, float)) ** 2))
+
+
+# ------------------------------------------------------------------ results file
+def new_results(seed: int, positives: float, n_chart: int) -> dict:
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "seed": seed,
+            "positives": positives, "n_chart": n_chart, "runs": [], "reps": []}  # fmt: skip
+
+
+def load_results(path: Path, seed: int, positives: float, n_chart: int) -> dict:
+    results = json.loads(Path(path).read_text())
+    if results.get("format") != FORMAT or results.get("format_version") != FORMAT_VERSION:
+        raise ResultsError(
+            f"{path} is not a {FORMAT!r} file of format version {FORMAT_VERSION} (found "
+            f"{results.get('format')!r}, version {results.get('format_version')!r}); give "
+            "another --results"
+        )
+    found = (results["seed"], results["positives"], results["n_chart"])
+    if found != (seed, positives, n_chart):
+        raise ResultsError(
+            f"{path} holds seed, positives, matrices {found}, not {(seed, positives, n_chart)}: "
+            "a resumed study must keep them; give another --results"
+        )
+    return results
+
+
+# ------------------------------------------------------------------ report
+def _pct(share: float, se: float) -> str:
+    if not np.isfinite(share):
+        return "n/a"
+    return f"{100 * share:.0f} ({100 * se:.1f})" if np.isfinite(se) else f"{100 * share:.0f}"
+
+
+def render(results: dict) -> str:
+    reps = results["reps"]
+    sizes = sorted({r["n"] for r in reps})
+    table = comparisons(reps)
+    lines = [SECTION, ""]
+    runs = "; ".join(f"`{r['command']}` ({r['date']}, at {r['commit']})" for r in results["runs"])
+    fits = [f for r in reps for f in r["fits"].values()]
+    lines += [
+        f"Commands: {runs}. 2 cores, {platform.system()} {platform.machine()}; default "
+        f"`Transducer` settings. Six classifiers of one task ({', '.join(CLASSIFIERS)}: the "
+        f"panel's 1-D binary problems at {100 * results['positives']:g} % positives), one "
+        "calibration set per repetition (labels drawn once, each classifier's outputs given "
+        f"them), {results['n_chart']} chart matrices and the four named ones; "
+        "`compare(...).prob_superiority()` and `prob_best()` against the exact long-run "
+        "utilities of the rules the fits set (bench/superiority.py's docstring). "
+        f"{len(fits)} fits, {sum(is_clean(f) for f in fits)} clean.",
+        "",
+        "`P(A beats B)`, each comparison seen from the favoured classifier (probability "
+        "max(P, 1 - P)): how often the favoured classifier is truly better, in %, with its "
+        "standard error (repetitions as clusters) in brackets. Calibrated, the share equals "
+        "the bin's mean probability.",
+        "",
+        "| n | comparisons (ties) | "
+        + " | ".join(f"{lo:g}-{hi:g}" for lo, hi in itertools.pairwise(SUPERIORITY_BINS))
+        + " | Brier |",
+        "|---:|---:|" + "---|" * (len(SUPERIORITY_BINS) - 1) + "---:|",
+    ]
+    for n in sizes:
+        cell = table[table["n"] == n]
+        o = oriented(cell)
+        rows = calibration_table(o["p"], o["right"], o["rep"], SUPERIORITY_BINS)
+        cols = [
+            "-" if r["count"] == 0 else f"{_pct(r['share'], r['se'])}; p {r['mean_p']:.2f}, "
+            f"{r['count']}" for r in rows
+        ]  # fmt: skip
+        untied = cell[~cell["tie"]]
+        lines.append(
+            f"| {n} | {len(untied)} ({int(cell['tie'].sum())}) | " + " | ".join(cols)
+            + f" | {brier(untied['p'], untied['a_better']):.4f} |"
+        )  # fmt: skip
+    lines += [
+        "",
+        "Each entry: share truly better (SE); mean probability in the bin, comparisons.",
+        "",
+    ]
+    o = oriented(table)
+    sure = o[o["p"] >= 0.95]
+    share, se = clustered_share(
+        sure["right"], sure["n"].astype(str) + "/" + sure["rep"].astype(str)
+    )
+    lines.append(
+        f"Where the posterior is at least 95 % sure ({len(sure)} comparisons), the favoured "
+        f"classifier is truly better in {_pct(share, se)} %."
+    )
+    best = best_table(reps)
+    lines += [
+        "",
+        "`P(best)` of each classifier against whether it is truly the best of the six "
+        "(matrices whose best truths tie left out):",
+        "",
+        "| n | " + " | ".join(f"{lo:g}-{hi:g}" for lo, hi in itertools.pairwise(BEST_BINS))
+        + " | Brier |",
+        "|---:|" + "---|" * (len(BEST_BINS) - 1) + "---:|",
+    ]  # fmt: skip
+    for n in sizes:
+        cell = best[best["n"] == n]
+        rows = calibration_table(cell["p"], cell["best"], cell["rep"], BEST_BINS)
+        cols = [
+            "-" if r["count"] == 0 else f"{_pct(r['share'], r['se'])}; p {r['mean_p']:.2f}, "
+            f"{r['count']}" for r in rows
+        ]  # fmt: skip
+        lines.append(f"| {n} | " + " | ".join(cols) + f" | {brier(cell['p'], cell['best']):.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ main
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[300, 1000])
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--positives", type=float, default=POSITIVES)
+    parser.add_argument("--matrices", type=int, default=N_CHART, help="chart matrices")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--render", action="store_true", help="report --results only")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    if not 0.0 < args.positives < 1.0:
+        parser.error(f"--positives must lie strictly between 0 and 1, found {args.positives}")
+    if args.reps < 1 or args.matrices < 0 or any(n < 20 for n in args.sizes):
+        parser.error("--reps must be >= 1, --matrices >= 0 and every size >= 20")
+    try:
+        results = (
+            load_results(args.results, args.seed, args.positives, args.matrices)
+            if args.results.exists()
+            else new_results(args.seed, args.positives, args.matrices)
+        )
+    except ResultsError as error:
+        parser.error(str(error))
+    if not args.render:
+        problems = classifiers(positives=args.positives)
+        matrices, _ = study_matrices(args.seed, args.matrices)
+        done = {(r["n"], r["rep"]) for r in results["reps"]}
+        command = "python bench/superiority.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        results["runs"].append({"command": command, "date": date.today().isoformat(),
+                                "commit": checkout_commit()})  # fmt: skip
+        for rep in range(args.reps):
+            for n in args.sizes:
+                if (n, rep) in done:
+                    continue
+                started = time.perf_counter()
+                record = run_rep(problems, n, rep, matrices, args.seed)
+                results["reps"].append(record)
+                write_whole(args.results, json.dumps(results))
+                clean = sum(is_clean(f) for f in record["fits"].values())
+                print(f"n = {n}, repetition {rep}: {clean} of {len(problems)} fits clean, "
+                      f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+    if not results["reps"]:
+        parser.error(f"{args.results} holds no repetition yet")
+    text = render(results)
+    print(text)
+    if args.write:
+        write_section(SECTION, text)
+
+
+if __name__ == "__main__":
+    main()

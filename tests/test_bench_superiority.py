@@ -1,0 +1,141 @@
+"""bench/superiority.py: the shared calibration sets, the counting of comparisons against
+known truths (checked on simulated probabilities whose calibration is known, and on a
+worked example), and one repetition end to end on the Laplace backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+
+@pytest.fixture(scope="module")
+def study(bench_import):
+    pytest.importorskip("sklearn")  # decision_quality.py's peers
+    pytest.importorskip("betacal")
+    return bench_import("superiority")
+
+
+def test_one_set_of_labels_and_each_classifiers_outputs_given_them(study):
+    problems = study.classifiers(("votes", "logistic", "clipped"), positives=0.3)
+    labels, outputs, seeds = study.shared_sets(problems, 4000, rep=2)
+    again, _, seeds_again = study.shared_sets(problems, 4000, rep=2)
+    np.testing.assert_array_equal(labels, again)
+    assert seeds == seeds_again and len(set(seeds.values())) == 3
+    assert abs(labels.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 4000)
+    for name, problem in problems.items():
+        assert problem.prevalences.tolist() == [0.7, 0.3]
+        assert len(outputs[name]) == 4000
+        # given the labels, each classifier's outputs follow its own class-conditional law
+        base = next(p for p in study.classifiers((name,), positives=0.3).values())
+        rng = np.random.default_rng(0)
+        reference = np.asarray(base.sample_outputs(np.ones(20000, int), rng)).ravel()
+        mine = np.asarray(outputs[name]).ravel()[labels == 1]
+        assert abs(np.median(mine) - np.median(reference)) < 0.1 * np.std(reference)
+    # other repetitions draw other sets; the classifiers' outputs are not copies
+    other, _, _ = study.shared_sets(problems, 4000, rep=3)
+    assert not np.array_equal(labels, other)
+    assert not np.array_equal(outputs["logistic"], outputs["clipped"])
+
+
+def test_one_task_has_one_balance_and_binary_panel_problems_only(study):
+    problems = study.classifiers(("votes",), positives=0.3)
+    problems |= study.classifiers(("beta",), positives=0.2)
+    with pytest.raises(ValueError, match="one task has one balance"):
+        study.shared_sets(problems, 100, rep=0)
+    with pytest.raises(ValueError, match="not panel problems"):
+        study.classifiers(("votes", "forest"))
+    with pytest.raises(ValueError, match="must be binary"):
+        study.classifiers(("softmax-3",))
+
+
+def _record(truth, superiority, best, n=300, rep=0):
+    names = [f"c{i}" for i in range(len(truth))]
+    return {
+        "n": n, "rep": rep, "classifiers": names,
+        "fits": {k: {"truth": list(t)} for k, t in zip(names, truth, strict=True)},
+        "prob_superiority": superiority, "prob_best": best,
+    }  # fmt: skip
+
+
+def test_comparisons_by_hand(study):
+    """Three classifiers, two matrices. Matrix 0: truths 0.9 / 0.8 / 0.8 + 1e-15 (the last
+    two tie); matrix 1: 0.5 / 0.6 / 0.7."""
+    truth = [[0.9, 0.5], [0.8, 0.6], [0.8 + 1e-15, 0.7]]
+    sup = [
+        [[np.nan, 0.7, 0.9], [0.3, np.nan, 0.55], [0.1, 0.45, np.nan]],
+        [[np.nan, 0.2, 0.4], [0.8, np.nan, 0.5], [0.6, 0.5, np.nan]],
+    ]
+    table = study.comparisons([_record(truth, sup, [[0.6, 0.2, 0.2], [0.1, 0.3, 0.6]])])
+    assert len(table) == 6 and table["tie"].sum() == 1
+    o = study.oriented(table).set_index(["matrix", "a", "b"])
+    # matrix 0: c0 over c1 at 0.7, right; c0 over c2 at 0.9, right
+    assert o.loc[(0, "c0", "c1"), "p"] == 0.7 and o.loc[(0, "c0", "c1"), "right"]
+    assert o.loc[(0, "c0", "c2"), "p"] == 0.9 and o.loc[(0, "c0", "c2"), "right"]
+    # matrix 1: P(c0 > c1) 0.2 favours c1 at 0.8, and c1 is better: right
+    assert o.loc[(1, "c0", "c1"), "p"] == pytest.approx(0.8) and o.loc[(1, "c0", "c1"), "right"]
+    # P(c0 > c2) 0.4 favours c2 at 0.6, right; P(c1 > c2) = 0.5 favours c1, wrong
+    assert o.loc[(1, "c0", "c2"), "p"] == pytest.approx(0.6) and o.loc[(1, "c0", "c2"), "right"]
+    assert o.loc[(1, "c1", "c2"), "p"] == 0.5 and not o.loc[(1, "c1", "c2"), "right"]
+    best = study.best_table([_record(truth, sup, [[0.6, 0.2, 0.2], [0.1, 0.3, 0.6]])])
+    assert best["best"].tolist() == [True, False, False, False, False, True]
+    assert study.brier(best["p"], best["best"]) == pytest.approx(
+        np.mean([0.16, 0.04, 0.04, 0.01, 0.09, 0.16])
+    )
+
+
+def test_calibration_table_finds_calibration_and_overconfidence(study):
+    """Probabilities whose outcomes are drawn with exactly that chance land on the
+    diagonal within their standard errors; the same outcomes against probabilities pushed
+    towards 0 and 1 do not."""
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.5, 1.0, 40_000)
+    clusters = np.repeat(np.arange(400), 100)
+    outcome = rng.uniform(size=p.size) < p
+    rows = study.calibration_table(p, outcome, clusters, study.SUPERIORITY_BINS)
+    assert sum(r["count"] for r in rows) == p.size
+    for r in rows:
+        assert abs(r["share"] - r["mean_p"]) < 4 * r["se"] + 1e-9, r
+    pushed = 0.5 + 1.6 * (p - 0.5)
+    pushed = np.minimum(pushed, 0.999)
+    rows = study.calibration_table(pushed, outcome, clusters, study.SUPERIORITY_BINS)
+    gaps = [(r["mean_p"] - r["share"]) / r["se"] for r in rows if r["count"] > 500]
+    assert max(gaps) > 5  # over-confident: the shares fall short of the probabilities
+
+
+def test_clustered_share_is_the_binomial_error_for_single_item_clusters(study):
+    hits = np.array([1, 0, 1, 1, 0, 1, 1, 1, 0, 1], float)
+    share, se = study.clustered_share(hits, np.arange(10))
+    p = 0.7
+    assert share == pytest.approx(p)
+    assert se == pytest.approx(np.sqrt(10 / 9 * np.sum((hits - p) ** 2)) / 10)
+    # whole clusters of identical outcomes: the error is that of 2 clusters, not 10 items
+    share, se = study.clustered_share(np.repeat([1.0, 0.0], 5), np.repeat([0, 1], 5))
+    assert share == 0.5 and se == pytest.approx(0.5)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_one_repetition_end_to_end_on_the_laplace_backend(study):
+    """Two classifiers, two matrices, Laplace fits: the truths are the exact long-run
+    utilities of the rules the fits set, recomputed here from the fits' own predictions at
+    the cells, and P(A beats B) + P(B beats A) = 1."""
+    from decision_quality import long_run
+
+    import yieldwise as yw
+
+    problems = study.classifiers(("logistic", "beta"))
+    matrices, _ = study.study_matrices(seed=3, n_chart=1)
+    matrices = matrices[[0, 2]]
+    record = study.run_rep(problems, 400, 0, matrices, fit_options={"backend": "laplace"})
+    assert record["classifiers"] == ["logistic", "beta"] and len(record["prob_superiority"]) == 2
+    labels, outputs, seeds = study.shared_sets(problems, 400, 0)
+    for name, problem in problems.items():
+        t = yw.Transducer(seed=seeds[name], progress=False, backend="laplace").fit(
+            pd.DataFrame(outputs[name], columns=problem.columns), labels
+        )
+        p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
+        expected = long_run(np.asarray(p_hat), problem.joint(), matrices)
+        np.testing.assert_allclose(record["fits"][name]["truth"], expected, rtol=1e-12)
+    for table, best in zip(record["prob_superiority"], record["prob_best"], strict=True):
+        assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=1e-3)
+        assert sum(best) == pytest.approx(1.0, abs=1e-3)
