@@ -54,7 +54,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import checkout_commit, is_clean, worst_diagnostics, write_section, write_whole
+from _common import (
+    checkout_commit,
+    is_clean,
+    load_coverage_study,
+    worst_diagnostics,
+    write_section,
+    write_whole,
+)
 from _problems import PANEL, Problem, with_positives
 from decision_quality import NAMED, chart_matrices, long_run
 
@@ -211,18 +218,14 @@ def oriented(table: pd.DataFrame) -> pd.DataFrame:
 
 def clustered_share(hits: np.ndarray, clusters: np.ndarray) -> tuple[float, float]:
     """(share, standard error) of ``hits`` with ``clusters`` (the repetitions) as the
-    sampling units: the ratio estimator's sandwich error, as bench/coverage.py's."""
+    sampling units: bench/coverage.py's ratio estimator over clusters
+    (``clustered_standard_error``); NaN error with fewer than two clusters."""
     hits = np.asarray(hits, float)
     if hits.size == 0:
         return float("nan"), float("nan")
-    share = hits.mean()
-    frame = pd.DataFrame({"h": hits, "c": clusters}).groupby("c")["h"].agg(["sum", "count"])
-    k = len(frame)
-    if k < 2:
-        return float(share), float("nan")
-    residual = frame["sum"].to_numpy() - share * frame["count"].to_numpy()
-    se = np.sqrt(k / (k - 1) * np.sum(residual**2)) / frame["count"].sum()
-    return float(share), float(se)
+    frame = pd.DataFrame({"h": hits, "c": np.asarray(clusters)}).groupby("c")["h"]
+    per_cluster = frame.agg(["sum", "count"]).to_numpy()
+    return float(hits.mean()), load_coverage_study().clustered_standard_error(per_cluster)
 
 
 def calibration_table(
