@@ -37,7 +37,9 @@ score of all comparisons; and the same for ``prob_best()``.
 Usage (from the repository root)::
 
     python bench/superiority.py --sizes 300 1000 --reps 10
-    python bench/superiority.py --render --write      # re-report the saved results
+    python bench/superiority.py --sizes 300 1000 --reps 10 --labels independent
+    python bench/superiority.py --render bench/results/superiority.json \\
+        bench/results/superiority_independent.json --write  # the report
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ SUPERIORITY_BINS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 BEST_BINS = (0.0, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 0.99, 1.0)
 #: Truths closer than this are a tie (the same constant decision under both rules).
 TIE = 1e-12
+#: How the classifiers' calibration sets relate: one labelled set scored by all, or one each.
+LABELS = ("shared", "independent")
 
 
 class ResultsError(ValueError):
@@ -102,30 +106,42 @@ def classifiers(names: tuple[str, ...] = CLASSIFIERS, positives: float = POSITIV
 
 
 def shared_sets(
-    problems: dict[str, Problem], n: int, rep: int, seed: int = SEED
-) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, int]]:
-    """(labels, outputs by classifier, fit seed by classifier) of repetition ``rep``.
+    problems: dict[str, Problem], n: int, rep: int, seed: int = SEED, labels: str = "shared"
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, int]]:
+    """(labels, outputs and fit seed, each by classifier) of repetition ``rep``.
 
-    The labels are drawn once at the common balance; each classifier's outputs are drawn
-    given them from its own class-conditional laws, with a seed of its own (its place in
-    :data:`CLASSIFIERS`), so the classifiers err independently given the class.
+    ``labels="shared"``: the labels are drawn once at the common balance and every
+    classifier's outputs are drawn given them from its own class-conditional laws, with a
+    seed of its own (its place in ``problems``), so the classifiers err independently
+    given the class. ``"independent"``: each classifier gets labels of its own as well (a
+    calibration set of its own), the case where ``compare``'s independent posteriors are
+    exact.
     """
+    if labels not in LABELS:
+        raise ValueError(f"labels must be one of {LABELS}, found {labels!r}")
     first = next(iter(problems.values()))
-    labels = np.random.default_rng([seed, LABEL_STREAM, n, rep]).choice(
+    common = np.random.default_rng([seed, LABEL_STREAM, n, rep]).choice(
         2, size=n, p=first.prevalences
     )
-    outputs, seeds = {}, {}
+    by_classifier, outputs, seeds = {}, {}, {}
     for i, (name, problem) in enumerate(problems.items()):
         if not np.array_equal(problem.prevalences, first.prevalences):
             raise ValueError(
                 f"classifier {name!r} has class balance {problem.prevalences.tolist()}, the "
                 f"others {first.prevalences.tolist()}: one task has one balance"
             )
+        by_classifier[name] = (
+            common
+            if labels == "shared"
+            else np.random.default_rng([seed, LABEL_STREAM, n, rep, i]).choice(
+                2, size=n, p=first.prevalences
+            )
+        )
         rng = np.random.default_rng([seed, OUTPUT_STREAM, n, rep, i])
-        outputs[name] = np.asarray(problem.sample_outputs(labels, rng))
+        outputs[name] = np.asarray(problem.sample_outputs(by_classifier[name], rng))
         state = np.random.SeedSequence([seed, FIT_STREAM, n, rep, i]).generate_state(1)
         seeds[name] = int(state[0]) % (2**31 - 1)
-    return labels, outputs, seeds
+    return by_classifier, outputs, seeds
 
 
 def study_matrices(seed: int = SEED, n_chart: int = N_CHART) -> tuple[np.ndarray, list[str]]:
@@ -143,19 +159,20 @@ def run_rep(
     matrices: np.ndarray,
     seed: int = SEED,
     fit_options: dict | None = None,
+    labels: str = "shared",
 ) -> dict:
     """Fit every classifier's transducer on the shared set and record the comparison
     (``fit_options``: further ``Transducer`` arguments, for the tests' Laplace fits)."""
     from yieldwise import Transducer, compare
 
-    labels, outputs, seeds = shared_sets(problems, n, rep, seed)
+    by_classifier, outputs, seeds = shared_sets(problems, n, rep, seed, labels)
     fits, fitted = {}, {}
     for name, problem in problems.items():
         started = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t = Transducer(seed=seeds[name], progress=False, **(fit_options or {})).fit(
-                pd.DataFrame(outputs[name], columns=problem.columns), labels
+                pd.DataFrame(outputs[name], columns=problem.columns), by_classifier[name]
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the partition's cells reach beyond the data
@@ -181,7 +198,7 @@ def run_rep(
         best.append(comparison.prob_best(matrix=m).loc[names].tolist())
         means.append([float(np.mean(comparison.samples(k, matrix=m))) for k in names])
     return {
-        "n": n, "rep": rep, "classifiers": names, "fits": fits,
+        "n": n, "rep": rep, "labels": labels, "classifiers": names, "fits": fits,
         "prob_superiority": superiority, "prob_best": best, "posterior_mean": means,
     }  # fmt: skip
 
@@ -271,12 +288,15 @@ def brier(p: np.ndarray, outcome: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------ results file
-def new_results(seed: int, positives: float, n_chart: int) -> dict:
+def new_results(seed: int, positives: float, n_chart: int, labels: str = "shared") -> dict:
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "seed": seed,
-            "positives": positives, "n_chart": n_chart, "runs": [], "reps": []}  # fmt: skip
+            "positives": positives, "n_chart": n_chart, "labels": labels,
+            "runs": [], "reps": []}  # fmt: skip
 
 
-def load_results(path: Path, seed: int, positives: float, n_chart: int) -> dict:
+def load_results(
+    path: Path, seed: int, positives: float, n_chart: int, labels: str = "shared"
+) -> dict:
     results = json.loads(Path(path).read_text())
     if results.get("format") != FORMAT or results.get("format_version") != FORMAT_VERSION:
         raise ResultsError(
@@ -284,11 +304,13 @@ def load_results(path: Path, seed: int, positives: float, n_chart: int) -> dict:
             f"{results.get('format')!r}, version {results.get('format_version')!r}); give "
             "another --results"
         )
-    found = (results["seed"], results["positives"], results["n_chart"])
-    if found != (seed, positives, n_chart):
+    results.setdefault("labels", "shared")  # the first run's file, before --labels
+    found = (results["seed"], results["positives"], results["n_chart"], results["labels"])
+    wanted = (seed, positives, n_chart, labels)
+    if found != wanted:
         raise ResultsError(
-            f"{path} holds seed, positives, matrices {found}, not {(seed, positives, n_chart)}: "
-            "a resumed study must keep them; give another --results"
+            f"{path} holds seed, positives, matrices, labels {found}, not {wanted}: a resumed "
+            "study must keep them; give another --results"
         )
     return results
 
@@ -300,78 +322,93 @@ def _pct(share: float, se: float) -> str:
     return f"{100 * share:.0f} ({100 * se:.1f})" if np.isfinite(se) else f"{100 * share:.0f}"
 
 
-def render(results: dict) -> str:
-    reps = results["reps"]
-    sizes = sorted({r["n"] for r in reps})
-    table = comparisons(reps)
-    lines = [SECTION, ""]
-    runs = "; ".join(f"`{r['command']}` ({r['date']}, at {r['commit']})" for r in results["runs"])
-    fits = [f for r in reps for f in r["fits"].values()]
-    lines += [
+def _cells(row_label: str, rows: list[dict], first: str | None = None) -> str:
+    """A table row: its label, ``first`` (another column) when given, then the bins."""
+    cols = [
+        "-" if r["count"] == 0 else f"{_pct(r['share'], r['se'])}; p {r['mean_p']:.2f}, "
+        f"{r['count']}" for r in rows
+    ]  # fmt: skip
+    return f"| {row_label} | " + ("" if first is None else f"{first} | ") + " | ".join(cols)
+
+
+def render(studies: list[dict]) -> str:
+    """The report of one or more results files (one per ``labels`` setting)."""
+    if not studies or not all(s["reps"] for s in studies):
+        raise ValueError("render needs results files that each hold a repetition")
+    first = studies[0]
+    runs = "; ".join(
+        f"`{r['command']}` ({r['date']}, at {r['commit']})" for s in studies for r in s["runs"]
+    )
+    fits = [f for s in studies for r in s["reps"] for f in r["fits"].values()]
+    lines = [
+        SECTION,
+        "",
         f"Commands: {runs}. 2 cores, {platform.system()} {platform.machine()}; default "
         f"`Transducer` settings. Six classifiers of one task ({', '.join(CLASSIFIERS)}: the "
-        f"panel's 1-D binary problems at {100 * results['positives']:g} % positives), one "
-        "calibration set per repetition (labels drawn once, each classifier's outputs given "
-        f"them), {results['n_chart']} chart matrices and the four named ones; "
+        f"panel's 1-D binary problems at {100 * first['positives']:g} % positives), "
+        f"{first['n_chart']} chart matrices and the four named ones; "
         "`compare(...).prob_superiority()` and `prob_best()` against the exact long-run "
-        "utilities of the rules the fits set (bench/superiority.py's docstring). "
+        "utilities of the rules the fits set (bench/superiority.py's docstring). Labels "
+        "*shared*: one calibration set per repetition, its labels drawn once and each "
+        "classifier's outputs given them (a team scoring one labelled set with several "
+        "models); *independent*: each classifier a labelled set of its own (where "
+        "`compare`'s independent posteriors are exact). "
         f"{len(fits)} fits, {sum(is_clean(f) for f in fits)} clean.",
         "",
         "`P(A beats B)`, each comparison seen from the favoured classifier (probability "
         "max(P, 1 - P)): how often the favoured classifier is truly better, in %, with its "
-        "standard error (repetitions as clusters) in brackets. Calibrated, the share equals "
-        "the bin's mean probability.",
+        "standard error (repetitions as clusters) in brackets; then the bin's mean "
+        "probability and its number of comparisons. Calibrated, the share equals the mean "
+        "probability.",
         "",
-        "| n | comparisons (ties) | "
+        "| labels, n | comparisons (ties) | "
         + " | ".join(f"{lo:g}-{hi:g}" for lo, hi in itertools.pairwise(SUPERIORITY_BINS))
         + " | Brier |",
-        "|---:|---:|" + "---|" * (len(SUPERIORITY_BINS) - 1) + "---:|",
+        "|---|---:|" + "---|" * (len(SUPERIORITY_BINS) - 1) + "---:|",
     ]
-    for n in sizes:
-        cell = table[table["n"] == n]
-        o = oriented(cell)
-        rows = calibration_table(o["p"], o["right"], o["rep"], SUPERIORITY_BINS)
-        cols = [
-            "-" if r["count"] == 0 else f"{_pct(r['share'], r['se'])}; p {r['mean_p']:.2f}, "
-            f"{r['count']}" for r in rows
-        ]  # fmt: skip
-        untied = cell[~cell["tie"]]
-        lines.append(
-            f"| {n} | {len(untied)} ({int(cell['tie'].sum())}) | " + " | ".join(cols)
-            + f" | {brier(untied['p'], untied['a_better']):.4f} |"
-        )  # fmt: skip
-    lines += [
-        "",
-        "Each entry: share truly better (SE); mean probability in the bin, comparisons.",
-        "",
-    ]
-    o = oriented(table)
-    sure = o[o["p"] >= 0.95]
-    share, se = clustered_share(
-        sure["right"], sure["n"].astype(str) + "/" + sure["rep"].astype(str)
-    )
-    lines.append(
-        f"Where the posterior is at least 95 % sure ({len(sure)} comparisons), the favoured "
-        f"classifier is truly better in {_pct(share, se)} %."
-    )
-    best = best_table(reps)
+    sure_lines = []
+    for study in studies:
+        table = comparisons(study["reps"])
+        for n in sorted(set(table["n"])):
+            cell = table[table["n"] == n]
+            o = oriented(cell)
+            rows = calibration_table(o["p"], o["right"], o["rep"], SUPERIORITY_BINS)
+            untied = cell[~cell["tie"]]
+            counted = f"{len(untied)} ({int(cell['tie'].sum())})"
+            lines.append(
+                _cells(f"{study['labels']}, {n}", rows, counted)
+                + f" | {brier(untied['p'], untied['a_better']):.4f} |"
+            )
+        o = oriented(table)
+        sure = o[o["p"] >= 0.95]
+        share, se = clustered_share(
+            sure["right"], sure["n"].astype(str) + "/" + sure["rep"].astype(str)
+        )
+        sure_lines.append(
+            f"Labels {study['labels']}: where the posterior is at least 95 % sure "
+            f"({len(sure)} comparisons), the favoured classifier is truly better in "
+            f"{_pct(share, se)} %."
+        )
+    lines += ["", *sure_lines]
     lines += [
         "",
         "`P(best)` of each classifier against whether it is truly the best of the six "
-        "(matrices whose best truths tie left out):",
+        "(matrices whose best truths tie left out), as above:",
         "",
-        "| n | " + " | ".join(f"{lo:g}-{hi:g}" for lo, hi in itertools.pairwise(BEST_BINS))
-        + " | Brier |",
-        "|---:|" + "---|" * (len(BEST_BINS) - 1) + "---:|",
+        "| labels, n | " + " | ".join(
+            f"{lo:g}-{hi:g}" for lo, hi in itertools.pairwise(BEST_BINS)
+        ) + " | Brier |",
+        "|---|" + "---|" * (len(BEST_BINS) - 1) + "---:|",
     ]  # fmt: skip
-    for n in sizes:
-        cell = best[best["n"] == n]
-        rows = calibration_table(cell["p"], cell["best"], cell["rep"], BEST_BINS)
-        cols = [
-            "-" if r["count"] == 0 else f"{_pct(r['share'], r['se'])}; p {r['mean_p']:.2f}, "
-            f"{r['count']}" for r in rows
-        ]  # fmt: skip
-        lines.append(f"| {n} | " + " | ".join(cols) + f" | {brier(cell['p'], cell['best']):.4f} |")
+    for study in studies:
+        best = best_table(study["reps"])
+        for n in sorted(set(best["n"])):
+            cell = best[best["n"] == n]
+            rows = calibration_table(cell["p"], cell["best"], cell["rep"], BEST_BINS)
+            lines.append(
+                _cells(f"{study['labels']}, {n}", rows)
+                + f" | {brier(cell['p'], cell['best']):.4f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -383,46 +420,60 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--positives", type=float, default=POSITIVES)
     parser.add_argument("--matrices", type=int, default=N_CHART, help="chart matrices")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--render", action="store_true", help="report --results only")
+    parser.add_argument("--labels", choices=LABELS, default="shared")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="the results file (default: bench/results/superiority.json, "
+                             "superiority_independent.json for --labels independent)")  # fmt: skip
+    parser.add_argument(
+        "--render", type=Path, nargs="+", default=None, metavar="FILE",
+        help="report these results files only (one per labels setting)",
+    )  # fmt: skip
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.render:
+        try:
+            studies = [json.loads(Path(f).read_text()) for f in args.render]
+            for f, study in zip(args.render, studies, strict=True):
+                if study.get("format") != FORMAT or study.get("format_version") != FORMAT_VERSION:
+                    raise ResultsError(f"{f} is not a {FORMAT!r} file of version {FORMAT_VERSION}")
+                study.setdefault("labels", "shared")
+            text = render(studies)
+        except (OSError, ValueError) as error:
+            parser.error(f"--render: {error}")
+        print(text)
+        if args.write:
+            write_section(SECTION, text)
+        return
     if not 0.0 < args.positives < 1.0:
         parser.error(f"--positives must lie strictly between 0 and 1, found {args.positives}")
     if args.reps < 1 or args.matrices < 0 or any(n < 20 for n in args.sizes):
         parser.error("--reps must be >= 1, --matrices >= 0 and every size >= 20")
+    path = args.results or (
+        RESULTS if args.labels == "shared" else RESULTS.with_name("superiority_independent.json")
+    )
+    identity = (args.seed, args.positives, args.matrices, args.labels)
     try:
-        results = (
-            load_results(args.results, args.seed, args.positives, args.matrices)
-            if args.results.exists()
-            else new_results(args.seed, args.positives, args.matrices)
-        )
+        results = load_results(path, *identity) if path.exists() else new_results(*identity)
     except ResultsError as error:
         parser.error(str(error))
-    if not args.render:
-        problems = classifiers(positives=args.positives)
-        matrices, _ = study_matrices(args.seed, args.matrices)
-        done = {(r["n"], r["rep"]) for r in results["reps"]}
-        command = "python bench/superiority.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        results["runs"].append({"command": command, "date": date.today().isoformat(),
-                                "commit": checkout_commit()})  # fmt: skip
-        for rep in range(args.reps):
-            for n in args.sizes:
-                if (n, rep) in done:
-                    continue
-                started = time.perf_counter()
-                record = run_rep(problems, n, rep, matrices, args.seed)
-                results["reps"].append(record)
-                write_whole(args.results, json.dumps(results))
-                clean = sum(is_clean(f) for f in record["fits"].values())
-                print(f"n = {n}, repetition {rep}: {clean} of {len(problems)} fits clean, "
-                      f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
-    if not results["reps"]:
-        parser.error(f"{args.results} holds no repetition yet")
-    text = render(results)
-    print(text)
-    if args.write:
-        write_section(SECTION, text)
+    problems = classifiers(positives=args.positives)
+    matrices, _ = study_matrices(args.seed, args.matrices)
+    done = {(r["n"], r["rep"]) for r in results["reps"]}
+    command = "python bench/superiority.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    results["runs"].append({"command": command, "date": date.today().isoformat(),
+                            "commit": checkout_commit()})  # fmt: skip
+    for rep in range(args.reps):
+        for n in args.sizes:
+            if (n, rep) in done:
+                continue
+            started = time.perf_counter()
+            record = run_rep(problems, n, rep, matrices, args.seed, labels=args.labels)
+            results["reps"].append(record)
+            write_whole(path, json.dumps(results))
+            clean = sum(is_clean(f) for f in record["fits"].values())
+            print(f"n = {n}, repetition {rep}: {clean} of {len(problems)} fits clean, "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+    print(render([results]))
 
 
 if __name__ == "__main__":

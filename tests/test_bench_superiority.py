@@ -18,9 +18,12 @@ def study(bench_import):
 
 def test_one_set_of_labels_and_each_classifiers_outputs_given_them(study):
     problems = study.classifiers(("votes", "logistic", "clipped"), positives=0.3)
-    labels, outputs, seeds = study.shared_sets(problems, 4000, rep=2)
+    by_classifier, outputs, seeds = study.shared_sets(problems, 4000, rep=2)
+    labels = by_classifier["votes"]
+    for name in problems:
+        assert by_classifier[name] is labels  # one labelled set, scored by all
     again, _, seeds_again = study.shared_sets(problems, 4000, rep=2)
-    np.testing.assert_array_equal(labels, again)
+    np.testing.assert_array_equal(labels, again["votes"])
     assert seeds == seeds_again and len(set(seeds.values())) == 3
     assert abs(labels.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 4000)
     for name, problem in problems.items():
@@ -34,8 +37,17 @@ def test_one_set_of_labels_and_each_classifiers_outputs_given_them(study):
         assert abs(np.median(mine) - np.median(reference)) < 0.1 * np.std(reference)
     # other repetitions draw other sets; the classifiers' outputs are not copies
     other, _, _ = study.shared_sets(problems, 4000, rep=3)
-    assert not np.array_equal(labels, other)
+    assert not np.array_equal(labels, other["votes"])
     assert not np.array_equal(outputs["logistic"], outputs["clipped"])
+    # independent labels: a labelled set per classifier, the same outputs' laws and seeds
+    apart, outputs_apart, seeds_apart = study.shared_sets(problems, 4000, 2, labels="independent")
+    assert seeds_apart == seeds
+    assert not np.array_equal(apart["votes"], apart["logistic"])
+    for name in problems:
+        assert abs(apart[name].mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 4000)
+        assert len(outputs_apart[name]) == 4000
+    with pytest.raises(ValueError, match="labels must be one of"):
+        study.shared_sets(problems, 100, 0, labels="paired")
 
 
 def test_one_task_has_one_balance_and_binary_panel_problems_only(study):
@@ -131,7 +143,7 @@ def test_one_repetition_end_to_end_on_the_laplace_backend(study):
     labels, outputs, seeds = study.shared_sets(problems, 400, 0)
     for name, problem in problems.items():
         t = yw.Transducer(seed=seeds[name], progress=False, backend="laplace").fit(
-            pd.DataFrame(outputs[name], columns=problem.columns), labels
+            pd.DataFrame(outputs[name], columns=problem.columns), labels[name]
         )
         p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
         expected = long_run(np.asarray(p_hat), problem.joint(), matrices)
@@ -139,3 +151,30 @@ def test_one_repetition_end_to_end_on_the_laplace_backend(study):
     for table, best in zip(record["prob_superiority"], record["prob_best"], strict=True):
         assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=1e-3)
         assert sum(best) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_the_report_has_a_row_per_labels_setting_and_size(study):
+    truth = [[0.9, 0.5], [0.8, 0.6]]
+    sup = [[[np.nan, 0.7], [0.3, np.nan]], [[np.nan, 0.2], [0.8, np.nan]]]
+    fits = {"divergent": 0, "treedepth": 0, "max_rhat": 1.0, "min_ess_bulk": 1000}
+
+    def results(labels):
+        reps = [_record(truth, sup, [[0.7, 0.3], [0.2, 0.8]], rep=r) for r in range(2)]
+        for r in reps:
+            for f in r["fits"].values():
+                f.update(fits)
+        out = study.new_results(2026, 0.15, 1, labels)
+        out["runs"].append({"command": "python bench/superiority.py", "date": "2026-12-05",
+                            "commit": "abc"})  # fmt: skip
+        out["reps"] = reps
+        return out
+
+    text = study.render([results("shared"), results("independent")])
+    # per row: 4 comparisons, none tied; both favoured classifiers right (P 0.7 and 0.8)
+    brier = np.mean([(0.7 - 1) ** 2, (0.2 - 0) ** 2])
+    for labels in ("shared", "independent"):
+        assert f"| {labels}, 300 | 4 (0) |" in text
+        assert f"{brier:.4f} |" in text
+    assert "8 fits, 8 clean" in text
+    with pytest.raises(ValueError, match="each hold a repetition"):
+        study.render([study.new_results(2026, 0.15, 1)])
