@@ -53,6 +53,7 @@ import time
 import warnings
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -78,12 +79,17 @@ CLASSIFIERS = ("votes", "logistic", "beta", "non-monotone", "overlapping", "clip
 POSITIVES = 0.15
 N_CHART = 16
 #: Seed streams: the labels, each classifier's outputs, the fits, the matrices.
-LABEL_STREAM, OUTPUT_STREAM, FIT_STREAM, MATRIX_STREAM = 31, 32, 33, 34
+LABEL_STREAM, OUTPUT_STREAM, FIT_STREAM, MATRIX_STREAM, PAIRING_STREAM = 31, 32, 33, 34, 35
+#: Random pairings of one side's draws with the other's class frequencies, per comparison.
+PAIRINGS = 10
 #: Bins of the oriented probability max(P, 1 - P) of superiority, and of P(best).
 SUPERIORITY_BINS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 BEST_BINS = (0.0, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 0.99, 1.0)
 #: Truths closer than this are a tie (the same constant decision under both rules).
 TIE = 1e-12
+#: The probabilities reported: compare()'s, and the class-paired candidate's
+#: (:func:`class_paired_superiority`), each with its rows' suffix.
+FORMS = (("prob_superiority", ""), ("prob_superiority_class_paired", ", class-paired"))
 #: How the classifiers' calibration sets relate: one labelled set scored by all, or one each.
 LABELS = ("shared", "independent")
 
@@ -197,21 +203,85 @@ def run_rep(
         superiority.append(table.loc[names, names].to_numpy().tolist())
         best.append(comparison.prob_best(matrix=m).loc[names].tolist())
         means.append([float(np.mean(comparison.samples(k, matrix=m))) for k in names])
+    parts = {k: class_parts(fitted[k], problems[k], matrices) for k in names}
+    for k in names:  # the parts add up to compare's own draws: the same rule, the same cells
+        whole = np.stack([comparison.samples(k, matrix=m) for m in range(len(matrices))], 1)
+        fits[k]["parts_gap"] = float(np.abs(parts[k].sum(axis=2) - whole).max())
+    rng = np.random.default_rng([seed, PAIRING_STREAM, n, rep])
+    paired = [
+        [[class_paired_superiority(parts[a], parts[b], fitted[a], fitted[b], m, rng)
+          if a != b else float("nan") for b in names] for a in names]
+        for m in range(len(matrices))
+    ]  # fmt: skip
     return {
         "n": n, "rep": rep, "labels": labels, "classifiers": names, "fits": fits,
         "prob_superiority": superiority, "prob_best": best, "posterior_mean": means,
+        "prob_superiority_class_paired": paired,
     }  # fmt: skip
 
 
+def class_parts(transducer: Any, problem: Problem, matrices: np.ndarray) -> np.ndarray:
+    """Per draw, matrix and class, ``w_t(c) = integral U[delta(y), c] F_t(c, y) dy`` (S, M,
+    C): the long-run utility split by the class, for the rule ``delta`` that
+    ``long_run_utility`` deploys by default (maximum expected utility under the
+    transducer's predictive, here written out as a callable so that the same rule scores
+    each class's column alone). ``sum_c w_t(c) = u_t``, which :func:`run_rep` checks."""
+    from yieldwise import long_run_utility
+
+    classes = np.arange(matrices.shape[2])
+    out = []
+    for u in matrices:
+
+        def rule(outputs, u=u):
+            frame = pd.DataFrame(np.asarray(outputs).reshape(len(outputs), -1),
+                                 columns=problem.columns)  # fmt: skip
+            return np.argmax(np.asarray(transducer.predict_proba(frame)) @ u.T, axis=1)
+
+        masked = np.stack([np.where(classes[None, :] == c, u, 0.0) for c in classes])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            draws = long_run_utility(transducer, masked, rule=rule)
+        out.append(draws.values.reshape(-1, len(classes)))
+    return np.stack(out, axis=1)
+
+
+def class_paired_superiority(
+    parts_a: np.ndarray, parts_b: np.ndarray, fit_a: Any, fit_b: Any, m: int,
+    rng: np.random.Generator, pairings: int = PAIRINGS,
+) -> float:  # fmt: skip
+    """``P(u_A > u_B)`` with the class frequencies shared: a candidate for transducers
+    fitted on the same labelled items, measured here, not in ``compare``.
+
+    Each draw's long-run utility is ``u_t = sum_c F_t(c) v_t(c)``, with ``F_t(c)`` the
+    class frequencies and ``v_t(c) = w_t(c) / F_t(c)`` the utility per item of class ``c``.
+    Fitted on the same labels, the two fits learn the same class frequencies, and under a
+    prior that factorises into the class frequencies and the outputs' laws given the class
+    the joint posterior is one draw of ``F`` shared by both and independent ``v``'s. So one
+    side's draws keep their own ``F_t``, the other's ``v`` (drawn at random, ``pairings``
+    times) is weighted by it; the two sides' roles are swapped and the results averaged.
+    """
+    f_a, f_b = fit_a.posterior.class_frequencies(), fit_b.posterior.class_frequencies()
+    v_a, v_b = parts_a[:, m] / f_a, parts_b[:, m] / f_b
+    u_a, u_b = parts_a[:, m].sum(axis=1), parts_b[:, m].sum(axis=1)
+    wins = []
+    for _ in range(pairings):
+        into_a = (f_a * v_b[rng.integers(0, len(v_b), len(f_a))]).sum(axis=1)
+        into_b = (f_b * v_a[rng.integers(0, len(v_a), len(f_b))]).sum(axis=1)
+        wins += [np.mean(u_a > into_a) + 0.5 * np.mean(u_a == into_a),
+                 np.mean(into_b > u_b) + 0.5 * np.mean(into_b == u_b)]  # fmt: skip
+    return float(np.mean(wins))
+
+
 # ------------------------------------------------------------------ counting
-def comparisons(records: list[dict]) -> pd.DataFrame:
+def comparisons(records: list[dict], key: str = "prob_superiority") -> pd.DataFrame:
     """One row per (repetition, matrix, unordered pair): the probability that the first
-    is better, whether it truly is, and the truths' gap. Ties are kept, flagged."""
+    is better (``key``: compare's, or the class-paired candidate's), whether it truly is,
+    and the truths' gap. Ties are kept, flagged."""
     rows = []
     for r in records:
         names = r["classifiers"]
         truth = np.array([r["fits"][k]["truth"] for k in names])  # (classifiers, matrices)
-        for m, table in enumerate(r["prob_superiority"]):
+        for m, table in enumerate(r[key]):
             for i, j in itertools.combinations(range(len(names)), 2):
                 gap = truth[i, m] - truth[j, m]
                 rows.append({
@@ -367,8 +437,10 @@ def render(studies: list[dict]) -> str:
         "|---|---:|" + "---|" * (len(SUPERIORITY_BINS) - 1) + "---:|",
     ]
     sure_lines = []
-    for study in studies:
-        table = comparisons(study["reps"])
+    for study, (key, how) in itertools.product(studies, FORMS):
+        if not all(key in r for r in study["reps"]):
+            continue
+        table = comparisons(study["reps"], key)
         for n in sorted(set(table["n"])):
             cell = table[table["n"] == n]
             o = oriented(cell)
@@ -376,7 +448,7 @@ def render(studies: list[dict]) -> str:
             untied = cell[~cell["tie"]]
             counted = f"{len(untied)} ({int(cell['tie'].sum())})"
             lines.append(
-                _cells(f"{study['labels']}, {n}", rows, counted)
+                _cells(f"{study['labels']}, {n}{how}", rows, counted)
                 + f" | {brier(untied['p'], untied['a_better']):.4f} |"
             )
         o = oriented(table)
@@ -385,7 +457,7 @@ def render(studies: list[dict]) -> str:
             sure["right"], sure["n"].astype(str) + "/" + sure["rep"].astype(str)
         )
         sure_lines.append(
-            f"Labels {study['labels']}: where the posterior is at least 95 % sure "
+            f"Labels {study['labels']}{how}: where the posterior is at least 95 % sure "
             f"({len(sure)} comparisons), the favoured classifier is truly better in "
             f"{_pct(share, se)} %."
         )

@@ -151,6 +151,10 @@ def test_one_repetition_end_to_end_on_the_laplace_backend(study):
     for table, best in zip(record["prob_superiority"], record["prob_best"], strict=True):
         assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=1e-3)
         assert sum(best) == pytest.approx(1.0, abs=1e-3)
+    # the class parts add up to compare's draws; the candidate is a probability per pair
+    assert max(f["parts_gap"] for f in record["fits"].values()) < 1e-9
+    for table in record["prob_superiority_class_paired"]:
+        assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=0.03)
 
 
 def test_the_report_has_a_row_per_labels_setting_and_size(study):
@@ -178,3 +182,28 @@ def test_the_report_has_a_row_per_labels_setting_and_size(study):
     assert "8 fits, 8 clean" in text
     with pytest.raises(ValueError, match="each hold a repetition"):
         study.render([study.new_results(2026, 0.15, 1)])
+
+
+def test_class_paired_superiority_shares_the_class_frequencies(study):
+    """Classifier A earns 1 per item of class 0 and nothing on class 1; B earns 0.98 and
+    0.11. With the class-0 frequency F0, u_A - u_B = 0.13 F0 - 0.11, positive iff F0 >
+    0.11 / 0.13. One posterior of F0 shared by both (F0 ~ N(0.9, 0.03^2)): P = P(F0 >
+    0.846) = Phi((0.9 - 0.11 / 0.13) / 0.03). Independent posteriors of F0 (compare's
+    all pairs): u_A - u_B ~ N(0.9 - 0.87 * 0.9 - 0.11, 0.03^2 (1 + 0.87^2)), near a coin."""
+    from types import SimpleNamespace
+
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(1)
+    f0 = rng.normal(0.9, 0.03, 4000)
+    freq = np.column_stack([f0, 1 - f0])
+    fit = SimpleNamespace(posterior=SimpleNamespace(class_frequencies=lambda: freq))
+    parts_a = (freq * [1.0, 0.0])[:, None, :]  # (S, one matrix, C)
+    parts_b = (freq * [0.98, 0.11])[:, None, :]
+    p = study.class_paired_superiority(parts_a, parts_b, fit, fit, 0, np.random.default_rng(2))
+    assert p == pytest.approx(norm.cdf((0.9 - 0.11 / 0.13) / 0.03), abs=0.01)
+    u_a, u_b = parts_a[:, 0].sum(1), parts_b[:, 0].sum(1)
+    independent = np.mean(u_a[:, None] > u_b[None, :])
+    mean, sd = 0.9 - 0.87 * 0.9 - 0.11, 0.03 * np.sqrt(1 + 0.87**2)
+    assert independent == pytest.approx(norm.cdf(mean / sd), abs=0.02)
+    assert independent < 0.65 < p  # the shared frequencies are what makes A sure
