@@ -9,13 +9,19 @@ the probabilities a user acts on, where the truth is known exactly:
   (bench/_problems.py: votes, logistic, beta, non-monotone, overlapping, clipped) are six
   classifiers of one task: each keeps its class-conditional output laws, and all are set
   to one class balance (``with_positives``, 15 % positives unless ``--positives``);
-* **one calibration set.** Each repetition draws the items' classes once and each
-  classifier's outputs given those classes, independently across classifiers (their
-  errors are independent given the class), as a team scoring one labelled set with
-  several models would; each classifier gets its own default ``Transducer`` fit, and
-  ``yieldwise.compare`` treats the fits as independent, as it does for a user. The
-  shared labels make that an approximation (the class balance is learnt from the same
-  labels by every fit), which the study measures rather than assumes away;
+* **the calibration sets** (``--labels``). ``shared``: each repetition draws the items'
+  classes once and each classifier's outputs given those classes, independently across
+  classifiers (their errors are independent given the class), as a team scoring one
+  labelled set with several models would; each classifier gets its own default
+  ``Transducer`` fit, and ``yieldwise.compare`` treats the fits as independent, as theory
+  4 says for independently fitted transducers. ``independent``: each classifier a
+  labelled set of its own. ``joint``: the shared sets, each pair of :data:`JOINT_PAIRS`
+  fitted by one joint transducer on the pair's concatenated outputs (theory 4's paired
+  draws), so its rows pair with the shared study's fits of the same pairs;
+* **a candidate beside compare's probability** (:func:`class_paired_superiority`): the
+  long-run utilities of classifiers deployed on one population share its class
+  frequencies, ``u_t = sum_c F_t(c) v_t(c)``, so one side's ``F`` weights the other's
+  per-class utilities ``v`` (not what ``compare`` does; measured here to inform theory 4);
 * **the truth.** For each fit and utility matrix, the exact long-run utility of the rule
   its transducer sets (maximum expected utility at every cell of the problem's partition,
   scored under the exact joint masses: ``decision_quality.long_run``). "A beats B" is
@@ -38,8 +44,10 @@ Usage (from the repository root)::
 
     python bench/superiority.py --sizes 300 1000 --reps 10
     python bench/superiority.py --sizes 300 1000 --reps 10 --labels independent
+    python bench/superiority.py --sizes 300 --reps 10 --labels joint
     python bench/superiority.py --render bench/results/superiority.json \\
-        bench/results/superiority_independent.json --write  # the report
+        bench/results/superiority_independent.json bench/results/superiority_joint.json \\
+        --write  # the report
 """
 
 from __future__ import annotations
@@ -90,8 +98,12 @@ TIE = 1e-12
 #: The probabilities reported: compare()'s, and the class-paired candidate's
 #: (:func:`class_paired_superiority`), each with its rows' suffix.
 FORMS = (("prob_superiority", ""), ("prob_superiority_class_paired", ", class-paired"))
-#: How the classifiers' calibration sets relate: one labelled set scored by all, or one each.
-LABELS = ("shared", "independent")
+#: How the classifiers' calibration sets relate: one labelled set scored by all, or one
+#: each; "joint": the shared set, each pair of :data:`JOINT_PAIRS` fitted by one joint
+#: transducer (theory 4's paired draws).
+LABELS = ("shared", "independent", "joint")
+#: The pairs of the joint study (each classifier in one pair).
+JOINT_PAIRS = (("votes", "logistic"), ("beta", "clipped"), ("non-monotone", "overlapping"))
 
 
 class ResultsError(ValueError):
@@ -123,8 +135,8 @@ def shared_sets(
     calibration set of its own), the case where ``compare``'s independent posteriors are
     exact.
     """
-    if labels not in LABELS:
-        raise ValueError(f"labels must be one of {LABELS}, found {labels!r}")
+    if labels not in ("shared", "independent"):
+        raise ValueError(f"labels must be 'shared' or 'independent', found {labels!r}")
     first = next(iter(problems.values()))
     common = np.random.default_rng([seed, LABEL_STREAM, n, rep]).choice(
         2, size=n, p=first.prevalences
@@ -272,6 +284,51 @@ def class_paired_superiority(
     return float(np.mean(wins))
 
 
+def run_joint_rep(
+    problems: dict[str, Problem],
+    n: int,
+    rep: int,
+    matrices: np.ndarray,
+    seed: int = SEED,
+    fit_options: dict | None = None,
+    pairs: tuple[tuple[str, str], ...] = JOINT_PAIRS,
+) -> dict:
+    """Theory 4's route for one labelled set: per pair of classifiers one joint transducer
+    on their concatenated outputs, whose members' draws are paired. The set is the shared
+    study's own (same labels, outputs and seeds), so its rows pair with those fits."""
+    from yieldwise import Transducer, compare
+
+    by_classifier, outputs, seeds = shared_sets(problems, n, rep, seed, "shared")
+    fits, truth, superiority = {}, {}, {}
+    for a, b in pairs:
+        started = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            joint = Transducer(seed=seeds[a], progress=False, **(fit_options or {})).fit(
+                {a: outputs[a].ravel(), b: outputs[b].ravel()}, by_classifier[a]
+            )
+        info = joint.sampler_summary()
+        fits[f"{a}|{b}"] = {
+            "seconds": time.perf_counter() - started,
+            "divergent": int(info["divergent"]),
+            "treedepth": int(info["max_treedepth_hits"]),
+            **worst_diagnostics(joint.diagnostics()),
+            "warnings": sorted({w.category.__name__ for w in caught}),
+        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name in (a, b):  # each member decides by its own (marginal) transducer
+                cells = problems[name].cells.ravel()
+                p_hat = np.asarray(joint.marginal(name).predict_proba(cells))
+                truth[name] = long_run(p_hat, problems[name].joint(), matrices).tolist()
+            comparison = compare(joint, matrices)
+        superiority[f"{a}|{b}"] = [
+            float(comparison.prob_superiority(matrix=m).loc[a, b]) for m in range(len(matrices))
+        ]
+    return {"n": n, "rep": rep, "labels": "joint", "fits": fits, "truth": truth,
+            "prob_superiority": superiority}  # fmt: skip
+
+
 # ------------------------------------------------------------------ counting
 def comparisons(records: list[dict], key: str = "prob_superiority") -> pd.DataFrame:
     """One row per (repetition, matrix, unordered pair): the probability that the first
@@ -279,6 +336,9 @@ def comparisons(records: list[dict], key: str = "prob_superiority") -> pd.DataFr
     and the truths' gap. Ties are kept, flagged."""
     rows = []
     for r in records:
+        if r.get("labels") == "joint":
+            rows += _joint_rows(r)
+            continue
         names = r["classifiers"]
         truth = np.array([r["fits"][k]["truth"] for k in names])  # (classifiers, matrices)
         for m, table in enumerate(r[key]):
@@ -290,6 +350,20 @@ def comparisons(records: list[dict], key: str = "prob_superiority") -> pd.DataFr
                     "tie": bool(abs(gap) <= TIE), "gap": float(gap),
                 })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _joint_rows(record: dict) -> list[dict]:
+    rows = []
+    for pair, probs in record["prob_superiority"].items():
+        a, b = pair.split("|")
+        for m, p in enumerate(probs):
+            gap = record["truth"][a][m] - record["truth"][b][m]
+            rows.append({
+                "n": record["n"], "rep": record["rep"], "matrix": m, "a": a, "b": b,
+                "p": float(p), "a_better": bool(gap > 0), "tie": bool(abs(gap) <= TIE),
+                "gap": float(gap),
+            })  # fmt: skip
+    return rows
 
 
 def oriented(table: pd.DataFrame) -> pd.DataFrame:
@@ -437,10 +511,19 @@ def render(studies: list[dict]) -> str:
         "|---|---:|" + "---|" * (len(SUPERIORITY_BINS) - 1) + "---:|",
     ]
     sure_lines = []
-    for study, (key, how) in itertools.product(studies, FORMS):
+    jointly = any(s["labels"] == "joint" for s in studies)
+    variants = [(s, key, how, False) for s, (key, how) in itertools.product(studies, FORMS)]
+    if jointly:  # the shared fits of the joint study's pairs, for a paired reading
+        variants += [(s, key, how + ", the joint pairs", True) for s in studies
+                     if s["labels"] == "shared" for key, how in FORMS]  # fmt: skip
+    for study, key, how, pairs_only in variants:
         if not all(key in r for r in study["reps"]):
             continue
         table = comparisons(study["reps"], key)
+        if pairs_only:
+            wanted = {frozenset(p) for p in JOINT_PAIRS}
+            keep = [frozenset(ab) in wanted for ab in zip(table["a"], table["b"], strict=True)]
+            table = table[keep]
         for n in sorted(set(table["n"])):
             cell = table[table["n"] == n]
             o = oriented(cell)
@@ -473,6 +556,8 @@ def render(studies: list[dict]) -> str:
         "|---|" + "---|" * (len(BEST_BINS) - 1) + "---:|",
     ]  # fmt: skip
     for study in studies:
+        if study["labels"] == "joint":
+            continue  # one pair per fit: no P(best) over the six
         best = best_table(study["reps"])
         for n in sorted(set(best["n"])):
             cell = best[best["n"] == n]
@@ -495,7 +580,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--labels", choices=LABELS, default="shared")
     parser.add_argument("--results", type=Path, default=None,
                         help="the results file (default: bench/results/superiority.json, "
-                             "superiority_independent.json for --labels independent)")  # fmt: skip
+                             "superiority_LABELS.json for other --labels)")  # fmt: skip
     parser.add_argument(
         "--render", type=Path, nargs="+", default=None, metavar="FILE",
         help="report these results files only (one per labels setting)",
@@ -521,7 +606,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.reps < 1 or args.matrices < 0 or any(n < 20 for n in args.sizes):
         parser.error("--reps must be >= 1, --matrices >= 0 and every size >= 20")
     path = args.results or (
-        RESULTS if args.labels == "shared" else RESULTS.with_name("superiority_independent.json")
+        RESULTS if args.labels == "shared" else RESULTS.with_name(f"superiority_{args.labels}.json")
     )
     identity = (args.seed, args.positives, args.matrices, args.labels)
     try:
@@ -539,11 +624,15 @@ def main(argv: list[str] | None = None) -> None:
             if (n, rep) in done:
                 continue
             started = time.perf_counter()
-            record = run_rep(problems, n, rep, matrices, args.seed, labels=args.labels)
+            record = (
+                run_joint_rep(problems, n, rep, matrices, args.seed)
+                if args.labels == "joint"
+                else run_rep(problems, n, rep, matrices, args.seed, labels=args.labels)
+            )
             results["reps"].append(record)
             write_whole(path, json.dumps(results))
             clean = sum(is_clean(f) for f in record["fits"].values())
-            print(f"n = {n}, repetition {rep}: {clean} of {len(problems)} fits clean, "
+            print(f"n = {n}, repetition {rep}: {clean} of {len(record['fits'])} fits clean, "
                   f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
     print(render([results]))
 

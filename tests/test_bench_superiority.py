@@ -46,7 +46,7 @@ def test_one_set_of_labels_and_each_classifiers_outputs_given_them(study):
     for name in problems:
         assert abs(apart[name].mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / 4000)
         assert len(outputs_apart[name]) == 4000
-    with pytest.raises(ValueError, match="labels must be one of"):
+    with pytest.raises(ValueError, match="labels must be 'shared' or 'independent'"):
         study.shared_sets(problems, 100, 0, labels="paired")
 
 
@@ -207,3 +207,33 @@ def test_class_paired_superiority_shares_the_class_frequencies(study):
     mean, sd = 0.9 - 0.87 * 0.9 - 0.11, 0.03 * np.sqrt(1 + 0.87**2)
     assert independent == pytest.approx(norm.cdf(mean / sd), abs=0.02)
     assert independent < 0.65 < p  # the shared frequencies are what makes A sure
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_joint_route_pairs_the_shared_study_and_scores_each_members_own_rule(study):
+    """One joint transducer per pair on the shared study's own set: its members' truths
+    are the exact long-run utilities of their marginal transducers' rules, recomputed
+    here, and its comparisons count as the shared study's do."""
+    from decision_quality import long_run
+
+    import yieldwise as yw
+
+    problems = study.classifiers(("logistic", "beta", "clipped"))
+    matrices = study.study_matrices(seed=3, n_chart=2)[0][:3]
+    record = study.run_joint_rep(
+        problems, 300, 1, matrices, fit_options={"backend": "laplace"},
+        pairs=(("logistic", "clipped"),),
+    )  # fmt: skip
+    labels, outputs, seeds = study.shared_sets(problems, 300, 1)
+    joint = yw.Transducer(seed=seeds["logistic"], progress=False, backend="laplace").fit(
+        {k: outputs[k].ravel() for k in ("logistic", "clipped")}, labels["logistic"]
+    )
+    for name in ("logistic", "clipped"):
+        p_hat = np.asarray(joint.marginal(name).predict_proba(problems[name].cells.ravel()))
+        expected = long_run(p_hat, problems[name].joint(), matrices)
+        np.testing.assert_allclose(record["truth"][name], expected, rtol=1e-12)
+    table = study.comparisons([record])
+    assert len(table) == 3 and set(table["a"]) == {"logistic"} and set(table["b"]) == {"clipped"}
+    gaps = np.array(record["truth"]["logistic"]) - np.array(record["truth"]["clipped"])
+    np.testing.assert_array_equal(table["a_better"], gaps > 0)
+    assert table["p"].between(0, 1).all()
