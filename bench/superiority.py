@@ -170,6 +170,18 @@ def study_matrices(seed: int = SEED, n_chart: int = N_CHART) -> tuple[np.ndarray
 
 
 # ------------------------------------------------------------------ one repetition
+def fit_record(transducer: Any, started: float, caught: list) -> dict:
+    """Seconds since ``started``, the sampler's health and the warnings' kinds."""
+    info = transducer.sampler_summary()
+    return {
+        "seconds": time.perf_counter() - started,
+        "divergent": int(info["divergent"]),
+        "treedepth": int(info["max_treedepth_hits"]),
+        **worst_diagnostics(transducer.diagnostics()),
+        "warnings": sorted({w.category.__name__ for w in caught}),
+    }
+
+
 def run_rep(
     problems: dict[str, Problem],
     n: int,
@@ -195,15 +207,9 @@ def run_rep(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the partition's cells reach beyond the data
             p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
-        info = t.sampler_summary()
         fitted[name] = t
-        fits[name] = {
-            "seconds": time.perf_counter() - started,
-            "divergent": int(info["divergent"]),
-            "treedepth": int(info["max_treedepth_hits"]),
-            **worst_diagnostics(t.diagnostics()),
-            "truth": long_run(np.asarray(p_hat), problem.joint(), matrices).tolist(),
-            "warnings": sorted({w.category.__name__ for w in caught}),
+        fits[name] = fit_record(t, started, caught) | {
+            "truth": long_run(np.asarray(p_hat), problem.joint(), matrices).tolist()
         }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # extrapolation beyond a fit's outputs is expected
@@ -307,14 +313,7 @@ def run_joint_rep(
             joint = Transducer(seed=seeds[a], progress=False, **(fit_options or {})).fit(
                 {a: outputs[a].ravel(), b: outputs[b].ravel()}, by_classifier[a]
             )
-        info = joint.sampler_summary()
-        fits[f"{a}|{b}"] = {
-            "seconds": time.perf_counter() - started,
-            "divergent": int(info["divergent"]),
-            "treedepth": int(info["max_treedepth_hits"]),
-            **worst_diagnostics(joint.diagnostics()),
-            "warnings": sorted({w.category.__name__ for w in caught}),
-        }
+        fits[f"{a}|{b}"] = fit_record(joint, started, caught)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for name in (a, b):  # each member decides by its own (marginal) transducer
