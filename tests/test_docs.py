@@ -71,15 +71,13 @@ def test_every_citation_of_the_model_pages_names_a_section_they_hold():
 
 
 def test_the_model_page_indexes_every_section_of_the_record():
-    """Each heading of the record appears in model.md's index as a link to its anchor
-    (GitHub's: lower case, punctuation dropped, spaces as hyphens)."""
+    """Each heading of the record appears in model.md's index as a link to its anchor."""
     record = (ROOT / "docs" / "model_record.md").read_text()
     page = (ROOT / "docs" / "model.md").read_text()
     headings = re.findall(r"(?m)^#{2,3} (.*)$", record)
     assert len(headings) > 20
     for heading in headings:
-        anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-        assert f"[{heading}](model_record.md#{anchor})" in page, heading
+        assert f"[{heading}](model_record.md#{_anchor(heading)})" in page, heading
 
 
 def test_the_citation_scan_sees_wrapped_comments():
@@ -88,13 +86,17 @@ def test_the_citation_scan_sees_wrapped_comments():
     assert _citations(text) == ["Pair offsets", "Kernel width"]
 
 
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def _anchors(text: str) -> set[str]:
-    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as
-    hyphens (a repeated heading gets -1, -2, ...)."""
+    """The anchors of a page's headings (a repeated heading gets -1, -2, ...)."""
     seen: dict[str, int] = {}
     out = set()
     for heading in re.findall(r"(?m)^#{1,6} (.*)$", text):
-        anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchor = _anchor(heading)
         out.add(anchor if anchor not in seen else f"{anchor}-{seen[anchor]}")
         seen[anchor] = seen.get(anchor, 0) + 1
     return out
@@ -103,11 +105,9 @@ def _anchors(text: str) -> set[str]:
 def test_every_link_into_the_model_pages_lands_on_a_heading():
     anchors = {f: _anchors((ROOT / "docs" / f).read_text()) for f in MODEL_DOCS}
     linked, broken = 0, []
-    for path in [*_cited_files(), Path(__file__)]:
+    for path in _cited_files():
         text = path.read_text(errors="replace")
         for page, anchor in re.findall(r"(model(?:_record)?\.md)#([\w\-]+)", text):
-            if path == Path(__file__) and anchor == "anchor":
-                continue  # the f-string above, not a link
             linked += 1
             if anchor not in anchors[page]:
                 broken.append(f"{path.relative_to(ROOT)}: {page}#{anchor}")
