@@ -170,14 +170,21 @@ def study_matrices(seed: int = SEED, n_chart: int = N_CHART) -> tuple[np.ndarray
 
 
 # ------------------------------------------------------------------ one repetition
-def fit_record(transducer: Any, started: float, caught: list) -> dict:
-    """Seconds since ``started``, the sampler's health and the warnings' kinds."""
-    info = transducer.sampler_summary()
-    return {
+def fit(outputs: Any, labels: np.ndarray, seed: int, fit_options: dict | None) -> tuple:
+    """A default ``Transducer`` (plus ``fit_options``) fitted to ``outputs``, and its
+    record: seconds, the sampler's health and the kinds of warning it raised."""
+    from yieldwise import Transducer
+
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = Transducer(seed=seed, progress=False, **(fit_options or {})).fit(outputs, labels)
+    info = t.sampler_summary()
+    return t, {
         "seconds": time.perf_counter() - started,
         "divergent": int(info["divergent"]),
         "treedepth": int(info["max_treedepth_hits"]),
-        **worst_diagnostics(transducer.diagnostics()),
+        **worst_diagnostics(t.diagnostics()),
         "warnings": sorted({w.category.__name__ for w in caught}),
     }
 
@@ -193,24 +200,18 @@ def run_rep(
 ) -> dict:
     """Fit every classifier's transducer on the shared set and record the comparison
     (``fit_options``: further ``Transducer`` arguments, for the tests' Laplace fits)."""
-    from yieldwise import Transducer, compare
+    from yieldwise import compare
 
     by_classifier, outputs, seeds = shared_sets(problems, n, rep, seed, labels)
     fits, fitted = {}, {}
     for name, problem in problems.items():
-        started = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            t = Transducer(seed=seeds[name], progress=False, **(fit_options or {})).fit(
-                pd.DataFrame(outputs[name], columns=problem.columns), by_classifier[name]
-            )
+        frame = pd.DataFrame(outputs[name], columns=problem.columns)
+        t, fits[name] = fit(frame, by_classifier[name], seeds[name], fit_options)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the partition's cells reach beyond the data
             p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
         fitted[name] = t
-        fits[name] = fit_record(t, started, caught) | {
-            "truth": long_run(np.asarray(p_hat), problem.joint(), matrices).tolist()
-        }
+        fits[name]["truth"] = long_run(np.asarray(p_hat), problem.joint(), matrices).tolist()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # extrapolation beyond a fit's outputs is expected
         comparison = compare(fitted, matrices)
@@ -226,8 +227,9 @@ def run_rep(
         whole = np.stack([comparison.samples(k, matrix=m) for m in range(len(matrices))], 1)
         fits[k]["parts_gap"] = float(np.abs(parts[k].sum(axis=2) - whole).max())
     rng = np.random.default_rng([seed, PAIRING_STREAM, n, rep])
+    freq = {k: fitted[k].posterior.class_frequencies() for k in names}  # (S, C) each
     paired = [
-        [[class_paired_superiority(parts[a], parts[b], fitted[a], fitted[b], m, rng)
+        [[class_paired_superiority(parts[a][:, m], parts[b][:, m], freq[a], freq[b], rng)
           if a != b else float("nan") for b in names] for a in names]
         for m in range(len(matrices))
     ]  # fmt: skip
@@ -264,7 +266,7 @@ def class_parts(transducer: Any, problem: Problem, matrices: np.ndarray) -> np.n
 
 
 def class_paired_superiority(
-    parts_a: np.ndarray, parts_b: np.ndarray, fit_a: Any, fit_b: Any, m: int,
+    parts_a: np.ndarray, parts_b: np.ndarray, f_a: np.ndarray, f_b: np.ndarray,
     rng: np.random.Generator, pairings: int = PAIRINGS,
 ) -> float:  # fmt: skip
     """``P(u_A > u_B)`` with the class frequencies shared: a candidate for transducers
@@ -277,10 +279,11 @@ def class_paired_superiority(
     the joint posterior is one draw of ``F`` shared by both and independent ``v``'s. So one
     side's draws keep their own ``F_t``, the other's ``v`` (drawn at random, ``pairings``
     times) is weighted by it; the two sides' roles are swapped and the results averaged.
+    ``parts_*``: one matrix's :func:`class_parts` (S, C); ``f_*``: the fits' class
+    frequencies per draw (S, C), ``posterior.class_frequencies()``.
     """
-    f_a, f_b = fit_a.posterior.class_frequencies(), fit_b.posterior.class_frequencies()
-    v_a, v_b = parts_a[:, m] / f_a, parts_b[:, m] / f_b
-    u_a, u_b = parts_a[:, m].sum(axis=1), parts_b[:, m].sum(axis=1)
+    v_a, v_b = parts_a / f_a, parts_b / f_b
+    u_a, u_b = parts_a.sum(axis=1), parts_b.sum(axis=1)
     wins = []
     for _ in range(pairings):
         into_a = (f_a * v_b[rng.integers(0, len(v_b), len(f_a))]).sum(axis=1)
@@ -302,18 +305,13 @@ def run_joint_rep(
     """Theory 4's route for one labelled set: per pair of classifiers one joint transducer
     on their concatenated outputs, whose members' draws are paired. The set is the shared
     study's own (same labels, outputs and seeds), so its rows pair with those fits."""
-    from yieldwise import Transducer, compare
+    from yieldwise import compare
 
     by_classifier, outputs, seeds = shared_sets(problems, n, rep, seed, "shared")
     fits, truth, superiority = {}, {}, {}
     for a, b in pairs:
-        started = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            joint = Transducer(seed=seeds[a], progress=False, **(fit_options or {})).fit(
-                {a: outputs[a].ravel(), b: outputs[b].ravel()}, by_classifier[a]
-            )
-        fits[f"{a}|{b}"] = fit_record(joint, started, caught)
+        members = {a: outputs[a].ravel(), b: outputs[b].ravel()}
+        joint, fits[f"{a}|{b}"] = fit(members, by_classifier[a], seeds[a], fit_options)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for name in (a, b):  # each member decides by its own (marginal) transducer
@@ -343,11 +341,7 @@ def comparisons(records: list[dict], key: str = "prob_superiority") -> pd.DataFr
         for m, table in enumerate(r[key]):
             for i, j in itertools.combinations(range(len(names)), 2):
                 gap = truth[i, m] - truth[j, m]
-                rows.append({
-                    "n": r["n"], "rep": r["rep"], "matrix": m, "a": names[i], "b": names[j],
-                    "p": float(table[i][j]), "a_better": bool(gap > 0),
-                    "tie": bool(abs(gap) <= TIE), "gap": float(gap),
-                })  # fmt: skip
+                rows.append(_row(r, m, names[i], names[j], table[i][j], gap))
     return pd.DataFrame(rows)
 
 
@@ -356,13 +350,15 @@ def _joint_rows(record: dict) -> list[dict]:
     for pair, probs in record["prob_superiority"].items():
         a, b = pair.split("|")
         for m, p in enumerate(probs):
-            gap = record["truth"][a][m] - record["truth"][b][m]
-            rows.append({
-                "n": record["n"], "rep": record["rep"], "matrix": m, "a": a, "b": b,
-                "p": float(p), "a_better": bool(gap > 0), "tie": bool(abs(gap) <= TIE),
-                "gap": float(gap),
-            })  # fmt: skip
+            rows.append(_row(record, m, a, b, p, record["truth"][a][m] - record["truth"][b][m]))
     return rows
+
+
+def _row(record: dict, m: int, a: str, b: str, p: float, gap: float) -> dict:
+    """One comparison: P(a beats b) under matrix ``m`` and the truths' gap ``u_a - u_b``."""
+    return {"n": record["n"], "rep": record["rep"], "matrix": m, "a": a, "b": b,
+            "p": float(p), "a_better": bool(gap > 0), "tie": bool(abs(gap) <= TIE),
+            "gap": float(gap)}  # fmt: skip
 
 
 def oriented(table: pd.DataFrame) -> pd.DataFrame:
@@ -437,17 +433,23 @@ def new_results(seed: int, positives: float, n_chart: int, labels: str = "shared
             "runs": [], "reps": []}  # fmt: skip
 
 
-def load_results(
-    path: Path, seed: int, positives: float, n_chart: int, labels: str = "shared"
-) -> dict:
+def read_results(path: Path) -> dict:
+    """A results file of this study and format version (else :class:`ResultsError`)."""
     results = json.loads(Path(path).read_text())
     if results.get("format") != FORMAT or results.get("format_version") != FORMAT_VERSION:
         raise ResultsError(
             f"{path} is not a {FORMAT!r} file of format version {FORMAT_VERSION} (found "
             f"{results.get('format')!r}, version {results.get('format_version')!r}); give "
-            "another --results"
+            "another file"
         )
     results.setdefault("labels", "shared")  # the first run's file, before --labels
+    return results
+
+
+def load_results(
+    path: Path, seed: int, positives: float, n_chart: int, labels: str = "shared"
+) -> dict:
+    results = read_results(path)
     found = (results["seed"], results["positives"], results["n_chart"], results["labels"])
     wanted = (seed, positives, n_chart, labels)
     if found != wanted:
@@ -592,12 +594,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.render:
         try:
-            studies = [json.loads(Path(f).read_text()) for f in args.render]
-            for f, study in zip(args.render, studies, strict=True):
-                if study.get("format") != FORMAT or study.get("format_version") != FORMAT_VERSION:
-                    raise ResultsError(f"{f} is not a {FORMAT!r} file of version {FORMAT_VERSION}")
-                study.setdefault("labels", "shared")
-            text = render(studies)
+            text = render([read_results(f) for f in args.render])
         except (OSError, ValueError) as error:
             parser.error(f"--render: {error}")
         print(text)

@@ -190,19 +190,16 @@ def test_class_paired_superiority_shares_the_class_frequencies(study):
     0.11 / 0.13. One posterior of F0 shared by both (F0 ~ N(0.9, 0.03^2)): P = P(F0 >
     0.846) = Phi((0.9 - 0.11 / 0.13) / 0.03). Independent posteriors of F0 (compare's
     all pairs): u_A - u_B ~ N(0.9 - 0.87 * 0.9 - 0.11, 0.03^2 (1 + 0.87^2)), near a coin."""
-    from types import SimpleNamespace
-
     from scipy.stats import norm
 
     rng = np.random.default_rng(1)
     f0 = rng.normal(0.9, 0.03, 4000)
     freq = np.column_stack([f0, 1 - f0])
-    fit = SimpleNamespace(posterior=SimpleNamespace(class_frequencies=lambda: freq))
-    parts_a = (freq * [1.0, 0.0])[:, None, :]  # (S, one matrix, C)
-    parts_b = (freq * [0.98, 0.11])[:, None, :]
-    p = study.class_paired_superiority(parts_a, parts_b, fit, fit, 0, np.random.default_rng(2))
+    parts_a = freq * [1.0, 0.0]  # (S, C): w_t(c) = F_t(c) v(c)
+    parts_b = freq * [0.98, 0.11]
+    p = study.class_paired_superiority(parts_a, parts_b, freq, freq, np.random.default_rng(2))
     assert p == pytest.approx(norm.cdf((0.9 - 0.11 / 0.13) / 0.03), abs=0.01)
-    u_a, u_b = parts_a[:, 0].sum(1), parts_b[:, 0].sum(1)
+    u_a, u_b = parts_a.sum(1), parts_b.sum(1)
     independent = np.mean(u_a[:, None] > u_b[None, :])
     mean, sd = 0.9 - 0.87 * 0.9 - 0.11, 0.03 * np.sqrt(1 + 0.87**2)
     assert independent == pytest.approx(norm.cdf(mean / sd), abs=0.02)
