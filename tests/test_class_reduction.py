@@ -333,41 +333,61 @@ def test_each_draw_spreads_others_at_its_own_temperature(reduced):
     assert np.quantile(t.others_temperature_, 0.95) > 2 * np.quantile(t.others_temperature_, 0.05)
 
 
-def test_long_run_accuracy_of_the_standard_rule_is_the_first_ranks_frequency(reduced):
+def test_long_run_accuracy_of_the_standard_rule_is_the_bootstrapped_first_rank(reduced):
     """Per draw, the standard rule (the output's argmax) is right exactly when the true
-    class ranks first, so its long-run accuracy is the reduced mixture's class frequency of
-    "first", sum_k w_k alpha_k,first: closed form, against the calibration points' Monte
-    Carlo estimate."""
-    t, _, _ = reduced
+    class ranks first, so its long-run accuracy is sum_n w_tn a_tn with a_tn = F_t(first |
+    y_n) (the per-draw probability of the output's top class, draws_proba) and w_t the
+    Bayesian bootstrap's Dirichlet(1, ..., 1) weights over the N calibration outputs.
+    Closed forms of that: its posterior mean is mean_tn a_tn, and its variance over draws
+    is Var_t(mean_n a_tn) + mean_t S_t^2 / (N + 1) (S_t^2 the draw's variance over the
+    points: a Dirichlet(1, ..., 1) mean's); the bootstrap's share of it is checked to be
+    large, so that dropping it would fail. And the reduced mixture's own frequency of
+    "first" is a different estimate of the same population figure: within two posterior
+    sds."""
+    t, frame, _ = reduced
     identity = IDENTITY
     u = yw.long_run_utility(t, identity, rule="standard")
-    exact = t.reduced_.posterior.class_frequencies()[:, 0]
     estimate = u.values.reshape(-1)
-    assert abs(estimate.mean() - exact.mean()) < 4 * float(u.integration_error) + 1e-3
-    assert np.corrcoef(estimate, exact)[0, 1] > 0.9  # draw by draw, not only on average
+    y = t.calibration_outputs()
+    per_draw = t.draws_proba(pd.DataFrame(y, columns=frame.columns)).values
+    per_draw = per_draw.reshape(-1, *per_draw.shape[2:])  # (S, N, C)
+    a = per_draw[:, np.arange(len(y)), y.argmax(axis=1)]  # (S, N)
+    n = len(y)
+    bootstrap = (a.var(axis=1) / (n + 1)).mean()
+    model = a.mean(axis=1).var()
+    assert float(u.integration_error) == 0.0  # every calibration output is a point
+    assert abs(estimate.mean() - a.mean()) < 5 * np.sqrt((model + bootstrap) / len(estimate))
+    np.testing.assert_allclose(estimate.var(), model + bootstrap, rtol=0.25)
+    assert bootstrap > 0.3 * model
+    exact = t.reduced_.posterior.class_frequencies()[:, 0]
+    assert abs(estimate.mean() - exact.mean()) < 2 * estimate.std()
     augmented = yw.long_run_utility(t, identity)  # deciding with the transducer: no worse
-    assert float(augmented.mean()) >= float(u.mean()) - 2 * float(u.integration_error)
+    assert float(augmented.mean()) >= float(u.mean()) - 1e-3
     rescaled = yw.long_run_utility(t, identity, rescale=True)
     assert float(rescaled.min()) >= 0 and float(rescaled.max()) <= 1
-    # at most n_points calibration outputs: a seeded sample of 150 of the 400, a noisier
-    # estimate of the same closed form
+    # at most n_points calibration outputs: a seeded sample of 150 of the 400, bootstrapped;
+    # its error is the sample's standard error with the finite-population correction
     fewer = yw.long_run_utility(t, identity, rule="standard", n_points=150, seed=3)
-    assert float(fewer.integration_error) > float(u.integration_error)
-    gap = abs(float(fewer.mean()) - exact.mean())
-    assert gap < 4 * float(fewer.integration_error) + 1e-3
+    pick = np.sort(np.random.default_rng(3).choice(n, 150, replace=False))
+    sample = a[:, pick].mean(axis=0)  # each point's posterior-mean contribution
+    want = sample.std(ddof=1) / np.sqrt(150) * np.sqrt(1 - 150 / n)
+    np.testing.assert_allclose(float(fewer.integration_error), want, rtol=1e-9)
+    assert abs(float(fewer.mean()) - a.mean()) < 4 * want + 5 * np.sqrt(fewer.var() / 600)
     with pytest.raises(ValueError, match=r"n_points"):
         yw.long_run_utility(t, identity, n_points=0)
 
 
 @pytest.mark.parametrize("held", [True, False])
 @pytest.mark.parametrize("budget", [10**9, 700])
-def test_calibration_cells_are_each_draws_joint_over_the_predictive(reduced, budget, held,
-                                                                     monkeypatch):  # fmt: skip
+def test_calibration_cells_are_each_draws_conditional_bootstrapped(reduced, budget, held,
+                                                                   monkeypatch):  # fmt: skip
     """The long-run cells of a reduced transducer, point n and class c at draw t:
-    F_t(c | y_n) sum_r J_t(r, m_n) / (N mean_t sum_r J_t(r, m_n)), from the per-draw
-    probabilities (draws_proba) and the reduced joint, whether the draws' classes are
-    spread in one block or in blocks of a few draws (a small work budget), and whether
-    the masses are held whole or (too many to hold) formed a block of draws at a time."""
+    w_tn F_t(c | y_n), from the per-draw probabilities (draws_proba) and Dirichlet(1, ...,
+    1) weights w_t (their moments checked against the Dirichlet's), with the decisions'
+    p(c | y_n) the exchangeable predictive of the reduced joint; whether the draws'
+    classes are spread in one block or in blocks of a few draws (a small work budget), and
+    whether the masses are held whole or (too many to hold) formed a block of draws at a
+    time."""
     from yieldwise import long_run
 
     t, frame, _ = reduced
@@ -378,16 +398,28 @@ def test_calibration_cells_are_each_draws_joint_over_the_predictive(reduced, bud
     y = t.calibration_outputs()
     total = t.reduced_joint(y).sum(axis=2)  # (S, N): each draw's joint of the margin
     per_draw = t.draws_proba(pd.DataFrame(y, columns=frame.columns)).values
-    joint = per_draw.reshape(-1, *per_draw.shape[2:]) * total[..., None]  # (S, N, C)
-    expected = joint / (joint.sum(axis=2).mean(axis=0)[None, :, None] * y.shape[0])
+    per_draw = per_draw.reshape(-1, *per_draw.shape[2:])  # (S, N, C)
+    joint = per_draw * total[..., None]
+    s, n = total.shape
+    weights = long_run._bootstrap_weights(0, slice(0, s), n)
+    # Dirichlet(1, ..., 1): rows on the simplex, mean 1 / n, variance (n - 1) / (n^2 (n + 1))
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-12)
+    assert abs(weights.mean() - 1 / n) < 1e-12
+    np.testing.assert_allclose(weights.var(), (n - 1) / (n**2 * (n + 1)), rtol=0.02)
+    np.testing.assert_array_equal(
+        long_run._bootstrap_weights(0, slice(70, 75), n), weights[70:75]
+    )  # any slice, the same draws' weights
+    expected = per_draw * weights[..., None]
     np.testing.assert_allclose(cells.mass, expected, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(cells.mass.sum(axis=(1, 2)), 1.0, rtol=1e-12)
     np.testing.assert_allclose(cells.proba, joint.sum(axis=0) / joint.sum(axis=(0, 2))[:, None],
                                rtol=1e-10)  # fmt: skip
     # every sum the rules take, against the same sums over the masses formed here
     whole = long_run._Cells(cells.proba, cells.outputs, False, np.zeros(len(expected)),
-                            "monte-carlo", dense=expected)  # fmt: skip
+                            "monte-carlo", dense=expected, population=len(y))  # fmt: skip
     rng = np.random.default_rng(5)
-    np.testing.assert_allclose(cells.mean_mass(), expected.mean(axis=0), rtol=1e-10)
+    # the posterior-mean masses with the bootstrap integrated exactly: E w_tn = 1 / N
+    np.testing.assert_allclose(cells.mean_mass(), per_draw.mean(axis=0) / n, rtol=1e-10)
     np.testing.assert_allclose(cells.class_totals(), expected.sum(axis=1), rtol=1e-10)
     indicator = np.eye(5)[rng.integers(0, 5, len(y))]
     np.testing.assert_allclose(cells.regions(indicator), whole.regions(indicator), rtol=1e-10)
@@ -402,9 +434,7 @@ def test_calibration_cells_are_each_draws_joint_over_the_predictive(reduced, bud
     values, error = long_run._oracle(cells, batch)
     want = np.einsum("snc,mdc->smnd", expected, batch).max(axis=3)  # (S, m, N)
     np.testing.assert_allclose(values, want.sum(axis=2), rtol=1e-10)
-    per_point = want.mean(axis=0) * len(y)
-    np.testing.assert_allclose(error[0], per_point.std(axis=1, ddof=1) / np.sqrt(len(y)),
-                               rtol=1e-9)  # fmt: skip
+    assert np.all(error == 0)  # every calibration output a point: each draw's sum is exact
 
 
 def test_long_run_is_the_same_with_the_masses_held_or_formed_in_blocks(reduced, monkeypatch):

@@ -19,7 +19,12 @@ item is of class ``c`` and its output falls in cell ``j``) and one decision:
   range of utilities;
 * several output dimensions: Monte Carlo over points drawn from the predictive
   distribution, weighted by ``F_t / p(y | D)``, with the same points for every draw,
-  matrix and rule (common random numbers); the error reported is the standard error.
+  matrix and rule (common random numbers); the error reported is the standard error;
+* a class-reduced transducer (ranks and margins), whose model holds ``F_t(c | y)`` but
+  not the law of the whole output: the calibration outputs themselves, each draw
+  weighting them by a Bayesian bootstrap (Dirichlet(1, ..., 1) weights, the posterior
+  of the output law under a Dirichlet process with a vanishing concentration), so
+  ``u_t = sum_n w_tn sum_c U[delta(y_n), c] F_t(c | y_n)`` is exact for each draw's law.
 
 Decisions are cell-wise, so a batch of many utility matrices costs one pass over the
 cells per matrix; for two decisions and two classes the augmented rule is a threshold
@@ -61,6 +66,12 @@ _ADAPTIVE_ENOUGH = 1e-7
 _STAN_INFINITY = 1e12
 #: Work-array budget (float64 elements) for matrix batches.
 _MAX_ELEMENTS = 20_000_000
+#: The Bayesian bootstrap's weights (a class-reduced transducer's output law) are drawn
+#: for blocks of this many draws, each block from a generator of its own (seeded by the
+#: call's seed, this stream and the block), so that any slice of draws gets the same
+#: weights whether the masses are held whole or formed a block of draws at a time.
+_BOOTSTRAP_STREAM = 1
+_BOOTSTRAP_BLOCK = 64
 #: Per-draw masses (float64 elements) held whole, above which a class-reduced
 #: transducer's cells form them a block of draws at a time (2 GB: ten classes, 4,000
 #: draws and 6,250 calibration items; each sum then spreads the ranks again).
@@ -95,6 +106,12 @@ class _Cells:
     kernels: np.ndarray | None = None  # (J, K)
     weights: np.ndarray | None = None  # (S, K, C)
     blocks: Callable[[slice], np.ndarray] | None = None  # draws -> (draws, J, C) masses
+    # Points that are a sample of a finite population (a class-reduced transducer's
+    # calibration outputs, of which the points are all or a seeded sample): its size.
+    # The Monte Carlo error is then the sample's, with the finite-population correction,
+    # 0 when every output is a point (each draw's sum is then exact); None: points from
+    # the predictive (an infinite population).
+    population: int | None = None
     _mean: np.ndarray | None = field(default=None, init=False, repr=False)  # mean_mass()
 
     @classmethod
@@ -107,14 +124,15 @@ class _Cells:
                    kernels=kernels, weights=weights)  # fmt: skip
 
     @classmethod
-    def in_blocks(cls, blocks: Callable[[slice], np.ndarray], totals: np.ndarray, draws: int,
-                  outputs: np.ndarray) -> _Cells:  # fmt: skip
+    def in_blocks(cls, blocks: Callable[[slice], np.ndarray], proba: np.ndarray,
+                  mean: np.ndarray, outputs: np.ndarray, draws: int,
+                  population: int | None = None) -> _Cells:  # fmt: skip
         """Monte Carlo cells whose masses ``blocks(draws)`` makes a block of draws at a time,
-        ``totals`` (J, C) their sum over all ``draws`` draws (from the pass that made it:
-        the pooled predictive and the posterior-mean masses need no other pass)."""
-        cells = cls(_normalised(totals), outputs, False, np.zeros(draws), "monte-carlo",
-                    blocks=blocks)  # fmt: skip
-        cells._mean = totals / draws
+        with the predictive ``proba`` (J, C) and the posterior-mean masses ``mean`` (J, C)
+        from the pass that made them (no other pass needed)."""
+        cells = cls(proba, outputs, False, np.zeros(draws), "monte-carlo", blocks=blocks,
+                    population=population)  # fmt: skip
+        cells._mean = mean
         cells._mean.flags.writeable = False
         return cells
 
@@ -631,24 +649,35 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
 
 
 def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cells:
-    """A class-reduced transducer's cells: its calibration outputs, importance-weighted.
+    """A class-reduced transducer's cells: its calibration outputs, Bayesian-bootstrapped.
 
-    The reduced model gives the law of the margin, not of the whole output, so the points
-    are the calibration outputs themselves, draws of the true output law: point ``n``
-    carries ``F_t(c, y_n) / (N p(m_n | D))``, the per-draw joint of the class and the
-    margin ``m_n`` (theory 3.2, the rank's mass spread over the classes as
-    :meth:`ClassRanks.expand <yieldwise.transducer.reduction.ClassRanks.expand>` spreads
-    it, at each draw's temperature of the others' share) over the predictive density of
-    the margin, which the calibration margins
-    approximately follow. The error reported is the Monte Carlo standard error over them.
-    With more than ``n_points`` calibration outputs, a seeded sample of ``n_points`` of them
-    (the work arrays hold draws x points x classes numbers).
+    The reduced model gives ``F_t(c | y)`` (the rank's probability given the margin,
+    spread over the classes as :meth:`ClassRanks.expand
+    <yieldwise.transducer.reduction.ClassRanks.expand>` spreads it, at each draw's
+    temperature of the others' share: theory 3.2) and the law of the margin, not the law
+    of the whole output. So the output law is the calibration outputs', drawn for each
+    draw from its posterior under a Dirichlet process with a vanishing concentration, the
+    Bayesian bootstrap: point ``n`` carries ``M_t(c, n) = w_tn F_t(c | y_n)`` with
+    ``w_t ~ Dirichlet(1, ..., 1)``, and each draw's sum over the points is its long-run
+    utility exactly. The decisions are the predictive transducer's at each point (theory
+    3.2's exchangeable ``p(c | y)``, as ``predict_proba``).
+
+    Until 2026-12-05 point ``n`` carried ``F_t(c, y_n) / (N p(m_n | D))``, the model's
+    margin law by importance weights. Their sum over the points is not 1 for a single
+    draw (its standard deviation was 1.4-1.7 % on the ten-class study's 300-item sets),
+    noise that scaled every draw's utility and made the long-run intervals twice as wide
+    as the errors (the 50 % interval covered 86 % of 80 checks, the bootstrap 54 %;
+    docs/model_record.md, "Long-run utility of a class-reduced transducer").
+    With more than ``n_points`` calibration outputs, a seeded sample of ``n_points`` of
+    them is bootstrapped (the work arrays hold draws x points x classes numbers), and the
+    error reported is the sample's Monte Carlo standard error.
     """
     reduced, reduction = transducer.reduced_, transducer.reduction_
     assert reduced is not None and reduction is not None
     outputs = transducer.calibration_outputs()
-    if outputs.shape[0] > n_points:
-        pick = np.random.default_rng(seed).choice(outputs.shape[0], n_points, replace=False)
+    population = outputs.shape[0]
+    if population > n_points:
+        pick = np.random.default_rng(seed).choice(population, n_points, replace=False)
         outputs = outputs[np.sort(pick)]
     order = reduction.order(outputs)
     temperature = transducer.others_temperature_
@@ -661,27 +690,59 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
         share = reduction.shares(outputs, temperature[draws], order)
         return reduction.expand(outputs, joint(draws), share, order)
 
+    def conditional(spread_joint: np.ndarray) -> np.ndarray:
+        """``F_t(c | y_n)`` (draws, N, C) from the draws' joint, in place."""
+        total = spread_joint.sum(axis=2, keepdims=True)
+        # a draw whose joint underflows at a point takes uniform class probabilities there
+        np.divide(spread_joint, total, out=spread_joint, where=total > 0)
+        spread_joint[np.broadcast_to(total == 0, spread_joint.shape)] = 1.0 / c
+        return spread_joint
+
+    def masses(draws: slice) -> np.ndarray:
+        """``w_tn F_t(c | y_n)`` (draws, N, C)."""
+        return conditional(spread(draws)) * _bootstrap_weights(seed, draws, n)[:, :, None]
+
     # the ranks' joint made and spread over the classes a block of draws at a time: whole,
     # the others' shares and the spreading's work arrays made the peak 3.9 times the
     # masses (2,381 MiB for 610; ten classes, 2,000 items, 4,000 draws), and the joint of
     # the ranks with its pair weights 3 times its own 1.9 GB at 20,000 items
     step = max(1, _MAX_ELEMENTS // (n * c))
-    if s * n * c <= _DENSE_CELLS:
-        scaled = np.empty((s, n, c))
-        for a in range(0, s, step):
-            scaled[a : a + step] = spread(slice(a, a + step))
-        q = scaled.sum(axis=2, keepdims=True).mean(axis=0, keepdims=True)  # p(m | D), scaled
-        scaled /= q * n  # in place: the masses are S x N x C numbers
-        return _Cells(_pooled(scaled), outputs, False, np.zeros(s), "monte-carlo",
-                      dense=scaled)  # fmt: skip
-    # Too many to hold: one pass for p(m | D), and each later sum spreads its draws again.
-    # (A pass costs about a second per 1,000 draws x 2,000 items x ten classes, mostly the
-    # others' shares and the spreading, so the posterior-mean masses come from this one.)
-    pooled = sum(spread(slice(a, a + step)).sum(axis=0) for a in range(0, s, step))
-    pooled = np.asarray(pooled)  # (N, C): sum over draws
-    scale = 1.0 / (pooled.sum(axis=1) / s * n)  # 1 / (N p(m_n | D)), scaled as spread's
-    return _Cells.in_blocks(lambda draws: spread(draws) * scale[None, :, None],
-                            pooled * scale[:, None], s, outputs)  # fmt: skip
+    pooled = np.zeros((n, c))  # sum over draws of the joint: the predictive p(c | y_n)
+    mean = np.zeros((n, c))  # sum over draws of F_t(c | y_n)
+    dense = np.empty((s, n, c)) if s * n * c <= _DENSE_CELLS else None
+    for a in range(0, s, step):
+        draws = slice(a, min(s, a + step))
+        block = spread(draws)
+        pooled += block.sum(axis=0)
+        block = conditional(block)
+        mean += block.sum(axis=0)
+        if dense is not None:
+            dense[draws] = block * _bootstrap_weights(seed, draws, n)[:, :, None]
+    # the posterior-mean masses, the bootstrap integrated exactly (E w_tn = 1 / N): the
+    # points' contributions to the sample's standard error, free of the weights' noise
+    mean /= s * n
+    if dense is not None:
+        cells = _Cells(_normalised(pooled), outputs, False, np.zeros(s), "monte-carlo",
+                       dense=dense, population=population)  # fmt: skip
+        cells._mean = mean
+        cells._mean.flags.writeable = False
+        return cells
+    # Too many to hold: each later sum spreads its draws again. (A pass costs about a
+    # second per 1,000 draws x 2,000 items x ten classes, mostly the others' shares and
+    # the spreading.)
+    return _Cells.in_blocks(masses, _normalised(pooled), mean, outputs, s, population)
+
+
+def _bootstrap_weights(seed: int, draws: slice, n: int) -> np.ndarray:
+    """(draws, n) Dirichlet(1, ..., 1) weights of the Bayesian bootstrap, the same for a
+    draw whatever slice asks for it (blocks of _BOOTSTRAP_BLOCK draws, each seeded)."""
+    first, stop = draws.start // _BOOTSTRAP_BLOCK, -(-draws.stop // _BOOTSTRAP_BLOCK)
+    gamma = np.concatenate([
+        np.random.default_rng([seed, _BOOTSTRAP_STREAM, b]).standard_exponential(
+            (_BOOTSTRAP_BLOCK, n))
+        for b in range(first, stop)
+    ])[draws.start - first * _BOOTSTRAP_BLOCK : draws.stop - first * _BOOTSTRAP_BLOCK]  # fmt: skip
+    return gamma / gamma.sum(axis=1, keepdims=True)
 
 
 def _pooled(mass: np.ndarray) -> np.ndarray:
@@ -943,10 +1004,16 @@ def _best(expected: np.ndarray, *, choice: bool = False) -> tuple[np.ndarray | N
     return chosen, best
 
 
-def _standard_errors(contribution: np.ndarray) -> np.ndarray:
+def _standard_errors(contribution: np.ndarray, population: int | None = None) -> np.ndarray:
     """The Monte Carlo standard error of the posterior-mean utility per matrix, from each
-    point's contribution (m, J), whose mean the posterior-mean utility is."""
-    return contribution.std(axis=1, ddof=1) / np.sqrt(contribution.shape[1])
+    point's contribution (m, J), whose mean the posterior-mean utility is; for points
+    sampled without replacement from ``population`` items, with the finite-population
+    correction (0 when every item is a point)."""
+    j = contribution.shape[1]
+    if j < 2:
+        return np.zeros(contribution.shape[0])
+    correction = 1.0 if population is None else max(0.0, 1.0 - j / population)
+    return contribution.std(axis=1, ddof=1) / np.sqrt(j) * np.sqrt(correction)
 
 
 def _point_weights(cells: _Cells) -> np.ndarray:
@@ -965,7 +1032,7 @@ def _augmented_errors(cells: _Cells, matrices: np.ndarray) -> np.ndarray:
     step = max(1, _MAX_ELEMENTS // (n * matrices.shape[1]))
     for a in range(0, len(matrices), step):
         _, best = _choices(cells.proba, matrices[a : a + step])
-        errors[a : a + step] = _standard_errors(best * total)
+        errors[a : a + step] = _standard_errors(best * total, cells.population)
     return errors
 
 
@@ -982,7 +1049,7 @@ def _fixed_errors(cells: _Cells, chosen: np.ndarray, matrices: np.ndarray) -> np
         m, d, c = batch.shape
         per_decision = (batch.reshape(m * d, c) @ weights.T).reshape(m, d, n)
         picked = np.take_along_axis(per_decision, chosen, axis=1)[:, 0]  # (m, J)
-        errors[a : a + step] = _standard_errors(picked)
+        errors[a : a + step] = _standard_errors(picked, cells.population)
     return errors
 
 
@@ -1019,7 +1086,7 @@ def _general_augmented(
         else:
             values[:, m] = cells.utilities(batch, chosen)
         if standard is not None:
-            standard[m] = _standard_errors(best * total)
+            standard[m] = _standard_errors(best * total, cells.population)
         if cells.neighbours:  # as _mixed_mass, for every matrix of the batch at once
             change = np.zeros(chosen.shape, dtype=bool)
             change[:, 1:] |= chosen[:, 1:] != chosen[:, :-1]
@@ -1073,7 +1140,7 @@ def _oracle(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray
                 change[..., :-1] |= step
                 mixed[a : a + batch] += np.einsum("adj,dj->a", change, cell_mass)
     if monte_carlo:  # a point's contribution: its mean over draws, times J
-        standard = _standard_errors(point_sums / s * j)
+        standard = _standard_errors(point_sums / s * j, cells.population)
         return values, np.stack([standard, standard])
     spread = np.ptp(matrices.reshape(len(matrices), -1), axis=1)
     mixed /= s
