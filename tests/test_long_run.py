@@ -275,21 +275,38 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes, lattice):
             np.testing.assert_allclose(cells.outputs[:, 0] * 2, np.round(cells.outputs[:, 0] * 2))
             assert censored.tolist() == [1, 0]
             np.testing.assert_allclose(upper[:, 0] - lower[:, 0], 0.5)
-        joint = t.posterior.scaled_joint(lower, upper, censored, prevalences=r)  # (S, J, C)
-        dense = joint / (joint.sum(axis=2).mean(axis=0)[None, :, None] * 2000)
+        # by hand: each kernel's value at the points (densities; the lattice axis a bin's
+        # mass), the draws' joint, and the density q the points came from: kernel k with
+        # ceil(2000 wbar_k) of them, wbar the mean of the draws' kernel weights
+        y = cells.outputs
+        first = (norm.cdf(y[:, :1] + 0.25, centres[:, 0], 0.9)
+                 - norm.cdf(y[:, :1] - 0.25, centres[:, 0], 0.9)) if lattice else (
+                 norm.pdf(y[:, :1], centres[:, 0], 0.9))  # fmt: skip
+        values = first * norm.pdf(y[:, 1:], centres[:, 1], 0.9)  # (J, K)
+        joint_weights = draws["w"][0][:, :, None] * draws["alpha"][0]  # (S, K, C)
+        if r is not None:
+            joint_weights = joint_weights * (r / joint_weights.sum(axis=1))[:, None, :]
+        kernel_weights = joint_weights.sum(axis=2)
+        wbar = (kernel_weights / kernel_weights.sum(axis=1, keepdims=True)).mean(axis=0)
+        counts = np.ceil(2000 * wbar)
+        assert len(y) == counts.sum() and cells.strata.tolist() == counts.tolist()
+        q = values @ (counts / counts.sum())
+        joint = np.einsum("jk,skc->sjc", values, joint_weights)
+        dense = joint / (q[None, :, None] * len(y))
         whole = _Cells(_pooled(dense), cells.outputs, False, np.zeros(s), "monte-carlo",
-                       dense=dense)  # fmt: skip
-        np.testing.assert_allclose(cells.proba, whole.proba, rtol=1e-12)
-        np.testing.assert_allclose(cells.mean_mass(), dense.mean(axis=0), rtol=1e-12)
+                       dense=dense, strata=cells.strata)  # fmt: skip
+        np.testing.assert_allclose(cells.mass, dense, rtol=1e-9)
+        np.testing.assert_allclose(cells.proba, whole.proba, rtol=1e-9)
+        np.testing.assert_allclose(cells.mean_mass(), dense.mean(axis=0), rtol=1e-9)
         assert cells.mean_mass() is cells.mean_mass() and not cells.mean_mass().flags.writeable
         np.testing.assert_allclose(whole.mean_mass(), dense.mean(axis=0), rtol=1e-12)
-        np.testing.assert_allclose(cells.class_totals(), dense.sum(axis=1), rtol=1e-12)
-        indicator = np.eye(d)[rng.integers(0, d, 2000)]
+        np.testing.assert_allclose(cells.class_totals(), dense.sum(axis=1), rtol=1e-9)
+        indicator = np.eye(d)[rng.integers(0, d, len(y))]
         np.testing.assert_allclose(cells.regions(indicator), whole.regions(indicator),
-                                   rtol=1e-12)  # fmt: skip
-        chosen = rng.integers(0, d, (30, 2000))
+                                   rtol=1e-9)  # fmt: skip
+        chosen = rng.integers(0, d, (30, len(y)))
         np.testing.assert_allclose(cells.utilities(batch, chosen),
-                                   whole.utilities(batch, chosen), rtol=1e-12)  # fmt: skip
+                                   whole.utilities(batch, chosen), rtol=1e-9)  # fmt: skip
         for rule in ("augmented", lambda f: np.where(f["a"] > 0, 1, 0)):
             got = _integrate(cells, batch, decisions, rule, t, 0.5)
             want = _integrate(whole, batch, decisions, rule, t, 0.5)
@@ -298,12 +315,64 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes, lattice):
         # the oracle, draw by draw against the whole masses' brute force
         values, error = _oracle(cells, batch)
         best = np.einsum("sjc,mdc->smjd", dense, batch).max(axis=3)  # (S, m, J)
-        np.testing.assert_allclose(values, best.sum(axis=2), rtol=1e-10)
-        per_point = best.mean(axis=0) * 2000
-        np.testing.assert_allclose(error[0], per_point.std(axis=1, ddof=1) / np.sqrt(2000),
+        np.testing.assert_allclose(values, best.sum(axis=2), rtol=1e-9)
+        per_point = best.mean(axis=0) * len(y)
+        np.testing.assert_allclose(error[0], _stratified_error(per_point, cells.strata),
                                    rtol=1e-9)  # fmt: skip
-        assert cells.dense is None  # no sum above formed the masses
-        np.testing.assert_allclose(cells.mass, dense, rtol=1e-12)  # formed on demand
+
+
+def _stratified_error(per_point: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(m,) the standard error of the mean of ``per_point`` (m, J), whose points are
+    strata of ``counts`` points each in order, written out stratum by stratum: sqrt(sum_k
+    J_k s_k^2) / J, a stratum of one point taking the variance over all points."""
+    total = np.zeros(per_point.shape[0])
+    start = 0
+    for count in counts:
+        part = per_point[:, start : start + count]
+        variance = part.var(axis=1, ddof=1) if count > 1 else per_point.var(axis=1, ddof=1)
+        total += count * variance
+        start += count
+    return np.sqrt(total) / per_point.shape[1]
+
+
+def test_stratified_points_come_from_their_kernels_and_their_error_is_the_spread():
+    """Fixed kernels: ``sample_kernels`` gives kernel k ceil(n wbar_k) points, in kernel
+    order, drawn from that kernel (each stratum's mean and sd against the kernel's); and
+    the standard error that long_run_utility reports is the spread of its answer over
+    seeds (300 integrals of 400 points)."""
+    rng = np.random.default_rng(21)
+    s, k = 40, 6
+    centres = np.column_stack([np.linspace(-3, 3, k), np.linspace(2, -2, k)])
+    draws = {
+        "w": rng.dirichlet(np.full(k, 5.0), s)[None],
+        "alpha": rng.dirichlet(np.ones(2), (s, k))[None],
+        "mu": np.broadcast_to(centres, (1, s, k, 2)).copy(),
+        "sigma": np.full((1, s, k, 2), 0.7),
+    }
+    frame = pd.DataFrame(rng.normal(size=(40, 2)), columns=["a", "b"])
+    t = Transducer.from_draws(draws, frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
+                              output_transform="identity", resolution=None)  # fmt: skip
+    points, counts = t.posterior.sample_kernels(3000, np.random.default_rng(0))
+    wbar = draws["w"][0].mean(axis=0)
+    assert counts.tolist() == np.ceil(3000 * wbar).tolist() and len(points) == counts.sum()
+    start = 0
+    for kernel, count in enumerate(counts):
+        part = points[start : start + count]
+        np.testing.assert_allclose(
+            part.mean(axis=0), centres[kernel], atol=4 * 0.7 / np.sqrt(count)
+        )
+        np.testing.assert_allclose(part.std(axis=0), 0.7, rtol=0.25)
+        start += count
+    matrix = UtilityMatrix([[1, -4], [0, 3]], decisions=LABELS, classes=LABELS)
+    means, errors = [], []
+    for seed in range(300):
+        u = long_run_utility(t, matrix, n_points=400, seed=seed)
+        means.append(float(u.mean()))
+        errors.append(float(u.integration_error))
+    spread = np.std(means, ddof=1)
+    assert np.median(errors) == pytest.approx(spread, rel=0.2)
+    with pytest.raises(ValueError, match="kernels fixed across draws"):
+        three_class_transducer(2).posterior.sample_kernels(10, rng)
 
 
 def test_monte_carlo_errors_are_those_of_the_rule_integrated():

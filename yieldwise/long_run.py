@@ -112,16 +112,20 @@ class _Cells:
     # 0 when every output is a point (each draw's sum is then exact); None: points from
     # the predictive (an infinite population).
     population: int | None = None
+    # Points stratified by kernel (fixed kernels' Monte Carlo points, in kernel order):
+    # the number of points of each stratum, for the stratified standard error; None: one
+    # stratum (points drawn from the predictive, or a population's sample).
+    strata: np.ndarray | None = None
     _mean: np.ndarray | None = field(default=None, init=False, repr=False)  # mean_mass()
 
     @classmethod
     def factored(cls, kernels: np.ndarray, weights: np.ndarray, outputs: np.ndarray,
-                 method: str) -> _Cells:  # fmt: skip
+                 method: str, strata: np.ndarray | None = None) -> _Cells:  # fmt: skip
         """Cells whose masses are ``kernels @ weights[t]`` (no neighbours, nothing
         uncovered: Monte Carlo points)."""
         pooled = kernels @ weights.sum(axis=0)  # (J, C): sum over draws, then the kernels
         return cls(_normalised(pooled), outputs, False, np.zeros(weights.shape[0]), method,
-                   kernels=kernels, weights=weights)  # fmt: skip
+                   kernels=kernels, weights=weights, strata=strata)  # fmt: skip
 
     @classmethod
     def in_blocks(cls, blocks: Callable[[slice], np.ndarray], proba: np.ndarray,
@@ -620,23 +624,35 @@ def _quadrature(transducer: Transducer, inner: np.ndarray, mass: np.ndarray) -> 
 
 
 def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _Cells:
-    """Points from the predictive, each a cell of mass ``F_t(c, y) / (M p(y | D))``."""
+    """Points from the predictive's kernels, each a cell of mass ``F_t(c, y) / (M q(y))``
+    with ``q`` the density they were drawn from.
+
+    Fixed kernels (model 2): stratified by kernel, ``ceil(M wbar_k)`` points from kernel
+    ``k`` (:meth:`TransducerPosterior.sample_kernels`), ``q(y) = sum_k (M_k / M)
+    kernel_k(y)``, and the standard error is the stratified one (the points' variance
+    within each kernel). Kernels that move between draws: points drawn from the
+    predictive itself, ``q = p(y | D)``.
+    """
     transform = transducer.transform_
     rng = np.random.default_rng(seed)
-    z = transducer.posterior.sample_predictive(n_points, rng, r)
-    outputs = transform.inverse(z)
-    outputs = _snap_to_lattice(outputs, transducer)
-    lower, upper, censored = transform.intervals(outputs)
     posterior = transducer.posterior
-    kernels = posterior.scaled_kernels(lower, upper, censored)
-    if kernels is not None:
-        # Fixed kernels: the masses stay factored, kernels (J, K) times the draws'
-        # (weighted) joint weights (S, K, C), each point's kernels divided by
-        # M p(y | D) = M mean_t sum_c G_t(c, y) (the density the points came from).
+    if posterior.fixed_kernels:
+        z, counts = posterior.sample_kernels(n_points, rng, r)
+        outputs = _snap_to_lattice(transform.inverse(z), transducer)
+        lower, upper, censored = transform.intervals(outputs)
+        kernels = posterior.scaled_kernels(lower, upper, censored)
+        assert kernels is not None
+        # The masses stay factored, kernels (M, K) times the draws' (weighted) joint
+        # weights (S, K, C), each point's kernels divided by M q(y).
+        total = int(counts.sum())
+        q = kernels @ (counts / total)  # (M,), on the kernels' per-row scale
+        kernels /= (q * total)[:, None]
         weights = posterior.component_class_weights(r)
-        q = kernels @ weights.sum(axis=2).mean(axis=0)  # (J,)
-        kernels /= (q * n_points)[:, None]
-        return _Cells.factored(kernels, weights, outputs, "monte-carlo")
+        return _Cells.factored(kernels, weights, outputs, "monte-carlo",
+                               strata=counts[counts > 0])  # fmt: skip
+    z = posterior.sample_predictive(n_points, rng, r)
+    outputs = _snap_to_lattice(transform.inverse(z), transducer)
+    lower, upper, censored = transform.intervals(outputs)
     # (weighted) G_t(c, y) up to one factor per point, which the ratio below cancels;
     # with prevalences r the weights are F_t(y | c) r_c = G_t(c, y) r_c / F_t(c).
     scaled = posterior.scaled_joint(lower, upper, censored, prevalences=r)
@@ -1004,16 +1020,33 @@ def _best(expected: np.ndarray, *, choice: bool = False) -> tuple[np.ndarray | N
     return chosen, best
 
 
-def _standard_errors(contribution: np.ndarray, population: int | None = None) -> np.ndarray:
+def _standard_errors(contribution: np.ndarray, cells: _Cells) -> np.ndarray:
     """The Monte Carlo standard error of the posterior-mean utility per matrix, from each
-    point's contribution (m, J), whose mean the posterior-mean utility is; for points
-    sampled without replacement from ``population`` items, with the finite-population
-    correction (0 when every item is a point)."""
+    point's contribution (m, J), whose mean the posterior-mean utility is.
+
+    Points stratified by kernel (``cells.strata``, in kernel order): ``sqrt(sum_k J_k
+    s_k^2) / J`` with ``s_k^2`` the contributions' variance within stratum ``k`` (a
+    stratum of one point takes the variance over all points). Points sampled without
+    replacement from a finite population (``cells.population``): with the
+    finite-population correction, 0 when every item is a point.
+    """
     j = contribution.shape[1]
     if j < 2:
         return np.zeros(contribution.shape[0])
-    correction = 1.0 if population is None else max(0.0, 1.0 - j / population)
-    return contribution.std(axis=1, ddof=1) / np.sqrt(j) * np.sqrt(correction)
+    if cells.strata is None:
+        correction = 1.0 if cells.population is None else max(0.0, 1.0 - j / cells.population)
+        return contribution.std(axis=1, ddof=1) / np.sqrt(j) * np.sqrt(correction)
+    counts = cells.strata
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    sums = np.add.reduceat(contribution, starts, axis=1)  # (m, strata)
+    means = sums / counts
+    squares = np.add.reduceat((contribution - np.repeat(means, counts, axis=1)) ** 2, starts,
+                              axis=1)  # fmt: skip
+    within = np.where(counts > 1, squares / np.maximum(counts - 1, 1), 0.0)
+    single = counts == 1
+    if single.any():
+        within[:, single] = contribution.var(axis=1, ddof=1)[:, None]
+    return np.sqrt(within @ counts) / j
 
 
 def _point_weights(cells: _Cells) -> np.ndarray:
@@ -1032,7 +1065,7 @@ def _augmented_errors(cells: _Cells, matrices: np.ndarray) -> np.ndarray:
     step = max(1, _MAX_ELEMENTS // (n * matrices.shape[1]))
     for a in range(0, len(matrices), step):
         _, best = _choices(cells.proba, matrices[a : a + step])
-        errors[a : a + step] = _standard_errors(best * total, cells.population)
+        errors[a : a + step] = _standard_errors(best * total, cells)
     return errors
 
 
@@ -1049,7 +1082,7 @@ def _fixed_errors(cells: _Cells, chosen: np.ndarray, matrices: np.ndarray) -> np
         m, d, c = batch.shape
         per_decision = (batch.reshape(m * d, c) @ weights.T).reshape(m, d, n)
         picked = np.take_along_axis(per_decision, chosen, axis=1)[:, 0]  # (m, J)
-        errors[a : a + step] = _standard_errors(picked, cells.population)
+        errors[a : a + step] = _standard_errors(picked, cells)
     return errors
 
 
@@ -1086,7 +1119,7 @@ def _general_augmented(
         else:
             values[:, m] = cells.utilities(batch, chosen)
         if standard is not None:
-            standard[m] = _standard_errors(best * total, cells.population)
+            standard[m] = _standard_errors(best * total, cells)
         if cells.neighbours:  # as _mixed_mass, for every matrix of the batch at once
             change = np.zeros(chosen.shape, dtype=bool)
             change[:, 1:] |= chosen[:, 1:] != chosen[:, :-1]
@@ -1140,7 +1173,7 @@ def _oracle(cells: _Cells, matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray
                 change[..., :-1] |= step
                 mixed[a : a + batch] += np.einsum("adj,dj->a", change, cell_mass)
     if monte_carlo:  # a point's contribution: its mean over draws, times J
-        standard = _standard_errors(point_sums / s * j, cells.population)
+        standard = _standard_errors(point_sums / s * j, cells)
         return values, np.stack([standard, standard])
     spread = np.ptp(matrices.reshape(len(matrices), -1), axis=1)
     mixed /= s
