@@ -367,7 +367,8 @@ def test_long_run_accuracy_of_the_standard_rule_is_the_bootstrapped_first_rank(r
     assert float(rescaled.min()) >= 0 and float(rescaled.max()) <= 1
     # at most n_points calibration outputs: a seeded sample of 150 of the 400, bootstrapped;
     # its error is the sample's standard error with the finite-population correction
-    fewer = yw.long_run_utility(t, identity, rule="standard", n_points=150, seed=3)
+    with pytest.warns(yw.IntegrationWarning, match="n_points"):  # 150 points: too few
+        fewer = yw.long_run_utility(t, identity, rule="standard", n_points=150, seed=3)
     pick = np.sort(np.random.default_rng(3).choice(n, 150, replace=False))
     sample = a[:, pick].mean(axis=0)  # each point's posterior-mean contribution
     want = sample.std(ddof=1) / np.sqrt(150) * np.sqrt(1 - 150 / n)

@@ -81,6 +81,7 @@ def test_marginal_keeps_the_joint_sampler_record_and_has_its_own_log_likelihood(
     np.testing.assert_allclose(rf.posterior_.posterior["log_lik"].values[0], by_hand, rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # a two-draw posterior
 def test_compare_on_a_joint_transducer_pairs_the_draws(joint):
     result = compare(joint, U, rule="standard")
     assert result.paired and result.names == ["rf", "nn", "joint"]

@@ -375,6 +375,7 @@ def test_stratified_points_come_from_their_kernels_and_their_error_is_the_spread
         three_class_transducer(2).posterior.sample_kernels(10, rng)
 
 
+@pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # two draws
 def test_monte_carlo_errors_are_those_of_the_rule_integrated():
     """Under Monte Carlo integration (2-D outputs) each rule's standard error is that of
     its own per-point contributions: a fixed rule's, the oracle's and the expected-utility
@@ -445,6 +446,7 @@ def test_batch_inputs_and_augmented_beats_standard(continuous):
 
 
 # ---------------------------------------------------------------- Monte Carlo
+@pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # two draws
 def test_two_dimensional_outputs_by_monte_carlo_agree_with_a_grid():
     mu = np.array([[[-1.0, 0.5], [1.5, -0.5]], [[-0.5, 0.0], [1.0, -1.0]]])
     sigma = np.array([[[1.0, 0.8], [0.7, 1.1]], [[0.8, 1.0], [1.2, 0.9]]])
@@ -472,6 +474,34 @@ def test_two_dimensional_outputs_by_monte_carlo_agree_with_a_grid():
     error = float(u.integration_error)
     assert 0 < error < 0.02
     assert np.abs(u.values[0] - exact).max() < 4 * error + 2e-3
+
+
+def test_an_integration_error_not_well_below_the_spread_warns_at_the_users_call():
+    """Theory 4: the integration error must stay well below the posterior spread. Fifty
+    unstratified Monte Carlo points (kernels that move between draws) miss that by far,
+    and the warning names the matrix, both figures and what to pass, at this file's
+    line; the default 20,000 points stay silent, and so does quadrature (bounds, not
+    estimates), whatever the share."""
+    import warnings
+
+    from yieldwise import IntegrationWarning
+
+    t = three_class_transducer(2)
+    u = UtilityMatrix([[1, 0, -2], [0, 1, 0], [-1, 0, 3]], decisions=("x", "y", "z"),
+                      classes=("x", "y", "z"))  # fmt: skip
+    message = r"1 of 1 long-run utilities.*matrix 0, error .* against a posterior sd of .*n_points"
+    with pytest.warns(IntegrationWarning, match=message) as caught:
+        coarse = long_run_utility(t, u, n_points=50, seed=1)
+    assert caught[0].filename == __file__
+    assert float(coarse.integration_error) > 0.1 * float(coarse.std(ddof=1))
+    with pytest.warns(IntegrationWarning, match=r"matrix 'screen'"):
+        long_run_utility(t, {"screen": u}, n_points=50, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IntegrationWarning)
+        fine = long_run_utility(t, u, seed=1)
+        long_run_utility(three_class_transducer(1), u)
+        long_run_utility(three_class_transducer(1), u, n_cells=2)
+    assert float(fine.integration_error) < 0.1 * float(fine.std(ddof=1))
 
 
 # ------------------------------------------------------------------ bad input

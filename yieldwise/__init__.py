@@ -15,7 +15,7 @@ from . import audit, calibrators, curves, metrics, report_toolkit, roc, rules, u
 from .compare import Comparison, compare
 from .confusion import ConfusionMatrix
 from .decision import decide, expected_utilities
-from .long_run import long_run_utility, oracle_utility, value_of_more_data
+from .long_run import IntegrationWarning, long_run_utility, oracle_utility, value_of_more_data
 from .metrics import UndefinedMetricError
 from .parallel import fit_many
 from .transducer import (
@@ -37,6 +37,7 @@ __all__ = [
     "Comparison",
     "ConfusionMatrix",
     "ExtrapolationWarning",
+    "IntegrationWarning",
     "LatticeWarning",
     "ReductionWarning",
     "Transducer",

@@ -33,6 +33,9 @@ on ``p(1 | y)`` and every matrix is answered from one cumulative sum.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,7 +50,13 @@ from .utility import UtilityMatrix
 if TYPE_CHECKING:
     from .transducer import Transducer
 
-__all__ = ["long_run_utility", "long_run_utility_stan", "oracle_utility", "value_of_more_data"]
+__all__ = [
+    "IntegrationWarning",
+    "long_run_utility",
+    "long_run_utility_stan",
+    "oracle_utility",
+    "value_of_more_data",
+]
 
 #: Predictive mass left outside the finite cells of a continuous 1-D output, per tail.
 _TAIL = 1e-9
@@ -72,6 +81,13 @@ _MAX_ELEMENTS = 20_000_000
 #: weights whether the masses are held whole or formed a block of draws at a time.
 _BOOTSTRAP_STREAM = 1
 _BOOTSTRAP_BLOCK = 64
+#: A Monte Carlo standard error of the posterior mean above this share of the posterior sd
+#: raises an IntegrationWarning (theory 4: the error "kept well below the posterior
+#: spread"). Measured at the defaults: a class-reduced transducer 0 (every calibration
+#: output a point), two dimensions by stratified Monte Carlo 0.01-0.03
+#: (docs/model_record.md, "Long-run utility of a class-reduced transducer", where the
+#: unstratified points reached 0.45).
+_INTEGRATION_SHARE = 0.1
 #: Per-draw masses (float64 elements) held whole, above which a class-reduced
 #: transducer's cells form them a block of draws at a time (2 GB: ten classes, 4,000
 #: draws and 6,250 calibration items; each sum then spreads the ranks again).
@@ -326,12 +342,61 @@ def long_run_core(
         decide = _decider(rule, matrices, decisions, transducer, threshold)
     cells = _cells(transducer, r, n_cells, n_points, seed, decide)
     values, error = _integrate(cells, matrices, decisions, rule, transducer, threshold)
+    if cells.method == "monte-carlo":
+        _check_integration(values, error[0], names, matrices)
     name = "long_run_utility"
     raw = _as_dataarray(values, error, names, transducer, cells.method, name)
     if not rescale:
         return raw, None
     values, error = _rescale(values, error, matrices, cells, transducer, r)
     return raw, _as_dataarray(values, error, names, transducer, cells.method, name)
+
+
+class IntegrationWarning(UserWarning):
+    """A long-run utility whose integration error is not well below its posterior spread
+    (theory 4)."""
+
+
+def _check_integration(
+    values: np.ndarray, error: np.ndarray, names: list[Any] | None, matrices: np.ndarray
+) -> None:
+    """IntegrationWarning where a Monte Carlo standard error ``error`` (m,) of the
+    posterior mean exceeds _INTEGRATION_SHARE of the posterior sd of ``values`` (S, m).
+
+    Monte Carlo only: its standard error estimates the actual error, while quadrature
+    reports bounds, which measured 20 to 100 times the actual errors (tests/test_long_run.py,
+    the bounds against adaptive answers), so a bound near the spread is no evidence of an
+    error near it. Errors below 1e-9 of a matrix's range of utilities are never reported.
+    """
+    if values.shape[0] < 2:
+        return
+    sd = values.std(axis=0, ddof=1)
+    share = np.divide(error, sd, out=np.full(sd.shape, np.inf), where=sd > 0)
+    share[error <= 1e-9 * np.ptp(matrices.reshape(len(matrices), -1), axis=1)] = 0.0
+    over = share > _INTEGRATION_SHARE
+    if not over.any():
+        return
+    worst = int(np.argmax(share))
+    label = repr(names[worst]) if names is not None else str(worst)
+    warnings.warn(
+        f"the integration error of {int(over.sum())} of {len(sd)} long-run utilities is "
+        f"above {_INTEGRATION_SHARE:.0%} of its posterior sd (the largest share: matrix "
+        f"{label}, error {error[worst]:.3g} against a posterior sd of {sd[worst]:.3g}); "
+        "theory 4 asks the error to stay well below the spread: pass a larger n_points "
+        "(the Monte Carlo error falls as 1 / sqrt(n_points))",
+        IntegrationWarning,
+        stacklevel=_caller_stacklevel(),
+    )
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside the yieldwise package, for warnings at the
+    user's call whatever public function (long_run_utility, compare, a report) led here."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def long_run_utility_stan(
