@@ -493,7 +493,7 @@ def test_an_integration_error_not_well_below_the_spread_warns_at_the_users_call(
     with pytest.warns(IntegrationWarning, match=message) as caught:
         coarse = long_run_utility(t, u, n_points=50, seed=1)
     assert caught[0].filename == __file__
-    assert float(coarse.integration_error) > 0.1 * float(coarse.std(ddof=1))
+    assert float(coarse.integration_error) > 0.2 * float(coarse.std(ddof=1))
     with pytest.warns(IntegrationWarning, match=r"matrix 'screen'"):
         long_run_utility(t, {"screen": u}, n_points=50, seed=1)
     with warnings.catch_warnings():
@@ -501,7 +501,7 @@ def test_an_integration_error_not_well_below_the_spread_warns_at_the_users_call(
         fine = long_run_utility(t, u, seed=1)
         long_run_utility(three_class_transducer(1), u)
         long_run_utility(three_class_transducer(1), u, n_cells=2)
-    assert float(fine.integration_error) < 0.1 * float(fine.std(ddof=1))
+    assert float(fine.integration_error) < 0.2 * float(fine.std(ddof=1))
 
 
 # ------------------------------------------------------------------ bad input
