@@ -356,6 +356,7 @@ def test_utilities_must_use_the_class_labels_and_plot(lattice):
     plt.close(ax.figure)
 
 
+@pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # a two-draw posterior
 def test_three_classes_vector_outputs():
     """Argmax of three logits against expected utility; Monte Carlo with common points."""
     rng = np.random.default_rng(2)
