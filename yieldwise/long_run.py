@@ -17,9 +17,12 @@ item is of class ``c`` and its output falls in cell ``j``) and one decision:
   error is a decision that changes inside a cell, bounded by the mass of the cells
   whose decision differs from a neighbour's (and of the tails) times the matrix's
   range of utilities;
-* several output dimensions: Monte Carlo over points drawn from the predictive
-  distribution, weighted by ``F_t / p(y | D)``, with the same points for every draw,
-  matrix and rule (common random numbers); the error reported is the standard error;
+* several output dimensions: Monte Carlo over points drawn from the predictive's
+  kernels, kernel by kernel in proportion to their posterior-mean weights (stratified),
+  weighted by ``F_t / q`` with ``q`` the density they were drawn from, the same points for
+  every draw, matrix and rule (common random numbers); the error reported is the
+  stratified standard error, and an :class:`IntegrationWarning` says when it is not well
+  below the posterior spread;
 * a class-reduced transducer (ranks and margins), whose model holds ``F_t(c | y)`` but
   not the law of the whole output: the calibration outputs themselves, each draw
   weighting them by a Bayesian bootstrap (Dirichlet(1, ..., 1) weights, the posterior
