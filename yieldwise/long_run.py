@@ -784,7 +784,8 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
         total = spread_joint.sum(axis=2, keepdims=True)
         # a draw whose joint underflows at a point takes uniform class probabilities there
         np.divide(spread_joint, total, out=spread_joint, where=total > 0)
-        spread_joint[np.broadcast_to(total == 0, spread_joint.shape)] = 1.0 / c
+        if not total.all():
+            spread_joint[np.broadcast_to(total == 0, spread_joint.shape)] = 1.0 / c
         return spread_joint
 
     def masses(draws: slice) -> np.ndarray:
@@ -803,10 +804,17 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
         draws = slice(a, min(s, a + step))
         block = spread(draws)
         pooled += block.sum(axis=0)
-        block = conditional(block)
-        mean += block.sum(axis=0)
-        if dense is not None:
-            dense[draws] = block * _bootstrap_weights(seed, draws, n)[:, :, None]
+        total = block.sum(axis=2)
+        # a draw whose joint underflows at a point takes uniform class probabilities there
+        inverse = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+        if not total.all():
+            block[total == 0] = 1.0
+            inverse[total == 0] = 1.0 / c
+        mean += np.einsum("snc,sn->nc", block, inverse)  # sum over draws of F_t(c | y_n)
+        if dense is not None:  # w_tn F_t(c | y_n) into the held masses, in one pass
+            inverse *= _bootstrap_weights(seed, draws, n)
+            np.multiply(block, inverse[:, :, None], out=dense[draws])
+        del block  # before the next block is made: one block-sized array alive, not two
     # the posterior-mean masses, the bootstrap integrated exactly (E w_tn = 1 / N): the
     # points' contributions to the sample's standard error, free of the weights' noise
     mean /= s * n
