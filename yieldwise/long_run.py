@@ -779,18 +779,23 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
         share = reduction.shares(outputs, temperature[draws], order)
         return reduction.expand(outputs, joint(draws), share, order)
 
-    def conditional(spread_joint: np.ndarray) -> np.ndarray:
-        """``F_t(c | y_n)`` (draws, N, C) from the draws' joint, in place."""
-        total = spread_joint.sum(axis=2, keepdims=True)
-        # a draw whose joint underflows at a point takes uniform class probabilities there
-        np.divide(spread_joint, total, out=spread_joint, where=total > 0)
+    def inverse_totals(block: np.ndarray) -> np.ndarray:
+        """(draws, N) ``1 / sum_c`` of the draws' joint ``block``, so that ``block *
+        inverse`` is ``F_t(c | y_n)``; a draw whose joint underflows at a point takes
+        uniform class probabilities there (its row of ``block`` set to 1, in place)."""
+        total = block.sum(axis=2)
+        inverse = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
         if not total.all():
-            spread_joint[np.broadcast_to(total == 0, spread_joint.shape)] = 1.0 / c
-        return spread_joint
+            block[total == 0] = 1.0
+            inverse[total == 0] = 1.0 / c
+        return inverse
 
     def masses(draws: slice) -> np.ndarray:
         """``w_tn F_t(c | y_n)`` (draws, N, C)."""
-        return conditional(spread(draws)) * _bootstrap_weights(seed, draws, n)[:, :, None]
+        block = spread(draws)
+        inverse = inverse_totals(block) * _bootstrap_weights(seed, draws, n)
+        block *= inverse[:, :, None]
+        return block
 
     # the ranks' joint made and spread over the classes a block of draws at a time: whole,
     # the others' shares and the spreading's work arrays made the peak 3.9 times the
@@ -804,12 +809,7 @@ def _calibration_cells(transducer: Transducer, n_points: int, seed: int) -> _Cel
         draws = slice(a, min(s, a + step))
         block = spread(draws)
         pooled += block.sum(axis=0)
-        total = block.sum(axis=2)
-        # a draw whose joint underflows at a point takes uniform class probabilities there
-        inverse = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-        if not total.all():
-            block[total == 0] = 1.0
-            inverse[total == 0] = 1.0 / c
+        inverse = inverse_totals(block)
         mean += np.einsum("snc,sn->nc", block, inverse)  # sum over draws of F_t(c | y_n)
         if dense is not None:  # w_tn F_t(c | y_n) into the held masses, in one pass
             inverse *= _bootstrap_weights(seed, draws, n)
