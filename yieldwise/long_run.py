@@ -711,8 +711,11 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
     posterior = transducer.posterior
     if posterior.fixed_kernels:
         z, counts = posterior.sample_kernels(n_points, rng, r)
-        outputs = _snap_to_lattice(transform.inverse(z), transducer)
-        lower, upper, censored = transform.intervals(outputs)
+    else:
+        z, counts = posterior.sample_predictive(n_points, rng, r), None
+    outputs = _snap_to_lattice(transform.inverse(z), transducer)
+    lower, upper, censored = transform.intervals(outputs)
+    if counts is not None:
         kernels = posterior.scaled_kernels(lower, upper, censored)
         assert kernels is not None
         # The masses stay factored, kernels (M, K) times the draws' (weighted) joint
@@ -723,9 +726,6 @@ def _monte_carlo_cells(transducer: Transducer, r, n_points: int, seed: int) -> _
         weights = posterior.component_class_weights(r)
         return _Cells.factored(kernels, weights, outputs, "monte-carlo",
                                strata=counts[counts > 0])  # fmt: skip
-    z = posterior.sample_predictive(n_points, rng, r)
-    outputs = _snap_to_lattice(transform.inverse(z), transducer)
-    lower, upper, censored = transform.intervals(outputs)
     # (weighted) G_t(c, y) up to one factor per point, which the ratio below cancels;
     # with prevalences r the weights are F_t(y | c) r_c = G_t(c, y) r_c / F_t(c).
     scaled = posterior.scaled_joint(lower, upper, censored, prevalences=r)

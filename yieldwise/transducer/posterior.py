@@ -520,13 +520,9 @@ class TransducerPosterior:
                 "sample_kernels needs kernels fixed across draws (model 2's); these draws "
                 "move their kernels: use sample_predictive"
             )
-        factors = self.class_factors(prevalences)
-        if factors is None:
-            weights = self.w
-        else:  # r_c F_t(y | c) = sum_k w_k alpha_kc r_c / F_t(c) kernel_k
-            weights = np.einsum("sk,skc,sc->sk", self.w, self.alpha, factors)
-        weights = weights / weights.sum(axis=1, keepdims=True)
-        mean = weights.mean(axis=0)
+        # each draw's kernel weights: its joint weights summed over the classes
+        weights = self.component_class_weights(prevalences).sum(axis=2)
+        mean = (weights / weights.sum(axis=1, keepdims=True)).mean(axis=0)
         counts = np.where(mean > 0, np.ceil(n * mean), 0).astype(np.int64)
         component = np.repeat(np.arange(mean.size), counts)
         mu = self.mu[0, component]
