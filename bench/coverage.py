@@ -68,6 +68,7 @@ from _common import (
 from _problems import PANEL, Problem, with_positives
 from decision_quality import NAMED, coverage_outputs, long_run, multiclass_matrices
 
+from yieldwise.backends import backend_names
 from yieldwise.transducer.sampler import SAMPLER_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -237,28 +238,35 @@ def sampler_record(
     table = transducer.diagnostics()
     attrs = transducer.posterior_.posterior.attrs
     stats = transducer.posterior_.sample_stats
-    return {
-        "seconds": float(seconds),
-        "sampling_seconds": float(info["sampling_seconds"]),
-        # the sampler's work, which the machine's load does not change (seconds do)
-        "steps_per_iteration": float(np.asarray(stats["n_steps"]).mean()),
-        "step_size": float(np.asarray(stats["step_size"]).mean()),
-        "divergent": int(info["divergent"]),
-        "treedepth": int(info["max_treedepth_hits"]),
-        "transitions": int(info["chains"] * info["draws"]),
-        **worst_diagnostics(table),
-        "components": int(transducer.n_components_),
-        "backend": str(attrs.get("yieldwise_backend", "")),
-        "backend_version": str(attrs.get("yieldwise_backend_version", "")),
-        "stan_version": str(attrs.get("yieldwise_stan_version", "")),
-        # the hyper-parameters the fit used, so that a study mixing designs shows it
-        "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
-        # warm-up and adapt_delta as the fit ran (the constructor's default None of each
-        # depends on the output dimensions)
-        "settings": {k: params[k] for k in ("chains", "draws", "max_treedepth")}
-        | {"warmup": info["warmup"], "adapt_delta": info["adapt_delta"]},
-        "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
-    } | ({"prefixes": prefix_diagnostics(transducer, prefix_draws)} if prefix_draws else {})
+    return (
+        {
+            "seconds": float(seconds),
+            "sampling_seconds": float(info["sampling_seconds"]),
+            # the sampler's work, which the machine's load does not change (seconds do)
+            "steps_per_iteration": float(np.asarray(stats["n_steps"]).mean()),
+            "step_size": float(np.asarray(stats["step_size"]).mean()),
+            "divergent": int(info["divergent"]),
+            "treedepth": int(info["max_treedepth_hits"]),
+            "transitions": int(info["chains"] * info["draws"]),
+            **worst_diagnostics(table),
+            "components": int(transducer.n_components_),
+            "backend": str(attrs.get("yieldwise_backend", "")),
+            "backend_version": str(attrs.get("yieldwise_backend_version", "")),
+            "stan_version": str(attrs.get("yieldwise_stan_version", "")),
+            # the hyper-parameters the fit used, so that a study mixing designs shows it
+            "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
+            # warm-up and adapt_delta as the fit ran (the constructor's default None of each
+            # depends on the output dimensions)
+            "settings": {k: params[k] for k in ("chains", "draws", "max_treedepth")}
+            | {"warmup": info["warmup"], "adapt_delta": info["adapt_delta"]},
+            "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+        }
+        | ({"prefixes": prefix_diagnostics(transducer, prefix_draws)} if prefix_draws else {})
+        | (
+            # an approximation's distance from the posterior (backend="laplace")
+            {"pareto_k": float(info["pareto_k"])} if info.get("pareto_k") is not None else {}
+        )
+    )
 
 
 def prefix_diagnostics(transducer: Any, prefix_draws: tuple[int, ...]) -> list[dict]:
@@ -291,12 +299,14 @@ def run_fit(
     seed: int,
     sampler: dict | None = None,
     prefix_draws: tuple[int, ...] = (),
+    backend: str | None = None,
 ) -> dict:
     """Sample a calibration set, fit a default transducer, and measure it.
 
     ``sampler``: NUTS settings that replace the defaults (``--sampler``; a candidate to
     measure), recorded with the fit like every fit's settings. ``prefix_draws``: see
-    :func:`sampler_record`.
+    :func:`sampler_record`. ``backend``: the Transducer's backend (``--backend``; the
+    default ``"auto"`` when None), recorded with every fit.
     """
     from yieldwise import Transducer
 
@@ -304,7 +314,8 @@ def run_fit(
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        transducer = Transducer(seed=seed_used, progress=False, **(sampler or {})).fit(
+        options = (sampler or {}) | ({"backend": backend} if backend else {})
+        transducer = Transducer(seed=seed_used, progress=False, **options).fit(
             pd.DataFrame(outputs, columns=problem.columns), labels
         )
     seconds = time.perf_counter() - started
@@ -1281,6 +1292,11 @@ def main(argv: list[str] | None = None) -> None:
         "recorded with every fit and in the run's command",
     )  # fmt: skip
     parser.add_argument(
+        "--backend", default=None, choices=backend_names(),
+        help="fit with this backend instead of the default 'auto' (e.g. laplace: the "
+        "approximation's own coverage); recorded with every fit and in the run's command",
+    )  # fmt: skip
+    parser.add_argument(
         "--positives", type=float, nargs="+", default=None, metavar="P",
         help="run the binary problems with class 1 at each frequency P instead of the "
         "panel's balance (problems named e.g. logistic@2%%; seeds of their own)",
@@ -1331,6 +1347,7 @@ def main(argv: list[str] | None = None) -> None:
             + (f" --results {_shown_path(args.results)}" if args.results != RESULTS else "")
             + (f" --set {' '.join(args.design)}" if args.design else "")
             + (f" --sampler {' '.join(args.sampler)}" if args.sampler else "")
+            + (f" --backend {args.backend}" if args.backend else "")
             + (f" --prefix-draws {' '.join(map(str, args.prefix_draws))}"
                if args.prefix_draws else "")
         )  # fmt: skip
@@ -1352,8 +1369,10 @@ def main(argv: list[str] | None = None) -> None:
                   for n in args.sizes]  # fmt: skip
         if any(key not in results["fits"] for key in wanted):
             compile_model()
-        options = ({"sampler": sampler} if sampler else {}) | (
-            {"prefix_draws": tuple(args.prefix_draws)} if args.prefix_draws else {}
+        options = (
+            ({"sampler": sampler} if sampler else {})
+            | ({"prefix_draws": tuple(args.prefix_draws)} if args.prefix_draws else {})
+            | ({"backend": args.backend} if args.backend else {})
         )
         fit = functools.partial(run_fit, **options) if options else None
         run(results, problems, args.sizes, args.reps, save, fit=fit)

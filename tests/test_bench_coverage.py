@@ -676,6 +676,48 @@ def test_candidate_options_reach_the_fits_and_the_command(cov, tmp_path, monkeyp
         assert message in capsys.readouterr().err
 
 
+def test_backend_reaches_the_fits_and_the_command(cov, tmp_path, monkeypatch, capsys):
+    """--backend fits the study with another backend (the Laplace approximation's own
+    coverage): every fit gets it, the command says so, and an unknown name is refused."""
+    seen = []
+
+    def fake_fit(problem, index, n, rep, seed, backend=None):
+        seen.append(backend)
+        return fake_record(cov, problem.name, n, rep, 5)
+
+    monkeypatch.setattr(cov, "run_fit", fake_fit)
+    monkeypatch.setattr(cov, "compile_model", lambda: None)
+    monkeypatch.setattr(
+        cov, "select_problems", lambda names, positives=None: [(0, nine_cell_problem(cov))]
+    )
+    monkeypatch.setattr(cov, "render", lambda results: "report")
+    out = tmp_path / "a.json"
+    cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "2",
+              "--results", str(out), "--backend", "laplace"])  # fmt: skip
+    assert seen == ["laplace", "laplace"]
+    assert cov.load_results(out)["runs"][-1]["command"].endswith("--backend laplace")
+    with pytest.raises(SystemExit):
+        cov.main(["--results", str(tmp_path / "b.json"), "--backend", "no-such"])
+    assert "--backend" in capsys.readouterr().err
+
+
+def test_a_laplace_fit_records_its_pareto_k(cov):
+    """The approximation's distance from the posterior is kept with the fit; a sampler's
+    record has no such key."""
+    import warnings
+
+    rng = np.random.default_rng(8)
+    c = (rng.random(200) < 0.4).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = Transducer(backend="laplace", chains=2, draws=50, seed=1, progress=False).fit(
+            rng.normal(c, 1.0), c
+        )
+    record = cov.sampler_record(t, 1.0, [])
+    assert record["pareto_k"] == t.sampler_summary()["pareto_k"]
+    assert record["backend"] == "laplace"
+
+
 def test_prefix_diagnostics_are_the_first_draws_of_each_chain(cov):
     """What a fit of fewer draws would report (the same seed takes the same path):
     R-hat and bulk ESS over each chain's first d draws, worked out with ArviZ on the

@@ -289,11 +289,20 @@ def test_fit_recovers_a_logistic_truth_and_is_deterministic():
     assert not np.array_equal(other.posterior.w, t.posterior.w)
 
 
-def test_draws_spread_as_the_inverse_hessian():
+@pytest.mark.parametrize("marginals", [True, False])
+def test_draws_spread_as_the_approximation(marginals, monkeypatch):
+    """The draws' centre and spread are the Normal's the backend says it draws from: the
+    mode and the inverse Hessian, or (the default at this size) the smoothing scales at
+    their Laplace marginals, :func:`scale_marginals`."""
+    import yieldwise.backends._laplace as lap
+
+    if not marginals:
+        monkeypatch.setattr(lap, "MARGINAL_MAX_SIZE", 0)
     data, *_ = _data(n=400)
     program = get_backend("laplace").compile(stan_file("transducer"))
     result = program.sample(data, chains=4, draws=2000, seed=1, init=initial_values(data, 4, 1))
     assert result.settings["approximation"] == "laplace"
+    assert result.settings["scale_marginals"] is marginals
     assert result.draws["w"].shape == (4, 2000, int(data["K"]))
     assert np.allclose(result.draws["w"].sum(axis=2), 1.0)
     # every draw back in the unconstrained coordinates u
@@ -310,11 +319,87 @@ def test_draws_spread_as_the_inverse_hessian():
     b = np.concatenate([d["a_smooth"][:, :, None], f_raw * d["tau_f"][:, None, :]], axis=2)
     us = model.whitened(us, b)
     assert us.shape[1] == model.size
-    centre = us.mean(axis=0)
-    assert np.abs(model.log_density(centre)[1]).max() < 0.5  # (nearly) the mode
-    expected = np.linalg.inv(-model.hessian(centre))
+    fit = lap.laplace(data, initial_values(data, 1, 1)[0], model)
+    if marginals:
+        scales = [model.slices["log_tau_a"].start, model.slices["log_tau_f"].start]
+        fit = lap.scale_marginals(model, fit, np.array(scales))
+        assert fit is not None
+    else:
+        assert np.abs(model.log_density(us.mean(axis=0))[1]).max() < 0.5  # (nearly) the mode
+    expected = fit.scale @ fit.scale.T
+    assert np.abs(us.mean(axis=0) - fit.mode).max() < 4 * np.sqrt(np.diag(expected).max() / 8000)
     ratio = us.var(axis=0) / np.diag(expected)
     assert np.all(np.abs(ratio - 1) < 0.12), ratio.round(3)
+
+
+class _LogGammaScale:
+    """A scale ``v`` whose marginal is log-Gamma(``a``), ``p(v) ~ exp(a v - e^v)`` (mean
+    digamma(a), variance trigamma(a)), and ``x | v ~ N((2 v, -v), diag(e^-v, 1/2))``: Normal
+    given the scale, so the Laplace marginal is exact, while the joint mode, at
+    ``v = log(a + 1/2)``, is not the marginal's mean."""
+
+    a = 3.0
+    size = 3
+
+    def log_density(self, u):
+        v, x = u[0], u[1:]
+        mean, var = np.array([2 * v, -v]), np.array([np.exp(-v), 0.5])
+        r = x - mean
+        lp = self.a * v - np.exp(v) - 0.5 * np.sum(r**2 / var) - 0.5 * np.sum(np.log(var))
+        dvar = np.array([-np.exp(-v), 0.0])
+        grad_v = (self.a - np.exp(v) + np.sum(r / var * np.array([2.0, -1.0]))
+                  + 0.5 * np.sum(r**2 / var**2 * dvar) - 0.5 * np.sum(dvar / var))  # fmt: skip
+        return lp, np.r_[grad_v, -r / var]
+
+    def hessian(self, u):
+        h = 1e-5
+        columns = [(self.log_density(u + h * e)[1] - self.log_density(u - h * e)[1]) / (2 * h)
+                   for e in np.eye(self.size)]  # fmt: skip
+        out = np.column_stack(columns)
+        return 0.5 * (out + out.T)
+
+
+def test_scale_marginals_recover_a_log_gamma_scale():
+    from scipy.special import digamma, polygamma
+
+    from yieldwise.backends._laplace import LaplaceFit, scale_marginals
+
+    model = _LogGammaScale()
+    a = model.a
+    v_mode = np.log(a + 0.5)
+    mode = np.array([v_mode, 2 * v_mode, -v_mode])
+    assert np.abs(model.log_density(mode)[1]).max() < 1e-12  # the joint mode, by hand
+    precision = -model.hessian(mode)
+    values, vectors = np.linalg.eigh(np.linalg.inv(precision))
+    fit = LaplaceFit(mode, vectors, np.sqrt(values), precision, 0.0, 0, None)
+    out = scale_marginals(model, fit, np.array([0]))
+    mean, var = digamma(a), float(polygamma(1, a))
+    assert abs(v_mode - mean) > 0.3  # the mode is not the marginal's mean
+    assert out.mode[0] == pytest.approx(mean, abs=0.005)
+    # the others at their conditional mode given the scale's mean
+    assert out.mode[1:] == pytest.approx([2 * out.mode[0], -out.mode[0]], abs=1e-6)
+    cov = out.scale @ out.scale.T
+    assert cov[0, 0] == pytest.approx(var, rel=0.02)
+    # x2 | v is N(-v, 1/2): its variance and covariance with v are exact
+    assert cov[2, 2] == pytest.approx(0.5 + var, rel=0.02)
+    assert cov[0, 2] == pytest.approx(-var, rel=0.02)
+    # x1 | v: slope 2, conditional variance e^-v at the mean
+    assert cov[1, 1] == pytest.approx(np.exp(-mean) + 4 * var, rel=0.02)
+    assert cov[0, 1] == pytest.approx(2 * var, rel=0.02)
+
+
+def test_scale_marginals_bring_the_approximation_closer_to_the_posterior(monkeypatch):
+    """The Pareto k of the draws' importance ratios (how far the Normal is from the
+    posterior) falls with the scales at their marginals."""
+    import yieldwise.backends._laplace as lap
+
+    data, *_ = _data(n=400)
+    program = get_backend("laplace").compile(stan_file("transducer"))
+    run = {"chains": 4, "draws": 1000, "seed": 1, "init": initial_values(data, 4, 1)}
+    marginal = program.sample(data, **run).settings["pareto_k"]
+    monkeypatch.setattr(lap, "MARGINAL_MAX_SIZE", 0)
+    at_mode = program.sample(data, **run).settings["pareto_k"]
+    assert marginal < at_mode - 0.1, (marginal, at_mode)
 
 
 def test_the_registry_keeps_approximations_out_of_auto():
