@@ -643,6 +643,17 @@ def test_compare_pairs_the_shared_fits_by_hand(cov):
         cov.compare(first, {"seed": 2026, "fits": {}}, labels=("a", "b"))
 
 
+def _scripted_study(cov, monkeypatch, fake_fit):
+    """The study's main() on one nine-cell problem, with ``fake_fit`` for every fit and
+    neither compilation nor rendering: what a command line hands the fits."""
+    monkeypatch.setattr(cov, "run_fit", fake_fit)
+    monkeypatch.setattr(cov, "compile_model", lambda: None)
+    monkeypatch.setattr(
+        cov, "select_problems", lambda names, positives=None: [(0, nine_cell_problem(cov))]
+    )
+    monkeypatch.setattr(cov, "render", lambda results: "report")
+
+
 def test_candidate_options_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch, capsys):
     """--set changes a yieldwise._design constant, --sampler the NUTS settings of every fit;
     both are written into the run's command, and a wrong name is refused by name."""
@@ -654,12 +665,7 @@ def test_candidate_options_reach_the_fits_and_the_command(cov, tmp_path, monkeyp
         seen.append((sampler, design.RW1_SHARE))
         return fake_record(cov, problem.name, n, rep, 5)
 
-    monkeypatch.setattr(cov, "run_fit", fake_fit)
-    monkeypatch.setattr(cov, "compile_model", lambda: None)
-    monkeypatch.setattr(
-        cov, "select_problems", lambda names, positives=None: [(0, nine_cell_problem(cov))]
-    )
-    monkeypatch.setattr(cov, "render", lambda results: "report")
+    _scripted_study(cov, monkeypatch, fake_fit)
     monkeypatch.setattr(design, "RW1_SHARE", design.RW1_SHARE)  # restored after the test
     out = tmp_path / "a.json"
     cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "1",
@@ -685,12 +691,7 @@ def test_backend_reaches_the_fits_and_the_command(cov, tmp_path, monkeypatch, ca
         seen.append(backend)
         return fake_record(cov, problem.name, n, rep, 5)
 
-    monkeypatch.setattr(cov, "run_fit", fake_fit)
-    monkeypatch.setattr(cov, "compile_model", lambda: None)
-    monkeypatch.setattr(
-        cov, "select_problems", lambda names, positives=None: [(0, nine_cell_problem(cov))]
-    )
-    monkeypatch.setattr(cov, "render", lambda results: "report")
+    _scripted_study(cov, monkeypatch, fake_fit)
     out = tmp_path / "a.json"
     cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "2",
               "--results", str(out), "--backend", "laplace"])  # fmt: skip
@@ -699,23 +700,6 @@ def test_backend_reaches_the_fits_and_the_command(cov, tmp_path, monkeypatch, ca
     with pytest.raises(SystemExit):
         cov.main(["--results", str(tmp_path / "b.json"), "--backend", "no-such"])
     assert "--backend" in capsys.readouterr().err
-
-
-def test_a_laplace_fit_records_its_pareto_k(cov):
-    """The approximation's distance from the posterior is kept with the fit; a sampler's
-    record has no such key."""
-    import warnings
-
-    rng = np.random.default_rng(8)
-    c = (rng.random(200) < 0.4).astype(int)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t = Transducer(backend="laplace", chains=2, draws=50, seed=1, progress=False).fit(
-            rng.normal(c, 1.0), c
-        )
-    record = cov.sampler_record(t, 1.0, [])
-    assert record["pareto_k"] == t.sampler_summary()["pareto_k"]
-    assert record["backend"] == "laplace"
 
 
 def test_prefix_diagnostics_are_the_first_draws_of_each_chain(cov):
@@ -776,12 +760,7 @@ def test_prefix_draws_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch)
         seen.append((sampler, prefix_draws))
         return fake_record(cov, problem.name, n, rep, 5)
 
-    monkeypatch.setattr(cov, "run_fit", fake_fit)
-    monkeypatch.setattr(cov, "compile_model", lambda: None)
-    monkeypatch.setattr(
-        cov, "select_problems", lambda names, positives=None: [(0, nine_cell_problem(cov))]
-    )
-    monkeypatch.setattr(cov, "render", lambda results: "report")
+    _scripted_study(cov, monkeypatch, fake_fit)
     out = tmp_path / "a.json"
     cov.main(["--problems", "logistic", "--sizes", "300", "--reps", "1", "--results", str(out),
               "--prefix-draws", "500", "600"])  # fmt: skip
@@ -791,7 +770,7 @@ def test_prefix_draws_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch)
 
 def test_a_fit_records_the_settings_it_ran_at(cov):
     """The warm-up and adapt_delta the output dimensions chose, not the constructor's None
-    (the study's tables group the fits by them)."""
+    (the study's tables group the fits by them), and a Laplace fit's Pareto k."""
     import warnings
 
     rng = np.random.default_rng(8)
@@ -802,9 +781,13 @@ def test_a_fit_records_the_settings_it_ran_at(cov):
             rng.normal(c, 1.0), c
         )
     assert t.get_params()["warmup"] is None
-    settings = cov.sampler_record(t, 1.0, [])["settings"]
+    record = cov.sampler_record(t, 1.0, [])
+    settings = record["settings"]
     assert settings["warmup"] == 500  # one output dimension
     assert settings["chains"] == 2 and settings["draws"] == 50
+    # an approximation's distance from the posterior is kept with the fit
+    assert record["backend"] == "laplace"
+    assert record["pareto_k"] == t.sampler_summary()["pareto_k"]
 
 
 def test_positives_select_balance_variants_with_seeds_of_their_own(cov):
