@@ -284,8 +284,9 @@ def _approximation_warning(fits) -> list[str]:
     return [
         "<p class='warning' id='approximation'><strong>Approximate posteriors.</strong> "
         f"The transducers of {names} were fitted with backend 'laplace': a Normal "
-        "approximation at the posterior mode, not Stan's sampler. Its intervals and "
-        "probabilities of superiority are not checked for coverage, and where the Pareto k "
+        "approximation of the posterior, not Stan's sampler. Its probabilities of "
+        "superiority are not checked for calibration, its bands are an approximation's "
+        "(their coverage on the panel is in docs/model_record.md), and where the Pareto k "
         "of its draws is above 0.7 they misstate the posterior; use this report to check "
         "the configuration and layout, and refit with the default backend before deciding "
         "anything.</p>"

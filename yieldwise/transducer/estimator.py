@@ -173,8 +173,9 @@ class Transducer:
         Random seed; drawn and recorded when None, so every fit is reproducible.
     backend : {"auto", "cmdstanpy", "pystan", "laplace"}
         Stan interface; ``"auto"`` prefers cmdstanpy when CmdStan is installed.
-        ``"laplace"`` is not Stan: a Normal approximation at the posterior mode, in
-        numpy, in seconds (:mod:`yieldwise.backends._laplace`), for dry runs and
+        ``"laplace"`` is not Stan: a Normal approximation of the posterior (at its
+        mode; in one output dimension at the smoothing scales' marginals), in numpy, in
+        seconds (:mod:`yieldwise.backends._laplace`), for dry runs and
         plumbing, never chosen by ``"auto"`` and not for decisions resting on the
         uncertainty (its bands are those of a Normal approximation).
     max_treedepth, adapt_delta : NUTS tuning (defaults from
