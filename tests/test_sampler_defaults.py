@@ -48,6 +48,9 @@ def test_a_fit_records_the_warmup_and_adapt_delta_its_dimensions_chose():
         ]
     ran = [fit_record(t.posterior_)["sampler"] for t in (one, two, three, given)]
     assert [r["warmup"] for r in ran] == [500, 250, 250, 77]
+    # the step size's last window: 150 of one dimension's 500; Stan's own (not recorded)
+    # for two and more, and where 30 % of the warm-up would be under Stan's 50
+    assert [r.get("step_size_window") for r in ran] == [150, None, None, None]
     assert [r["adapt_delta"] for r in ran] == [0.99, 0.97, 0.95, 0.9]
     assert [r["draws"] for r in ran] == [50, 50, 50, 50]  # given
     # not given: 1,000 draws per chain for one output dimension, 750 for two
@@ -158,3 +161,62 @@ def test_a_class_reduction_with_pair_offsets_takes_its_own_adapt_delta(five_clas
             assert t.reduction_.paired == (pairs > 0)
             ran.append(fit_record(t.posterior_)["sampler"]["adapt_delta"])
     assert ran == [0.95, 0.99, 0.9]
+
+
+@pytest.mark.parametrize(
+    ("dims", "warmup", "grouped", "expected"),
+    [(1, 500, False, 150), (1, 1000, False, 300), (1, 200, False, 60),
+     # 30 % of 160 is 48, under Stan's 50: Stan's own window
+     (1, 160, False, None), (1, 77, False, None),
+     # a class reduction's pair offsets and two or more dimensions: not measured
+     (1, 500, True, None), (2, 250, False, None), (9, 500, False, None)],
+)  # fmt: skip
+def test_the_step_size_window_is_30_percent_of_one_dimensions_warmup(
+    dims, warmup, grouped, expected
+):
+    assert SAMPLER_DEFAULTS.step_size_window_for(dims, warmup, grouped=grouped) == expected
+
+
+def test_a_step_size_window_that_stan_would_replace_is_refused_by_name():
+    """Stan's warm-up needs its initial buffer (75) and a first metric window (25) before
+    the last window; a longer one, or no integer, is refused naming the argument."""
+    from yieldwise.backends._base import prepare_sampling
+
+    settings, _ = prepare_sampling(4, 500, 100, 1, 10, 0.99, None, 400)
+    assert settings["step_size_window"] == 400
+    assert "step_size_window" not in prepare_sampling(4, 500, 100, 1, 10, 0.99, None)[0]
+    for bad in (401, 0, 2.5):
+        with pytest.raises(
+            ValueError,
+            match=r"step_size_window must be an integer in .* = \[1, 400\] at warmup 500",
+        ):
+            prepare_sampling(4, 500, 100, 1, 10, 0.99, None, bad)
+
+
+def test_pystan_runs_the_step_size_window_as_its_term_buffer(monkeypatch):
+    """The window reaches PyStan's sampler as ``term_buffer`` (CmdStanPy's
+    ``adapt_step_size``), and is left out when None."""
+    pytest.importorskip("stan")
+    import yieldwise.backends._pystan as pystan_backend
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    class Posterior:
+        def sample(self, **kwargs):
+            seen.append(kwargs)
+            raise Stop
+
+    monkeypatch.setattr("stan.build", lambda *args, **kwargs: Posterior())
+    monkeypatch.setattr(pystan_backend, "_build_if_missing", lambda *args: None)
+    program = pystan_backend.PyStanProgram.__new__(pystan_backend.PyStanProgram)
+    program.code, program.model_name = "", "m"
+    program.stan_file = Path("transducer.stan")
+    program._backend = type("B", (), {"_fits_directory": staticmethod(lambda name: None)})()
+    for window in (150, None):
+        with pytest.raises((Stop, Exception)):
+            program.sample({}, chains=1, warmup=500, draws=10, seed=1, step_size_window=window)
+    assert seen[0]["term_buffer"] == 150 and seen[0]["num_warmup"] == 500
+    assert "term_buffer" not in seen[1]

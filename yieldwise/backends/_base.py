@@ -189,15 +189,18 @@ class CompiledProgram(abc.ABC):
         adapt_delta: float = 0.8,
         init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         progress: bool = True,
+        step_size_window: int | None = None,
     ) -> SampleResult:
         """Run NUTS (diagonal metric, adapted) and return the post-warm-up draws.
 
-        Raises :class:`SamplingError` when the backend fails (bad data, failed
+        ``step_size_window``: the warm-up's last iterations, in which only the step size
+        is adapted (Stan's ``term_buffer``, CmdStanPy's ``adapt_step_size``); None keeps
+        Stan's 50. Raises :class:`SamplingError` when the backend fails (bad data, failed
         initialisation, crashed chains); issues :class:`SamplerWarning` when
         divergences, tree-depth saturation or low E-BFMI are seen.
         """
         settings, inits = prepare_sampling(
-            chains, warmup, draws, seed, max_treedepth, adapt_delta, init
+            chains, warmup, draws, seed, max_treedepth, adapt_delta, init, step_size_window
         )
         result = self._run(data, settings, inits, progress)
         warn_on_diagnostics(result)
@@ -278,6 +281,7 @@ def prepare_sampling(
     max_treedepth: int,
     adapt_delta: float,
     init: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+    step_size_window: int | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """Validate the sampler arguments every backend takes.
 
@@ -285,6 +289,16 @@ def prepare_sampling(
     one initial-value dict per chain (or None for Stan's random inits).
     """
     seed = check_sampler_arguments(chains, warmup, draws, seed, max_treedepth, adapt_delta)
+    if step_size_window is not None:
+        # Stan's warm-up is an initial buffer (75), metric windows (at least 25) and this
+        # last window; beyond warmup - 100 Stan would replace all three by its own split
+        room = int(warmup) - _STAN_INIT_BUFFER - _STAN_BASE_WINDOW
+        if int(step_size_window) != step_size_window or not 1 <= step_size_window <= room:
+            raise ValueError(
+                f"step_size_window must be an integer in [1, warmup - "
+                f"{_STAN_INIT_BUFFER + _STAN_BASE_WINDOW}] = [1, {room}] at warmup {warmup}, "
+                f"got {step_size_window!r}; pass None for Stan's default"
+            )
     inits = per_chain_inits(init, chains)
     settings = {
         "chains": int(chains),
@@ -295,7 +309,15 @@ def prepare_sampling(
         "adapt_delta": float(adapt_delta),
         "init": "user" if inits is not None else "random",
     }
+    if step_size_window is not None:
+        settings["step_size_window"] = int(step_size_window)
     return settings, inits
+
+
+#: Stan's warm-up buffers around the metric windows (its defaults: initial buffer 75,
+#: first metric window 25).
+_STAN_INIT_BUFFER = 75
+_STAN_BASE_WINDOW = 25
 
 
 def arviz_sample_stats(raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -84,6 +84,7 @@ class CmdStanPyProgram(CompiledProgram):
                     seed=settings["seed"],
                     max_treedepth=settings["max_treedepth"],
                     adapt_delta=settings["adapt_delta"],
+                    adapt_step_size=settings.get("step_size_window"),
                     inits=inits,
                     show_progress=bool(progress),
                     sig_figs=18,

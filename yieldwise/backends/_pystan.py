@@ -241,6 +241,8 @@ class PyStanProgram(CompiledProgram):
         }
         if inits is not None:
             kwargs["init"] = inits
+        if settings.get("step_size_window") is not None:
+            kwargs["term_buffer"] = settings["step_size_window"]
         fits_dir = self._backend._fits_directory(self.model_name)
         before = _listing(fits_dir)
         with _captured_output(show=False) as out, _cache_lock():

@@ -415,10 +415,14 @@ class Transducer:
         if data.D >= 2:
             _warn_on_few_outputs(data)
         program = get_backend(self.backend).compile(stan_file("transducer"))
+        warmup = SAMPLER_DEFAULTS.warmup_for(transform.model_dims, self.warmup)
         result = program.sample(
             data.as_dict(),
             chains=chains,
-            warmup=SAMPLER_DEFAULTS.warmup_for(transform.model_dims, self.warmup),
+            warmup=warmup,
+            step_size_window=SAMPLER_DEFAULTS.step_size_window_for(
+                transform.model_dims, warmup, grouped=groups is not None
+            ),
             draws=SAMPLER_DEFAULTS.draws_for(transform.model_dims, self.draws),
             seed=seed,
             init=sampler_inits(data, chains, seed),
