@@ -292,11 +292,11 @@ def prepare_sampling(
     if step_size_window is not None:
         # Stan's warm-up is an initial buffer (75), metric windows (at least 25) and this
         # last window; beyond warmup - 100 Stan would replace all three by its own split
-        room = int(warmup) - _STAN_INIT_BUFFER - _STAN_BASE_WINDOW
+        room = int(warmup) - STAN_INIT_BUFFER - STAN_BASE_WINDOW
         if int(step_size_window) != step_size_window or not 1 <= step_size_window <= room:
             raise ValueError(
                 f"step_size_window must be an integer in [1, warmup - "
-                f"{_STAN_INIT_BUFFER + _STAN_BASE_WINDOW}] = [1, {room}] at warmup {warmup}, "
+                f"{STAN_INIT_BUFFER + STAN_BASE_WINDOW}] = [1, {room}] at warmup {warmup}, "
                 f"got {step_size_window!r}; pass None for Stan's default"
             )
     inits = per_chain_inits(init, chains)
@@ -314,10 +314,11 @@ def prepare_sampling(
     return settings, inits
 
 
-#: Stan's warm-up buffers around the metric windows (its defaults: initial buffer 75,
-#: first metric window 25).
-_STAN_INIT_BUFFER = 75
-_STAN_BASE_WINDOW = 25
+#: Stan's warm-up defaults: the initial buffer, the first metric window and the last
+#: (step size only) window, ``init_buffer``, ``window`` and ``term_buffer``.
+STAN_INIT_BUFFER = 75
+STAN_BASE_WINDOW = 25
+STAN_TERM_BUFFER = 50
 
 
 def arviz_sample_stats(raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -744,18 +744,9 @@ def laplace(
         lp, grad = model.log_density(u)
         return -lp, -grad
 
-    def curvature(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        # Hessian-vector product by a central difference of the exact gradient
-        h = _HESSIAN_STEP * max(1.0, float(np.abs(u).max())) / max(float(np.abs(v).max()), 1e-300)
-        return (negative(u + h * v)[1] - negative(u - h * v)[1]) / (2 * h)
-
-    from scipy.optimize import minimize  # here, not at import: the backends load on every CLI call
-
-    found = minimize(
-        negative, model.start(init) if start is None else np.asarray(start, dtype=float),
-        jac=True, hessp=curvature, method="trust-ncg",
-        options={"maxiter": 500, "gtol": 1e-6},
-    )  # fmt: skip
+    found = _minimum(
+        negative, model.start(init) if start is None else np.asarray(start, dtype=float), 500
+    )
     mode = found.x
     lp_mode, grad = model.log_density(mode)
     if not np.isfinite(lp_mode) or not np.all(np.isfinite(grad)):
@@ -788,13 +779,24 @@ _MARGINAL_POINTS = 25
 MARGINAL_MAX_SIZE = 160
 
 
+def _minimum(negative: Any, start: np.ndarray, maxiter: int) -> Any:
+    """scipy's trust-region Newton search for the minimum of ``negative`` (value and exact
+    gradient), its Hessian-vector products by central differences of that gradient."""
+    from scipy.optimize import minimize  # here, not at import: the backends load on every CLI call
+
+    def curvature(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        h = _HESSIAN_STEP * max(1.0, float(np.abs(u).max())) / max(float(np.abs(v).max()), 1e-300)
+        return (negative(u + h * v)[1] - negative(u - h * v)[1]) / (2 * h)
+
+    return minimize(negative, start, jac=True, hessp=curvature, method="trust-ncg",
+                    options={"maxiter": maxiter, "gtol": 1e-6})  # fmt: skip
+
+
 def _conditional_mode(
     model: Any, start: np.ndarray, fixed: np.ndarray, values: np.ndarray
 ) -> tuple[np.ndarray, float]:
     """The mode of ``model``'s log density over the coordinates not in ``fixed``, those
     held at ``values``, from ``start``: (the whole point, its log density)."""
-    from scipy.optimize import minimize
-
     rest = np.setdiff1d(np.arange(start.size), fixed)
     base = np.array(start, dtype=float)
     base[fixed] = values
@@ -805,12 +807,7 @@ def _conditional_mode(
         lp, grad = model.log_density(u)
         return -lp, -grad[rest]
 
-    def curvature(x: np.ndarray, v: np.ndarray) -> np.ndarray:
-        h = _HESSIAN_STEP * max(1.0, float(np.abs(x).max())) / max(float(np.abs(v).max()), 1e-300)
-        return (negative(x + h * v)[1] - negative(x - h * v)[1]) / (2 * h)
-
-    found = minimize(negative, base[rest], jac=True, hessp=curvature, method="trust-ncg",
-                     options={"maxiter": 200, "gtol": 1e-6})  # fmt: skip
+    found = _minimum(negative, base[rest], 200)
     u = base.copy()
     u[rest] = found.x
     return u, -float(found.fun)
@@ -880,9 +877,10 @@ def scale_marginals(model: Any, fit: LaplaceFit, scales: np.ndarray) -> LaplaceF
     precision = -model.hessian(centre)
     conditional = np.linalg.inv(precision[np.ix_(rest, rest)])
     cov = np.zeros((u0.size, u0.size))
-    cov[np.ix_(rest, rest)] = conditional + (slope * variances) @ slope.T
-    cov[np.ix_(rest, scales)] = slope * variances
-    cov[np.ix_(scales, rest)] = (slope * variances).T
+    shared = slope * variances  # Cov(x, s) = S diag(v)
+    cov[np.ix_(rest, rest)] = conditional + shared @ slope.T
+    cov[np.ix_(rest, scales)] = shared
+    cov[np.ix_(scales, rest)] = shared.T
     cov[scales, scales] = variances
     values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
     if not np.all(np.isfinite(values)) or values.min() <= 0:

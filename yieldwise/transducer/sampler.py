@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..backends._base import STAN_BASE_WINDOW, STAN_INIT_BUFFER, STAN_TERM_BUFFER
+
 __all__ = ["SAMPLER_DEFAULTS", "SamplerDefaults"]
 
 
@@ -150,7 +152,7 @@ class SamplerDefaults:
         if int(model_dims) != 1 or grouped or not isinstance(warmup, (int, np.integer)):
             return None  # (a warm-up that is no integer: the backend's check says so)
         window = round(self.STEP_SIZE_WINDOW_SHARE * int(warmup))
-        if window < 50 or window > int(warmup) - 100:
+        if window < STAN_TERM_BUFFER or window > int(warmup) - STAN_INIT_BUFFER - STAN_BASE_WINDOW:
             return None
         return window
 
