@@ -863,3 +863,39 @@ def test_outputs_on_a_line_fit_as_the_one_column_of_their_positions(tmp_path):
         ax = line.plot()
     assert ax.get_title() == "Transducer probability map"
     plt.close(ax.figure)
+
+
+def test_constant_outputs_warn_and_learn_the_class_frequencies():
+    """Outputs that never move (a baseline that always says the same, or a wrong column)
+    carry only the class frequencies: the fit says so with a ConstantOutputWarning that
+    points at the caller, and its p(c | y) is the binomial posterior of the labels,
+    against the Beta(k + 1, n - k + 1) quantiles computed here (the model's intercept has
+    a Normal(0, 5) prior, not a flat one: at 400 items the two agree to about 0.005).
+    Outputs that move do not warn."""
+    from pathlib import Path
+
+    import pandas as pd
+    from scipy import stats
+
+    from yieldwise import ConstantOutputWarning
+
+    labels = np.zeros(400, dtype=int)
+    labels[:105] = 1  # k = 105 of n = 400
+    with pytest.warns(ConstantOutputWarning, match="take one value over all 400 items") as caught:
+        fitted = Transducer(backend="laplace", seed=3, progress=False).fit(
+            pd.DataFrame({"s": np.full(400, 0.7)}), labels
+        )
+    assert {Path(w.filename).name for w in caught if w.category is ConstantOutputWarning} == {
+        Path(__file__).name
+    }
+    band = fitted.predict_interval(pd.DataFrame({"s": [0.7]}), 0.95)
+    beta = stats.beta(105 + 1, 400 - 105 + 1)
+    assert abs(float(fitted.predict_proba(pd.DataFrame({"s": [0.7]}))[0, 1]) - beta.mean()) < 0.005
+    assert abs(float(band["lower"][0, 1]) - beta.ppf(0.025)) < 0.01
+    assert abs(float(band["upper"][0, 1]) - beta.ppf(0.975)) < 0.01
+    moving = np.random.default_rng(3).random(400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConstantOutputWarning)
+        Transducer(backend="laplace", seed=3, progress=False).fit(
+            pd.DataFrame({"s": moving}), labels
+        )

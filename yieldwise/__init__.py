@@ -19,6 +19,7 @@ from .long_run import IntegrationWarning, long_run_utility, oracle_utility, valu
 from .metrics import UndefinedMetricError
 from .parallel import fit_many
 from .transducer import (
+    ConstantOutputWarning,
     ExtrapolationWarning,
     LatticeWarning,
     ReductionWarning,
@@ -36,6 +37,7 @@ except PackageNotFoundError:  # running from a source tree without installation
 __all__ = [
     "Comparison",
     "ConfusionMatrix",
+    "ConstantOutputWarning",
     "ExtrapolationWarning",
     "IntegrationWarning",
     "LatticeWarning",

@@ -20,7 +20,13 @@
 from __future__ import annotations
 
 from .diagnostics import DiagnosticsWarning
-from .encoding import ExtrapolationWarning, LatticeWarning, OutputTransform, choose_transform
+from .encoding import (
+    ConstantOutputWarning,
+    ExtrapolationWarning,
+    LatticeWarning,
+    OutputTransform,
+    choose_transform,
+)
 from .estimator import Transducer
 from .posterior import TransducerPosterior
 from .reduction import ReductionWarning
@@ -28,6 +34,7 @@ from .sampler import SAMPLER_DEFAULTS, SamplerDefaults
 
 __all__ = [
     "SAMPLER_DEFAULTS",
+    "ConstantOutputWarning",
     "DiagnosticsWarning",
     "ExtrapolationWarning",
     "LatticeWarning",

@@ -94,6 +94,15 @@ class ExtrapolationWarning(UserWarning):
     """
 
 
+class ConstantOutputWarning(UserWarning):
+    """The calibration outputs take one value: the transducer can learn only the class
+    frequencies, and gives every output the same ``p(c | y)``.
+
+    Right for a baseline that always outputs the same value (filter this warning then);
+    for a classifier's scores it usually means a wrong column or a classifier that failed.
+    """
+
+
 class LatticeWarning(UserWarning):
     """Outputs off the lattice a discrete transducer was fitted on, each taken as its bin;
     or a continuous column with two distinct values, read as a lattice of two bins.

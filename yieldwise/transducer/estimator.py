@@ -47,6 +47,7 @@ from .diagnostics import (
     warn_on_invariants,
 )
 from .encoding import (
+    ConstantOutputWarning,
     ExtrapolationWarning,
     LatticeWarning,
     OutputTransform,
@@ -412,8 +413,7 @@ class Transducer:
             seed=seed, kernel_tail_cut=tail_cut, groups=groups, odds_mean=odds_mean,
             bin_fraction=bin_fraction, bin_min_rows=bin_min_rows, bin_max_share=bin_max_share,
         )  # fmt: skip
-        if data.D >= 2:
-            _warn_on_few_outputs(data)
+        _warn_on_few_outputs(data)
         program = get_backend(self.backend).compile(stan_file("transducer"))
         warmup = SAMPLER_DEFAULTS.warmup_for(transform.model_dims, self.warmup)
         result = program.sample(
@@ -1583,7 +1583,8 @@ def _refuse_prevalences(prevalences: Any) -> None:
 
 
 def _warn_on_few_outputs(data: Any) -> None:
-    """A :class:`SamplerWarning` before sampling when outputs of two or more model
+    """A :class:`ConstantOutputWarning` when the calibration outputs take one value; a
+    :class:`SamplerWarning` before sampling when outputs of two or more model
     dimensions take at most two distinct values: two points lie on a line, one dimension of
     information on a grid whose bilinear density runs to the corners (docs/model.md, "Hard
     labels"). One classifier's outputs are then modelled on that line
@@ -1593,7 +1594,19 @@ def _warn_on_few_outputs(data: Any) -> None:
     from ..backends import SamplerWarning  # here, as in fit: the backends load on use
 
     distinct = distinct_outputs(data.y_lower, data.y_upper)
-    if distinct > 2:
+    if distinct == 1:
+        warnings.warn(
+            f"the calibration outputs take one value over all {int(data.count.sum())} "
+            "items: the transducer can learn only the class frequencies, and gives every "
+            "output the same p(class | output) (with an ExtrapolationWarning away from that "
+            "value). Right for a baseline that always outputs the same value (filter this "
+            "warning then); for a classifier's scores check that the right column was "
+            "passed and that the classifier did not fail",
+            ConstantOutputWarning,
+            stacklevel=4,  # _warn_on_few_outputs, _fit, fit, the caller
+        )
+        return
+    if distinct > 2 or data.D < 2:
         return
     warnings.warn(
         f"the {data.D} output columns take only {distinct} distinct value(s) (hard "
@@ -1605,7 +1618,7 @@ def _warn_on_few_outputs(data: Any) -> None:
         "modelled so without asking; joint outputs keep each classifier's coordinates; "
         "docs/model.md, 'Hard labels')",
         SamplerWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
