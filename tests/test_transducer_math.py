@@ -186,7 +186,8 @@ def test_predict_errors(two_draws, outputs, match):
 
 
 def test_prevalence_errors(two_draws):
-    with pytest.raises(ValueError, match="sum to 1"):
+    # the sum as a number, not numpy's repr of a scalar ("np.float64(1.1)")
+    with pytest.raises(ValueError, match=r"sum to 1, found \[0.5, 0.6\] \(sum 1.1\)$"):
         two_draws.predict_proba([0.0], prevalences=[0.5, 0.6])
     with pytest.raises(ValueError, match="one entry per class"):
         two_draws.predict_proba([0.0], prevalences=[1.0])

@@ -215,7 +215,8 @@ class TransducerPosterior:
             )
         if (r <= 0).any() or not np.isclose(r.sum(), 1.0, rtol=0, atol=1e-9):
             raise ValueError(
-                f"prevalences must be positive and sum to 1, found {r.tolist()} (sum {r.sum()!r})"
+                f"prevalences must be positive and sum to 1, found {r.tolist()} "
+                f"(sum {float(r.sum()):.6g})"
             )
         return r
 
