@@ -571,3 +571,48 @@ def test_oracle_on_quadrature_cells_against_brute_force(budget, monkeypatch):
         bound = (mixed + uncovered.mean()) * (u.max() - u.min())
         assert error[0, m] == pytest.approx(bound, rel=1e-10)
         assert error[1, m] == error[0, m]
+
+
+def test_a_callable_rule_meets_only_outputs_its_transducer_accepts():
+    """Monte Carlo points drawn from a kernel past the last possible output (here kernels
+    at log-ratio -12 on 30 calibration vectors, whose squeeze floor is 1 / 90) come back
+    from the squeeze with a negative probability: the rule is handed them moved onto the
+    simplex (clipped at 0, renormalised), so a rule that asks the transducer itself, as a
+    user's would, does not fail."""
+    import warnings
+
+    from yieldwise import ExtrapolationWarning, IntegrationWarning
+
+    rng = np.random.default_rng(11)
+    w = np.array([[[0.5, 0.5], [0.4, 0.6]]])
+    alpha = np.array([[[[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]], [[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]]])
+    mu = np.array([[[[-12.0, 0.5], [1.0, -0.5]], [[-11.0, 0.0], [1.5, -1.0]]]])
+    classes = ("x", "y", "z")
+    t = Transducer.from_draws(
+        {"w": w, "alpha": alpha, "mu": mu, "sigma": np.ones_like(mu)},
+        pd.DataFrame(rng.dirichlet([2, 2, 2], 30), columns=["p_x", "p_y", "p_z"]),
+        np.array(classes)[rng.integers(0, 3, 30)], classes, output_transform="simplex",
+        resolution=None,
+    )  # fmt: skip
+    # by hand: softmax(-12, 0.5, 0) squeezed back, (p n - 1/3) / (n - 1) with n = 30
+    p = np.exp([-12.0, 0.5, 0.0]) / np.exp([-12.0, 0.5, 0.0]).sum()
+    raw = t.transform_.inverse(np.array([[-12.0, 0.5]]))
+    np.testing.assert_allclose(raw[0], (30 * p - 1 / 3) / 29, rtol=1e-12)
+    assert raw[0, 0] < 0
+    seen = []
+
+    def rule(frame):
+        seen.append(frame.to_numpy())
+        return np.array(classes)[np.asarray(t.predict_proba(frame)).argmax(axis=1)]
+
+    u = UtilityMatrix(np.eye(3), decisions=classes, classes=classes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntegrationWarning)  # one draw
+        warnings.simplefilter("ignore", ExtrapolationWarning)  # the points beyond the data
+        long_run_utility(t, u, rule=rule, n_points=2000, seed=1)
+    points = np.concatenate(seen)
+    assert points.min() >= 0 and np.abs(points.sum(axis=1) - 1).max() < 1e-12
+    # the map itself: clipped at 0 and renormalised; inside the simplex unchanged
+    moved = t.transform_.onto_domain(np.vstack([raw, [0.2, 0.3, 0.5]]))
+    np.testing.assert_allclose(moved[0], [0.0, *(raw[0, 1:] / raw[0, 1:].sum())], rtol=1e-12)
+    np.testing.assert_array_equal(moved[1], [0.2, 0.3, 0.5])

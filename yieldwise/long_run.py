@@ -914,16 +914,20 @@ def decision_indices(
             chosen = outputs.argmax(axis=1)
         labels = np.array(list(classes), dtype=object)[chosen]  # object: labels of any type
         return indices_of(labels, decisions, "standard-rule decisions (class labels)",
-                          "the utility matrix's decisions")  # fmt: skip
+                          "utility matrix's decisions")  # fmt: skip
     if callable(rule):
-        frame = pd.DataFrame(outputs, columns=list(transducer.transform_.columns))
+        # the outputs a user's rule can meet: Monte Carlo points from a kernel's tail past
+        # the last possible output come back from the squeeze slightly outside [0, 1]
+        # (OutputTransform.onto_domain); their masses stay those of the points drawn
+        frame = pd.DataFrame(transducer.transform_.onto_domain(outputs),
+                             columns=list(transducer.transform_.columns))  # fmt: skip
         labels = label_values(rule(frame), "rule(outputs)")
         if labels.size != outputs.shape[0]:
             raise ValueError(
                 f"rule must return one decision per output row ({outputs.shape[0]}), "
                 f"returned {labels.size}"
             )
-        return indices_of(labels, decisions, "rule(outputs)", "the utility matrix's decisions")
+        return indices_of(labels, decisions, "rule(outputs)", "utility matrix's decisions")
     raise ValueError(f'rule must be "augmented", "standard" or a callable, found {rule!r}')
 
 

@@ -226,6 +226,25 @@ class OutputTransform:
                     f"[{sums.min()}, {sums.max()}]"
                 )
 
+    def onto_domain(self, outputs: np.ndarray) -> np.ndarray:
+        """``outputs`` moved to the nearest point of this transform's domain: logit columns
+        clipped to [0, 1]; a probability vector's entries clipped at 0 and the row
+        renormalised.
+
+        :meth:`inverse` undoes the squeeze affinely, so model values beyond the squeezed
+        outputs' range (a kernel's tail past the last possible output, about
+        ``1 / (C n)`` from the simplex's edge) come back slightly outside [0, 1]: points a
+        user's rule may be handed (``long_run_utility(rule=callable)``), which
+        :meth:`check` would refuse. Outputs inside the domain are returned unchanged."""
+        out = np.array(outputs, dtype=float)
+        if self.is_simplex:
+            out = np.clip(out, 0.0, None)
+            return out / out.sum(axis=1, keepdims=True)
+        for j, kind in enumerate(self.kind):
+            if kind == "logit":
+                out[:, j] = np.clip(out[:, j], 0.0, 1.0)
+        return out
+
     # ----------------------------------------------------------------- maps
     def _squeeze(self, values: np.ndarray, parts: int) -> np.ndarray:
         n = self.squeeze_n
