@@ -238,8 +238,23 @@ def two_logits_problem() -> Problem:
 
 def softmax_problem() -> Problem:
     """(7) Three classes, a softmax probability vector as output."""
-    means = [np.array([1.5, 0.0]), np.array([0.0, 1.5]), np.array([-1.0, -1.0])]
-    sd = 1.2
+    return softmax_three(
+        "softmax-3",
+        "three classes, softmax probability vector output",
+        [(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)],
+        1.2,
+    )
+
+
+def softmax_three(
+    name: str, description: str, means: list[tuple[float, float]], sd: float,
+    prevalences: tuple[float, float, float] = (0.5, 0.3, 0.2),
+) -> Problem:  # fmt: skip
+    """Three classes whose logits against the last class are ``N(means[c], sd^2 I)``, handed
+    over as the softmax probability vector: the panel's ``softmax-3`` and, with other means
+    and sd, other classifiers of the same task (bench/superiority.py's three-class task).
+    The partition: a 220 x 220 grid of logit cells over [-6, 6.5]^2 (``_cells_2d``)."""
+    means = [np.asarray(m, float) for m in means]
     laws = [stats.multivariate_normal(m, sd**2 * np.eye(2)) for m in means]
     cells_z, mass = _cells_2d((-6, 6.5, -6, 6.5), 220, [law.pdf for law in laws])
 
@@ -254,9 +269,9 @@ def softmax_problem() -> Problem:
         return np.log(np.clip(p, 1e-300, None))
 
     return Problem(
-        "softmax-3",
-        "three classes, softmax probability vector output",
-        np.array([0.5, 0.3, 0.2]),
+        name,
+        description,
+        np.array(prevalences, float),
         sample_outputs,
         to_vector(cells_z),
         mass,

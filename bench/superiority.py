@@ -28,7 +28,13 @@ the probabilities a user acts on, where the truth is known exactly:
   true when A's rule yields more than B's under the truth; pairs whose truths tie (a
   matrix under which both rules make the same constant decision) are counted apart;
 * **the matrices.** ``--matrices`` matrices uniform over the chart (theory 1.1) plus the
-  four named ones, drawn once per study seed.
+  four named ones, drawn once per study seed;
+* **three classes** (``--task three-class``): four classifiers of one three-class task,
+  softmax probability vectors (:func:`three_class_classifiers`: the panel's ``softmax-3``
+  and three others with its class balance, their logits' means and spread moved so that
+  they rank differently under different matrices), each fitted by a 2-D transducer, and
+  ``--matrices`` + 4 random 3 x 3 matrices (entries uniform on [0, 1]); ``--labels joint``
+  is binary only (a pair of 2-D outputs would be a 4-D fit).
 
 For each repetition, matrix and pair of classifiers the study records
 ``prob_superiority()``; for each matrix and classifier ``prob_best()``. A calibrated
@@ -45,6 +51,7 @@ Usage (from the repository root)::
     python bench/superiority.py --sizes 300 1000 --reps 10
     python bench/superiority.py --sizes 300 1000 --reps 10 --labels independent
     python bench/superiority.py --sizes 300 --reps 10 --labels joint
+    python bench/superiority.py --task three-class --sizes 300 1000 --reps 10
     python bench/superiority.py --render bench/results/superiority.json \\
         bench/results/superiority_independent.json bench/results/superiority_joint.json \\
         --write  # the report
@@ -73,14 +80,18 @@ from _common import (
     write_section,
     write_whole,
 )
-from _problems import PANEL, Problem, with_positives
-from decision_quality import NAMED, chart_matrices, long_run
+from _problems import PANEL, Problem, softmax_three, with_positives
+from decision_quality import NAMED, chart_matrices, long_run, multiclass_matrices
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "superiority.json"
 SECTION = "## Probability of superiority against known truths"
+#: The three-class task's section of docs/benchmarks.md.
+SECTION_THREE = "## Probability of superiority against known truths: three classes"
 FORMAT = "yieldwise superiority study"
 FORMAT_VERSION = 1
+#: The tasks: the binary panel problems, or four three-class classifiers.
+TASKS = ("binary", "three-class")
 SEED = 2026
 #: The six one-dimensional binary problems of the panel: six classifiers of one task.
 CLASSIFIERS = ("votes", "logistic", "beta", "non-monotone", "overlapping", "clipped")
@@ -106,6 +117,19 @@ LABELS = ("shared", "independent", "joint")
 JOINT_PAIRS = (("votes", "logistic"), ("beta", "clipped"), ("non-monotone", "overlapping"))
 
 
+#: The three-class task's classifiers: name -> (means of the logits against the last class,
+#: one per class; their sd). ``softmax-3`` is the panel's; the others change the spread or
+#: move the means, so that their exact utilities under the study's matrices differ by
+#: 0.001-0.05 and rank differently under different matrices (a calibration study needs
+#: comparisons the posterior is unsure of; measured with the exact p(c | y) before any fit).
+THREE_CLASS = {
+    "softmax-3": ([(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)], 1.2),
+    "softmax-3-sharper": ([(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)], 1.0),
+    "softmax-3-noisier": ([(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)], 1.35),
+    "softmax-3-last-apart": ([(1.2, 0.3), (0.3, 1.2), (-1.6, -1.6)], 1.2),
+}
+
+
 class ResultsError(ValueError):
     """A results file that is not this study's, or of another format, seed or balance."""
 
@@ -123,6 +147,24 @@ def classifiers(names: tuple[str, ...] = CLASSIFIERS, positives: float = POSITIV
     return {name: with_positives(panel[name], positives) for name in names}
 
 
+def three_class_classifiers() -> dict[str, Problem]:
+    """name -> the three-class task's classifiers (:data:`THREE_CLASS`), all at the panel's
+    ``softmax-3`` class balance (0.5, 0.3, 0.2)."""
+    return {
+        name: softmax_three(name, f"softmax vector, logit means {means}, sd {sd}", means, sd)
+        for name, (means, sd) in THREE_CLASS.items()
+    }
+
+
+def task_classifiers(task: str, positives: float = POSITIVES) -> dict[str, Problem]:
+    """The classifiers of ``task`` (:data:`TASKS`)."""
+    if task == "binary":
+        return classifiers(positives=positives)
+    if task == "three-class":
+        return three_class_classifiers()
+    raise ValueError(f"task must be one of {list(TASKS)}, found {task!r}")
+
+
 def shared_sets(
     problems: dict[str, Problem], n: int, rep: int, seed: int = SEED, labels: str = "shared"
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, int]]:
@@ -138,8 +180,9 @@ def shared_sets(
     if labels not in ("shared", "independent"):
         raise ValueError(f"labels must be 'shared' or 'independent', found {labels!r}")
     first = next(iter(problems.values()))
+    n_classes = len(first.prevalences)
     common = np.random.default_rng([seed, LABEL_STREAM, n, rep]).choice(
-        2, size=n, p=first.prevalences
+        n_classes, size=n, p=first.prevalences
     )
     by_classifier, outputs, seeds = {}, {}, {}
     for i, (name, problem) in enumerate(problems.items()):
@@ -152,7 +195,7 @@ def shared_sets(
             common
             if labels == "shared"
             else np.random.default_rng([seed, LABEL_STREAM, n, rep, i]).choice(
-                2, size=n, p=first.prevalences
+                n_classes, size=n, p=first.prevalences
             )
         )
         rng = np.random.default_rng([seed, OUTPUT_STREAM, n, rep, i])
@@ -162,8 +205,15 @@ def shared_sets(
     return by_classifier, outputs, seeds
 
 
-def study_matrices(seed: int = SEED, n_chart: int = N_CHART) -> tuple[np.ndarray, list[str]]:
-    """``n_chart`` matrices uniform over the chart, then the four named ones."""
+def study_matrices(
+    seed: int = SEED, n_chart: int = N_CHART, n_classes: int = 2
+) -> tuple[np.ndarray, list[str]]:
+    """``n_chart`` matrices uniform over the chart, then the four named ones; for more
+    classes ``n_chart + 4`` random ``C x C`` matrices (entries uniform on [0, 1])."""
+    if n_classes > 2:
+        return multiclass_matrices(
+            np.random.default_rng([seed, MATRIX_STREAM]), n_chart + 4, n_classes
+        )
     chart = chart_matrices(n_chart, np.random.default_rng([seed, MATRIX_STREAM]))
     named = np.array(list(NAMED.values()), float)
     return np.concatenate([chart, named]), [f"chart {i}" for i in range(n_chart)] + list(NAMED)
@@ -197,9 +247,12 @@ def run_rep(
     seed: int = SEED,
     fit_options: dict | None = None,
     labels: str = "shared",
+    class_paired: bool = True,
 ) -> dict:
     """Fit every classifier's transducer on the shared set and record the comparison
-    (``fit_options``: further ``Transducer`` arguments, for the tests' Laplace fits)."""
+    (``fit_options``: further ``Transducer`` arguments, for the tests' Laplace fits);
+    ``class_paired``: also the candidate :func:`class_paired_superiority` (about 12 s per
+    2-D fit and 20 matrices; the three-class task leaves it out)."""
     from yieldwise import compare
 
     by_classifier, outputs, seeds = shared_sets(problems, n, rep, seed, labels)
@@ -222,22 +275,24 @@ def run_rep(
         superiority.append(table.loc[names, names].to_numpy().tolist())
         best.append(comparison.prob_best(matrix=m).loc[names].tolist())
         means.append([float(np.mean(comparison.samples(k, matrix=m))) for k in names])
+    record = {
+        "n": n, "rep": rep, "labels": labels, "classifiers": names, "fits": fits,
+        "prob_superiority": superiority, "prob_best": best, "posterior_mean": means,
+    }  # fmt: skip
+    if not class_paired:
+        return record
     parts = {k: class_parts(fitted[k], problems[k], matrices) for k in names}
     for k in names:  # the parts add up to compare's own draws: the same rule, the same cells
         whole = np.stack([comparison.samples(k, matrix=m) for m in range(len(matrices))], 1)
         fits[k]["parts_gap"] = float(np.abs(parts[k].sum(axis=2) - whole).max())
     rng = np.random.default_rng([seed, PAIRING_STREAM, n, rep])
     freq = {k: fitted[k].posterior.class_frequencies() for k in names}  # (S, C) each
-    paired = [
+    record["prob_superiority_class_paired"] = [
         [[class_paired_superiority(parts[a][:, m], parts[b][:, m], freq[a], freq[b], rng)
           if a != b else float("nan") for b in names] for a in names]
         for m in range(len(matrices))
     ]  # fmt: skip
-    return {
-        "n": n, "rep": rep, "labels": labels, "classifiers": names, "fits": fits,
-        "prob_superiority": superiority, "prob_best": best, "posterior_mean": means,
-        "prob_superiority_class_paired": paired,
-    }  # fmt: skip
+    return record
 
 
 def class_parts(transducer: Any, problem: Problem, matrices: np.ndarray) -> np.ndarray:
@@ -427,9 +482,11 @@ def brier(p: np.ndarray, outcome: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------ results file
-def new_results(seed: int, positives: float, n_chart: int, labels: str = "shared") -> dict:
+def new_results(
+    seed: int, positives: float, n_chart: int, labels: str = "shared", task: str = "binary"
+) -> dict:
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "seed": seed,
-            "positives": positives, "n_chart": n_chart, "labels": labels,
+            "positives": positives, "n_chart": n_chart, "labels": labels, "task": task,
             "runs": [], "reps": []}  # fmt: skip
 
 
@@ -443,19 +500,22 @@ def read_results(path: Path) -> dict:
             "another file"
         )
     results.setdefault("labels", "shared")  # the first run's file, before --labels
+    results.setdefault("task", "binary")  # the files before --task
     return results
 
 
 def load_results(
-    path: Path, seed: int, positives: float, n_chart: int, labels: str = "shared"
-) -> dict:
+    path: Path, seed: int, positives: float, n_chart: int, labels: str = "shared",
+    task: str = "binary",
+) -> dict:  # fmt: skip
     results = read_results(path)
-    found = (results["seed"], results["positives"], results["n_chart"], results["labels"])
-    wanted = (seed, positives, n_chart, labels)
+    found = (results["seed"], results["positives"], results["n_chart"], results["labels"],
+             results["task"])  # fmt: skip
+    wanted = (seed, positives, n_chart, labels, task)
     if found != wanted:
         raise ResultsError(
-            f"{path} holds seed, positives, matrices, labels {found}, not {wanted}: a resumed "
-            "study must keep them; give another --results"
+            f"{path} holds seed, positives, matrices, labels, task {found}, not {wanted}: a "
+            "resumed study must keep them; give another --results"
         )
     return results
 
@@ -481,17 +541,30 @@ def render(studies: list[dict]) -> str:
     if not studies or not all(s["reps"] for s in studies):
         raise ValueError("render needs results files that each hold a repetition")
     first = studies[0]
+    tasks = {s.get("task", "binary") for s in studies}
+    if len(tasks) > 1:
+        raise ValueError(f"render needs results files of one task, found {sorted(tasks)}")
+    three = tasks == {"three-class"}
+    names = list(THREE_CLASS) if three else list(CLASSIFIERS)
+    task_text = (
+        f"Four classifiers of one three-class task ({', '.join(names)}: softmax probability "
+        "vectors at the panel's softmax-3 class balance 0.5 / 0.3 / 0.2, their logits' "
+        "means and sd in THREE_CLASS), each fitted by a 2-D transducer; "
+        f"{first['n_chart'] + 4} random 3 x 3 matrices (entries uniform on [0, 1])"
+        if three
+        else f"Six classifiers of one task ({', '.join(names)}: the panel's 1-D binary "
+        f"problems at {100 * first['positives']:g} % positives), {first['n_chart']} chart "
+        "matrices and the four named ones"
+    )
     runs = "; ".join(
         f"`{r['command']}` ({r['date']}, at {r['commit']})" for s in studies for r in s["runs"]
     )
     fits = [f for s in studies for r in s["reps"] for f in r["fits"].values()]
     lines = [
-        SECTION,
+        SECTION_THREE if three else SECTION,
         "",
         f"Commands: {runs}. 2 cores, {platform.system()} {platform.machine()}; default "
-        f"`Transducer` settings. Six classifiers of one task ({', '.join(CLASSIFIERS)}: the "
-        f"panel's 1-D binary problems at {100 * first['positives']:g} % positives), "
-        f"{first['n_chart']} chart matrices and the four named ones; "
+        f"`Transducer` settings. {task_text}; "
         "`compare(...).prob_superiority()` and `prob_best()` against the exact long-run "
         "utilities of the rules the fits set (bench/superiority.py's docstring). Labels "
         "*shared*: one calibration set per repetition, its labels drawn once and each "
@@ -552,7 +625,7 @@ def render(studies: list[dict]) -> str:
     lines += ["", *sure_lines]
     lines += [
         "",
-        "`P(best)` of each classifier against whether it is truly the best of the six "
+        f"`P(best)` of each classifier against whether it is truly the best of the {len(names)} "
         "(matrices whose best truths tie left out), as above:",
         "",
         "| labels, n | " + " | ".join(
@@ -583,9 +656,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--positives", type=float, default=POSITIVES)
     parser.add_argument("--matrices", type=int, default=N_CHART, help="chart matrices")
     parser.add_argument("--labels", choices=LABELS, default="shared")
+    parser.add_argument("--task", choices=TASKS, default="binary",
+                        help="the binary panel problems, or four 3-class classifiers")  # fmt: skip
     parser.add_argument("--results", type=Path, default=None,
                         help="the results file (default: bench/results/superiority.json, "
-                             "superiority_LABELS.json for other --labels)")  # fmt: skip
+                             "superiority_LABELS.json for other --labels; "
+                             "superiority_three_class[_LABELS].json for 3 classes)")  # fmt: skip
     parser.add_argument(
         "--render", type=Path, nargs="+", default=None, metavar="FILE",
         help="report these results files only (one per labels setting)",
@@ -599,22 +675,29 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"--render: {error}")
         print(text)
         if args.write:
-            write_section(SECTION, text)
+            write_section(text.split("\n", 1)[0], text)  # the task's section
         return
     if not 0.0 < args.positives < 1.0:
         parser.error(f"--positives must lie strictly between 0 and 1, found {args.positives}")
     if args.reps < 1 or args.matrices < 0 or any(n < 20 for n in args.sizes):
         parser.error("--reps must be >= 1, --matrices >= 0 and every size >= 20")
+    if args.task != "binary" and args.labels == "joint":
+        parser.error("--labels joint is for --task binary only (a joint fit of two 2-D "
+                     "outputs would be 4-D)")  # fmt: skip
+    stem = "superiority" + ("" if args.task == "binary" else "_three_class")
     path = args.results or (
-        RESULTS if args.labels == "shared" else RESULTS.with_name(f"superiority_{args.labels}.json")
+        RESULTS.with_name(f"{stem}.json")
+        if args.labels == "shared"
+        else RESULTS.with_name(f"{stem}_{args.labels}.json")
     )
-    identity = (args.seed, args.positives, args.matrices, args.labels)
+    identity = (args.seed, args.positives, args.matrices, args.labels, args.task)
     try:
         results = load_results(path, *identity) if path.exists() else new_results(*identity)
     except ResultsError as error:
         parser.error(str(error))
-    problems = classifiers(positives=args.positives)
-    matrices, _ = study_matrices(args.seed, args.matrices)
+    problems = task_classifiers(args.task, args.positives)
+    n_classes = len(next(iter(problems.values())).prevalences)
+    matrices, _ = study_matrices(args.seed, args.matrices, n_classes)
     done = {(r["n"], r["rep"]) for r in results["reps"]}
     command = "python bench/superiority.py " + " ".join(sys.argv[1:] if argv is None else argv)
     results["runs"].append({"command": command, "date": date.today().isoformat(),
@@ -624,11 +707,12 @@ def main(argv: list[str] | None = None) -> None:
             if (n, rep) in done:
                 continue
             started = time.perf_counter()
-            record = (
-                run_joint_rep(problems, n, rep, matrices, args.seed)
-                if args.labels == "joint"
-                else run_rep(problems, n, rep, matrices, args.seed, labels=args.labels)
-            )
+            if args.labels == "joint":
+                record = run_joint_rep(problems, n, rep, matrices, args.seed)
+            else:
+                paired = args.task == "binary"  # the candidate, binary only (run_rep)
+                record = run_rep(problems, n, rep, matrices, args.seed, labels=args.labels,
+                                 class_paired=paired)  # fmt: skip
             results["reps"].append(record)
             write_whole(path, json.dumps(results))
             clean = sum(is_clean(f) for f in record["fits"].values())

@@ -234,3 +234,89 @@ def test_the_joint_route_pairs_the_shared_study_and_scores_each_members_own_rule
     gaps = np.array(record["truth"]["logistic"]) - np.array(record["truth"]["clipped"])
     np.testing.assert_array_equal(table["a_better"], gaps > 0)
     assert table["p"].between(0, 1).all()
+
+
+def test_the_three_class_task(study, tmp_path):
+    """Four 3-class classifiers at the panel's softmax-3 balance, the first the panel's own
+    (the same cells and masses); labels drawn over three classes at that balance; 20 random
+    3 x 3 matrices; each classifier's exact utility recomputed here from its own truth, by
+    maximum expected utility cell by cell; the report names the task and its own section;
+    joint fits refused."""
+    from _problems import softmax_problem
+
+    problems = study.task_classifiers("three-class")
+    assert list(problems) == list(study.THREE_CLASS) and len(problems) == 4
+    panel = softmax_problem()
+    own = problems["softmax-3"]
+    np.testing.assert_array_equal(own.cells, panel.cells)
+    np.testing.assert_array_equal(own.joint(), panel.joint())
+    for problem in problems.values():
+        assert problem.prevalences.tolist() == [0.5, 0.3, 0.2]
+        assert problem.joint().sum() == pytest.approx(1.0, abs=1e-6)
+    labels, outputs, _ = study.shared_sets(problems, 6000, rep=0)
+    shares = np.bincount(labels["softmax-3"], minlength=3) / 6000
+    np.testing.assert_allclose(shares, [0.5, 0.3, 0.2], atol=4 * np.sqrt(0.25 / 6000))
+    for out in outputs.values():
+        assert out.shape == (6000, 3) and np.allclose(out.sum(axis=1), 1.0)
+    matrices, names = study.study_matrices(2026, 16, n_classes=3)
+    assert matrices.shape == (20, 3, 3) and names[0] == "random 0"
+    assert matrices.min() >= 0 and matrices.max() <= 1
+    # the truths the study scores against, for the exact p(c | y): a hand loop per cell
+    from decision_quality import long_run
+
+    w = own.joint()
+    p = w / w.sum(axis=1, keepdims=True)
+    u = matrices[0]
+    by_hand = sum(w[g] @ u[np.argmax(u @ p[g])] for g in range(0, len(w), 97))
+    sub = np.arange(0, len(w), 97)
+    assert long_run(p[sub], w[sub], matrices[:1])[0] == pytest.approx(by_hand, rel=1e-12)
+    # the report of a three-class results file
+    sup = [[[np.nan, 0.7], [0.3, np.nan]]]
+    record = _record([[0.5], [0.4]], sup, [[0.7, 0.3]])
+    for f in record["fits"].values():
+        f.update({"divergent": 0, "treedepth": 0, "max_rhat": 1.0, "min_ess_bulk": 1000})
+    results = study.new_results(2026, 0.15, 16, "shared", task="three-class")
+    results["runs"].append({"command": "c", "date": "2026-12-06", "commit": "abc"})
+    results["reps"] = [record]
+    text = study.render([results])
+    assert text.startswith(study.SECTION_THREE + "\n")
+    assert "Four classifiers of one three-class task" in text and "20 random 3 x 3" in text
+    assert "truly the best of the 4" in text
+    binary = study.new_results(2026, 0.15, 16)
+    binary["reps"] = [record]
+    with pytest.raises(ValueError, match="results files of one task"):
+        study.render([results, binary])
+    # a resumed file keeps its task
+    path = tmp_path / "three.json"
+    path.write_text(__import__("json").dumps(results))
+    with pytest.raises(study.ResultsError, match="task"):
+        study.load_results(path, 2026, 0.15, 16, "shared", task="binary")
+    with pytest.raises(SystemExit):
+        study.main(["--task", "three-class", "--labels", "joint", "--results",
+                    str(tmp_path / "joint.json")])  # fmt: skip
+
+
+def test_one_three_class_repetition_end_to_end_on_the_laplace_backend(study):
+    """Two of the three-class classifiers, two matrices, Laplace fits, without the
+    class-paired candidate: the truths are the exact utilities of the fits' own rules,
+    recomputed here, and each pair's two probabilities add up to 1."""
+    from decision_quality import long_run
+
+    import yieldwise as yw
+
+    problems = {k: v for k, v in study.task_classifiers("three-class").items()
+                if k in ("softmax-3", "softmax-3-noisier")}  # fmt: skip
+    matrices = study.study_matrices(2026, 16, n_classes=3)[0][[0, 2]]
+    record = study.run_rep(problems, 300, 0, matrices, fit_options={"backend": "laplace"},
+                           class_paired=False)  # fmt: skip
+    assert "prob_superiority_class_paired" not in record
+    labels, outputs, seeds = study.shared_sets(problems, 300, 0)
+    for name, problem in problems.items():
+        t = yw.Transducer(seed=seeds[name], progress=False, backend="laplace").fit(
+            pd.DataFrame(outputs[name], columns=problem.columns), labels[name]
+        )
+        p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
+        expected = long_run(np.asarray(p_hat), problem.joint(), matrices)
+        np.testing.assert_allclose(record["fits"][name]["truth"], expected, rtol=1e-12)
+    for table in record["prob_superiority"]:
+        assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=1e-3)
