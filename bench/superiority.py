@@ -569,13 +569,17 @@ def render(studies: list[dict]) -> str:
         "utilities of the rules the fits set (bench/superiority.py's docstring). Labels "
         "*shared*: one calibration set per repetition, its labels drawn once and each "
         "classifier's outputs given them (a team scoring one labelled set with several "
-        "models); *independent*: each classifier a labelled set of its own; *joint*: the "
-        "shared sets, each pair of JOINT_PAIRS fitted by one joint transducer (paired "
-        "draws; rows *the joint pairs* give the shared study's independent fits of the same "
-        "pairs on the same sets); *class-paired*: the candidate of "
-        "`class_paired_superiority`, the class frequencies shared between the two sides "
-        "(not what `compare` does). "
-        f"{len(fits)} fits, {sum(is_clean(f) for f in fits)} clean.",
+        "models); *independent*: each classifier a labelled set of its own"
+        + (
+            ""
+            if three
+            else "; *joint*: the shared sets, each pair of JOINT_PAIRS fitted by one joint "
+            "transducer (paired draws; rows *the joint pairs* give the shared study's "
+            "independent fits of the same pairs on the same sets); *class-paired*: the "
+            "candidate of `class_paired_superiority`, the class frequencies shared between "
+            "the two sides (not what `compare` does)"
+        )
+        + f". {len(fits)} fits, {sum(is_clean(f) for f in fits)} clean.",
         "",
         "`P(A beats B)`, each comparison seen from the favoured classifier (probability "
         "max(P, 1 - P)): how often the favoured classifier is truly better, in %, with its "
