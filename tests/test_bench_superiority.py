@@ -131,23 +131,13 @@ def test_one_repetition_end_to_end_on_the_laplace_backend(study):
     """Two classifiers, two matrices, Laplace fits: the truths are the exact long-run
     utilities of the rules the fits set, recomputed here from the fits' own predictions at
     the cells, and P(A beats B) + P(B beats A) = 1."""
-    from decision_quality import long_run
-
-    import yieldwise as yw
 
     problems = study.classifiers(("logistic", "beta"))
     matrices, _ = study.study_matrices(seed=3, n_chart=1)
     matrices = matrices[[0, 2]]
     record = study.run_rep(problems, 400, 0, matrices, fit_options={"backend": "laplace"})
     assert record["classifiers"] == ["logistic", "beta"] and len(record["prob_superiority"]) == 2
-    labels, outputs, seeds = study.shared_sets(problems, 400, 0)
-    for name, problem in problems.items():
-        t = yw.Transducer(seed=seeds[name], progress=False, backend="laplace").fit(
-            pd.DataFrame(outputs[name], columns=problem.columns), labels[name]
-        )
-        p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
-        expected = long_run(np.asarray(p_hat), problem.joint(), matrices)
-        np.testing.assert_allclose(record["fits"][name]["truth"], expected, rtol=1e-12)
+    _check_truths_by_hand(study, problems, record, 400, matrices)
     for table, best in zip(record["prob_superiority"], record["prob_best"], strict=True):
         assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=1e-3)
         assert sum(best) == pytest.approx(1.0, abs=1e-3)
@@ -300,9 +290,6 @@ def test_one_three_class_repetition_end_to_end_on_the_laplace_backend(study):
     """Two of the three-class classifiers, two matrices, Laplace fits, without the
     class-paired candidate: the truths are the exact utilities of the fits' own rules,
     recomputed here, and each pair's two probabilities add up to 1."""
-    from decision_quality import long_run
-
-    import yieldwise as yw
 
     problems = {k: v for k, v in study.task_classifiers("three-class").items()
                 if k in ("softmax-3", "softmax-3-noisier")}  # fmt: skip
@@ -310,7 +297,19 @@ def test_one_three_class_repetition_end_to_end_on_the_laplace_backend(study):
     record = study.run_rep(problems, 300, 0, matrices, fit_options={"backend": "laplace"},
                            class_paired=False)  # fmt: skip
     assert "prob_superiority_class_paired" not in record
-    labels, outputs, seeds = study.shared_sets(problems, 300, 0)
+    _check_truths_by_hand(study, problems, record, 300, matrices)
+    for table in record["prob_superiority"]:
+        assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=1e-3)
+
+
+def _check_truths_by_hand(study, problems, record, n, matrices):
+    """Each classifier's recorded truths: the exact utilities of its own Laplace fit's
+    rule, refitted here on repetition 0's set and scored cell by cell."""
+    from decision_quality import long_run
+
+    import yieldwise as yw
+
+    labels, outputs, seeds = study.shared_sets(problems, n, 0)
     for name, problem in problems.items():
         t = yw.Transducer(seed=seeds[name], progress=False, backend="laplace").fit(
             pd.DataFrame(outputs[name], columns=problem.columns), labels[name]
@@ -318,5 +317,3 @@ def test_one_three_class_repetition_end_to_end_on_the_laplace_backend(study):
         p_hat = t.predict_proba(pd.DataFrame(problem.cells, columns=problem.columns))
         expected = long_run(np.asarray(p_hat), problem.joint(), matrices)
         np.testing.assert_allclose(record["fits"][name]["truth"], expected, rtol=1e-12)
-    for table in record["prob_superiority"]:
-        assert table[0][1] + table[1][0] == pytest.approx(1.0, abs=1e-3)
