@@ -236,14 +236,18 @@ def two_logits_problem() -> Problem:
     )
 
 
+#: The panel's softmax-3: the means of its logits against the last class (one per class),
+#: and their sd.
+SOFTMAX_3_MEANS = [(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)]
+SOFTMAX_3_SD = 1.2
+
+
 def softmax_problem() -> Problem:
     """(7) Three classes, a softmax probability vector as output."""
     return softmax_three(
-        "softmax-3",
-        "three classes, softmax probability vector output",
-        [(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)],
-        1.2,
-    )
+        "softmax-3", "three classes, softmax probability vector output", SOFTMAX_3_MEANS,
+        SOFTMAX_3_SD,
+    )  # fmt: skip
 
 
 def softmax_three(

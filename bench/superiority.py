@@ -80,7 +80,14 @@ from _common import (
     write_section,
     write_whole,
 )
-from _problems import PANEL, Problem, softmax_three, with_positives
+from _problems import (
+    PANEL,
+    SOFTMAX_3_MEANS,
+    SOFTMAX_3_SD,
+    Problem,
+    softmax_three,
+    with_positives,
+)
 from decision_quality import NAMED, chart_matrices, long_run, multiclass_matrices
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,9 +130,9 @@ JOINT_PAIRS = (("votes", "logistic"), ("beta", "clipped"), ("non-monotone", "ove
 #: 0.001-0.05 and rank differently under different matrices (a calibration study needs
 #: comparisons the posterior is unsure of; measured with the exact p(c | y) before any fit).
 THREE_CLASS = {
-    "softmax-3": ([(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)], 1.2),
-    "softmax-3-sharper": ([(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)], 1.0),
-    "softmax-3-noisier": ([(1.5, 0.0), (0.0, 1.5), (-1.0, -1.0)], 1.35),
+    "softmax-3": (SOFTMAX_3_MEANS, SOFTMAX_3_SD),
+    "softmax-3-sharper": (SOFTMAX_3_MEANS, 1.0),
+    "softmax-3-noisier": (SOFTMAX_3_MEANS, 1.35),
     "softmax-3-last-apart": ([(1.2, 0.3), (0.3, 1.2), (-1.6, -1.6)], 1.2),
 }
 

@@ -4,6 +4,8 @@ worked example), and one repetition end to end on the Laplace backend."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -278,7 +280,7 @@ def test_the_three_class_task(study, tmp_path):
         study.render([results, binary])
     # a resumed file keeps its task
     path = tmp_path / "three.json"
-    path.write_text(__import__("json").dumps(results))
+    path.write_text(json.dumps(results))
     with pytest.raises(study.ResultsError, match="task"):
         study.load_results(path, 2026, 0.15, 16, "shared", task="binary")
     with pytest.raises(SystemExit):

@@ -290,9 +290,7 @@ def prepare_sampling(
     """
     seed = check_sampler_arguments(chains, warmup, draws, seed, max_treedepth, adapt_delta)
     if step_size_window is not None:
-        # Stan's warm-up is an initial buffer (75), metric windows (at least 25) and this
-        # last window; beyond warmup - 100 Stan would replace all three by its own split
-        room = int(warmup) - STAN_INIT_BUFFER - STAN_BASE_WINDOW
+        room = step_size_window_room(warmup)
         if int(step_size_window) != step_size_window or not 1 <= step_size_window <= room:
             raise ValueError(
                 f"step_size_window must be an integer in [1, warmup - "
@@ -319,6 +317,13 @@ def prepare_sampling(
 STAN_INIT_BUFFER = 75
 STAN_BASE_WINDOW = 25
 STAN_TERM_BUFFER = 50
+
+
+def step_size_window_room(warmup: int) -> int:
+    """The longest last (step size only) window a warm-up of ``warmup`` iterations holds:
+    Stan's warm-up is an initial buffer (75), metric windows (at least 25) and that last
+    window; a longer one and Stan would replace all three by its own split."""
+    return int(warmup) - STAN_INIT_BUFFER - STAN_BASE_WINDOW
 
 
 def arviz_sample_stats(raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

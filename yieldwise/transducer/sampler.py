@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..backends._base import STAN_BASE_WINDOW, STAN_INIT_BUFFER, STAN_TERM_BUFFER
+from ..backends._base import STAN_TERM_BUFFER, step_size_window_room
 
 __all__ = ["SAMPLER_DEFAULTS", "SamplerDefaults"]
 
@@ -155,7 +155,7 @@ class SamplerDefaults:
         if int(model_dims) != 1 or grouped or not isinstance(warmup, (int, np.integer)):
             return None  # (a warm-up that is no integer: the backend's check says so)
         window = round(self.STEP_SIZE_WINDOW_SHARE * int(warmup))
-        if window < STAN_TERM_BUFFER or window > int(warmup) - STAN_INIT_BUFFER - STAN_BASE_WINDOW:
+        if window < STAN_TERM_BUFFER or window > step_size_window_room(warmup):
             return None
         return window
 
