@@ -899,3 +899,60 @@ def test_constant_outputs_warn_and_learn_the_class_frequencies():
         Transducer(backend="laplace", seed=3, progress=False).fit(
             pd.DataFrame({"s": moving}), labels
         )
+
+
+def test_loo_warns_when_items_beyond_every_kernel_carry_its_variance():
+    """Calibration outputs far beyond the grid (which spans the 1 % to 99 % quantiles) get
+    a narrow kernel's Normal tail as their joint density. nearest_kernel_widths is checked
+    against a loop over the kernels written here; loo() warns, pointing at the caller,
+    when those items carry most of the pointwise estimates' variance (two outliers at
+    +9 and +12, at least 50 kernel widths out), and names their count and their share of elpd_loo;
+    the conditional estimate does not warn, nor does the joint one of uniform outputs
+    (whose items beyond the 1 % and 99 % quantiles lie within a width or two of them)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from yieldwise.transducer.estimator import LooWarning
+
+    rng = np.random.default_rng(8)
+    n = 400
+    c = rng.integers(0, 2, n)
+    y = rng.normal(c * 2.0, 1.0)
+    y_out = y.copy()
+    y_out[:2] = [9.0, 12.0]
+    fit = Transducer(backend="laplace", seed=2, progress=False).fit(pd.DataFrame({"s": y_out}), c)
+    post = fit.posterior
+    lower, upper, _ = fit.transform_.intervals(pd.DataFrame({"s": y_out}).to_numpy())
+    got = post.nearest_kernel_widths(lower, upper)
+    mu, sigma = post.mu[0], post.sigma[0]  # (K, D)
+    by_hand = np.array([
+        min(np.sqrt(sum(((lower[i, d] - mu[k, d]) / sigma[k, d]) ** 2
+                        for d in range(mu.shape[1]))) for k in range(mu.shape[0]))
+        for i in range(n)
+    ])  # fmt: skip
+    np.testing.assert_allclose(got, by_hand, rtol=1e-12)
+    assert (got[:2] > 50).all()
+    # a censored bin containing a kernel centre is at distance 0 from it
+    centre = mu[3, 0]
+    assert post.nearest_kernel_widths([[centre - 1.0]], [[centre + 1.0]])[0] == 0.0
+
+    far = got > 4
+    with pytest.warns(LooWarning, match=rf"{far.sum()} of {n} calibration items") as caught:
+        joint = fit.loo()
+    assert {Path(w.filename).name for w in caught if w.category is LooWarning} == {
+        Path(__file__).name
+    }
+    part = float(joint["loo_i"].values[far].sum())
+    assert f"contribute {part:.4g} of elpd_loo's {float(joint['elpd_loo']):.4g}" in str(
+        caught[0].message
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LooWarning)
+        fit.loo(conditional=True)
+        flat = rng.uniform(-1.0, 1.0, n)
+        uniform = Transducer(backend="laplace", seed=2, progress=False).fit(
+            pd.DataFrame({"s": flat}), c
+        )
+        assert uniform.transform_.kind == ("identity",)
+        uniform.loo()

@@ -27,7 +27,7 @@ from .encoding import (
     OutputTransform,
     choose_transform,
 )
-from .estimator import Transducer
+from .estimator import LooWarning, Transducer
 from .posterior import TransducerPosterior
 from .reduction import ReductionWarning
 from .sampler import SAMPLER_DEFAULTS, SamplerDefaults
@@ -38,6 +38,7 @@ __all__ = [
     "DiagnosticsWarning",
     "ExtrapolationWarning",
     "LatticeWarning",
+    "LooWarning",
     "OutputTransform",
     "ReductionWarning",
     "SamplerDefaults",

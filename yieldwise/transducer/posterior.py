@@ -53,6 +53,9 @@ FAR_WIDTHS = 1000.0
 #: the reach for the same dominance, up to this factor (1e6 widths, where the rounding of
 #: ``z^2`` is still about 1e-4 of a log unit).
 FAR_SPACING_FACTOR_MAX = 1000.0
+#: Rows x kernels x dimensions that :meth:`TransducerPosterior.nearest_kernel_widths`
+#: holds at once (2^22 doubles, 32 MiB).
+NEAREST_CHUNK_VALUES = 2**22
 
 
 def draws_slice(draws: slice | None) -> slice:
@@ -295,6 +298,33 @@ class TransducerPosterior:
         moved_lower = np.where(above, high_bound, np.where(below, low_bound - width, lower))
         moved_upper = np.where(above, high_bound + width, np.where(below, low_bound, upper))
         return moved_lower, moved_upper
+
+    def nearest_kernel_widths(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """How far each model-scale row ``(lower, upper)`` (a point: ``lower == upper``; a
+        censored bin: its interval) lies from the nearest kernel, in that kernel's widths:
+        ``min_k sqrt(sum_d (gap_kd / sigma_kd)^2)``, ``gap_kd`` the distance from centre
+        ``mu_kd`` to the row's interval (0 inside it). Fixed kernels only (model 2's).
+
+        A row several widths from every kernel is one the mixture's density does not
+        cover: its joint density is a narrow kernel's Normal tail, ``exp(-r^2 / 2)`` of a
+        covered row's at ``r`` widths (:meth:`Transducer.loo`, which warns of them), while
+        ``p(c | y)`` there is the nearest kernels' (docs/model.md, "Extrapolation").
+        """
+        if not self.fixed_kernels:
+            raise ValueError(
+                "nearest_kernel_widths needs kernels fixed across draws (model 2's); these "
+                "draws move their kernels"
+            )
+        mu, sigma = self.mu[0], self.sigma[0]  # (K, D)
+        lower = np.atleast_2d(np.asarray(lower, dtype=float))
+        upper = np.atleast_2d(np.asarray(upper, dtype=float))
+        out = np.empty(lower.shape[0])
+        step = max(1, NEAREST_CHUNK_VALUES // max(1, mu.size))
+        for start in range(0, lower.shape[0], step):
+            lo, hi = lower[start : start + step, None, :], upper[start : start + step, None, :]
+            gap = np.maximum(np.maximum(lo - mu, mu - hi), 0.0) / sigma  # (rows, K, D)
+            out[start : start + step] = np.sqrt(np.min(np.sum(gap**2, axis=2), axis=1))
+        return out
 
     def class_probability_chunks(
         self, lower: np.ndarray, upper: np.ndarray, censored: np.ndarray | None = None,
