@@ -475,3 +475,36 @@ def test_config_names_each_shipped_dataset(tmp_path):
         r"'digits_ten', found 'digits_four'",
     ):
         load_config(tmp_path / "other.toml")
+
+
+def test_two_by_two_matrices_in_any_row_order_or_degenerate(tmp_path):
+    """A 2x2 matrix with its rows in the other order, one where a decision is best for
+    every class, and one whose decisions tie: the report states each one's rule (before,
+    it stopped after every fit on the first two, and on the third in the toolkit), and
+    the swapped matrix's long-run utilities are the conventional one's (the same problem,
+    the decisions' names exchanged)."""
+    second = CONFIG.index(f"[[classifier]]\nname = '{EVIL}'")
+    one = CONFIG[:second] + CONFIG[CONFIG.index("[sampler]") :]  # the forest, no matrices
+    values = {"screening": "[[0, -10], [-1, 5]]", "swapped": "[[-1, 5], [0, -10]]",
+              "always": "[[1, 0], [2, 1]]", "tied": "[[1, 0], [1, 0]]"}  # fmt: skip
+    blocks = "".join(
+        f'\n[[utility]]\nname = "{m}"\ndecisions = ["dismiss", "treat"]\n'
+        f'classes = ["other", "eight"]\nvalues = {v}\n'
+        for m, v in values.items()
+    )
+    load_digits_binary().iloc[::3].to_csv(tmp_path / "calibration.csv", index=False)
+    (tmp_path / "config.toml").write_text(one.replace("[sampler]", blocks + "\n[sampler]"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out"),
+                     "--quiet"]) == 0  # fmt: skip
+    page = (tmp_path / "out" / "report.html").read_text()
+    rule = "choose &ldquo;{}&rdquo; when P(eight) exceeds 0.0625, else &ldquo;{}&rdquo;"
+    assert f"<li>screening: {rule.format('treat', 'dismiss')}</li>" in page
+    assert f"<li>swapped: {rule.format('dismiss', 'treat')}</li>" in page
+    assert "<li>always: choose &ldquo;treat&rdquo; whatever the probabilities" in page
+    assert "<li>tied: both decisions yield the same for every class" in page
+    assert "Utility matrices tied give both decisions the same utility" in page
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index("matrix")
+    assert summary.loc["swapped", "mean"] == pytest.approx(summary.loc["screening", "mean"],
+                                                           rel=1e-12)  # fmt: skip

@@ -126,11 +126,18 @@ def _random_problem(seed):
 
 def _brute_force(scores, truth, u, positive):
     """Every threshold, one ConfusionMatrix.from_labels and utility_yield each."""
+    negative = next(c for c in u.classes if c != positive)
     if set(u.decisions) == set(u.classes):
         choose = {c: c for c in u.classes}
-    else:
-        choose = dict(zip(u.classes, u.decisions, strict=True))
-    negative = next(c for c in u.classes if c != positive)
+    else:  # "choose positive": the decision that gains most from a positive item
+        frame = u.to_frame()
+        lean = {d: frame.loc[d, positive] - frame.loc[d, negative] for d in u.decisions}
+        first, second = u.decisions
+        if lean[first] == lean[second]:
+            choose = dict(zip(u.classes, u.decisions, strict=True))
+        else:
+            up = max(u.decisions, key=lean.get)
+            choose = {positive: up, negative: second if up == first else first}
     thresholds = [np.inf, *sorted(set(scores.tolist()), reverse=True)]
     rows = []
     for t in thresholds:
@@ -179,7 +186,8 @@ def test_theory_identity_at_every_threshold(seed):
     truth = np.where(truth == positive, positive, "other")
     curve = yield_curve(scores, truth, u, positive=positive)
     b = np.mean(truth == positive)
-    (upp, upn), (unp, unn) = values
+    # "choose positive" is the row that gains most from a positive item (column 0)
+    (upp, upn), (unp, unn) = values[np.argsort(values[:, 1] - values[:, 0], kind="stable")]
     t, f = curve["tpr"].to_numpy(), curve["fpr"].to_numpy()
     expected = (upp - unp) * b * t - (unn - upn) * (1 - b) * f + unp * b + unn * (1 - b)
     np.testing.assert_allclose(curve["utility_yield"], expected, rtol=0, atol=1e-12)
@@ -369,3 +377,22 @@ def test_compare_errors():
         compare({"A": SCORES, "B": bad}, TRUTH, U)
     with pytest.raises(ValueError, match=r"scores\['A'\] and true_classes must have the same"):
         compare({"A": SCORES[:5]}, TRUTH, U)
+
+
+def test_rows_listed_in_the_other_order_give_the_same_curve():
+    """A matrix whose rows are listed in the other order ("skip" first) means the same
+    problem: "choose positive" is the row whose advantage grows with P(positive), so the
+    hand-worked yields above come out unchanged (before, row 0 was taken to mean "choose
+    pos" and the best point was the worst rule's). Rows that differ by a constant keep
+    their positions: one decision is best at every threshold."""
+    swapped = UtilityMatrix([[-1, 1], [3, -2]], decisions=["skip", "act"],
+                            classes=["pos", "neg"])  # fmt: skip
+    curve = yield_curve(SCORES, TRUTH, swapped, positive="pos")
+    np.testing.assert_allclose(curve["utility_yield"], HAND_YIELDS, rtol=0, atol=1e-12)
+    point = best_operating_point(SCORES, TRUTH, swapped, positive="pos")
+    assert (point.threshold, point.utility_yield) == (0.40, 1.25)
+    assert point.confusion.to_frame().loc["act"].tolist() == [4, 2]  # TP 4, FP 2
+    # "act" yields 1 more than "skip" for either class: everything "act" is best
+    shifted = UtilityMatrix([[1, 0], [2, 1]], decisions=["skip", "act"], classes=["pos", "neg"])
+    point = best_operating_point(SCORES, TRUTH, shifted, positive="pos")
+    assert point.utility_yield == pytest.approx((4 * 2 + 4 * 1) / 8)

@@ -175,3 +175,35 @@ def test_repr_and_html_escape_labels():
     assert "UtilityMatrix(2 decisions x 2 classes)" in repr(u)
     page = u._repr_html_()
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page and "&amp;" in page
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[[0, -10], [-1, 5]], [[-1, 5], [0, -10]], [[1, 1], [0, 0]], [[1, 0], [2, 1]],
+     [[1, 0], [1, 0]], [[2, 0], [0, 3]], [[0, 3], [2, 0]], [[5, 1], [1, 2]]],
+)  # fmt: skip
+def test_binary_rule_is_the_expected_utility_argmax(values):
+    """binary_rule() against brute force: at P(class 1) = p on a fine grid, the decision it
+    names (above or below t) has the largest expected utility (ties allowed at t); and
+    the two hand-worked orders of one matrix give the same threshold."""
+    u = UtilityMatrix(values, decisions=["a", "b"], classes=["c0", "c1"])
+    t, above, below = u.binary_rule()
+    v = np.asarray(values, float)
+    for p in np.linspace(0, 1, 401):
+        eu = v @ np.array([1 - p, p])
+        named = above if t is None or p > t else below
+        assert eu[["a", "b"].index(named)] >= eu.max() - 1e-12, (p, eu, named)
+    if t is not None and 0 < t < 1:
+        assert above != below
+
+
+def test_binary_rule_by_hand():
+    u = UtilityMatrix([[0, -10], [-1, 5]], decisions=["wait", "treat"], classes=["h", "i"])
+    assert u.binary_rule() == (u.threshold(), "treat", "wait") == (1 / 16, "treat", "wait")
+    flipped = UtilityMatrix([[-1, 5], [0, -10]], decisions=["treat", "wait"], classes=["h", "i"])
+    assert flipped.binary_rule() == (1 / 16, "treat", "wait")  # threshold() refuses it
+    with pytest.raises(ValueError, match="threshold\\(\\) is undefined"):
+        flipped.threshold()
+    assert UtilityMatrix([[1, 0], [1, 0]]).binary_rule() == (None, 0, 0)  # a tie
+    with pytest.raises(ValueError, match="binary_rule\\(\\) needs a 2x2"):
+        UtilityMatrix([[1, 0], [0, 1], [0.5, 0.5]]).binary_rule()

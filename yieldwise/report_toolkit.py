@@ -234,8 +234,15 @@ def classifier_toolkit(
             f"{values.shape[1]} outputs)."
         )
     hull = convex_hull(score, truth, positive=positive, classes=classes)
-    square = {m: u for m, u in utilities.items() if u.shape == (2, 2)}
-    others = [str(m) for m in utilities if m not in square]
+    square = {m: u for m, u in utilities.items()
+              if u.shape == (2, 2) and not np.array_equal(u.values[0], u.values[1])}  # fmt: skip
+    tied = [str(m) for m, u in utilities.items() if u.shape == (2, 2) and m not in square]
+    others = [str(m) for m, u in utilities.items() if u.shape != (2, 2)]
+    if tied:
+        notes.append(
+            f"Utility matrices {', '.join(tied)} give both decisions the same utility for "
+            "every class: every threshold yields the same, so they have no best point."
+        )
     if others:
         notes.append(
             f"Utility matrices {', '.join(others)} have more than two decisions: a point "

@@ -19,8 +19,11 @@ Conventions
   two labels of ``true_classes``. Its decisions are mapped to "choose
   positive" / "choose negative" thus: if the decision labels equal the class
   labels as a set, by label (decision ``"spam"`` means "choose spam");
-  otherwise by position, row ``i`` meaning "choose class ``i``" in the
-  utility's class order (``utility.classes``).
+  otherwise by utility: "choose positive" is the decision whose advantage grows
+  with the positive class's probability (``U[i, positive] - U[i, negative]``
+  the larger), in whichever order the rows are listed; two rows that differ by
+  a constant (one decision best at every threshold) keep their positions, row
+  ``i`` meaning "choose class ``i``" in ``utility.classes`` order.
 * ``positive`` defaults to the first class, as in
   :func:`yieldwise.metrics.roc_curve`: the first entry of ``classes`` if given,
   else the first category of a categorical ``true_classes``, else the smallest
@@ -191,12 +194,17 @@ def prepare_binary(
     col_p = utility.classes.index(positive)
     col_n = 1 - col_p
     negative = utility.classes[col_n]
+    values = utility.values
     if set(utility.decisions) == set(utility.classes):
         row_p = utility.decisions.index(positive)
     else:
-        row_p = col_p
+        # the decision taken above a threshold on the score is the one whose advantage
+        # grows with the positive class's probability (UtilityMatrix.binary_rule), in
+        # whichever order the rows are listed; rows with a constant difference keep
+        # their positions (one decision is then best at every threshold)
+        lean = values[:, col_p] - values[:, col_n]
+        row_p = col_p if lean[0] == lean[1] else int(np.argmax(lean))
     row_n = 1 - row_p
-    values = utility.values
     u = values[np.ix_([row_p, row_n], [col_p, col_n])]
     if u[0, 0] == u[1, 0] and u[0, 1] == u[1, 1]:
         raise ValueError(
@@ -392,8 +400,9 @@ def best_operating_point(
         Labels must be the utility matrix's classes.
     utility : UtilityMatrix
         Binary (2x2). If its decision labels equal its class labels as a set,
-        decisions are matched to classes by label; otherwise row ``i`` means
-        "choose class ``i``" in ``utility.classes`` order.
+        decisions are matched to classes by label; otherwise "choose positive" is
+        the decision whose advantage grows with the positive class's probability
+        (module docstring).
     positive : label, optional
         The positive class; default the first class (the first of
         ``classes``, else the first category of a categorical

@@ -310,6 +310,38 @@ class UtilityMatrix:
             )
         return float(gain0 / (gain0 + gain1))
 
+    def binary_rule(self) -> tuple[float | None, Label, Label]:
+        """The expected-utility rule of a 2x2 matrix in any row order (binary only):
+        ``(t, above, below)``, choose ``above`` when P(class 1) exceeds ``t`` and ``below``
+        otherwise.
+
+        With ``g0 = U[0,0] - U[1,0]`` and ``g1 = U[1,1] - U[0,1]``, decision 1's expected
+        advantage is ``p g1 - (1 - p) g0``, zero at ``t = g0 / (g0 + g1)``: decision 1
+        is chosen above it when ``g0 + g1 > 0`` (:meth:`threshold`), decision 0 when
+        ``g0 + g1 < 0`` (rows listed in the other order). ``t`` outside ``(0, 1)`` means
+        one decision whatever the probabilities (``above`` for ``t <= 0``, ``below`` for
+        ``t >= 1``). When ``g0 + g1 = 0`` the advantage does not depend on ``p``: ``t`` is
+        None and ``above`` and ``below`` are both the better decision (decision 0 when the
+        two tie for every class).
+
+        Examples
+        --------
+        >>> u = UtilityMatrix([[-1, 5], [0, -10]], decisions=["check", "pass"],
+        ...                   classes=["ok", "ill"])
+        >>> u.binary_rule()  # check when P(ill) exceeds 1/16
+        (0.0625, 'check', 'pass')
+        """
+        self._require_binary("binary_rule()")
+        u = self._values
+        gain0, gain1 = u[0, 0] - u[1, 0], u[1, 1] - u[0, 1]
+        d0, d1 = self._decisions
+        total = gain0 + gain1
+        if total == 0:
+            better = d1 if gain0 < 0 else d0
+            return None, better, better
+        t = float(gain0 / total)
+        return (t, d1, d0) if total > 0 else (t, d0, d1)
+
     def _require_binary(self, what: str) -> None:
         if self.shape != (2, 2):
             raise ValueError(

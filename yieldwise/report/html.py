@@ -168,6 +168,21 @@ def toolkit_sections(config, frame, source, fits, utilities) -> dict[str, tuple[
     return sections
 
 
+def _binary_rule_html(u: Any) -> str:
+    """A 2x2 matrix's expected-utility rule in words, as escaped HTML, whatever the order
+    of its rows (:meth:`UtilityMatrix.binary_rule`)."""
+    e = html.escape
+    t, above, below = u.binary_rule()
+    if t is None and u.values[0].tolist() == u.values[1].tolist():
+        return "both decisions yield the same for every class: no threshold to choose"
+    if t is None or not 0 < t < 1:
+        always = above if t is None or t <= 0 else below
+        return (f"choose &ldquo;{e(str(always))}&rdquo; whatever the probabilities (it yields "
+                "at least as much for every class)")  # fmt: skip
+    return (f"choose &ldquo;{e(str(above))}&rdquo; when P({e(str(u.classes[1]))}) exceeds "
+            f"{t:.4g}, else &ldquo;{e(str(below))}&rdquo;")  # fmt: skip
+
+
 def _expected_utility_terms(row: Any, classes: Any) -> str:
     """``1·P(a) + 0·P(b)``: a decision's expected utility, as escaped HTML."""
     return " + ".join(
@@ -370,10 +385,7 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned, 
     )
     for matrix, u in utilities.items():
         if u.shape == (2, 2):
-            parts.append(
-                f"<li>{e(str(matrix))}: choose &ldquo;{e(str(u.decisions[1]))}&rdquo; when "
-                f"P({e(str(u.classes[1]))}) exceeds {u.threshold():.4g}</li>"
-            )
+            parts.append(f"<li>{e(str(matrix))}: {_binary_rule_html(u)}</li>")
         else:
             terms = "; ".join(
                 f"&ldquo;{e(str(d))}&rdquo;: " + _expected_utility_terms(row, u.classes)
