@@ -508,3 +508,26 @@ def test_two_by_two_matrices_in_any_row_order_or_degenerate(tmp_path):
     summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index("matrix")
     assert summary.loc["swapped", "mean"] == pytest.approx(summary.loc["screening", "mean"],
                                                            rel=1e-12)  # fmt: skip
+
+
+def test_a_classifier_without_own_decisions_gets_blank_metrics_not_a_failure(tmp_path):
+    """Three classes and a classifier with one output column: the transducer and the
+    long-run utility need no standard rule, so the report runs (it stopped after every
+    fit before), its usual metrics are blank with the reason, and its rules comparison
+    says there is no own rule; the other classifier's are there."""
+    config = THREE.replace("seed = 5", 'seed = 5\nbackend = "laplace"').replace(
+        "[[utility]]",
+        '[[classifier]]\nname = "threes <only>"\noutputs = ["p_three"]\n\n[[utility]]',
+    )
+    (tmp_path / "config.toml").write_text(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out"),
+                     "--quiet"]) == 0  # fmt: skip
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert ("Left blank for threes &lt;only&gt;: 1 output column for 3 classes: no own "
+            "decisions") in page  # fmt: skip
+    assert "<h3>threes &lt;only&gt;</h3><p>No own rule to compare" in page
+    assert "<h3>network</h3><p>Over " in page  # the other classifier's comparison
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert set(summary["classifier"]) == {"network", "threes <only>"}

@@ -82,6 +82,17 @@ def _table(frame: pd.DataFrame, **kwargs: Any) -> str:
     return f"<div class='wide'>{frame.to_html(escape=True, **kwargs)}</div>"
 
 
+def no_standard_rule(n_outputs: int, n_classes: int) -> str | None:
+    """Why a classifier with ``n_outputs`` columns has no standard rule (its own decisions:
+    the largest of one output per class, or one score above 0.5 for two classes), or
+    None when it has one (:func:`yieldwise.long_run.decision_indices`)."""
+    if n_outputs == n_classes or (n_outputs == 1 and n_classes == 2):
+        return None
+    return (f"{n_outputs} output column{'s' if n_outputs > 1 else ''} for {n_classes} "
+            f"classes: no own decisions (one column per class, or one score for two "
+            "classes)")  # fmt: skip
+
+
 def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, dict]:
     """Usual metrics of each classifier's standard decisions, and in-sample yields.
 
@@ -102,18 +113,24 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
     for name, transducer in fits.items():
         classes = list(transducer.classes_)
         outputs = frame[config.classifiers[name]].to_numpy(float)
-        standard = decision_indices("standard", outputs, tuple(classes), transducer, 0.5)
-        predicted = np.array(classes, dtype=object)[standard]
-        confusion = ConfusionMatrix.from_labels(truth.to_numpy(object), predicted, classes=classes)
-        confusions[name] = confusion
+        confusion = None
+        if no_standard_rule(outputs.shape[1], len(classes)) is None:
+            standard = decision_indices("standard", outputs, tuple(classes), transducer, 0.5)
+            predicted = np.array(classes, dtype=object)[standard]
+            confusion = ConfusionMatrix.from_labels(
+                truth.to_numpy(object), predicted, classes=classes
+            )
+            confusions[name] = confusion
         positive = {"positive": classes[-1]} if len(classes) == 2 else {}
         for metric, function in metrics.CONFUSION_METRICS.items():
-            try:
-                takes_positive = "positive" in inspect.signature(function).parameters
-                kwargs = positive if takes_positive else {}
-                value = float(function(confusion, **kwargs))
-            except (ValueError, metrics.UndefinedMetricError):
-                value = float("nan")
+            value = float("nan")  # blank without standard decisions
+            if confusion is not None:
+                try:
+                    takes_positive = "positive" in inspect.signature(function).parameters
+                    kwargs = positive if takes_positive else {}
+                    value = float(function(confusion, **kwargs))
+                except (ValueError, metrics.UndefinedMetricError):
+                    pass
             rows.setdefault(metric, {})[name] = value
             admissible[metric] = bool(function.admissible)
         for matrix, u in utilities.items():
@@ -160,10 +177,12 @@ def toolkit_sections(config, frame, source, fits, utilities) -> dict[str, tuple[
         outputs = frame[config.classifiers[name]]
         section = classifier_toolkit(name, outputs, truth, transducer, utilities,
                                      bins=TOOLKIT_BINS)  # fmt: skip
-        rules = rules_section(
-            name, transducer, n_matrices=RULES_MATRICES,
-            seed=RULES_SEED, threshold=0.5,
-        )  # fmt: skip
+        rules = None  # a classifier without its own decisions has nothing to compare
+        if no_standard_rule(outputs.shape[1], len(transducer.classes_)) is None:
+            rules = rules_section(
+                name, transducer, n_matrices=RULES_MATRICES,
+                seed=RULES_SEED, threshold=0.5,
+            )  # fmt: skip
         sections[name] = (section, rules)
     return sections
 
@@ -405,8 +424,16 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned, 
         "utility-yield rows are those of the expected-utility decisions on the same items: "
         "in-sample, hence a little optimistic; the long-run utilities above are not.</p>"
     )
-    for dataset, (table, _) in metrics.items():
+    for dataset, (table, confusions) in metrics.items():
         parts.append(within(dataset))
+        blank = [c for c in table.columns if c != "admissible" and c not in confusions]
+        if blank:
+            parts.append(
+                f"<p>Left blank for {', '.join(e(str(c)) for c in blank)}: "
+                + "; ".join(e(str(no_standard_rule(len(config.classifiers[c]),
+                                                    len(fits[dataset][c].classes_))))
+                            for c in blank) + ".</p>"
+            )  # fmt: skip
         parts.append(_table(table, float_format=lambda v: people(v, 4)))
     parts.append("<h3 id='win-map'>Utility-space win map</h3>")
     for dataset, (_, confusions) in metrics.items():
@@ -464,7 +491,8 @@ def _toolkit(config, toolkit, within, sub) -> list[str]:
     for dataset, sections in toolkit.items():
         parts.append(within(dataset))
         parts.extend(section.to_html(level) for section, _ in sections.values())
-    counts = sorted({len(r.frame) for sections in toolkit.values() for _, r in sections.values()})
+    counts = sorted({len(r.frame) for sections in toolkit.values()
+                     for _, r in sections.values() if r is not None})  # fmt: skip
     parts.append(
         "<h2 id='rules'>The classifier's own rule against expected utility</h2><p>For "
         f"{' or '.join(f'{n:,}' for n in counts)} utility matrices drawn at random "
@@ -479,7 +507,12 @@ def _toolkit(config, toolkit, within, sub) -> list[str]:
     )
     for dataset, sections in toolkit.items():
         parts.append(within(dataset))
-        parts.extend(rules.to_html(level) for _, rules in sections.values())
+        for name, (_, rules) in sections.items():
+            parts.append(
+                rules.to_html(level) if rules is not None else
+                f"<h{level}>{html.escape(str(name))}</h{level}><p>No own rule to compare: "
+                "its outputs are not one column per class, nor one score of two classes.</p>"
+            )  # fmt: skip
     return parts
 
 
