@@ -299,3 +299,57 @@ def test_write_manifest_lists_every_file_with_its_digest(tmp_path):
     (tmp_path / MANIFEST).write_text(json.dumps(record))
     with pytest.raises(OutputTargetError, match="not plain file names"):
         read_manifest(tmp_path)
+
+
+def test_a_failed_run_removes_the_folders_it_made_and_a_file_in_the_way_is_named(
+    config, tmp_path, capsys
+):
+    """--out in folders that do not exist yet: they are made for the run, and a run that
+    fails (here a column the table lacks, found after the folders are made) removes
+    them again, leaving what was there before. A file where a folder should be is
+    refused by name (it was a bare '[Errno 17] File exists')."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    broken = config.read_text().replace('outputs = ["forest_votes"]', 'outputs = ["nope"]')
+    bad = tmp_path / "bad.toml"
+    bad.write_text(broken)
+    assert main(["report", str(bad), "--out", str(tmp_path / "a" / "b" / "report")]) == 2
+    assert "names column 'nope'" in capsys.readouterr().err
+    table = tmp_path / "calibration.csv"
+    argv = ["fit", str(table), "--class-col", "label", "--output-cols", "nope", "--out",
+            str(tmp_path / "c" / "d" / "t.nc"), "--quiet"]  # fmt: skip
+    assert main(argv) == 2
+    assert "names column(s) ['nope']" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "bad.toml"])
+    (tmp_path / "afile").write_text("mine")
+    target = tmp_path / "afile" / "sub" / "out.nc"
+    for argv in (["report", str(config), "--out", str(target)], _fit_argv(table, target)):
+        assert main(argv) == 2
+        assert f"--out {target}: {tmp_path / 'afile'} is a file, not a folder" in (
+            capsys.readouterr().err
+        )
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_fit_names_its_option_or_file_for_bad_components_empty_tables_and_infinities(
+    config, tmp_path, capsys
+):
+    """Found by a new user (2026-12-06): each of these stops before any fit with the
+    option or the file named (before: int()'s own message, "not numeric (dtype object)"
+    for a table with no rows, and a 0-based (row, column) index for an infinity)."""
+    table = tmp_path / "calibration.csv"
+    for value in ("abc", "0"):
+        assert main(_fit_argv(table, tmp_path / "t.nc", "--components", value)) == 2
+        assert f"--components: expected \"auto\" or an integer >= 1, found '{value}'" in (
+            capsys.readouterr().err
+        )
+    empty = tmp_path / "empty.csv"
+    empty.write_text("label,forest_votes\n")
+    assert main(_fit_argv(empty, tmp_path / "t.nc")) == 2
+    assert "empty.csv: has a header but no data rows" in capsys.readouterr().err
+    infinite = tmp_path / "inf.csv"
+    infinite.write_text("label,forest_votes\nother,0.1\neight,inf\nother,0.3\n")
+    assert main(_fit_argv(infinite, tmp_path / "t.nc")) == 2
+    assert "column 'forest_votes' has 1 infinite value(s), first on line(s) [3]" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "t.nc").exists()

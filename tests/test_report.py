@@ -250,12 +250,28 @@ def test_html_is_self_contained_and_escapes_names(report):
             lambda c: c.replace('outputs = ["forest_votes"]', 'outputs = ["label"]'),
             r"number 1.outputs: lists 'label', the class column \(\[data\]\.class_col\)",
         ),
+        # found by a new user (2026-12-06): before any fit, by name
+        (
+            lambda c: c.replace("[[0, -10], [-1, 5]]", "[[true, -10], [-1, 5]]"),
+            r"\('screening'\)\.values: expected numbers, found True \(TOML true/false\)",
+        ),
+        (
+            lambda c: c.replace("seed = 3", "seed = 3\nmax_treedepth = -3"),
+            r"\[sampler\]\.max_treedepth: expected an integer >= 1, found -3",
+        ),
+        (
+            lambda c: c.replace('"net_logit_eight"]', '"with_inf"]'),
+            r"column 'with_inf' \(outputs of \[\[classifier\]\] '<b>net.*has 1 infinite "
+            r"value\(s\), first in data row 8",
+        ),
     ],
 )
 def test_bad_configs_exit_2_and_leave_nothing(tmp_path, capsys, edit, message):
     import re
 
-    load_digits_binary().iloc[:60].to_csv(tmp_path / "calibration.csv", index=False)
+    table = load_digits_binary().iloc[:60]
+    table = table.assign(with_inf=np.where(np.arange(60) == 7, np.inf, table["net_logit_eight"]))
+    table.to_csv(tmp_path / "calibration.csv", index=False)
     (tmp_path / "config.toml").write_text(edit(CONFIG))
     assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

@@ -85,6 +85,20 @@ def test_a_failed_save_leaves_the_earlier_file_and_no_partial(saved):
     assert sorted(p.name for p in path.parent.iterdir()) == ["t.nc"]
 
 
+def test_saving_where_no_file_can_go_names_the_users_path(saved):
+    """A missing folder, a file where the folder should be, or a folder as the file: the
+    error names the user's path and what to do, not the hidden partial file the writer
+    would have created, and nothing is left behind."""
+    t, path = saved
+    with pytest.raises(FileNotFoundError, match=r"nodir/q: no such folder; the transducer file"):
+        t.save(path.parent / "nodir" / "q" / "t.nc")
+    with pytest.raises(FileNotFoundError, match=r"t.nc: is not a folder"):
+        t.save(path / "inner.nc")
+    with pytest.raises(IsADirectoryError, match="is a folder; give the name of the file"):
+        t.save(path.parent)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["t.nc"]
+
+
 def test_a_version_2_file_still_loads_and_predicts_the_same(saved):
     t, path = saved
     older = _altered(path, _set_attr("yieldwise_format_version", 2))

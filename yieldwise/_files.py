@@ -193,6 +193,43 @@ def rename_no_replace(source: Path, target: Path) -> None:
     os.rename(source, target)
 
 
+def make_parents(target: Path, option: str = "--out") -> list[Path]:
+    """Create the folders ``target`` goes into; return those created, outermost first, so
+    that a run that fails can remove them (:func:`remove_made`). A file where one of
+    them should be is refused by name (:class:`OutputTargetError`)."""
+    missing = []
+    parent = target.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputTargetError(
+            f"{option} {target}: {parent} is a file, not a folder; choose another {option}"
+        )
+    made = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+    except FileExistsError:  # appeared meanwhile: fine if a folder
+        if not folder.is_dir():
+            remove_made(made)
+            raise OutputTargetError(
+                f"{option} {target}: {folder} is a file, not a folder; choose another {option}"
+            ) from None
+    return made
+
+
+def remove_made(made: list[Path]) -> None:
+    """Remove the folders :func:`make_parents` created, innermost first, where still
+    empty (a failed run leaves no trace)."""
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
 def partial_file(target: Path) -> Path:
     """A new, empty, uniquely named hidden file beside ``target`` to write into."""
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.partial-", dir=target.parent)

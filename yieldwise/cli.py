@@ -115,16 +115,26 @@ def _columns(frame: pd.DataFrame, names: Sequence[str], path: str, option: str) 
         )
     for name in names:
         bad = frame[name].isna().to_numpy()
+        what = "missing"
+        if not bad.any() and pd.api.types.is_numeric_dtype(frame[name]):
+            bad, what = np.isinf(frame[name].to_numpy(float)), "infinite"
         if bad.any():
             rows = (np.flatnonzero(bad) + 2).tolist()[:5]  # +2: header line, 1-based lines
             raise ValueError(
-                f"{path}: column {name!r} has {int(bad.sum())} missing value(s), first on "
+                f"{path}: column {name!r} has {int(bad.sum())} {what} value(s), first on "
                 f"line(s) {rows}"
             )
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ._files import output_path, partial_file, place_file, target_lock
+    from ._files import (
+        make_parents,
+        output_path,
+        partial_file,
+        place_file,
+        remove_made,
+        target_lock,
+    )
     from .report import check_sampler
     from .transducer import Transducer
 
@@ -143,17 +153,21 @@ def _fit(args: argparse.Namespace) -> int:
         "fit", overrides={"chains", "warmup", "draws", "seed", "backend"},
     )  # fmt: skip
     _check_fit_target(out, Path(args.calibration), args.overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with target_lock(out):
-        _check_fit_target(out, Path(args.calibration), args.overwrite)  # now that we own it
-        transducer = _fit_table(args, outputs, Transducer)
-        partial = partial_file(out)
-        try:
-            transducer.save(partial)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        place_file(partial, out, overwrite=args.overwrite)  # appears only when complete
+    made = make_parents(out)
+    try:
+        with target_lock(out):
+            _check_fit_target(out, Path(args.calibration), args.overwrite)  # now that we own it
+            transducer = _fit_table(args, outputs, Transducer)
+            partial = partial_file(out)
+            try:
+                transducer.save(partial)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+            place_file(partial, out, overwrite=args.overwrite)  # appears only when complete
+    except BaseException:
+        remove_made(made)  # a failed fit leaves no folders behind either
+        raise
     _print_fit_summary(transducer, args.classifier or ", ".join(outputs), out)
     return 0
 
@@ -180,6 +194,8 @@ def _check_fit_target(out: Path, calibration: Path, overwrite: bool) -> None:
 def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: Any) -> Any:
     frame = _read_table(args.calibration)
     _columns(frame, [args.class_col, *outputs], args.calibration, "--class-col/--output-cols")
+    if frame.empty:
+        raise ValueError(f"{args.calibration}: has a header but no data rows")
     for name in outputs:
         if not pd.api.types.is_numeric_dtype(frame[name]):
             raise ValueError(
@@ -188,7 +204,14 @@ def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: A
             )
     components: Any = args.components
     if components != "auto":
-        components = int(components)
+        try:
+            components = int(components)
+        except ValueError:
+            components = 0  # refused below, by name
+        if components < 1:
+            raise ValueError(
+                f'--components: expected "auto" or an integer >= 1, found {args.components!r}'
+            )
     transducer = transducer_class(
         n_components=components, chains=args.chains, warmup=args.warmup, draws=args.draws,
         seed=args.seed, backend=args.backend, progress=not args.quiet and sys.stderr.isatty(),

@@ -135,17 +135,26 @@ class ReportConfig:
                     f"{self.path}: {key} names column {column!r}, which {where} does not "
                     f"have; its columns are {list(frame.columns)}"
                 )
+            whose = (
+                f" (outputs of [[classifier]] {', '.join(map(repr, users[column]))}"
+                f"{' on ' + source.key if self.several else ''})"
+                if column in users else ""
+            )  # fmt: skip
             missing = frame[column].isna().to_numpy()
             if missing.any():
-                whose = (
-                    f" (outputs of [[classifier]] {', '.join(map(repr, users[column]))}"
-                    f"{' on ' + source.key if self.several else ''})"
-                    if column in users else ""
-                )  # fmt: skip
                 raise ConfigError(
                     f"{where}: column {column!r}{whose} has {int(missing.sum())} missing "
                     f"value(s), first in data row {int(np.flatnonzero(missing)[0]) + 1}"
                 )
+            if column in users and pd.api.types.is_numeric_dtype(frame[column]):
+                infinite = np.isinf(frame[column].to_numpy(float))
+                if infinite.any():  # checked here, before any fit, as missing values are
+                    raise ConfigError(
+                        f"{where}: column {column!r}{whose} has {int(infinite.sum())} "
+                        "infinite value(s), first in data row "
+                        f"{int(np.flatnonzero(infinite)[0]) + 1}; a classifier's outputs "
+                        "must be finite"
+                    )
         seen = {str(c) for c in frame[source.class_col].unique()}
         if self.prevalences is not None and set(map(str, self.prevalences)) != seen:
             raise ConfigError(
@@ -267,7 +276,7 @@ def check_sampler(
     def key(name: str) -> str:
         return f"--{name}" if overrides and name in overrides else f"{where}.{name}"
 
-    for name, low in (("chains", 1), ("warmup", 0), ("draws", 1)):
+    for name, low in (("chains", 1), ("warmup", 0), ("draws", 1), ("max_treedepth", 1)):
         if name in sampler and not (_is_int(sampler[name]) and sampler[name] >= low):
             raise ConfigError(f"{key(name)}: expected an integer >= {low}, found {sampler[name]!r}")
     if "seed" in sampler and not (_is_int(sampler["seed"]) and 0 <= sampler["seed"] < 2**31):
@@ -386,9 +395,16 @@ def load_config(path: str | Path) -> ReportConfig:
             )
         if name in utilities:
             raise ConfigError(f"{where}.name: {name!r} is used twice")
+        values = _need(entry, "values", list, where)
+        flags = [v for row in values if isinstance(row, list) for v in row if isinstance(v, bool)]
+        if flags:  # TOML's true and false are not utilities (as elsewhere in the file)
+            raise ConfigError(
+                f"{where} ({name!r}).values: expected numbers, found {flags[0]!r} (TOML "
+                "true/false); write utilities as numbers such as 1 or 0"
+            )
         try:
             utilities[name] = UtilityMatrix(
-                _need(entry, "values", list, where),
+                values,
                 decisions=_need(entry, "decisions", list, where),
                 classes=_need(entry, "classes", list, where),
             )

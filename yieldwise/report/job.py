@@ -24,9 +24,11 @@ import xarray as xr
 from .._files import (
     OutputTargetError,
     check_replaceable,
+    make_parents,
     output_path,
     partial_folder,
     place_folder,
+    remove_made,
     target_lock,
     write_manifest,
 )
@@ -91,17 +93,21 @@ def run_report(
         scheduler = check_scheduler(scheduler, "--scheduler")
     else:
         scheduler = config.scheduler
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with target_lock(out):
-        _check_target(out, overwrite)  # before any fit
-        partial = partial_folder(out)
-        try:
-            _fill_report(config, partial, sampler, say, sampler_progress, scheduler)
-            write_manifest(partial, __version__)
-            place_folder(partial, out, overwrite=overwrite)
-        except BaseException:  # a failure or an interrupt: nothing is left behind
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
+    made = make_parents(out)
+    try:
+        with target_lock(out):
+            _check_target(out, overwrite)  # before any fit
+            partial = partial_folder(out)
+            try:
+                _fill_report(config, partial, sampler, say, sampler_progress, scheduler)
+                write_manifest(partial, __version__)
+                place_folder(partial, out, overwrite=overwrite)
+            except BaseException:  # a failure or an interrupt: nothing is left behind
+                shutil.rmtree(partial, ignore_errors=True)
+                raise
+    except BaseException:
+        remove_made(made)  # nor the folders made for it
+        raise
     return out
 
 

@@ -590,6 +590,15 @@ def write(idata: Any, path: Path) -> Path:
     over it."""
     import os
 
+    # the writer's own errors would name the hidden partial file, not the user's path
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder; give the name of the file to write")
+    if not path.parent.is_dir():
+        what = "is not a folder" if path.parent.exists() else "no such folder"
+        raise FileNotFoundError(
+            f"{path.parent}: {what}; the transducer file {path.name!r} goes into an existing "
+            "folder (create it first)"
+        )
     idata.posterior.attrs[FORMAT_ATTRIBUTE] = FORMAT_VERSION
     # a new name the writer creates (with the user's umask, unlike mkstemp's 0600)
     partial = path.with_name(f".{path.name}.partial-{secrets.token_hex(6)}")
