@@ -113,3 +113,9 @@ def test_bad_utility_and_options():
         decide(p, U, decisions=["a", "b"])
     with pytest.raises(ValueError, match=r"true_classes holds label\(s\) \['flu'\]"):
         ConfusionMatrix.from_probabilities(p, ["flu"], U)
+
+
+def test_a_row_off_the_simplex_is_named_with_a_plain_number():
+    """The sum is printed as a number a user reads (it printed np.float64(1.1))."""
+    with pytest.raises(ValueError, match=r"row 0 sums to 1\.1$"):
+        decide([[0.5, 0.6]], UtilityMatrix([[1, 0], [0, 1]]))

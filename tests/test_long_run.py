@@ -443,6 +443,11 @@ def test_batch_inputs_and_augmented_beats_standard(continuous):
     assert float(named.integration_error_draws[0]) < float(aug.integration_error_draws[0]) / 100
     as_array = long_run_utility(continuous, values)  # columns in the transducer's class order
     np.testing.assert_allclose(as_array.values, aug.values)
+    # one matrix as nested lists or a 2-D array: the first matrix, without a matrix dim
+    for one in (values[0].tolist(), values[0]):
+        single = long_run_utility(continuous, one)
+        assert single.dims == ("chain", "draw")
+        np.testing.assert_allclose(single.values, aug.values[..., 0], atol=tolerance)
 
 
 # ---------------------------------------------------------------- Monte Carlo
@@ -506,8 +511,14 @@ def test_an_integration_error_not_well_below_the_spread_warns_at_the_users_call(
 
 # ------------------------------------------------------------------ bad input
 def test_bad_utilities_and_rules_are_refused(continuous):
-    with pytest.raises(ValueError, match=r"utility matrix 0 has classes \['x', 'y'\]"):
+    with pytest.raises(ValueError, match=r"utility has classes \['x', 'y'\], the transducer"):
         long_run_utility(continuous, UtilityMatrix([[1, 0], [0, 1]], classes=["x", "y"]))
+    with pytest.raises(ValueError, match=r"utility matrix 1 has classes \['x', 'y'\]"):
+        long_run_utility(continuous, [U, UtilityMatrix([[1, 0], [0, 1]], classes=["x", "y"])])
+    with pytest.raises(ValueError, match=r"one column per class of the transducer \(2, in its"):
+        long_run_utility(continuous, [[1, 0, 0], [0, 1, 0]])
+    with pytest.raises(ValueError, match=r"utility: values must be finite"):
+        long_run_utility(continuous, [[np.nan, 0], [0, 1]])
     other = UtilityMatrix([[1, 0], [0, 1]], decisions=["p", "q"], classes=LABELS)
     with pytest.raises(ValueError, match="must share their decisions: matrix 1"):
         long_run_utility(continuous, [U, other])

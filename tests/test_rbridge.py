@@ -169,6 +169,12 @@ def test_missing_values_are_reported_by_column_and_row(r_session, digits):
     assert "'data' has no column(s) 'votes'" in message
     _, message = r_error(r, "yw_confusion(c('a', NA), c('a', 'b'))")
     assert message.startswith("'truth' has 1 missing value(s) (NA), in row(s) 2")
+    # a matrix without dimnames: said in R's terms (it reached Python as "utility matrix
+    # 0 has classes [0, 1]", the default labels)
+    classes, message = r_error(r, "yw_yield(matrix(c(1, 0, 0, 1), 2), matrix(c(1, 0, 0, 1), 2))")
+    assert "yieldwise_error" in classes
+    assert message.startswith("'confusion' must name its columns (the classes) and rows")
+    assert "yw_utility_matrix(values, decisions, classes)" in message
 
 
 # ------------------------------------------------------------------ transducers

@@ -85,7 +85,7 @@ def prepare_decision_inputs(
         first = int(np.flatnonzero(off)[0])
         raise ValueError(
             f"each row of probabilities must sum to 1, found {int(off.sum())} row(s) that do "
-            f"not; row {first} sums to {sums[first]!r}"
+            f"not; row {first} sums to {float(sums[first])!r}"
         )
     return p, u, decision_labels, class_labels
 

@@ -285,7 +285,8 @@ def long_run_utility(
     transducer : fitted Transducer
     utility : UtilityMatrix, sequence or mapping of them, or array (matrices, decisions, classes)
         One matrix, or a batch (sharing decisions and classes). An array's columns
-        follow ``transducer.classes_`` and its decisions are ``0 .. n - 1``.
+        follow ``transducer.classes_`` and its decisions are ``0 .. n - 1``; a 2-D array
+        or nested list of numbers is one such matrix.
     rule : "augmented", "standard" or callable
         ``"augmented"``: maximum expected utility with the predictive transducer.
         ``"standard"``: the classifier's own choice, argmax of a vector output or
@@ -521,6 +522,8 @@ def _as_matrices(
             raise ValueError("utility is an empty mapping; give at least one UtilityMatrix")
         stacked = _aligned(list(utility.values()), classes)
         return stacked, next(iter(utility.values())).decisions, list(utility.keys())
+    if isinstance(utility, np.ndarray) and utility.dtype != object and utility.ndim == 2:
+        return _as_matrices(utility.tolist(), classes)  # one matrix (the nested lists below)
     if isinstance(utility, np.ndarray) and utility.dtype != object:
         array = np.asarray(utility, dtype=float)
         if array.ndim != 3 or array.shape[2] != len(classes) or array.shape[1] < 2:
@@ -533,7 +536,25 @@ def _as_matrices(
         return array, tuple(range(array.shape[1])), list(range(array.shape[0]))
     if isinstance(utility, Iterable) and not isinstance(utility, str):
         items = list(utility)
-        if not items or not all(isinstance(u, UtilityMatrix) for u in items):
+        if items and not any(isinstance(u, UtilityMatrix) for u in items):
+            try:  # plain numbers, as nested lists: one matrix, or a batch as the array above
+                array = np.asarray(items, dtype=float)
+            except (TypeError, ValueError):
+                array = None
+            if array is not None and array.ndim == 2:
+                if array.shape[1] != len(classes) or array.shape[0] < 2:
+                    raise ValueError(
+                        f"utility as a nested list must have one row per decision (at least "
+                        f"2) and one column per class of the transducer ({len(classes)}, in "
+                        f"its order {list(classes)}), found shape {array.shape}"
+                    )
+                try:
+                    one = UtilityMatrix(array, classes=list(classes))
+                except ValueError as error:
+                    raise ValueError(f"utility: {error}") from None
+                return _aligned([one], classes)[None, 0], one.decisions, None
+            if array is not None and array.ndim == 3:
+                return _as_matrices(array, classes)
             raise TypeError(
                 "utility must be a UtilityMatrix, a non-empty sequence or mapping of them, "
                 f"or an array (matrices, decisions, classes); found {type(utility).__name__}"
@@ -550,7 +571,9 @@ def _aligned(items: list[UtilityMatrix], classes: tuple[Label, ...]) -> np.ndarr
     for i, u in enumerate(items):
         if set(u.classes) != set(classes):
             raise ValueError(
-                f"utility matrix {i} has classes {list(u.classes)}, the transducer {list(classes)}"
+                f"utility{f' matrix {i}' if len(items) > 1 else ''} has classes "
+                f"{list(u.classes)}, the transducer {list(classes)}; give the matrix the "
+                "transducer's class labels (UtilityMatrix(values, classes=...))"
             )
         if u.decisions != first.decisions:
             raise ValueError(

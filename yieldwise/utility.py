@@ -275,8 +275,8 @@ class UtilityMatrix:
                 raise ValueError(f"weights must be non-negative, found {q.tolist()}")
             if not np.isclose(q.sum(), 1.0, rtol=0, atol=1e-9):
                 raise ValueError(
-                    f"weights must sum to 1 (they are probabilities), found sum {q.sum()!r}; "
-                    "divide them by their sum if they are relative weights"
+                    "weights must sum to 1 (they are probabilities), found sum "
+                    f"{float(q.sum())!r}; divide them by their sum if they are relative weights"
                 )
         stack = []
         for k, m in enumerate(matrices):

@@ -71,6 +71,11 @@
     .yw_stop(sprintf("'%s' must be a numeric matrix with dimnames, found %s", what, class(x)[1]))
   }
   .yw_check_na(x, sprintf("'%s'", what))
+  if (is.null(colnames(x))) {
+    .yw_stop(sprintf(paste0("'%s' must name its columns (the classes) and rows (the decisions); ",
+                            "build it with yw_utility_matrix(values, decisions, classes) or set ",
+                            "dimnames(%s) <- list(decisions, classes)"), what, what))
+  }
   list(values = x, decisions = rownames(x), classes = colnames(x))
 }
 
