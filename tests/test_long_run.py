@@ -180,7 +180,7 @@ def test_binary_batch_shortcut_equals_matrix_by_matrix(continuous):
     batch = chart_matrices(rng.uniform(-1, 1, 300), rng.uniform(-1, 1, 300))
     batch[:3] = [[[1, 0], [0, 1]], [[1, -10], [0, 10]], [[10, 0], [-10, 1]]]
     batch[3] = [[1, 1], [0, 0]]  # decision 0 always best: slope 0
-    cells = _cells(continuous, None, 4096, 0, 0)
+    cells = _cells(continuous, None, 4096, 1, 0)
     fast, tight, fast_mixed = _binary_augmented(cells, batch)
     slow, slow_mixed, none = _general_augmented(cells, batch)
     assert none is None  # no standard errors asked for
@@ -388,7 +388,7 @@ def test_monte_carlo_errors_are_those_of_the_rule_integrated():
     def rule(frame):  # ignores the matrix: x above the diagonal, z below
         return np.where(frame["a"] > frame["b"], "x", "z")
 
-    cells = _cells(t, None, 0, 5000, 4)
+    cells = _cells(t, None, 1, 5000, 4)
     n = cells.mass.shape[1]
     weights = cells.mass.mean(axis=0) * n  # (J, C)
     fixed = long_run_utility(t, batch, rule=rule, n_points=5000, seed=4, rescale=False)
@@ -519,6 +519,11 @@ def test_bad_utilities_and_rules_are_refused(continuous):
         long_run_utility(continuous, [[1, 0, 0], [0, 1, 0]])
     with pytest.raises(ValueError, match=r"utility: values must be finite"):
         long_run_utility(continuous, [[np.nan, 0], [0, 1]])
+    # the integration's options are checked even where this (1-D) fit leaves them unused
+    with pytest.raises(ValueError, match="n_points must be a positive integer, found 0"):
+        long_run_utility(continuous, U, n_points=0)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, found 'a'"):
+        long_run_utility(continuous, U, seed="a")
     other = UtilityMatrix([[1, 0], [0, 1]], decisions=["p", "q"], classes=LABELS)
     with pytest.raises(ValueError, match="must share their decisions: matrix 1"):
         long_run_utility(continuous, [U, other])

@@ -435,7 +435,8 @@ def long_run_utility_stan(
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
     decide = _decider(rule, matrices, decisions, transducer, threshold)
     small = len(matrices) <= _ADAPTIVE_MAX_MATRICES
-    cells = _cells(transducer, None, n_cells, 0, 0, decide if small else None)
+    # one output dimension (checked above): quadrature cells, no Monte Carlo points
+    cells = _cells(transducer, None, n_cells, 1, 0, decide if small else None)
     assert cells.bounds is not None  # 1-D cells always carry their edges
     lower, upper = (np.clip(b, -_STAN_INFINITY, _STAN_INFINITY) for b in cells.bounds)
     chosen = np.broadcast_to(decide(cells), (len(matrices), len(lower)))
@@ -589,17 +590,23 @@ def _cells(
     decide: Callable[[_Cells], np.ndarray] | None = None,
 ) -> _Cells:  # fmt: skip
     transducer.check_fitted()
+    # every option checked whichever integration this transducer takes (one set of
+    # rules: a bad value is refused even where it would go unused)
+    n_cells = check_positive_int(n_cells, "n_cells")
+    n_points = check_positive_int(n_points, "n_points")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, found {seed!r}")
     transform = transducer.transform_
     if transducer.reduction_ is not None:
-        return _calibration_cells(transducer, check_positive_int(n_points, "n_points"), seed)
+        return _calibration_cells(transducer, n_points, seed)
     if transform.model_dims > 1:
-        return _monte_carlo_cells(transducer, r, check_positive_int(n_points, "n_points"), seed)
+        return _monte_carlo_cells(transducer, r, n_points, seed)
     if transform.line_resolution is not None:
         return _line_lattice_cells(transducer, r, transform.line_resolution)
     h = transform.resolution[0]
     if h is not None:
         return _lattice_cells(transducer, r, float(h))
-    return _quadrature_cells(transducer, r, check_positive_int(n_cells, "n_cells"), decide)
+    return _quadrature_cells(transducer, r, n_cells, decide)
 
 
 def _lattice_cells(transducer: Transducer, r, h: float) -> _Cells:
