@@ -1064,6 +1064,12 @@ class Transducer:
         divided by the bin width. Not for a class-reduced transducer (``reduction_``),
         which models the margin of the output's top two classes, not the output:
         ``reduced_.output_density`` gives the margin's density per rank.
+
+        The kernels span the calibration outputs' 1 % to 99 % quantiles, so beyond them
+        the density falls as the outermost kernel's Normal tail, far faster than the
+        outputs' own law: about ``exp(-r^2 / 2)`` of its edge value ``r`` kernel widths
+        out (:meth:`TransducerPosterior.nearest_kernel_widths`; docs/model.md, "What it
+        still gets wrong"). Class probabilities there are not affected.
         """
         _check_prob(prob)
         if self.reduction_ is not None:
