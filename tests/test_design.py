@@ -686,3 +686,48 @@ def test_auto_components():
     assert _design.auto_components(2) == 196
     assert _design.auto_components(3) == 30
     assert _design.auto_components(20) == _design.MAX_CENTRES == 120
+
+
+def test_an_extended_grid_reaches_every_output_at_the_same_spacing(monkeypatch):
+    """EXTEND_1D: nodes added below and above the 1 % / 99 % range at its spacing, until
+    every output lies within one spacing of a node (at most EXTEND_MAX_1D per side); the
+    atoms at the ends are not reached for; u runs on at the same step, the random walk's
+    penalty keeps its step (checked against the second differences written here), and
+    the smooth functions kept grow in proportion to the nodes."""
+    monkeypatch.setattr(_design, "EXTEND_1D", 1)
+    rng = np.random.default_rng(4)
+    inner = rng.normal(0.0, 1.0, 800)
+    values = np.r_[inner, np.full(170, -9.0)]  # an atom far below: left to the tails
+    _, rows, counts = _stan_data.merge_rows(np.zeros(values.size, int), values)
+    design = _design.design_kernels(rows, rows, counts)
+    low, high = np.quantile(inner, RANGE, method="inverted_cdf")
+    step = (high - low) / (_design.GRID_1D - 1)
+    loc = design.loc[:, 0]
+    np.testing.assert_allclose(np.diff(loc), step, rtol=1e-9)
+    first = int(np.argmin(np.abs(loc - low)))
+    np.testing.assert_allclose(loc[first : first + _design.GRID_1D][[0, -1]], [low, high])
+    assert np.abs(inner[:, None] - loc[None]).min(axis=1).max() <= step * (1 + 1e-9)
+    assert loc[0] > inner.min() - 2 * step  # no node more than needed, nor for the atom
+    assert loc[-1] < inner.max() + 2 * step
+    u = design.fixed_basis[:, 1]
+    np.testing.assert_allclose(np.diff(u), 1 / (_design.GRID_1D - 1), rtol=1e-9)
+    assert u[first] == pytest.approx(-0.5)
+    nodes = loc.size
+    d2 = np.diff(np.eye(nodes), n=2, axis=0)
+    q = d2.T @ d2 * (_design.GRID_1D - 1) ** 3
+    kept = round(_design.SMOOTH_MODES_1D * nodes / _design.GRID_1D)
+    assert design.smooth_basis.shape == (nodes, kept)
+    # the kept functions are the penalty's smoothest: the prior precision's eigenvectors
+    # of smallest non-zero eigenvalue, each scaled by the inverse square root of it
+    values_q, vectors_q = np.linalg.eigh(q)
+    want = vectors_q[:, 2 : 2 + kept] / np.sqrt(values_q[2 : 2 + kept])
+    np.testing.assert_allclose(design.smooth_basis @ design.smooth_basis.T, want @ want.T,
+                               atol=1e-8)  # fmt: skip
+    # far outliers: at most EXTEND_MAX_1D nodes per side
+    far = np.r_[inner, [40.0]]
+    _, rows, counts = _stan_data.merge_rows(np.zeros(far.size, int), far)
+    extended = _design.design_kernels(rows, rows, counts)
+    far_high = np.quantile(far, RANGE, method="inverted_cdf")[1]
+    assert int((extended.loc[:, 0] > far_high + step / 2).sum()) == _design.EXTEND_MAX_1D
+    monkeypatch.setattr(_design, "EXTEND_1D", 0)
+    assert _design.design_kernels(rows, rows, counts).loc.shape[0] == _design.GRID_1D

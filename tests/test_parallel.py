@@ -104,6 +104,11 @@ def test_task_seeds_are_fixed_numbers_in_every_process():
          ValueError, "needs by="),
         (lambda: fit_many(calibration(), outputs={"f": "votes"}, classes="label"),
          ValueError, r"no column\(s\) \['votes'\]"),
+        # rows with no task name were dropped without a word (pandas' groupby)
+        (lambda: fit_many(calibration().assign(site=lambda f: np.where(f.index % 3 == 0, None,
+                                                                        "A")),
+                          outputs="forest_votes", classes="label", by="site"),
+         ValueError, r"by column 'site' has 52 missing value\(s\) \(first in row 0"),
     ],
 )  # fmt: skip
 def test_bad_arguments_are_refused_before_any_fit(call, error, message):

@@ -193,6 +193,15 @@ def test_prevalence_errors(two_draws):
         two_draws.predict_proba([0.0], prevalences=[1.0])
     with pytest.raises(ValueError, match="one value per class"):
         two_draws.predict_proba([0.0], prevalences={"neg": 0.5, "other": 0.5})
+    # a pandas Series is read by its labels, like a mapping (it was read by position)
+    classes = list(two_draws.classes_)
+    as_series = pd.Series({classes[1]: 0.3, classes[0]: 0.7})
+    np.testing.assert_array_equal(
+        two_draws.predict_proba([0.0], prevalences=as_series),
+        two_draws.predict_proba([0.0], prevalences=[0.7, 0.3]),
+    )
+    with pytest.raises(ValueError, match="one value per class"):
+        two_draws.predict_proba([0.0], prevalences=pd.Series({"x": 0.3, "y": 0.7}))
 
 
 def test_not_fitted_and_bad_file(tmp_path):
@@ -528,3 +537,12 @@ def test_binary_bands_far_out_are_the_brute_force_quantiles():
                                rtol=1e-12)  # fmt: skip
     np.testing.assert_allclose(band["upper"].values, np.quantile(per_draw, 0.95, axis=0),
                                rtol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [-5, 1.5, "a", True, 2**31])
+def test_a_bad_seed_is_refused_by_name_before_any_draw(seed):
+    """The seed draws the initial values before the sampler checks it: refused there by
+    name (numpy's SeedSequence said "expected non-negative integer")."""
+    y = np.linspace(-2, 2, 40)
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*31\) or None"):
+        Transducer(backend="laplace", seed=seed, progress=False).fit(y, np.arange(40) % 2)

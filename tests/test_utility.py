@@ -207,3 +207,24 @@ def test_binary_rule_by_hand():
     assert UtilityMatrix([[1, 0], [1, 0]]).binary_rule() == (None, 0, 0)  # a tie
     with pytest.raises(ValueError, match="binary_rule\\(\\) needs a 2x2"):
         UtilityMatrix([[1, 0], [0, 1], [0.5, 0.5]]).binary_rule()
+
+
+def test_a_dataframe_is_read_by_its_labels_and_equal_matrices_hash_alike():
+    """to_frame() round-trips, in any column order (it was read by position, so the
+    classes came back as 0, 1 over reordered values); labels given beside a DataFrame
+    must be its own; -0.0 and 0.0 make equal matrices with equal hashes."""
+    from yieldwise import ConfusionMatrix
+
+    u = UtilityMatrix([[0, -10], [-1, 5]], decisions=["wait", "treat"], classes=["h", "i"])
+    shuffled = u.to_frame().loc[["treat", "wait"], ["i", "h"]]
+    back = UtilityMatrix(shuffled)
+    assert back.decisions == ("treat", "wait") and back.classes == ("i", "h")
+    assert back.reindex(u.decisions, u.classes) == u
+    assert UtilityMatrix(shuffled, decisions=u.decisions, classes=u.classes) == u
+    with pytest.raises(ValueError, match=r"columns \['i', 'h'\] are not the classes given"):
+        UtilityMatrix(shuffled, classes=["x", "y"])
+    c = ConfusionMatrix([[5, 1], [2, 7]], decisions=["a", "b"], classes=["a", "b"])
+    assert ConfusionMatrix(c.to_frame().iloc[::-1]).reindex(c.decisions, c.classes) == c
+    zero = UtilityMatrix([[0.0, 1], [1, 0]])
+    negative_zero = UtilityMatrix([[-0.0, 1], [1, 0]])
+    assert zero == negative_zero and hash(zero) == hash(negative_zero)

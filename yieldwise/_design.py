@@ -96,6 +96,16 @@ RANGE_CLASS_BALANCED = 1
 #: Normal tails. Measured on the clipped scores (n = 1,000, 17 % exact 0s and 2 % 1s;
 #: Laplace backend): mean regret 0.0017 -> 0.0009 (beta calibration 0.0004).
 EDGE_ATOM_SHARE = 0.01
+#: A candidate, off by default (0; docs/model.md, "The joint density beyond the kernels"):
+#: a 1-D grid extended beyond RANGE_QUANTILES at the same spacing, by as many nodes as it
+#: takes for every calibration output (atoms at the ends excepted) to lie within one
+#: spacing of a node, at most EXTEND_MAX_1D per side; the smooth functions kept grow in
+#: proportion (SMOOTH_MODES_1D per GRID_1D nodes), the random walk keeps its step. Beyond
+#: the 1 % / 99 % quantiles the mixture's density then follows the outputs instead of the
+#: outermost kernel's Normal tail, and p(c | y) follows the data there instead of levelling
+#: off at the last kernel's value.
+EXTEND_1D = 0
+EXTEND_MAX_1D = 20
 #: Prior sd of the fixed-effect coefficients: the intercept of the class log-odds, then
 #: the slopes (per unit of the standardised coordinate u in [-1/2, 1/2], so a slope of 40
 #: moves the log-odds by 40 over the outputs' range). A nearly separating classifier's
@@ -409,9 +419,22 @@ def _axis_range(
     atoms are counted by ``weights``.
     """
     qw = weights if quantile_weights is None else quantile_weights
-    keep = np.isfinite(rep)
+    keep = _spanned(rep, weights, point)
     if not keep.any():
         return -1.0, 1.0
+    low = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[0])
+    high = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[1])
+    if high <= low:  # a single value: a unit-wide range around it
+        low, high = low - 0.5, high + 0.5
+    return low, high
+
+
+def _spanned(rep: np.ndarray, weights: np.ndarray, point: np.ndarray | None) -> np.ndarray:
+    """The rows whose values a grid spans (:func:`_axis_range`): the finite ones, an atom
+    at either end of the exact values (``point``) left out."""
+    keep = np.isfinite(rep)
+    if not keep.any():
+        return keep
     if point is not None:
         total = weights[keep].sum()
         for edge in (np.min, np.max):
@@ -426,14 +449,28 @@ def _axis_range(
             spread = np.unique(rep[rest]).size > 2
             if spread and weights[atom].sum() >= EDGE_ATOM_SHARE * total:
                 keep = rest
-    low = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[0])
-    high = _weighted_quantile(rep[keep], qw[keep], RANGE_QUANTILES[1])
-    if high <= low:  # a single value: a unit-wide range around it
-        low, high = low - 0.5, high + 0.5
-    return low, high
+    return keep
 
 
-def _rw2_axis(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def _extension(
+    rep: np.ndarray, weights: np.ndarray, point: np.ndarray | None, low: float, high: float,
+    nodes: int,
+) -> tuple[int, int]:  # fmt: skip
+    """Nodes to add below and above a 1-D grid of ``nodes`` over ``[low, high]``
+    (EXTEND_1D): enough for every spanned output to lie within one spacing of a node, at
+    most EXTEND_MAX_1D per side; (0, 0) when EXTEND_1D is off."""
+    if not EXTEND_1D:
+        return 0, 0
+    keep = _spanned(rep, weights, point)
+    if not keep.any():
+        return 0, 0
+    step = (high - low) / (nodes - 1)
+    below = int(np.ceil((low - rep[keep].min()) / step - 1.0))
+    above = int(np.ceil((rep[keep].max() - high) / step - 1.0))
+    return (min(EXTEND_MAX_1D, max(0, below)), min(EXTEND_MAX_1D, max(0, above)))
+
+
+def _rw2_axis(nodes: int, delta: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Eigen-decomposition of one axis's second-order random-walk penalty, u in [-1/2, 1/2].
 
     The penalty ``D2' D2 / delta^3`` (delta the node spacing in u) is the discretised
@@ -442,7 +479,7 @@ def _rw2_axis(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     Returns eigenvalues (ascending; the first two are the null space, set to exactly 0)
     and eigenvectors (columns).
     """
-    delta = 1.0 / (nodes - 1)
+    delta = 1.0 / (nodes - 1) if delta is None else delta  # given: an extended grid's
     d2 = np.diff(np.eye(nodes), n=2, axis=0)
     values, vectors = np.linalg.eigh(d2.T @ d2 / delta**3)
     values[:2] = 0.0
@@ -450,13 +487,20 @@ def _rw2_axis(nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _grid_design(
-    ranges: list[tuple[float, float]], nodes: int, tau_a_scale: float, tau_f_scale: float
-) -> KernelDesign:
-    axes = [np.linspace(lo, hi, nodes) for lo, hi in ranges]
-    u_axis = np.linspace(-0.5, 0.5, nodes)
+    ranges: list[tuple[float, float]], nodes: int, tau_a_scale: float, tau_f_scale: float,
+    extend: tuple[int, int] = (0, 0),
+) -> KernelDesign:  # fmt: skip
+    """A tensor grid of ``nodes`` per axis over ``ranges``; in one dimension ``extend``
+    adds nodes below and above at the same spacing (EXTEND_1D), the standardised
+    coordinate ``u`` running past [-1/2, 1/2] at the same step."""
     factor = WIDTH_FACTOR if len(ranges) == 1 else WIDTH_FACTOR_2D
     width = np.array([(hi - lo) / (nodes - 1) * factor for lo, hi in ranges])
-    eig = _rw2_axis(nodes)
+    steps = np.arange(-extend[0], nodes + extend[1])
+    axes = [lo + (hi - lo) / (nodes - 1) * steps for lo, hi in ranges]
+    u_axis = -0.5 + steps / (nodes - 1)
+    base = nodes
+    nodes = steps.size
+    eig = _rw2_axis(nodes, 1.0 / (base - 1))
     if len(ranges) == 1:
         loc = axes[0][:, None]
         values, vectors = eig
@@ -477,8 +521,10 @@ def _grid_design(
         smooth = _with_first_order_walk(smooth, null, RW1_SHARE)
     if len(ranges) == 1 and SMOOTH_MODES_1D is not None:
         # the columns are orthogonal, so each one's prior variance is its squared norm;
-        # keep the SMOOTH_MODES_1D largest (the random walk's smoothest functions)
-        smooth = smooth[:, _leading(np.sum(smooth**2, axis=0), 0.0, None, SMOOTH_MODES_1D)]
+        # keep the SMOOTH_MODES_1D largest (the random walk's smoothest functions), as
+        # many more per node on an extended grid
+        kept = round(SMOOTH_MODES_1D * nodes / base)
+        smooth = smooth[:, _leading(np.sum(smooth**2, axis=0), 0.0, None, kept)]
     scale = np.full(null.shape[1], SLOPE_SCALE)
     scale[0] = INTERCEPT_SCALE
     if len(ranges) == 2 and QUADRATIC_NULL_2D:
@@ -680,7 +726,10 @@ def design_kernels(
         point = lo == hi  # exact values, not censored bins
         qw = None if range_weights is None else np.asarray(range_weights, float)
         ranges = [_axis_range(rep[:, j], weights, point[:, j], qw) for j in range(d)]
-        design = _grid_design(ranges, nodes, tau_a_scale, tau_f_scale)
+        extend = (
+            _extension(rep[:, 0], weights, point[:, 0], *ranges[0], nodes) if d == 1 else (0, 0)
+        )
+        design = _grid_design(ranges, nodes, tau_a_scale, tau_f_scale, extend)
         if d == 1 and distinct_outputs(lo, hi) <= design.fixed_basis.shape[1]:
             # the smooth limit alone fits every distinct output: no smooth part to learn
             design = replace(design, smooth_basis=design.smooth_basis[:, :0])

@@ -62,6 +62,30 @@ def as_float_array(
     return array
 
 
+def labelled_table(
+    values: Any, rows: Iterable[Any] | None, columns: Iterable[Any] | None, name: str,
+    row_name: str, column_name: str,
+) -> tuple[Any, Any, Any]:  # fmt: skip
+    """``(values, rows, columns)`` for a matrix constructor: a DataFrame's index and columns
+    are its labels (read by label, not position). Labels given as well must be the same
+    set: the table is then reordered to them; otherwise anything passes through."""
+    if not isinstance(values, pd.DataFrame):
+        return values, rows, columns
+    frame = values
+    for given, axis, where, what in ((rows, frame.index, "index", row_name),
+                                     (columns, frame.columns, "columns", column_name)):  # fmt: skip
+        if (given is not None and not isinstance(given, (str, bytes))
+                and (set(given) != set(axis) or len(list(given)) != len(axis))):  # fmt: skip
+            raise ValueError(
+                f"{name} is a DataFrame whose {where} {list(axis)} are not the {what} given, "
+                f"{list(given)}; give the same labels (in any order), or leave {what} out "
+                "to take the table's"
+            )
+    rows = list(frame.index) if rows is None else list(rows)
+    columns = list(frame.columns) if columns is None else list(columns)
+    return frame.loc[rows, columns].to_numpy(), rows, columns
+
+
 def check_labels(labels: Iterable[Any] | None, size: int, name: str) -> tuple[Label, ...]:
     """Validate axis labels: default ``0..size-1``; unique, hashable, right length."""
     if labels is None:

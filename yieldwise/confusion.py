@@ -17,6 +17,7 @@ from ._validation import (
     check_labels,
     indices_of,
     label_values,
+    labelled_table,
     sorted_unique,
 )
 
@@ -56,6 +57,10 @@ class ConfusionMatrix:
         decisions: Iterable[Label] | None = None,
         classes: Iterable[Label] | None = None,
     ) -> None:
+        # a DataFrame (to_frame()'s, say) is read by its labels, not by position
+        counts, decisions, classes = labelled_table(
+            counts, decisions, classes, "counts", "decisions", "classes"
+        )
         array = as_float_array(counts, "counts", ndim=2)
         if (array < 0).any():
             where = tuple(int(i) for i in np.argwhere(array < 0)[0])
@@ -236,7 +241,7 @@ class ConfusionMatrix:
         )
 
     def __hash__(self) -> int:
-        return hash((self._decisions, self._classes, self._counts.tobytes()))
+        return hash((self._decisions, self._classes, (self._counts + 0.0).tobytes()))
 
     # ---------------------------------------------------------------- display
     def __repr__(self) -> str:

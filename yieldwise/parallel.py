@@ -408,6 +408,14 @@ def _tasks_from_frame(
         raise ValueError(
             f"the table has no column(s) {missing}; its columns are {list(frame.columns)}"
         )
+    for column in by_columns:  # groupby would drop these rows without a word
+        unnamed = frame[column].isna().to_numpy()
+        if unnamed.any():
+            raise ValueError(
+                f"by column {column!r} has {int(unnamed.sum())} missing value(s) (first in "
+                f"row {int(np.flatnonzero(unnamed)[0])} of the table, counting from 0); "
+                "every row must name its task: fill them in or drop those rows first"
+            )
     groups: list[tuple[tuple[Any, ...], pd.DataFrame]]
     if by_columns:
         groups = [

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import Label, align, as_float_array, check_labels
+from ._validation import Label, align, as_float_array, check_labels, labelled_table
 
 __all__ = [
     "MATRIX_PRIORS",
@@ -41,7 +41,8 @@ class UtilityMatrix:
     ----------
     values : array-like of shape (n_decisions, n_classes)
         Finite utilities within +-1e150; at least two decisions and two classes, not all
-        equal.
+        equal. A DataFrame's index and columns are its decisions and classes (read by
+        label: :meth:`to_frame` round-trips).
     decisions : sequence of labels, optional
         Row labels; default ``0 .. n_decisions - 1``.
     classes : sequence of labels, optional
@@ -67,6 +68,10 @@ class UtilityMatrix:
         decisions: Iterable[Label] | None = None,
         classes: Iterable[Label] | None = None,
     ) -> None:
+        # a DataFrame (to_frame()'s, say) is read by its labels, not by position
+        values, decisions, classes = labelled_table(
+            values, decisions, classes, "values", "decisions", "classes"
+        )
         array = as_float_array(values, "values", ndim=2)
         n_decisions, n_classes = array.shape
         if n_decisions < 2 or n_classes < 2:
@@ -175,7 +180,8 @@ class UtilityMatrix:
         )
 
     def __hash__(self) -> int:
-        return hash((self._decisions, self._classes, self._values.tobytes()))
+        # + 0.0 makes -0.0 into 0.0: equal matrices (np.array_equal) hash alike
+        return hash((self._decisions, self._classes, (self._values + 0.0).tobytes()))
 
     # ------------------------------------------------------- binary chart (1.1)
     @classmethod

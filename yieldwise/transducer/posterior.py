@@ -197,12 +197,15 @@ class TransducerPosterior:
     def check_prevalences(self, prevalences: Any) -> np.ndarray | None:
         """Deployment class prevalences ``r_c`` as a checked (C,) array, or None.
 
-        A sequence in the order of :attr:`classes`, or a mapping label -> prevalence;
-        every entry positive, summing to 1. Bad input raises ValueError saying what is
-        wrong.
+        A sequence in the order of :attr:`classes`, or a mapping label -> prevalence
+        (a pandas Series is one, read by its index); every entry positive, summing to 1.
+        Bad input raises ValueError saying what is wrong.
         """
         if prevalences is None:
             return None
+        if type(prevalences).__name__ == "Series" and hasattr(prevalences, "to_dict"):
+            # a pandas Series is labelled: read by its index (a mapping), not by position
+            prevalences = prevalences.to_dict()
         if isinstance(prevalences, Mapping):
             unknown = set(prevalences) - set(self.classes)
             if unknown or len(prevalences) != len(self.classes):
