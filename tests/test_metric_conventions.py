@@ -132,3 +132,30 @@ def test_averaging_fold_f1_is_not_the_pooled_f1():
     mean_of_folds = (metrics.f1(fold_1) + metrics.f1(fold_2)) / 2
     assert mean_of_folds == pytest.approx((18 / 20 + 2 / 6) / 2)
     assert metrics.f1(fold_1 + fold_2) == pytest.approx(20 / 26)
+
+
+def test_labels_0_and_1_without_positive_warn_that_0_is_taken():
+    """yieldwise's binary metrics take the first class as positive; with labels 0/1 (or
+    False/True) scikit-learn takes the other, so a score of P(1) silently gave the
+    complement (AUC 0.22 for 0.78). Now it warns, at the caller's line; positive= given,
+    or other labels, do not warn, and the number is the convention's."""
+    import warnings
+    from pathlib import Path
+
+    import sklearn.metrics as skm
+
+    from yieldwise import metrics
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 200)
+    s = rng.normal(y, 1.0)
+    with pytest.warns(UserWarning, match="positive defaults to the first class, 0") as caught:
+        first = metrics.roc_auc(s, y)
+    assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
+    assert first == pytest.approx(1 - skm.roc_auc_score(y, s))
+    with pytest.warns(UserWarning, match="the first class, False"):
+        metrics.brier(1 / (1 + np.exp(-s)), y.astype(bool))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metrics.roc_auc(s, y, positive=1) == pytest.approx(skm.roc_auc_score(y, s))
+        metrics.roc_auc(s, np.where(y == 1, "ill", "ok"))

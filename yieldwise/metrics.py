@@ -48,6 +48,7 @@ F-scores (or precisions, or MCCs) gives the score of no set of decisions at all:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -754,10 +755,35 @@ def binary_truth(
     indices_of(truth, classes, "true_classes", "classes")
     if positive is None:
         positive = classes[0]
+        if len(classes) == 2 and all(
+            isinstance(c, bool | int | np.integer) for c in classes
+        ) and {int(c) for c in classes} == {0, 1}:  # fmt: skip
+            # labels 0/1 (or False/True): scikit-learn's default is the other one
+            warnings.warn(
+                f"positive defaults to the first class, {classes[0]!r} (yieldwise's "
+                f"convention for every binary metric; scikit-learn takes {classes[1]!r}): "
+                f"the scores are read as pointing to {classes[0]!r}. For scores or "
+                f"probabilities of {classes[1]!r}, pass positive={classes[1]!r}",
+                UserWarning,
+                stacklevel=_outside_the_package(),
+            )
     elif positive not in classes:
         raise ValueError(f"positive {positive!r} is not among the classes {list(classes)}")
     is_positive = truth == np.array([positive], dtype=object)
     return is_positive, positive, classes
+
+
+def _outside_the_package() -> int:
+    """The ``stacklevel`` of the first caller outside yieldwise (metrics call each other
+    and are wrapped, so the depth varies): a warning then names the user's line."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _scores_1d(scores: Any) -> np.ndarray:
