@@ -139,3 +139,25 @@ def test_compare_fitted_transducers_uses_their_long_run_utilities():
         compare([sharp, blunt], u)
     with pytest.raises(ValueError, match="fitted on several"):
         compare(sharp, u)
+
+
+def test_tuple_names_of_fit_many_are_shown_as_text_and_accepted_as_keys():
+    """fit_many names tasks by tuples; compare shows them as fit_many does ("A / forest";
+    it showed "('A', 'forest')") and answers for the tuple as for the text, while an
+    unknown name or matrix is refused by name (they were xarray's KeyErrors)."""
+    sharp = given([[[-2.0], [2.0]], [[-1.5], [1.5]]])
+    blunt = given([[[-0.5], [0.5]], [[-0.3], [0.3]]])
+    u = UtilityMatrix([[1, -2], [0, 3]], decisions=["a", "b"], classes=LABELS)
+    result = compare({("A", "forest"): sharp, ("B", "forest"): blunt}, u)
+    assert result.names == ["A / forest", "B / forest"]
+    by_tuple = result.difference(("A", "forest"), ("B", "forest"))
+    by_text = result.difference("A / forest", "B / forest")
+    np.testing.assert_array_equal(by_tuple.values, by_text.values)
+    np.testing.assert_array_equal(result.samples(("B", "forest")), result.samples("B / forest"))
+    with pytest.raises(KeyError, match=r"unknown classifier 'zzz'; the comparison has"):
+        result.samples("zzz")
+    batch = compare({"sharp": sharp, "blunt": blunt}, {"u": u, "v": u.standard()})
+    with pytest.raises(ValueError, match=r"matrix=7 is not one of \['u', 'v'\]"):
+        batch.prob_best(matrix=7)
+    with pytest.raises(ValueError, match="the same name as text"):
+        compare({("A", "forest"): sharp, "A / forest": blunt}, u)

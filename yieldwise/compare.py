@@ -90,7 +90,11 @@ def compare(
             )
         if rescaled_values is not None:
             rescaled[name] = rescaled_values
-    return Comparison(raw, rescaled if len(rescaled) == len(raw) else None, paired=paired)
+    from .parallel import task_label
+
+    aliases = {} if paired else {name: task_label(name) for name in transducers}
+    return Comparison(raw, rescaled if len(rescaled) == len(raw) else None, paired=paired,
+                      aliases=aliases)  # fmt: skip
 
 
 def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
@@ -117,19 +121,22 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
             "transducers must be a mapping name -> fitted Transducer, or one joint "
             f"Transducer; found {type(transducers).__name__}"
         )
+    from .parallel import task_label
+
     named: dict[str, Any] = {}
     for name, t in transducers.items():
         if not isinstance(t, Transducer):
             raise TypeError(f"transducers[{name!r}] must be a Transducer, found {type(t).__name__}")
         t.check_fitted()
-        if str(name) in named:
+        text = task_label(name)  # fit_many's tuple names: "site A / forest"
+        if text in named:
             raise ValueError(
-                f"transducers has the keys {named[str(name)]!r} and {name!r}, which are the "
-                f"same name as text ({str(name)!r}); classifiers are named by text in every "
+                f"transducers has the keys {named[text]!r} and {name!r}, which are the "
+                f"same name as text ({text!r}); classifiers are named by text in every "
                 "result, so give them distinct names"
             )
-        named[str(name)] = name
-    return {str(name): t for name, t in transducers.items()}, False
+        named[text] = name
+    return {text: transducers[name] for text, name in named.items()}, False
 
 
 class Comparison:
@@ -151,6 +158,7 @@ class Comparison:
         rescaled: Mapping[str, xr.DataArray] | None = None,
         *,
         paired: bool = False,
+        aliases: Mapping[Any, str] | None = None,
     ) -> None:
         # Independent fits may have different numbers of draws: an outer join pads the
         # shorter ones with NaN, which every computation below drops.
@@ -167,15 +175,25 @@ class Comparison:
         self.rescaled = None if rescaled is None else _dataset(rescaled)
         self.paired = paired
         self.names = list(utilities)
+        # the keys the classifiers were given under (fit_many's tuples), each -> its name
+        self._aliases = {k: v for k, v in (aliases or {}).items() if v in self.names}
 
     # ------------------------------------------------------------- internals
     @property
     def _batched(self) -> bool:
         return "matrix" in self.utilities.dims
 
-    def _check_name(self, name: str) -> None:
-        if name not in self.names:
-            raise KeyError(f"unknown classifier {name!r}; the comparison has {self.names}")
+    def _check_name(self, name: Any) -> str:
+        """The classifier's name (as in :attr:`names`), given it or the key it was passed
+        under (a tuple of :func:`~yieldwise.fit_many`); KeyError otherwise."""
+        if isinstance(name, str) and name in self.names:
+            return name
+        try:
+            return self._aliases[name]
+        except (KeyError, TypeError):
+            raise KeyError(
+                f"unknown classifier {name!r}; the comparison has {self.names}"
+            ) from None
 
     # ------------------------------------------------------------- answers
     def samples(self, name: str, matrix: Any = None, rescaled: bool = False) -> np.ndarray:
@@ -186,15 +204,20 @@ class Comparison:
         ``matrix`` chooses one matrix of a batch (required then, refused otherwise);
         ``rescaled`` gives the draws rescaled to [0, 1] (theory 1).
         """
+        name = self._check_name(name)
         data = self.rescaled if rescaled else self.utilities
         if data is None:
             raise ValueError("rescaled utilities are not available for these matrices")
         values = data[name]
         if self._batched:
-            if matrix is None:
+            known = self.utilities["matrix"].values.tolist()  # Python labels, not np.str_
+            if matrix is None or matrix not in known:
+                what = (
+                    "choose one with matrix=..." if matrix is None else f"matrix={matrix!r} is not"
+                )
                 raise ValueError(
-                    "this comparison covers several utility matrices; choose one with "
-                    f"matrix=..., one of {list(self.utilities['matrix'].values)[:10]}"
+                    f"this comparison covers several utility matrices; {what} one of "
+                    f"{known[:10]}{' ...' if len(known) > 10 else ''}"
                 )
             values = values.sel(matrix=matrix)
         elif matrix is not None:
@@ -241,8 +264,7 @@ class Comparison:
         Paired draws are subtracted draw by draw; independent ones after a random
         pairing (seeded), which samples the distribution of the difference.
         """
-        self._check_name(a)
-        self._check_name(b)
+        a, b = self._check_name(a), self._check_name(b)
         if not 0 < prob < 1:
             raise ValueError(f"prob must lie in (0, 1), found {prob}")
         x, y = self.samples(a, matrix), self.samples(b, matrix)

@@ -57,6 +57,7 @@ __all__ = [
     "TaskError",
     "check_transducer_params",
     "fit_many",
+    "task_label",
     "task_seed",
     "transducer_from_bytes",
     "transducer_to_bytes",
@@ -126,7 +127,7 @@ def task_seed(seed: int, name: TaskName) -> int:
     return int.from_bytes(digest[:8], "big") % (2**31 - 1)
 
 
-def _label(name: TaskName) -> str:
+def task_label(name: TaskName) -> str:
     """A task name for messages: ``forest``, or ``site A / forest`` for a tuple."""
     if isinstance(name, tuple):
         return " / ".join(str(part) for part in name)
@@ -531,7 +532,7 @@ class _DaskRunner(_Runner):
         # Dask's dashboard and logs say which fit is which.
         import uuid
 
-        key = f"yieldwise-fit-{_label(task.name)}-{uuid.uuid4().hex[:8]}"
+        key = f"yieldwise-fit-{task_label(task.name)}-{uuid.uuid4().hex[:8]}"
         return self.client.submit(_fit_task, task, key=key, pure=False)
 
     def running(self, futures: Sequence[Any]) -> int:
@@ -629,7 +630,7 @@ class FitResults(dict):
 
 
 def _failure(name: TaskName, exc: BaseException) -> Exception:
-    label = _label(name)
+    label = task_label(name)
     if isinstance(exc, ValueError | TypeError):
         error: Exception = TaskDataError(f"task {label!r}: {exc}", name)
     else:
@@ -784,10 +785,10 @@ def fit_many(
             outcome.transducer if outcome.transducer is not None
             else transducer_from_bytes(outcome.data)
         )  # fmt: skip
-        rows.append({"task": _label(task.name), "seed": task.params["seed"], **outcome.info})
+        rows.append({"task": task_label(task.name), "seed": task.params["seed"], **outcome.info})
     for task in task_list:  # warnings in task order, whichever finished first
         for category, message in done[task.name].warnings:
-            warnings.warn(f"{_label(task.name)}: {message}", category, stacklevel=2)
+            warnings.warn(f"{task_label(task.name)}: {message}", category, stacklevel=2)
     results.tasks = pd.DataFrame(rows)
     results.tasks.attrs["seed"] = seed
     results.tasks.attrs["executor"] = "serial" if runner is None else runner.kind
@@ -813,7 +814,7 @@ def _run_serially(
     done: dict[TaskName, _Outcome] = {}
     with _progress_bar(len(tasks), progress, "serial") as bar:
         for task in tasks:
-            bar.set_postfix_str(f"running {_label(task.name)}")
+            bar.set_postfix_str(f"running {task_label(task.name)}")
             if on_start is not None:
                 on_start(task.name)
             tick = time.perf_counter()
@@ -865,7 +866,7 @@ def _run_on(
                     try:
                         result = future.result()
                     except Exception as exc:
-                        bar.set_postfix_str("failed 1: " + _label(task.name))
+                        bar.set_postfix_str("failed 1: " + task_label(task.name))
                         raise _failure(task.name, exc) from exc
                     done[task.name] = _Outcome(result.data, result.warnings, result.info)
                     runner.forget(future)
