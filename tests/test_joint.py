@@ -156,3 +156,30 @@ def test_a_joint_fit_keeps_each_classifiers_coordinates_and_a_rotated_one_has_no
     with pytest.raises(ValueError, match="rotated onto their principal axes"):
         rotated.marginal("rf")
     assert not Transducer.from_draws(draws, frame, labels, LABELS).transform_.is_rotated
+
+
+def test_a_joint_transducer_takes_the_mapping_it_was_fitted_with(joint):
+    """predict_proba, draws_proba and decide take {member: outputs}, as fit does (it was
+    refused as "not numeric"), equal to the frame of the members' columns; a member left
+    out, a wrong column count, or a mapping to a single classifier's transducer are
+    refused by name."""
+    rng = np.random.default_rng(5)
+    rf, nn = rng.normal(size=6), rng.normal(size=6)
+    frame = pd.DataFrame({"rf": rf, "nn": nn})
+    np.testing.assert_array_equal(joint.predict_proba({"nn": nn, "rf": rf}),
+                                  joint.predict_proba(frame))  # fmt: skip
+    np.testing.assert_array_equal(joint.draws_proba({"rf": rf, "nn": nn}).values,
+                                  joint.draws_proba(frame).values)  # fmt: skip
+    with pytest.raises(ValueError, match=r"must give each member of the joint transducer, "
+                                         r"\['rf', 'nn'\]; found \['rf'\]"):  # fmt: skip
+        joint.predict_proba({"rf": rf})
+    with pytest.raises(ValueError, match=r"outputs\['nn'\] has 2 column\(s\); at fit time"):
+        joint.predict_proba({"rf": rf, "nn": np.column_stack([nn, nn])})
+    single = Transducer.from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": MU[None][..., :1],
+         "sigma": SIGMA[None][..., :1]},
+        pd.DataFrame({"rf": rf}), np.array(LABELS)[rng.integers(0, 2, 6)], LABELS,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"outputs as a mapping .* is for a joint transducer"):
+        single.predict_proba({"rf": rf})

@@ -878,6 +878,32 @@ def joint_outputs(
     return pd.concat(frames, axis=1), members, kinds, resolutions
 
 
+def member_outputs(outputs: Mapping[Any, Any], members: Mapping[str, list[str]]) -> pd.DataFrame:
+    """A joint transducer's outputs given as at fit time, a mapping member -> outputs, as
+    the one frame of its columns (named as :func:`joint_outputs` names them)."""
+    given = {str(name): value for name, value in outputs.items()}
+    if set(given) != set(members):
+        raise ValueError(
+            f"outputs as a mapping must give each member of the joint transducer, "
+            f"{list(members)}; found {list(given)}"
+        )
+    frames = []
+    for name, names in members.items():
+        y, _ = as_outputs(given[name], f"outputs[{name!r}]")
+        if y.shape[1] != len(names):
+            raise ValueError(
+                f"outputs[{name!r}] has {y.shape[1]} column(s); at fit time it had "
+                f"{len(names)} ({names})"
+            )
+        frames.append(pd.DataFrame(y, columns=names))
+    if len({f.shape[0] for f in frames}) > 1:
+        raise ValueError(
+            "outputs as a mapping must give every member the same items, found "
+            f"{ {name: f.shape[0] for name, f in zip(members, frames, strict=True)} } rows"
+        )
+    return pd.concat(frames, axis=1)
+
+
 def snap_to_lattice(
     y: np.ndarray, transform: OutputTransform, calibration: np.ndarray
 ) -> np.ndarray:

@@ -55,6 +55,7 @@ from .encoding import (
     choose_transform,
     few_points_on_a_line,
     joint_outputs,
+    member_outputs,
     snap_to_lattice,
     unique_rows,
     warn_off_line,
@@ -645,6 +646,13 @@ class Transducer:
     def _prepare_outputs(self, outputs: Any) -> np.ndarray:
         """Checked outputs, snapped to the fitted lattice; warns on extrapolation."""
         self.check_fitted()
+        if isinstance(outputs, Mapping):  # a joint transducer's, as it was fitted
+            if not getattr(self, "members_", None):
+                raise ValueError(
+                    "outputs as a mapping (member -> outputs) is for a joint transducer; this "
+                    "one was fitted on one classifier's outputs: pass them directly"
+                )
+            outputs = member_outputs(outputs, self.members_)
         y, _ = as_outputs(outputs, "outputs", expected=self.transform_.columns)
         self.transform_.check(y)
         calibration = self.posterior_.observed_data["outputs"].values
