@@ -546,3 +546,32 @@ def test_a_bad_seed_is_refused_by_name_before_any_draw(seed):
     y = np.linspace(-2, 2, 40)
     with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*31\) or None"):
         Transducer(backend="laplace", seed=seed, progress=False).fit(y, np.arange(40) % 2)
+
+
+GIVEN = {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]}
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda d: d.pop("mu"), r"draws lacks \['mu'\]"),
+        (lambda d: d.update(w=W), r"draws\['w'\] must have 3 dimensions"),
+        (lambda d: d.update(w=2 * W[None]), r"draws\['w'\]: expected entries >= 0 summing to 1"),
+        (lambda d: d.update(sigma=-SIGMA[None]), r"draws\['sigma'\]: 4 values are not positive"),
+        (lambda d: d.update(alpha=np.full((1, 2, 2, 3), 1 / 3)),
+         r"draws\['alpha'\] has 3 entries along 'class'; expected 2"),
+        (lambda d: d.update(w=np.full((1, 2, 3), 1 / 3)),
+         r"draws\['alpha'\] has \(chain, draw, component\) shape \(1, 2, 2\); draws\['w'\]"),
+        (lambda d: d.update(log_lik=np.full((1, 2), np.nan)),
+         r"draws\['log_lik'\]: 2 of 2 values are NaN"),
+    ],
+)  # fmt: skip
+def test_given_draws_are_held_to_a_files_rules(change, match):
+    """from_draws checks what load checks (it accepted weights summing to 2 and negative
+    widths, and failed in xarray or with a bare KeyError on the rest)."""
+    draws = {k: v.copy() for k, v in GIVEN.items()}
+    change(draws)
+    scores = np.linspace(-3, 3, 30)
+    with pytest.raises(ValueError, match=match):
+        Transducer.from_draws(draws, scores, (scores > 0).astype(int), (0, 1),
+                              output_transform="identity", resolution=None)  # fmt: skip

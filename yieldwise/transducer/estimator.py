@@ -575,21 +575,23 @@ class Transducer:
         the joint's.
         """
         from ..backends import SampleResult
+        from .io import check_draws
 
         y, columns = as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         class_index = indices_of(truth, class_labels, "classes", "class_labels")
-        chains, n_draws, k = np.shape(draws["w"])
         transform = choose_transform(y, columns, output_transform, resolution, rotate=rotate)
         for name in ("mu", "sigma"):
-            found = np.shape(draws[name])
-            if len(found) != 4 or found[-1] != transform.model_dims:
+            found = np.shape(draws[name]) if name in draws else None
+            if found is not None and (len(found) != 4 or found[-1] != transform.model_dims):
                 line = "; they lie on a line, modelled along it" if transform.is_projected else ""
                 raise ValueError(
                     f"draws[{name!r}] must have shape (chain, draw, K, D) with D = "
                     f"{transform.model_dims}, the outputs' model dimensions "
                     f"{list(transform.model_dim_names)}{line}; found shape {found}"
                 )
+        check_draws(draws, len(class_labels), transform.model_dims)
+        chains, n_draws, k = np.shape(draws["w"])
         lower, upper, censored = transform.intervals(y)
         data = _merged_rows(class_index, lower, upper, censored)
         zeros = np.zeros((chains, n_draws))

@@ -253,6 +253,48 @@ def _check_values(field: Field, values: np.ndarray, n_classes: int) -> str | Non
     return None
 
 
+def check_draws(draws: Mapping[str, Any], n_classes: int, n_dims: int) -> None:
+    """Given draws (:meth:`Transducer.from_draws`) held to the rules a file's are held to
+    (:data:`VARIABLES`: ``w`` and ``alpha`` simplexes, ``mu`` finite, ``sigma`` positive,
+    ``log_lik`` finite if given), with one (chain, draw, component) shape among them and
+    ``n_classes`` classes, ``n_dims`` output dimensions; ValueError names the draw."""
+    if not isinstance(draws, Mapping):
+        raise TypeError(f"draws must be a mapping name -> array, found {type(draws).__name__}")
+    missing = [name for name in ("w", "alpha", "mu", "sigma") if name not in draws]
+    if missing:
+        raise ValueError(f"draws lacks {missing}; it needs w, alpha, mu and sigma (theory 3.1)")
+    fields = {f.name: f for f in VARIABLES if f.group == "posterior"}
+    lead = None
+    for name in ("w", "alpha", "mu", "sigma", "log_lik"):
+        if name not in draws:
+            continue
+        field = fields[name]
+        values = np.asarray(draws[name])
+        if values.ndim != len(field.dims):
+            raise ValueError(
+                f"draws[{name!r}] must have {len(field.dims)} dimensions {field.dims}, found "
+                f"shape {values.shape}"
+            )
+        want = {"class": n_classes, "output_dim": n_dims}
+        size = dict(zip(field.dims, values.shape, strict=True))
+        for dim, n in want.items():
+            if dim in size and size[dim] != n:
+                raise ValueError(
+                    f"draws[{name!r}] has {size[dim]} entries along {dim!r}; expected {n}"
+                )
+        shared = values.shape[: min(3, values.ndim)]
+        if lead is None:
+            lead = shared
+        elif shared != lead[: len(shared)]:
+            raise ValueError(
+                f"draws[{name!r}] has (chain, draw, component) shape {shared}; draws['w'] "
+                f"has {lead}"
+            )
+        problem = _check_values(field, values, n_classes)
+        if problem is not None:
+            raise ValueError(f"draws[{name!r}]: {problem}")
+
+
 def read(path: Path) -> tuple[Any, dict[str, Any]]:
     """The file's InferenceData, in memory and checked, and its parsed attributes.
 
