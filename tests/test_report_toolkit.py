@@ -466,6 +466,8 @@ def test_report_rules_section_is_the_stated_comparison(stored_report):
     assert f"the mean gain in rescaled long-run utility is {frame['gain'].mean():.3g}" in section
     # the augmented rule maximises expected utility matrix by matrix (theory 2, 4)
     assert (frame["gain"] >= -frame["integration_error"] - 1e-12).all()
+    with pytest.raises(ValueError, match="n_matrices must be a positive integer, found 0"):
+        standard_vs_augmented(t, n_matrices=0)  # it said "n must be"
 
 
 def test_three_class_report_says_why_there_is_no_roc(tmp_path):

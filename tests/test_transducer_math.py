@@ -575,3 +575,12 @@ def test_given_draws_are_held_to_a_files_rules(change, match):
     with pytest.raises(ValueError, match=match):
         Transducer.from_draws(draws, scores, (scores > 0).astype(int), (0, 1),
                               output_transform="identity", resolution=None)  # fmt: skip
+
+
+def test_two_dimensional_classes_are_refused_by_name():
+    """classes as a 2-D array named by the argument (pandas said "Data must be
+    1-dimensional")."""
+    y = np.linspace(-2, 2, 40)
+    labels = np.c_[np.arange(40) % 2, np.arange(40) % 2]
+    with pytest.raises(ValueError, match=r"classes must be 1-dimensional, found shape \(40, 2\)"):
+        Transducer(backend="laplace", progress=False).fit(y, labels)

@@ -127,6 +127,8 @@ def label_values(values: Any, name: str) -> np.ndarray:
             f"{name} must be 1-dimensional, found a DataFrame with columns "
             f"{list(values.columns)}; pass one column"
         )
+    if not isinstance(values, pd.Series) and np.ndim(values) > 1:  # before pandas says so
+        raise ValueError(f"{name} must be 1-dimensional, found shape {np.shape(values)}")
     series = pd.Series(values) if not isinstance(values, pd.Series) else values
     if series.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, found shape {np.shape(values)}")

@@ -291,8 +291,8 @@ def long_run_utility(
         ``"augmented"``: maximum expected utility with the predictive transducer.
         ``"standard"``: the classifier's own choice, argmax of a vector output or
         ``output > threshold`` for a scalar one, taken as the decision labelled like
-        that class. A callable maps an array of outputs (items, columns) to decision
-        labels.
+        that class. A callable maps the outputs, a DataFrame (items x the transducer's
+        ``transform_.columns``, on their original scale), to one decision label per row.
     rescale : bool
         Rescale each draw to [0, 1] between the worst and best utility achievable with
         that draw's class frequencies (theory section 1), to compare across matrices.

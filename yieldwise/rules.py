@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ._validation import align
+from ._validation import align, check_positive_int
 from .long_run import DEFAULT_CELLS, DEFAULT_POINTS, long_run_utility
 from .utility import MATRIX_PRIORS, UtilityMatrix, chart_coordinates, sample_matrices
 
@@ -110,6 +110,7 @@ def standard_vs_augmented(
     if drawn:
         if prior not in MATRIX_PRIORS:
             raise ValueError(f"prior must be one of {list(MATRIX_PRIORS)}, found {prior!r}")
+        check_positive_int(n_matrices, "n_matrices")  # named as the caller knows it
         utilities = sample_matrices(n_matrices, classes, classes, prior=prior, seed=seed)
     else:
         utilities = list(utilities)
