@@ -161,3 +161,5 @@ def test_tuple_names_of_fit_many_are_shown_as_text_and_accepted_as_keys():
         batch.prob_best(matrix=7)
     with pytest.raises(ValueError, match="the same name as text"):
         compare({("A", "forest"): sharp, "A / forest": blunt}, u)
+    with pytest.raises(ValueError, match=r"axes must be two matplotlib Axes .* found 1"):
+        result.plot(axes=1)

@@ -527,6 +527,10 @@ def test_bad_utilities_and_rules_are_refused(continuous):
     other = UtilityMatrix([[1, 0], [0, 1]], decisions=["p", "q"], classes=LABELS)
     with pytest.raises(ValueError, match="must share their decisions: matrix 1"):
         long_run_utility(continuous, [U, other])
+    # the same decisions in another order are the same matrix (it was refused)
+    swapped = U.reindex(decisions=list(reversed(U.decisions)))
+    np.testing.assert_array_equal(long_run_utility(continuous, [U, swapped]).values,
+                                  long_run_utility(continuous, [U, U]).values)  # fmt: skip
     with pytest.raises(ValueError, match=r"shape \(matrices, decisions >= 2, 2 classes\), found"):
         long_run_utility(continuous, np.zeros((3, 2, 3)))
     with pytest.raises(ValueError, match="NaN or infinite"):

@@ -336,7 +336,13 @@ class Comparison:
 
         if axes is None:
             _, axes = plt.subplots(1, 2, figsize=(11, 4))
-        density_ax, heat_ax = axes
+        try:
+            density_ax, heat_ax = axes
+        except (TypeError, ValueError):
+            raise ValueError(
+                "axes must be two matplotlib Axes (the densities, the heat map), e.g. "
+                f"plt.subplots(1, 2)[1]; found {axes!r}"
+            ) from None
         _plot_densities(density_ax, {n: self.samples(n, matrix) for n in self.names})
         if len(self.names) > 1:
             _plot_superiority(heat_ax, self.prob_superiority(matrix))

@@ -576,6 +576,8 @@ def _aligned(items: list[UtilityMatrix], classes: tuple[Label, ...]) -> np.ndarr
                 f"{list(u.classes)}, the transducer {list(classes)}; give the matrix the "
                 "transducer's class labels (UtilityMatrix(values, classes=...))"
             )
+        if u.decisions != first.decisions and set(u.decisions) == set(first.decisions):
+            items[i] = u = u.reindex(decisions=list(first.decisions))  # the same, reordered
         if u.decisions != first.decisions:
             raise ValueError(
                 f"utility matrices of one batch must share their decisions: matrix {i} has "

@@ -6,7 +6,9 @@ data sets is hours on one machine. :func:`fit_many` runs such a batch on
 * ``None`` / ``"serial"``: one fit after another in this process;
 * ``"processes"``: a local pool of worker processes, as many as the cores hold fits
   (each fit runs its chains in parallel itself, so ``cores // chains`` workers; the
-  machine is never oversubscribed);
+  machine is never oversubscribed). The workers are spawned: each imports the calling
+  script afresh, so a script (not a notebook) must call :func:`fit_many` under
+  ``if __name__ == "__main__":``, as for any spawned pool;
 * any :class:`concurrent.futures.Executor` the caller made;
 * a ``dask.distributed.Client`` (a laptop ``LocalCluster``, SLURM through
   dask-jobqueue, Kubernetes through dask-kubernetes) or a scheduler address
