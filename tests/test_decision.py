@@ -119,3 +119,20 @@ def test_a_row_off_the_simplex_is_named_with_a_plain_number():
     """The sum is printed as a number a user reads (it printed np.float64(1.1))."""
     with pytest.raises(ValueError, match=r"row 0 sums to 1\.1$"):
         decide([[0.5, 0.6]], UtilityMatrix([[1, 0], [0, 1]]))
+
+
+def test_a_dataframe_utility_is_read_by_label_and_a_dataframes_rows_keep_their_index():
+    """A labelled utility (columns in another order than the probabilities') was read by
+    position, its decision names dropped; expected_utilities dropped a DataFrame's index.
+    Worked by hand: P(healthy) 0.9, P(ill) 0.1."""
+    u = pd.DataFrame([[0, -10], [-1, 5], [-0.5, -0.5]], index=["wait", "treat", "retest"],
+                     columns=["ill", "healthy"])  # fmt: skip
+    p = pd.DataFrame([[0.9, 0.1], [0.5, 0.5]], columns=["healthy", "ill"], index=["x", "y"])
+    eu = expected_utilities(p, u)
+    assert list(eu.index) == ["x", "y"] and list(eu.columns) == ["wait", "treat", "retest"]
+    np.testing.assert_allclose(eu.loc["x"], [0.9 * -10 + 0.1 * 0, 0.9 * 5 + 0.1 * -1, -0.5])
+    assert list(decide(p, u)) == ["treat", "treat"]
+    with pytest.raises(ValueError, match="decisions must not be given with a DataFrame"):
+        decide(p, u, decisions=["a", "b", "c"])
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, a numpy"):
+        decide(p, u, seed="x")

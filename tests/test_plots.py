@@ -345,3 +345,14 @@ def test_probability_vector_transducer_plot_is_a_calibration_plot():
     t2, frame2 = _simplex_transducer(["a", "b", "c"])
     x, _ = {ln.get_label(): ln for ln in t2.plot().lines}["p(eight | output)"].get_data()
     np.testing.assert_allclose(x, np.unique(frame2.to_numpy(), axis=0)[:, 2])
+
+
+def test_a_transducer_plot_refuses_too_few_grid_points_and_a_non_axes():
+    """n_grid of 0 or 1 drew a straight line between two outputs (a curve that is not
+    there) and -5 failed in numpy; ax="x" failed deep inside."""
+    t, _ = _simplex_transducer(["p_eight", "p_three", "p_five"])
+    for bad in (0, 1, -5, 2.5):
+        with pytest.raises(ValueError, match=r"n_grid must be an integer >= 10"):
+            t.plot(n_grid=bad)
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+        t.plot(ax="x")

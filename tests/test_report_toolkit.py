@@ -63,6 +63,26 @@ def test_binary_section_matches_the_library(votes):
     assert page.count("data:image/png;base64,") == 2
 
 
+def test_positive_the_first_class_turns_a_scalar_score_round(votes):
+    """positive= the class a scalar output points away from: the score is minus the
+    output and the raw probability its complement, so the hull is the same curve seen
+    from the other class and every matrix keeps its best yield (the output was used as
+    it is: a hull on the diagonal and a best point yielding less than doing nothing)."""
+    outputs, truth, t = votes
+    usual = classifier_toolkit("f", outputs, truth, t, MATRICES)
+    other = classifier_toolkit("f", outputs, truth, t, MATRICES, positive="no")
+    assert other.hull.auc == pytest.approx(usual.hull.auc)
+    hull = convex_hull(-outputs["votes"], truth, positive="no", classes=list(LABELS))
+    np.testing.assert_allclose(other.hull.vertices["tpr"], hull.vertices["tpr"])
+    for matrix in MATRICES:
+        assert other.best_points.loc[matrix, "utility_yield"] == pytest.approx(
+            usual.best_points.loc[matrix, "utility_yield"]
+        )
+    assert "minus the classifier's output (the output points to 'yes'" in other.score_note
+    raw = brier_decomposition(1 - outputs["votes"], truth, positive="no", bins=10)
+    assert other.brier.loc["output read as a probability", "Brier"] == pytest.approx(raw.brier)
+
+
 def test_two_outputs_use_the_transducer_probability_as_score():
     rng = np.random.default_rng(1)
     outputs = pd.DataFrame(rng.normal(size=(80, 2)), columns=["a", "b"])

@@ -30,6 +30,12 @@ def prepare_decision_inputs(
     probabilities: Any, utility: UtilityMatrix | Any, decisions: Iterable[Label] | None
 ) -> tuple[np.ndarray, np.ndarray, tuple[Label, ...], tuple[Label, ...]]:
     """Validate inputs; return ``p (n, C)``, ``u (1 or n, D, C)`` and the labels."""
+    if isinstance(utility, pd.DataFrame):  # labelled: read as a UtilityMatrix, by label
+        if decisions is not None:
+            raise ValueError(
+                "decisions must not be given with a DataFrame utility: its index is used"
+            )
+        utility = UtilityMatrix(utility)
     if isinstance(utility, UtilityMatrix):
         if decisions is not None:
             raise ValueError(
@@ -122,9 +128,11 @@ def expected_utilities(
     Returns a ``DataFrame`` with one column per decision label.
     """
     p, u, decision_labels, _ = prepare_decision_inputs(probabilities, utility, decisions)
+    index = probabilities.index if isinstance(probabilities, pd.DataFrame) else None
     return pd.DataFrame(
-        _expected(p, u), columns=pd.Index(decision_labels, name="decision", dtype=object)
-    )
+        _expected(p, u), columns=pd.Index(decision_labels, name="decision", dtype=object),
+        index=index,  # a DataFrame's rows keep their labels, to join back to the data
+    )  # fmt: skip
 
 
 def decide(
@@ -142,9 +150,10 @@ def decide(
     probabilities : array-like (items, classes) or DataFrame
         Class probabilities per item; rows sum to 1. A ``DataFrame``'s columns
         are matched to the utility's class labels by name.
-    utility : UtilityMatrix or array-like
+    utility : UtilityMatrix, DataFrame or array-like
         One matrix (decisions x classes) or per-item matrices
-        ``(items, decisions, classes)``. Rectangular matrices work.
+        ``(items, decisions, classes)``. Rectangular matrices work. A DataFrame is read
+        as a UtilityMatrix: its index the decisions, its columns the classes.
     tie : {"random", "first"}
         Break ties uniformly at random (seeded) or by the first decision.
     seed : int or numpy Generator, optional
@@ -168,6 +177,14 @@ def decide(
     """
     if tie not in ("random", "first"):
         raise ValueError(f"tie must be 'random' or 'first', found {tie!r}")
+    if (
+        seed is not None
+        and not isinstance(seed, np.random.Generator)
+        and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0)
+    ):
+        raise ValueError(
+            f"seed must be a non-negative integer, a numpy Generator or None, found {seed!r}"
+        )
     p, u, decision_labels, _ = prepare_decision_inputs(probabilities, utility, decisions)
     tied = tied_decisions(p, u)
     if tie == "first":

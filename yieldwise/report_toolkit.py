@@ -224,9 +224,16 @@ def classifier_toolkit(
     positive = _positive(transducer, positive)
     k = classes.index(positive)
     values = frame.to_numpy(float)
-    if values.shape[1] == 1:
+    points_to = classes[-1]  # the class a scalar output points to (_positive's default)
+    if values.shape[1] == 1 and positive == points_to:
         score = values[:, 0]
         score_note = "the score is the classifier's output."
+    elif values.shape[1] == 1:  # the output points away from positive: higher, less so
+        score = -values[:, 0]
+        score_note = (
+            f"the score is minus the classifier's output (the output points to "
+            f"{points_to!r}, not to {positive!r})."
+        )
     else:
         score = proba[:, k]
         score_note = (
@@ -265,9 +272,10 @@ def classifier_toolkit(
     probability_like = values.shape[1] == 1 and (values >= 0).all() and (values <= 1).all()
     raw = {}
     brier_notes = []
-    if probability_like:
-        add("output read as a probability", values[:, 0], positive=positive, classes=classes)
-        raw["output read as a probability"] = values[:, 0]
+    if probability_like:  # the probability of points_to, so of positive's complement
+        raw_p = values[:, 0] if positive == points_to else 1 - values[:, 0]
+        add("output read as a probability", raw_p, positive=positive, classes=classes)
+        raw["output read as a probability"] = raw_p
     elif values.shape[1] == 1:
         brier_notes.append(
             "The Brier decomposition needs probabilities in [0, 1]; the classifier's raw "

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["plot_transducer"]
 
 
+#: Fewest points along the outputs for a curve (:func:`plot_transducer`'s ``n_grid``).
+N_GRID_MIN = 10
+
+
 def plot_transducer(
     transducer: Transducer,
     ax: Axes | None = None,
@@ -37,9 +41,14 @@ def plot_transducer(
     import matplotlib.pyplot as plt
 
     transducer.check_fitted()
+    if isinstance(n_grid, bool) or not isinstance(n_grid, int | np.integer) or n_grid < N_GRID_MIN:
+        # fewer points draw a straight line between two outputs: a curve that is not there
+        raise ValueError(f"n_grid must be an integer >= {N_GRID_MIN}, found {n_grid!r}")
     y = transducer.posterior_.observed_data["outputs"].values
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
+    elif not hasattr(ax, "plot"):
+        raise TypeError(f"ax must be a matplotlib Axes (or None), found {type(ax).__name__}")
     if classes is None:
         shown = transducer.classes_[1:] if len(transducer.classes_) == 2 else transducer.classes_
     else:
