@@ -166,3 +166,6 @@ def test_errors_name_the_problem():
         fitted.predict_proba(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="ridge must be a positive number"):
         PlattCalibrator(ridge=0).fit([1, 2], [0, 1])
+    for bad in ("a", True, None):  # "a" failed in numpy's isfinite
+        with pytest.raises(ValueError, match=f"ridge must be a positive number, found {bad!r}"):
+            PlattCalibrator(ridge=bad).fit([1, 2], [0, 1])

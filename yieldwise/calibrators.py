@@ -248,7 +248,10 @@ class PlattCalibrator(_OneVsRest):
         self.ridge = ridge
 
     def _fit_one(self, score: np.ndarray, positive: np.ndarray) -> Any:
-        if not (np.isscalar(self.ridge) and np.isfinite(self.ridge) and self.ridge > 0):
+        number = isinstance(self.ridge, int | float | np.number) and not isinstance(
+            self.ridge, bool
+        )
+        if not (number and np.isfinite(self.ridge) and self.ridge > 0):
             raise ValueError(f"ridge must be a positive number, found {self.ridge!r}")
         return _logistic_newton(score[:, None], positive, float(self.ridge))
 
