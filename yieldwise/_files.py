@@ -206,17 +206,17 @@ def make_parents(target: Path, option: str = "--out") -> list[Path]:
         raise OutputTargetError(
             f"{option} {target}: {parent} is a file, not a folder; choose another {option}"
         )
-    made = []
-    try:
-        for folder in reversed(missing):
+    made: list[Path] = []
+    for folder in reversed(missing):
+        try:
             folder.mkdir()
             made.append(folder)
-    except FileExistsError:  # appeared meanwhile: fine if a folder
-        if not folder.is_dir():
-            remove_made(made)
-            raise OutputTargetError(
-                f"{option} {target}: {folder} is a file, not a folder; choose another {option}"
-            ) from None
+        except FileExistsError:  # appeared meanwhile: fine if a folder, go on inside it
+            if not folder.is_dir():
+                remove_made(made)
+                raise OutputTargetError(
+                    f"{option} {target}: {folder} is a file, not a folder; choose another {option}"
+                ) from None
     return made
 
 

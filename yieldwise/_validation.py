@@ -8,6 +8,8 @@ call without reading the source.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
@@ -60,6 +62,17 @@ def as_float_array(
             f"the first ({kind}) is at index {tuple(int(i) for i in where)}"
         )
     return array
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside the yieldwise package, for a warning
+    at the user's call whatever public function (and internal calls) led to it: call it in
+    the function that calls ``warnings.warn``."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def labelled_table(

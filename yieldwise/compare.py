@@ -68,7 +68,7 @@ def compare(
     -------
     Comparison
     """
-    members, paired = _members(transducers)
+    members, paired, aliases = _members(transducers)
     if not members:
         raise ValueError("compare needs at least one classifier, found an empty mapping")
     raw: dict[str, xr.DataArray] = {}
@@ -90,14 +90,12 @@ def compare(
             )
         if rescaled_values is not None:
             rescaled[name] = rescaled_values
-    from .parallel import task_label
-
-    aliases = {} if paired else {name: task_label(name) for name in transducers}
     return Comparison(raw, rescaled if len(rescaled) == len(raw) else None, paired=paired,
                       aliases=aliases)  # fmt: skip
 
 
-def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
+def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, str]]:
+    """(name -> transducer, paired, the keys given -> their names)."""
     from .transducer import Transducer
 
     if isinstance(transducers, Transducer):
@@ -115,7 +113,7 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
             )
         out = {name: transducers.marginal(name) for name in members}
         out["joint"] = transducers
-        return out, True
+        return out, True, {}
     if not isinstance(transducers, Mapping):
         raise TypeError(
             "transducers must be a mapping name -> fitted Transducer, or one joint "
@@ -136,7 +134,10 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool]:
                 "result, so give them distinct names"
             )
         named[text] = name
-    return {text: transducers[name] for text, name in named.items()}, False
+    return (
+        {text: transducers[name] for text, name in named.items()}, False,
+        {name: text for text, name in named.items()},
+    )  # fmt: skip
 
 
 class Comparison:

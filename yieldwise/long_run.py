@@ -36,8 +36,6 @@ on ``p(1 | y)`` and every matrix is answered from one cumulative sum.
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -47,7 +45,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._validation import Label, check_positive_int, indices_of, label_values
+from ._validation import Label, caller_stacklevel, check_positive_int, indices_of, label_values
 from .utility import UtilityMatrix
 
 if TYPE_CHECKING:
@@ -394,18 +392,8 @@ def _check_integration(
         "theory 4 asks the error to stay well below the spread: pass a larger n_points "
         "(the Monte Carlo error falls as 1 / sqrt(n_points))",
         IntegrationWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=caller_stacklevel(),
     )
-
-
-def _caller_stacklevel() -> int:
-    """The stacklevel of the first frame outside the yieldwise package, for warnings at the
-    user's call whatever public function (long_run_utility, compare, a report) led here."""
-    package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def long_run_utility_stan(

@@ -60,6 +60,7 @@ from ._validation import (
     Label,
     align,
     as_float_array,
+    caller_stacklevel,
     categories_of,
     check_labels,
     indices_of,
@@ -765,25 +766,12 @@ def binary_truth(
                 f"the scores are read as pointing to {classes[0]!r}. For scores or "
                 f"probabilities of {classes[1]!r}, pass positive={classes[1]!r}",
                 UserWarning,
-                stacklevel=_outside_the_package(),
+                stacklevel=caller_stacklevel(),
             )
     elif positive not in classes:
         raise ValueError(f"positive {positive!r} is not among the classes {list(classes)}")
     is_positive = truth == np.array([positive], dtype=object)
     return is_positive, positive, classes
-
-
-def _outside_the_package() -> int:
-    """The ``stacklevel`` of the first caller outside yieldwise (metrics call each other
-    and are wrapped, so the depth varies): a warning then names the user's line."""
-    import os
-    import sys
-
-    package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _scores_1d(scores: Any) -> np.ndarray:

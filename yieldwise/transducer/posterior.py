@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.special import ndtr, ndtri
 
 from .. import _mixture
@@ -203,7 +204,7 @@ class TransducerPosterior:
         """
         if prevalences is None:
             return None
-        if type(prevalences).__name__ == "Series" and hasattr(prevalences, "to_dict"):
+        if isinstance(prevalences, pd.Series):
             # a pandas Series is labelled: read by its index (a mapping), not by position
             prevalences = prevalences.to_dict()
         if isinstance(prevalences, Mapping):
