@@ -684,6 +684,63 @@ def test_a_profiler_that_never_lets_go_gets_an_actionable_error(transducer_progr
     assert hook.calls == 5
 
 
+def test_a_truncated_fit_left_in_httpstans_cache_is_sampled_afresh(
+    transducer_program, gaussian_data, monkeypatch, caplog
+):
+    """A run interrupted while httpstan wrote a fit used to leave a truncated file that
+    httpstan returned for every later identical (same seed) request: here the files of a
+    kept fit are cut in half, and the same request samples again and gives the same draws."""
+    _pystan_only(transducer_program)
+    import gzip
+
+    from yieldwise.backends import _pystan
+
+    directory = transducer_program._backend._fits_directory(transducer_program.model_name)
+    before = _pystan._listing(directory)
+    kept = []
+    monkeypatch.setattr(
+        _pystan, "_forget_fits", lambda d, b, o: kept.extend(_pystan._listing(d) - b)
+    )
+    plain = transducer_program.sample(
+        gaussian_data, chains=2, warmup=60, draws=60, seed=23, progress=False
+    )
+    monkeypatch.undo()
+    assert len(kept) == 2  # one file per chain, left in the cache for the identical request
+    for path in kept:
+        whole = path.read_bytes()
+        path.write_bytes(whole[: len(whole) // 2])
+        with pytest.raises(EOFError):
+            gzip.decompress(path.read_bytes())
+    with caplog.at_level("WARNING", logger="yieldwise"):
+        again = transducer_program.sample(
+            gaussian_data, chains=2, warmup=60, draws=60, seed=23, progress=False
+        )
+    assert "2 truncated fit file(s)" in caplog.text
+    np.testing.assert_array_equal(again.draws["log_lik"], plain.draws["log_lik"])
+    assert _pystan._listing(directory) - before == set()  # the fresh fit was forgotten too
+
+
+def test_httpstans_fit_cache_is_written_whole_or_not_at_all(fake_httpstan_cache, monkeypatch):
+    pytest.importorskip("httpstan")
+    import httpstan.cache
+
+    from yieldwise.backends import _pystan
+
+    _pystan._write_fits_whole()
+    assert httpstan.cache.dump_fit is _pystan._dump_fit_whole
+    httpstan.cache.dump_fit(b"whole", "models/abc/fits/one")
+    target = fake_httpstan_cache / "models" / "abc" / "fits" / "one.jsonlines.gz"
+    assert target.read_bytes() == b"whole"
+
+    def interrupted(source, destination):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_pystan.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        httpstan.cache.dump_fit(b"cut short", "models/abc/fits/two")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["one.jsonlines.gz"]
+
+
 def test_a_class_without_rows_leaves_the_target_the_numpy_log_density(transducer_program):
     """The likelihood multiplies each class's block of rows by its own column of beta; a
     class with no calibration rows (here the middle one of three) has an empty block, and

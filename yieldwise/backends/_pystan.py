@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,77 @@ def _read_retried(call: Any) -> Any:
                 raise
             logger.debug("PyStan's output reader met the parser race; reading again")
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _dump_fit_whole(fit_bytes: bytes, name: str) -> None:
+    """``httpstan.cache.dump_fit``, writing the file whole or not at all.
+
+    httpstan writes a finished fit straight into the file it later reads, and returns that
+    file again for any identical request (same program, data, arguments and seed). A run
+    interrupted during the write (Ctrl-C, a killed worker) left a truncated file, and every
+    later fit with the same seed then failed at once with "Compressed file ended before the
+    end-of-stream marker" (seen in CI, 2026-12-06: a test interrupting a pool mid-run, then
+    the next test asking for the same fit). Written beside it and renamed, the file is
+    either complete or absent.
+    """
+    import httpstan.cache
+
+    path = Path(httpstan.cache.fit_path(name))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # the suffix keeps the partial file out of the "*.jsonlines.gz" glob of _listing
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(fit_bytes)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
+def _write_fits_whole() -> None:
+    """Make httpstan's fit cache write through :func:`_dump_fit_whole` (idempotent)."""
+    import httpstan.cache
+
+    httpstan.cache.dump_fit = _dump_fit_whole  # services_stub looks it up at each call
+
+
+def _unreadable_fits(directory: Path | None, among: set[Path]) -> list[Path]:
+    """The files of ``among`` still in ``directory`` that are not whole gzip streams."""
+    broken = []
+    for path in sorted(_listing(directory) & among):
+        try:
+            gzip.decompress(path.read_bytes())
+        except (EOFError, gzip.BadGzipFile, zlib.error):
+            broken.append(path)
+        except OSError:  # gone meanwhile, or unreadable for another reason: not ours to judge
+            continue
+    return broken
+
+
+def _sample_past_broken_cache(call: Any, directory: Path | None, before: set[Path]) -> Any:
+    """``call()``; if it fails and the cache held truncated fits before it started (an
+    earlier version of yieldwise, or another program, interrupted while writing one), they
+    are removed and ``call()`` runs once more, now sampling afresh. The removed files
+    leave ``before``, so that the fresh fit written under their names is forgotten after
+    reading like any other."""
+    try:
+        return _read_retried(call)
+    except Exception:
+        broken = _unreadable_fits(directory, before)
+        if not broken:
+            raise
+        for path in broken:
+            path.unlink(missing_ok=True)
+        before.difference_update(broken)
+        logger.warning(
+            "httpstan's cache held %d truncated fit file(s) left by an interrupted run "
+            "(%s); removed them and sampled again",
+            len(broken),
+            directory,
+        )
+        return _read_retried(call)
 
 
 @contextlib.contextmanager
@@ -245,6 +317,7 @@ class PyStanProgram(CompiledProgram):
             kwargs["term_buffer"] = settings["step_size_window"]
         fits_dir = self._backend._fits_directory(self.model_name)
         before = _listing(fits_dir)
+        _write_fits_whole()
         with _captured_output(show=False) as out, _cache_lock():
             _build_if_missing(self.code, self.model_name, self.stan_file)
             try:
@@ -262,7 +335,9 @@ class PyStanProgram(CompiledProgram):
         started = time.perf_counter()
         with _captured_output(show=progress) as out, _workers_stopped_on_interrupt():
             try:
-                fit = _read_retried(lambda: posterior.sample(**kwargs))
+                fit = _sample_past_broken_cache(
+                    lambda: posterior.sample(**kwargs), fits_dir, before
+                )
             except Exception as exc:
                 message = str(exc)
                 hint = _HINT_INIT if "Initialization failed" in message else _HINT_DATA
@@ -301,6 +376,9 @@ class PyStanProgram(CompiledProgram):
         import stan
 
         _ensure_event_loop_reentrant()
+        _write_fits_whole()
+        fits_dir = self._backend._fits_directory(self.model_name)
+        before = _listing(fits_dir)
         with _captured_output(show=False) as out, _workers_stopped_on_interrupt():
             try:
                 with _cache_lock():
@@ -308,7 +386,9 @@ class PyStanProgram(CompiledProgram):
                     posterior = stan.build(self.code, data=dict(data), random_seed=seed)
                 if posterior is None:  # interrupted
                     raise KeyboardInterrupt
-                fit = _read_retried(lambda: posterior.fixed_param(num_chains=1, num_samples=1))
+                fit = _sample_past_broken_cache(
+                    lambda: posterior.fixed_param(num_chains=1, num_samples=1), fits_dir, before
+                )
                 if fit is None:
                     raise KeyboardInterrupt
             except Exception as exc:
@@ -317,7 +397,6 @@ class PyStanProgram(CompiledProgram):
                     f"PyStan could not run {self.stan_file.name}: {exc}\n"
                     f"{_tail(out.getvalue())}\n{hint}"
                 ) from exc
-        fits_dir = self._backend._fits_directory(self.model_name)
         _forget_fits(fits_dir, set(), fit.stan_outputs)
         return {
             name: np.asarray(fit[name]).reshape(tuple(dims))
