@@ -548,6 +548,16 @@ def test_a_bad_seed_is_refused_by_name_before_any_draw(seed):
         Transducer(backend="laplace", seed=seed, progress=False).fit(y, np.arange(40) % 2)
 
 
+def test_the_one_seed_rule():
+    from yieldwise._validation import is_seed
+
+    for good in (0, 7, np.int64(5), 2**31 - 1, 2**40):
+        assert is_seed(good)
+    assert is_seed(2**31 - 1, upper=2**31) and not is_seed(2**31, upper=2**31)
+    for bad in (-1, np.int32(-3), 1.0, 1.5, "1", None, True, False, np.bool_(True)):
+        assert not is_seed(bad), bad
+
+
 GIVEN = {"w": W[None], "alpha": ALPHA[None], "mu": MU[None], "sigma": SIGMA[None]}
 
 

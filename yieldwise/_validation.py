@@ -227,6 +227,15 @@ def check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def is_seed(value: Any, upper: int | None = None) -> bool:
+    """Whether ``value`` is a non-negative integer (not a bool), below ``upper`` if given:
+    the one rule for every ``seed=`` (each caller words its own message, which says what
+    else it accepts)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        return False
+    return upper is None or value < upper
+
+
 def json_object(text: Any, required: Sequence[str], what: str) -> dict[str, Any]:
     """A JSON object read from ``text`` holding every key of ``required``; ValueError says
     what was found, or which keys ``what`` (e.g. "the transform record") lacks."""

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ._validation import Label, align, as_float_array, check_labels
+from ._validation import Label, align, as_float_array, check_labels, is_seed
 from .utility import UtilityMatrix
 
 __all__ = ["decide", "expected_utilities", "label_array"]
@@ -177,11 +177,7 @@ def decide(
     """
     if tie not in ("random", "first"):
         raise ValueError(f"tie must be 'random' or 'first', found {tie!r}")
-    if (
-        seed is not None
-        and not isinstance(seed, np.random.Generator)
-        and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0)
-    ):
+    if seed is not None and not isinstance(seed, np.random.Generator) and not is_seed(seed):
         raise ValueError(
             f"seed must be a non-negative integer, a numpy Generator or None, found {seed!r}"
         )

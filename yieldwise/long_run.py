@@ -45,7 +45,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._validation import Label, caller_stacklevel, check_positive_int, indices_of, label_values
+from ._validation import (
+    Label,
+    caller_stacklevel,
+    check_positive_int,
+    indices_of,
+    is_seed,
+    label_values,
+)
 from .utility import UtilityMatrix
 
 if TYPE_CHECKING:
@@ -584,7 +591,7 @@ def _cells(
     # rules: a bad value is refused even where it would go unused)
     n_cells = check_positive_int(n_cells, "n_cells")
     n_points = check_positive_int(n_points, "n_points")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+    if not is_seed(seed):
         raise ValueError(f"seed must be a non-negative integer, found {seed!r}")
     transform = transducer.transform_
     if transducer.reduction_ is not None:

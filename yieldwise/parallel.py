@@ -49,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ._validation import is_seed
+
 if TYPE_CHECKING:
     from .transducer import Transducer
 
@@ -122,7 +124,7 @@ def task_seed(seed: int, name: TaskName) -> int:
     >>> task_seed(0, "a") != task_seed(0, "b") != task_seed(1, "a")
     True
     """
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+    if not is_seed(seed):
         raise ValueError(f"seed must be a non-negative integer, found {seed!r}")
     text = json.dumps([int(seed), _name_key(name)], ensure_ascii=False, separators=(",", ":"))
     digest = hashlib.sha256(text.encode("utf-8")).digest()

@@ -31,6 +31,7 @@ from .._validation import (
     check_labels,
     check_positive_int,
     indices_of,
+    is_seed,
     label_values,
     sorted_unique,
 )
@@ -406,11 +407,8 @@ class Transducer:
         # Draw the seed here when none is given: it seeds the initial values as well as
         # the sampler, and is recorded (seed_) so that the fit can be repeated exactly.
         seed = self.seed if self.seed is not None else secrets.randbelow(2**31 - 1)
-        if (
-            isinstance(seed, bool)
-            or not isinstance(seed, int | np.integer)
-            or not (0 <= seed < 2**31)
-        ):  # checked here: the initial values are drawn with it before the sampler runs
+        # checked here: the initial values are drawn with it before the sampler runs
+        if not is_seed(seed, upper=2**31):
             raise ValueError(f"seed must be an integer in [0, 2**31) or None, found {seed!r}")
         bin_fraction, bin_min_rows, bin_max_share = check_likelihood_bins(
             self.likelihood_bins, dims=lower.shape[1]
