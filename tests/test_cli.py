@@ -110,7 +110,9 @@ def test_fit_reports_missing_values_and_unreadable_files(tmp_path, capsys):
     table.write_text("label,score\na,0.1\nb,\na,0.3\n")
     out = ["--out", str(tmp_path / "t.nc")]
     assert main(["fit", str(table), "--class-col", "label", "--output-cols", "score", *out]) == 2
-    assert "column 'score' has 1 missing value(s), first on line(s) [3]" in capsys.readouterr().err
+    assert "column 'score' has 1 missing value(s), first in data row 2 (line 3 of the file)" in (
+        capsys.readouterr().err
+    )
     assert main(["fit", str(tmp_path / "none.csv"), "--class-col", "a", "--output-cols", "b",
                  *out]) == 2  # fmt: skip
     assert "none.csv: no such file" in capsys.readouterr().err

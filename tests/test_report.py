@@ -262,7 +262,7 @@ def test_html_is_self_contained_and_escapes_names(report):
         (
             lambda c: c.replace('"net_logit_eight"]', '"with_inf"]'),
             r"column 'with_inf' \(outputs of \[\[classifier\]\] '<b>net.*has 1 infinite "
-            r"value\(s\), first in data row 8",
+            r"value\(s\), first in data row 8 \(line 9 of the file\)",
         ),
     ],
 )

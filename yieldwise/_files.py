@@ -448,3 +448,23 @@ def read_table(path: str | os.PathLike[str]) -> Any:
         raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", str(path)) from None
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it as CSV ({exc})") from None
+
+
+def unusable_values(column: Any, *, outputs: bool) -> str | None:
+    """What is wrong with a table's ``column`` (a pandas Series read by :func:`read_table`),
+    or None: missing values anywhere, infinite values in a classifier's ``outputs`` too.
+    The one wording for ``yieldwise fit`` and ``yieldwise report``: "has N missing
+    value(s), first in data row R (line R + 1 of the file)", R counted from 1 after the
+    header."""
+    import numpy as np
+    import pandas as pd
+
+    bad, what = column.isna().to_numpy(), "missing"
+    if not bad.any() and outputs and pd.api.types.is_numeric_dtype(column):
+        bad, what = np.isinf(column.to_numpy(float)), "infinite"
+    if not bad.any():
+        return None
+    row = int(np.flatnonzero(bad)[0]) + 1
+    first = f"first in data row {row} (line {row + 1} of the file)"
+    rule = "; a classifier's outputs must be finite" if what == "infinite" else ""
+    return f"has {int(bad.sum())} {what} value(s), {first}{rule}"

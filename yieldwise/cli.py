@@ -39,7 +39,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from . import __version__
@@ -106,24 +105,23 @@ def _read_table(path: str) -> pd.DataFrame:
         raise ValueError(f"{path}: no such file") from None
 
 
-def _columns(frame: pd.DataFrame, names: Sequence[str], path: str, option: str) -> None:
+def _columns(
+    frame: pd.DataFrame, class_col: str, outputs: Sequence[str], path: str, option: str
+) -> None:
+    names = [class_col, *outputs]
     missing = [n for n in names if n not in frame.columns]
     if missing:
         raise ValueError(
             f"{path}: {option} names column(s) {missing} that the file does not have; "
             f"its columns are {list(frame.columns)}"
         )
+    from ._files import unusable_values
+
     for name in names:
-        bad = frame[name].isna().to_numpy()
-        what = "missing"
-        if not bad.any() and pd.api.types.is_numeric_dtype(frame[name]):
-            bad, what = np.isinf(frame[name].to_numpy(float)), "infinite"
-        if bad.any():
-            rows = (np.flatnonzero(bad) + 2).tolist()[:5]  # +2: header line, 1-based lines
-            raise ValueError(
-                f"{path}: column {name!r} has {int(bad.sum())} {what} value(s), first on "
-                f"line(s) {rows}"
-            )
+        # a classifier's outputs must be finite too; a class label need only be present
+        problem = unusable_values(frame[name], outputs=name != class_col)
+        if problem is not None:
+            raise ValueError(f"{path}: column {name!r} {problem}")
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -193,7 +191,7 @@ def _check_fit_target(out: Path, calibration: Path, overwrite: bool) -> None:
 
 def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: Any) -> Any:
     frame = _read_table(args.calibration)
-    _columns(frame, [args.class_col, *outputs], args.calibration, "--class-col/--output-cols")
+    _columns(frame, args.class_col, outputs, args.calibration, "--class-col/--output-cols")
     if frame.empty:
         raise ValueError(f"{args.calibration}: has a header but no data rows")
     for name in outputs:

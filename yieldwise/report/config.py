@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._files import read_table
+from .._files import read_table, unusable_values
 from ..datasets import load_digits_binary, load_digits_ten, load_digits_three
 from ..utility import UtilityMatrix
 
@@ -140,21 +140,10 @@ class ReportConfig:
                 f"{' on ' + source.key if self.several else ''})"
                 if column in users else ""
             )  # fmt: skip
-            missing = frame[column].isna().to_numpy()
-            if missing.any():
-                raise ConfigError(
-                    f"{where}: column {column!r}{whose} has {int(missing.sum())} missing "
-                    f"value(s), first in data row {int(np.flatnonzero(missing)[0]) + 1}"
-                )
-            if column in users and pd.api.types.is_numeric_dtype(frame[column]):
-                infinite = np.isinf(frame[column].to_numpy(float))
-                if infinite.any():  # checked here, before any fit, as missing values are
-                    raise ConfigError(
-                        f"{where}: column {column!r}{whose} has {int(infinite.sum())} "
-                        "infinite value(s), first in data row "
-                        f"{int(np.flatnonzero(infinite)[0]) + 1}; a classifier's outputs "
-                        "must be finite"
-                    )
+            # checked here, before any fit; infinite values only in classifiers' outputs
+            problem = unusable_values(frame[column], outputs=column in users)
+            if problem is not None:
+                raise ConfigError(f"{where}: column {column!r}{whose} {problem}")
         seen = {str(c) for c in frame[source.class_col].unique()}
         if self.prevalences is not None and set(map(str, self.prevalences)) != seen:
             raise ConfigError(
