@@ -105,6 +105,21 @@ def test_fit_reports_bad_columns(calibration_csv, tmp_path, capsys, change, mess
     assert not (tmp_path / "t.nc").exists()
 
 
+def test_fit_prints_a_laplace_fits_pareto_k_beside_its_r_hat(calibration_csv, tmp_path, capsys):
+    """Independent draws pass R-hat and ESS whatever the approximation's error: the
+    summary gives the Pareto k the saved fit recorded, and its verdict."""
+    from yieldwise import Transducer
+
+    out = tmp_path / "forest.nc"
+    argv = ["fit", str(calibration_csv), "--class-col", "label", "--output-cols",
+            "forest_votes", "--out", str(out), "--backend", "laplace", "--seed", "1"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    k = Transducer.load(out).sampler_summary()["pareto_k"]
+    verdict = "within" if k <= 0.7 else "ABOVE: not for decisions"
+    assert f"Laplace approximation: Pareto k {k:.2f}, {verdict}" in printed
+
+
 def test_fit_reports_missing_values_and_unreadable_files(tmp_path, capsys):
     table = tmp_path / "holes.csv"
     table.write_text("label,score\na,0.1\nb,\na,0.3\n")

@@ -211,6 +211,45 @@ def test_diagnose_is_a_pure_function_of_the_draws():
     assert table.loc[1:, "r_hat"].max() < 1.05
 
 
+def test_an_approximations_draws_are_ok_only_within_their_pareto_limit():
+    """Independent draws (well-mixed chains) pass R-hat and ESS whatever the approximation's
+    error: with an approximation's Pareto k the table is ok only at k <= min(1 - 1 /
+    log10(S), 0.7), here 1 - 1 / log10(2000) = 0.697 for S = 2 x 1,000 draws; NaN fails."""
+    import warnings
+
+    from yieldwise.transducer.diagnostics import DiagnosticsWarning, diagnose, warn_on_invariants
+
+    rng = np.random.default_rng(5)
+    log_lik = rng.normal(0.0, 1.0, (2, 1000))
+    proba = rng.dirichlet([5.0, 5.0], (2, 1000, 3))
+    reference = np.array([[0.1], [0.5], [0.9]])
+    mcmc = diagnose(log_lik, proba, reference, CLASSES)
+    assert mcmc["ok"].all() and mcmc.attrs["pareto_k"] is None
+    limit = 1.0 - 1.0 / np.log10(2000)
+    for k, ok in [(0.3, True), (limit - 1e-9, True), (limit + 1e-9, False), (1.2, False),
+                  (float("nan"), False)]:  # fmt: skip
+        table = diagnose(log_lik, proba, reference, CLASSES, pareto_k=k)
+        assert table["ok"].tolist() == [ok] * 4, k
+        assert table.attrs["pareto_k_limit"] == pytest.approx(limit)
+        np.testing.assert_array_equal(table["r_hat"], mcmc["r_hat"])  # the rest unchanged
+    bad = diagnose(log_lik, proba, reference, CLASSES, pareto_k=1.2)
+    with pytest.warns(DiagnosticsWarning, match=r"k = 1.20, above 0.70.*default backend"):
+        warn_on_invariants(bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the backend said it at fit time: not twice
+        warn_on_invariants(bad, approximation_warned=True)
+
+
+def test_a_laplace_fits_diagnostics_carry_its_pareto_k():
+    y = np.random.default_rng(3).normal(size=300)
+    cls = np.where(np.random.default_rng(4).random(300) < 1 / (1 + np.exp(-2 * y)), "pos", "neg")
+    t = Transducer(backend="laplace", seed=1, progress=False).fit(y, cls)
+    table = t.diagnostics()
+    k = t.sampler_summary()["pareto_k"]
+    assert table.attrs["pareto_k"] == k and table.attrs["pareto_k_limit"] == 0.7
+    assert table["ok"].all() == (k <= 0.7)
+
+
 def _grid_posterior(centres: list[np.ndarray], widths: list[float], draws: int = 3):
     """A fixed-kernel posterior on the tensor grid of ``centres`` with one width per axis."""
     rng = np.random.default_rng(2)

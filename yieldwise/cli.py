@@ -230,9 +230,14 @@ def _print_fit_summary(transducer: Any, name: str, out: Path) -> None:
           f"n_components {transducer.n_components_}")  # fmt: skip
     print(f"  divergent transitions {info['divergent']}, max tree depth hits "
           f"{info['max_treedepth_hits']}")  # fmt: skip
+    within = int(((table["r_hat"] <= 1.01) & (table["ess_bulk"] >= 400)).sum())
     print(f"  invariant quantities within R-hat <= 1.01 and bulk ESS >= 400: "
-          f"{int(table['ok'].sum())} of {len(table)} (worst R-hat {table['r_hat'].max():.3f}, "
+          f"{within} of {len(table)} (worst R-hat {table['r_hat'].max():.3f}, "
           f"lowest bulk ESS {table['ess_bulk'].min():.0f})")  # fmt: skip
+    k, limit = table.attrs.get("pareto_k"), table.attrs.get("pareto_k_limit")
+    if k is not None:  # independent draws pass the line above whatever their error
+        verdict = "within" if k <= limit else "ABOVE: not for decisions; refit with Stan"
+        print(f"  Laplace approximation: Pareto k {k:.2f}, {verdict} its limit {limit:.2f}")
     print(f"Written: {out}")
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "BIN_ESS_SHARE_MIN",
     "ESS_MIN",
     "RHAT_MAX",
+    "approximation_pareto_k",
     "binning_record",
     "DiagnosticsWarning",
     "diagnose",
@@ -179,7 +180,11 @@ def reference_rows(y: np.ndarray, key: np.ndarray, n: int = 9) -> np.ndarray:
 
 
 def diagnose(
-    log_lik: np.ndarray, proba: np.ndarray, reference: np.ndarray, classes: Sequence[Label]
+    log_lik: np.ndarray,
+    proba: np.ndarray,
+    reference: np.ndarray,
+    classes: Sequence[Label],
+    pareto_k: float | None = None,
 ) -> pd.DataFrame:
     """R-hat and effective sample sizes of label-switching-invariant quantities.
 
@@ -192,6 +197,12 @@ def diagnose(
     reference : (item, columns) array
         The reference outputs (for the table's ``output`` column).
     classes : the class labels, in ``proba``'s order.
+    pareto_k : float, optional
+        For draws of an approximation (the Laplace backend), the Pareto shape of their
+        importance ratios posterior / approximation (:func:`approximation_pareto_k`).
+        Such draws are independent, so their R-hat and ESS are good whatever the
+        approximation's error; ``ok`` then also requires ``pareto_k`` at most
+        ``pareto_k_threshold`` of the draws (0.7 for 2,200 draws or more; NaN fails).
 
     Returns
     -------
@@ -199,7 +210,8 @@ def diagnose(
         Rows: the log-likelihood, and ``F_t(c | y)`` at each reference output for every
         class but the last (determined by the others). Columns: quantity, output,
         class, mean, r_hat, ess_bulk, ess_tail, ok (``r_hat <= 1.01`` and
-        ``ess_bulk >= 400``).
+        ``ess_bulk >= 400``, and the approximation's ``pareto_k`` within its limit).
+        ``attrs`` holds ``pareto_k`` and ``pareto_k_limit`` (None for MCMC draws).
     """
     import arviz as az
 
@@ -224,7 +236,21 @@ def diagnose(
         )
     table = pd.DataFrame(rows)
     table["ok"] = (table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN)
+    table.attrs["pareto_k"] = table.attrs["pareto_k_limit"] = None
+    if pareto_k is not None:
+        from ..backends._base import pareto_k_threshold  # the backends load on use
+
+        limit = pareto_k_threshold(int(np.asarray(log_lik).size))
+        table["ok"] &= bool(pareto_k <= limit)  # NaN: the ratios could not be smoothed
+        table.attrs.update(pareto_k=float(pareto_k), pareto_k_limit=float(limit))
     return table
+
+
+def approximation_pareto_k(idata: Any) -> float | None:
+    """The Pareto shape of an approximation's importance ratios, as its fit recorded it
+    (``settings["pareto_k"]`` of the Laplace backend); None for MCMC draws."""
+    k = fit_record(idata)["sampler"].get("pareto_k")
+    return None if k is None else float(k)
 
 
 def sampler_summary(idata: Any) -> dict[str, Any]:
@@ -264,10 +290,25 @@ def _binning_part(likelihood: dict[str, Any]) -> dict[str, Any] | None:
     return {k: likelihood[k] for k in keys} if "binned_ess_share" in likelihood else None
 
 
-def warn_on_invariants(table: pd.DataFrame, stacklevel: int = 2) -> None:
+def warn_on_invariants(
+    table: pd.DataFrame, stacklevel: int = 2, *, approximation_warned: bool = False
+) -> None:
     """A :class:`DiagnosticsWarning` naming the worst quantity of a :func:`diagnose` table
-    and what to try, when any misses R-hat <= 1.01 or bulk ESS >= 400."""
-    bad = table[~table["ok"]]
+    and what to try, when any misses R-hat <= 1.01 or bulk ESS >= 400; for an
+    approximation whose Pareto k misses its limit, one saying to refit with Stan's
+    sampler (unless ``approximation_warned``: the backend's SamplerWarning said it)."""
+    k, limit = table.attrs.get("pareto_k"), table.attrs.get("pareto_k_limit")
+    if k is not None and not k <= limit and not approximation_warned:
+        warnings.warn(
+            f"every quantity of this table is marked not ok: the draws are a Laplace "
+            f"approximation's, and the Pareto shape of their importance ratios is "
+            f"k = {k:.2f}, above {limit:.2f}, so they misstate the posterior however good "
+            "their R-hat and ESS (independent draws have both). Refit with the default "
+            "backend (Stan's sampler) before deciding anything.",
+            DiagnosticsWarning,
+            stacklevel=stacklevel + 1,
+        )
+    bad = table[~((table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN))]
     if len(bad):
         worst = bad.sort_values("r_hat", ascending=False).iloc[0]
         warnings.warn(

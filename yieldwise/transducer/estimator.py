@@ -38,6 +38,7 @@ from .._validation import (
 from .diagnostics import (
     BIN_ESS_SHARE_MIN,
     DiagnosticsWarning,
+    approximation_pareto_k,
     binning_record,
     diagnose,
     likelihood_record,
@@ -1247,6 +1248,12 @@ class Transducer:
         ess_bulk, ess_tail, ok (``r_hat <= 1.01`` and ``ess_bulk >= 400``). For a
         class-reduced transducer, those of :attr:`reduced_` (the ranks at its margins):
         every class probability is a fixed multiple of one rank's.
+
+        Draws of the Laplace backend are independent, so their R-hat and ESS pass
+        whatever the approximation's error: there ``ok`` also requires the Pareto shape
+        of their importance ratios (``sampler_summary()["pareto_k"]``) within its limit
+        (0.7 for 2,200 draws or more), and ``attrs`` holds both (``pareto_k``,
+        ``pareto_k_limit``; None for MCMC draws).
         """
         self.check_fitted()
         if self.reduced_ is not None:
@@ -1254,7 +1261,8 @@ class Transducer:
         reference = self.reference_outputs()
         proba = self.draws_proba(reference).values  # (chain, draw, item, class)
         log_lik = self.posterior_.posterior["log_lik"].values
-        return diagnose(log_lik, proba, reference, self.classes_)
+        k = approximation_pareto_k(self.posterior_)
+        return diagnose(log_lik, proba, reference, self.classes_, pareto_k=k)
 
     def loo(self, *, conditional: bool = False) -> az.ELPDData:
         """PSIS leave-one-out estimate of the expected log predictive density (ArviZ).
@@ -1370,7 +1378,8 @@ class Transducer:
         return sampler_summary(self.posterior_)
 
     def _warn_on_invariants(self) -> None:
-        warn_on_invariants(self.diagnostics(), stacklevel=3)
+        # an approximation's Pareto k beyond its limit was said by the backend at fit time
+        warn_on_invariants(self.diagnostics(), stacklevel=3, approximation_warned=True)
 
     # ------------------------------------------------------------------- plots
     def plot(
