@@ -731,3 +731,28 @@ def test_an_extended_grid_reaches_every_output_at_the_same_spacing(monkeypatch):
     assert int((extended.loc[:, 0] > far_high + step / 2).sum()) == _design.EXTEND_MAX_1D
     monkeypatch.setattr(_design, "EXTEND_1D", 0)
     assert _design.design_kernels(rows, rows, counts).loc.shape[0] == _design.GRID_1D
+
+
+def test_an_extended_grid_can_keep_its_edge_on_an_atoms_side(monkeypatch):
+    """EXTEND_1D = 2: the grid is extended only on a side without an edge atom. With an
+    atom far below the continuous part (left out of the range, EDGE_ATOM_SHARE), the lower
+    end stays at the 1 % quantile, the upper end reaches the largest output; with 1 both
+    ends reach the continuous part's extremes; no atom: 2 is 1."""
+    rng = np.random.default_rng(4)
+    inner = rng.normal(0.0, 1.0, 800)
+    low, high = np.quantile(inner, RANGE, method="inverted_cdf")
+    step = (high - low) / (_design.GRID_1D - 1)
+
+    def ends(values, mode):
+        monkeypatch.setattr(_design, "EXTEND_1D", mode)
+        _, rows, counts = _stan_data.merge_rows(np.zeros(values.size, int), values)
+        loc = _design.design_kernels(rows, rows, counts).loc[:, 0]
+        return loc[0], loc[-1]
+
+    atom_below = np.r_[inner, np.full(170, -9.0)]
+    lowest, highest = ends(atom_below, 2)
+    assert lowest == pytest.approx(low) and inner.max() - step <= highest < inner.max() + step
+    lowest, highest = ends(atom_below, 1)
+    assert inner.min() - step <= lowest < inner.min() + step
+    assert ends(inner, 2) == ends(inner, 1)
+    assert ends(inner, 1)[0] < low - step  # the normal's tail reaches beyond the 1 % quantile

@@ -103,7 +103,8 @@ EDGE_ATOM_SHARE = 0.01
 #: proportion (SMOOTH_MODES_1D per GRID_1D nodes), the random walk keeps its step. Beyond
 #: the 1 % / 99 % quantiles the mixture's density then follows the outputs instead of the
 #: outermost kernel's Normal tail, and p(c | y) follows the data there instead of levelling
-#: off at the last kernel's value.
+#: off at the last kernel's value. 1: on both sides; 2: only on a side without an edge atom
+#: (EDGE_ATOM_SHARE), which keeps today's grid (the clipped scores' bands lost with 1).
 EXTEND_1D = 0
 EXTEND_MAX_1D = 20
 #: Prior sd of the fixed-effect coefficients: the intercept of the class log-odds, then
@@ -432,12 +433,20 @@ def _axis_range(
 def _spanned(rep: np.ndarray, weights: np.ndarray, point: np.ndarray | None) -> np.ndarray:
     """The rows whose values a grid spans (:func:`_axis_range`): the finite ones, an atom
     at either end of the exact values (``point``) left out."""
+    return _edge_atoms(rep, weights, point)[0]
+
+
+def _edge_atoms(
+    rep: np.ndarray, weights: np.ndarray, point: np.ndarray | None
+) -> tuple[np.ndarray, bool, bool]:
+    """:func:`_spanned`'s rows, and whether an atom was left out below and above."""
     keep = np.isfinite(rep)
+    left_out = [False, False]
     if not keep.any():
-        return keep
+        return keep, False, False
     if point is not None:
         total = weights[keep].sum()
-        for edge in (np.min, np.max):
+        for side, edge in enumerate((np.min, np.max)):
             exact = keep & point
             if not exact.any():
                 break
@@ -448,8 +457,8 @@ def _spanned(rep: np.ndarray, weights: np.ndarray, point: np.ndarray | None) -> 
             # them; docs/model.md, "Hard labels")
             spread = np.unique(rep[rest]).size > 2
             if spread and weights[atom].sum() >= EDGE_ATOM_SHARE * total:
-                keep = rest
-    return keep
+                keep, left_out[side] = rest, True
+    return keep, left_out[0], left_out[1]
 
 
 def _extension(
@@ -461,12 +470,14 @@ def _extension(
     most EXTEND_MAX_1D per side; (0, 0) when EXTEND_1D is off."""
     if not EXTEND_1D:
         return 0, 0
-    keep = _spanned(rep, weights, point)
+    keep, atom_below, atom_above = _edge_atoms(rep, weights, point)
     if not keep.any():
         return 0, 0
     step = (high - low) / (nodes - 1)
     below = int(np.ceil((low - rep[keep].min()) / step - 1.0))
     above = int(np.ceil((rep[keep].max() - high) / step - 1.0))
+    if EXTEND_1D == 2:  # not towards an edge atom: that side keeps today's grid
+        below, above = (0 if atom_below else below), (0 if atom_above else above)
     return (min(EXTEND_MAX_1D, max(0, below)), min(EXTEND_MAX_1D, max(0, above)))
 
 
