@@ -84,6 +84,10 @@ INSIDE = (0.001, 0.999)
 #: Largest allowed gap between coverage and nominal (issue 16, goal 7).
 TOLERANCE = {"bands": 0.05, "long_run": 0.07}
 N_OUTPUTS = 9
+#: Quantiles of a one-dimensional output law beyond the grid's 1 % / 99 % range, and at
+#: its ends, where the bands are checked too ("bands_tail", every truth counted; recorded
+#: since 2026-12-06): what a grid that stops at the quantiles does to the tails.
+TAIL_QUANTILES = (0.002, 0.005, 0.01, 0.99, 0.995, 0.998)
 N_MULTICLASS_MATRICES = 4
 #: Seed streams of this study, apart from decision_quality.py's (which use 0-7, 100-101,
 #: 200-201 and 300-301 after the seed).
@@ -161,6 +165,15 @@ def decision_outputs(problem: Problem, n: int = N_OUTPUTS) -> np.ndarray:
     return order[np.minimum(at, order.size - 1)]
 
 
+def tail_outputs(problem: Problem) -> np.ndarray | None:
+    """Indices of the cells at :data:`TAIL_QUANTILES` of a one-dimensional output law (its
+    cells run along the output); None for more dimensions, whose cells do not."""
+    if len(problem.columns) != 1:
+        return None
+    cdf = np.cumsum(problem.joint().sum(axis=1))
+    return np.minimum(np.searchsorted(cdf / cdf[-1], TAIL_QUANTILES), cdf.size - 1)
+
+
 def band_record(problem: Problem, transducer: Any, picks: np.ndarray) -> dict:
     """``predict_interval`` at the cells ``picks`` for the checked classes, with the truth."""
     shown = shown_classes(problem.n_classes)
@@ -186,9 +199,11 @@ def measure(
     picks: np.ndarray,
     matrices: np.ndarray,
     decision_picks: np.ndarray | None = None,
+    tail_picks: np.ndarray | None = None,
 ) -> dict:
     """Bands at the outputs ``picks`` (cell indices) and long-run intervals, with the truth;
-    with ``decision_picks`` (:func:`decision_outputs`), bands there too ("bands_decision").
+    with ``decision_picks`` (:func:`decision_outputs`), bands there too ("bands_decision");
+    with ``tail_picks`` (:func:`tail_outputs`), also there ("bands_tail").
 
     ``transducer`` is fitted to labels ``0 .. C - 1`` of ``problem``. Returns the bounds
     themselves, so that hits can be recounted under any rule (:func:`band_counts`).
@@ -220,6 +235,8 @@ def measure(
     record = {"bands": bands, "long_run": intervals}
     if decision_picks is not None:
         record["bands_decision"] = band_record(problem, transducer, decision_picks)
+    if tail_picks is not None:
+        record["bands_tail"] = band_record(problem, transducer, tail_picks)
     return record
 
 
@@ -324,7 +341,7 @@ def run_fit(
         warnings.simplefilter("always")
         record = measure(
             problem, transducer, coverage_outputs(problem, N_OUTPUTS), matrices,
-            decision_outputs(problem, N_OUTPUTS),
+            decision_outputs(problem, N_OUTPUTS), tail_outputs(problem),
         )  # fmt: skip
     record["long_run"]["matrices"] = names
     return {
@@ -536,6 +553,9 @@ def summarise(fits: dict) -> dict[tuple[str, int], dict]:
                 lambda r, p: band_counts(r, p, inside_only=True, key="bands_decision")
             ),
             "long_run": per_fit(interval_counts),
+            "bands_tail": per_fit(
+                lambda r, p: band_counts(r, p, inside_only=False, key="bands_tail")
+            ),
         }
         out[key] = {
             "fits": len(records),
@@ -863,7 +883,7 @@ def calibrated_pass_chance(errors: dict[float, float], tolerance: float) -> floa
 
 #: The kinds of interval a paired comparison reports, with their keys in :func:`summarise`.
 _COMPARED = (("bands", "bands_inside"), ("decision outputs", "bands_decision"),
-             ("long-run", "long_run"))  # fmt: skip
+             ("long-run", "long_run"), ("tail bands", "bands_tail"))  # fmt: skip
 
 
 def mean_gap(summary: dict, key: str) -> float | None:
@@ -892,6 +912,23 @@ def band_width(fits: dict, prob: float = 0.95) -> float | None:
     return float(np.median(widths)) if widths else None
 
 
+def tail_log_odds_error(fits: dict) -> list[float] | None:
+    """Per :data:`TAIL_QUANTILES` position, the mean over fits and checked classes of
+    |logit(posterior mean) - logit(truth)| at the tail outputs; None without such records."""
+    records = [r["bands_tail"] for r in fits.values() if "bands_tail" in r]
+    if not records:
+        return None
+    from scipy.special import logit
+
+    def error(bands: dict) -> np.ndarray:
+        clip = (1e-9, 1 - 1e-9)
+        mean = np.clip(np.asarray(bands["mean"], float), *clip)
+        truth = np.clip(np.asarray(bands["truth"], float), *clip)
+        return np.abs(logit(mean) - logit(truth)).mean(axis=1)  # (outputs,)
+
+    return np.mean([error(b) for b in records], axis=0).tolist()
+
+
 def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
     """A paired comparison of two results files over the fits both hold (the same sets and
     fit seeds when both ran with one ``--seed``): per problem and size, coverage at 50 / 75 /
@@ -914,9 +951,10 @@ def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
     lines = [
         f"Paired over {len(shared)} fits ({only} in one file only, left out): {a} -> {b}.",
         "",
-        "| problem | n | fits | bands | decision outputs | long-run | not clean | divergent |",
-        "|---|---:|---:|---|---|---|---|---|",
-    ]
+        "| problem | n | fits | " + " | ".join(name for name, _ in _COMPARED)
+        + " | not clean | divergent |",
+        "|---|---:|---:|" + "---|" * len(_COMPARED) + "---|---|",
+    ]  # fmt: skip
     for key, cell in summaries[0].items():
         other = summaries[1][key]
         cols = [f"{levels(cell[k])} -> {levels(other[k])}" for _, k in _COMPARED]
@@ -946,6 +984,12 @@ def compare(first: dict, second: dict, labels: tuple[str, str]) -> str:
             f"- {name}: pooled {pooled[0]} -> {pooled[1]} %; mean gap to nominal "
             f"{shown[0]} -> {shown[1]} points; change per level, paired by fit (SE): "
             + " / ".join(changes)
+        )
+    errors = [tail_log_odds_error(f) for f in fits]
+    if all(e is not None for e in errors):
+        lines.append(
+            "- tail outputs (TAIL_QUANTILES): mean |log-odds error| of the posterior mean "
+            "per quantile, " + " -> ".join(" / ".join(f"{v:.2f}" for v in e) for e in errors)
         )
     widths = [band_width(f) for f in fits]
     lines.append(

@@ -626,8 +626,9 @@ def test_compare_pairs_the_shared_fits_by_hand(cov):
     # repetition 1 has one divergent transition (and R-hat 1.011) in both: not clean
     assert (
         "| logistic | 300 | 2 | 45/100/100 -> 55/100/100 | n/a/n/a/n/a -> n/a/n/a/n/a | "
-        "100/100/100 -> 100/100/100 | 1 -> 1 | 1 -> 1 |"
+        "100/100/100 -> 100/100/100 | n/a/n/a/n/a -> n/a/n/a/n/a | 1 -> 1 | 1 -> 1 |"
     ) in text
+    assert "tail outputs" not in text  # no fit recorded its tails
     assert "votes" not in text.split("\n\n")[1]
     # mean gap: (|0.45 - 0.5| + 0.25 + 0.05) / 3 = 11.7 points -> (0.05 + 0.25 + 0.05) / 3
     assert "- bands: pooled 45/100/100 -> 55/100/100 %; mean gap to nominal 11.7 -> 11.7" in text
@@ -641,6 +642,36 @@ def test_compare_pairs_the_shared_fits_by_hand(cov):
     assert "median log-odds width (truths in [0.001, 0.999]): 27.63 -> 27.63" in text
     with pytest.raises(SystemExit, match="share no fit"):
         cov.compare(first, {"seed": 2026, "fits": {}}, labels=("a", "b"))
+
+
+def test_tail_records_are_counted_and_their_log_odds_errors_by_hand(cov):
+    """bands_tail: every truth counted (none left out as outside [0.001, 0.999]); the
+    compare line gives per tail position the mean |logit(mean) - logit(truth)|."""
+
+    def with_tail(record, means):
+        truth = [[0.0005], [0.5]]
+        record["bands_tail"] = {
+            "truth": truth, "mean": means,
+            "lower": {p: [[0.0001], [0.1]] for p in ("0.5", "0.75", "0.95")},
+            "upper": {p: [[0.0002], [0.9]] for p in ("0.5", "0.75", "0.95")},
+        }  # fmt: skip
+        return record
+
+    # the posterior means: logit 0.005 - logit 0.0005 = -5.2933 + 7.6004 = 2.3071 first,
+    # 0 and logit 0.6 - logit 0.5 = 0.4055 at the second (mean 0.2027)
+    first = {"seed": 2026, "fits": {
+        "logistic|300|0": with_tail(fake_record(cov, "logistic", 300, 0, 5), [[0.005], [0.5]]),
+        "logistic|300|1": with_tail(fake_record(cov, "logistic", 300, 1, 5), [[0.005], [0.6]]),
+    }}  # fmt: skip
+    second = {"seed": 2026, "fits": {
+        key: with_tail(fake_record(cov, "logistic", 300, rep, 5), [[0.0005], [0.5]])
+        for rep, key in enumerate(first["fits"])
+    }}  # fmt: skip
+    cell = cov.summarise(first["fits"])[("logistic", 300)]
+    assert cell["bands_tail"][0.95] == (2, 4)  # the first band misses its truth of 0.0005
+    text = cov.compare(first, second, labels=("a", "b"))
+    assert "| 50/50/50 -> 50/50/50 | 1 -> 1 |" in text
+    assert "per quantile, 2.31 / 0.20 -> 0.00 / 0.00" in text
 
 
 def _scripted_study(cov, monkeypatch, fake_fit):
