@@ -230,7 +230,9 @@ def _print_fit_summary(transducer: Any, name: str, out: Path) -> None:
           f"n_components {transducer.n_components_}")  # fmt: skip
     print(f"  divergent transitions {info['divergent']}, max tree depth hits "
           f"{info['max_treedepth_hits']}")  # fmt: skip
-    within = int(((table["r_hat"] <= 1.01) & (table["ess_bulk"] >= 400)).sum())
+    from .transducer.diagnostics import converged
+
+    within = int(converged(table).sum())
     print(f"  invariant quantities within R-hat <= 1.01 and bulk ESS >= 400: "
           f"{within} of {len(table)} (worst R-hat {table['r_hat'].max():.3f}, "
           f"lowest bulk ESS {table['ess_bulk'].min():.0f})")  # fmt: skip

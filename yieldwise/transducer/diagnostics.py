@@ -27,6 +27,7 @@ __all__ = [
     "RHAT_MAX",
     "approximation_pareto_k",
     "binning_record",
+    "converged",
     "DiagnosticsWarning",
     "diagnose",
     "likelihood_record",
@@ -235,7 +236,7 @@ def diagnose(
             }
         )
     table = pd.DataFrame(rows)
-    table["ok"] = (table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN)
+    table["ok"] = converged(table)
     table.attrs["pareto_k"] = table.attrs["pareto_k_limit"] = None
     if pareto_k is not None:
         from ..backends._base import pareto_k_threshold  # the backends load on use
@@ -244,6 +245,12 @@ def diagnose(
         table["ok"] &= bool(pareto_k <= limit)  # NaN: the ratios could not be smoothed
         table.attrs.update(pareto_k=float(pareto_k), pareto_k_limit=float(limit))
     return table
+
+
+def converged(table: pd.DataFrame) -> pd.Series:
+    """Per row of a :func:`diagnose` table, whether its R-hat and bulk ESS meet
+    :data:`RHAT_MAX` and :data:`ESS_MIN` (``ok`` less an approximation's Pareto check)."""
+    return (table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN)
 
 
 def approximation_pareto_k(idata: Any) -> float | None:
@@ -275,7 +282,7 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         # the warm-up iterations per chain it ran (by default per output dimensions)
         "warmup": record["sampler"].get("warmup"),
         "sampling_seconds": record["sampling_seconds"],
-        "pareto_k": record["sampler"].get("pareto_k"),
+        "pareto_k": approximation_pareto_k(idata),
         # what the kernel values left out of a sparse likelihood would add to the
         # log-likelihood, at most over the draws (0: the dense form; None: not recorded)
         "cut_gap": record["sampler"].get("likelihood", {}).get("max_cut_gap"),
@@ -308,7 +315,7 @@ def warn_on_invariants(
             DiagnosticsWarning,
             stacklevel=stacklevel + 1,
         )
-    bad = table[~((table["r_hat"] <= RHAT_MAX) & (table["ess_bulk"] >= ESS_MIN))]
+    bad = table[~converged(table)]
     if len(bad):
         worst = bad.sort_values("r_hat", ascending=False).iloc[0]
         warnings.warn(
