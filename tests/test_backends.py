@@ -684,6 +684,35 @@ def test_a_profiler_that_never_lets_go_gets_an_actionable_error(transducer_progr
     assert hook.calls == 5
 
 
+def test_a_stale_truncated_fit_does_not_repeat_the_reader_race(
+    transducer_program, gaussian_data, caplog
+):
+    """A truncated fit of another request, left in the cache by an earlier version, is not
+    the cause of the reader race: the race is diagnosed after its own five reads, with no
+    second round of sampling and the stale file left for the request it belongs to (CI,
+    2026-12-06: ten reads instead of five)."""
+    _pystan_only(transducer_program)
+    import gzip
+
+    directory = transducer_program._backend._fits_directory(transducer_program.model_name)
+    directory.mkdir(parents=True, exist_ok=True)
+    stale = directory / "zzstaletest.jsonlines.gz"
+    whole = gzip.compress(b'{"topic": "sample"}\n' * 200)
+    stale.write_bytes(whole[: len(whole) // 2])
+    try:
+        hook = _FrameHolder(times=1_000)
+        with (
+            caplog.at_level("WARNING", logger="yieldwise"),
+            pytest.raises(SamplingError, match="re-use a parser"),
+        ):
+            _sample_with_hook(transducer_program, gaussian_data, hook)
+        assert hook.calls == 5
+        assert "truncated" not in caplog.text
+        assert stale.exists()
+    finally:
+        stale.unlink(missing_ok=True)
+
+
 def test_a_truncated_fit_left_in_httpstans_cache_is_sampled_afresh(
     transducer_program, gaussian_data, monkeypatch, caplog
 ):

@@ -137,10 +137,20 @@ def _sample_past_broken_cache(call: Any, directory: Path | None, before: set[Pat
     earlier version of yieldwise, or another program, interrupted while writing one), they
     are removed and ``call()`` runs once more, now sampling afresh. The removed files
     leave ``before``, so that the fresh fit written under their names is forgotten after
-    reading like any other."""
+    reading like any other.
+
+    A truncated file shows itself in several ways ("Compressed file ended before the
+    end-of-stream marker" from httpstan, "TAPE_ERROR" from PyStan's JSON reader, by where
+    the cut falls), so any failure counts except the reader race, which has its own
+    diagnosis and retries (:func:`_read_retried`). A truncated fit of another request in
+    the same directory must not turn that race into a second round of sampling: seen in
+    CI, 2026-12-06, with a stale truncated file left in the machine's cache by a run of
+    an earlier version."""
     try:
         return _read_retried(call)
-    except Exception:
+    except Exception as exc:
+        if _PARSER_RACE in str(exc):
+            raise
         broken = _unreadable_fits(directory, before)
         if not broken:
             raise
