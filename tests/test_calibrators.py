@@ -50,10 +50,12 @@ def _penalised_gradient(score, y, w, ridge):
 def test_platt_solves_its_likelihood_equations_and_matches_sklearn(seed):
     scores, labels = _binary(seed, ties=False)
     platt = PlattCalibrator().fit(scores, labels)
-    # the maximum-likelihood equations hold (to rounding): gradient zero
-    gradient = _penalised_gradient(scores, labels, platt.coef_, 1e-6)
+    # the penalised likelihood equations hold (to rounding): gradient zero, with the
+    # ridge 1e-6 on the slope per standard deviation, i.e. 1e-6 * sd^2 on the raw slope
+    ridge = 1e-6 * scores.std() ** 2
+    gradient = _penalised_gradient(scores, labels, platt.coef_, ridge)
     assert np.abs(gradient).max() < 1e-8
-    reference = LogisticRegression(C=1e6, tol=1e-10, max_iter=10_000)
+    reference = LogisticRegression(C=1 / ridge, tol=1e-10, max_iter=10_000)
     reference.fit(scores[:, None], labels)
     np.testing.assert_allclose(
         platt.predict_proba(scores), reference.predict_proba(scores[:, None]), atol=1e-6
@@ -68,6 +70,41 @@ def test_platt_recovers_a_known_logistic_truth():
     # standard errors at n = 1e5 are about 0.01
     assert slope == pytest.approx(1.5, abs=0.05)
     assert intercept == pytest.approx(-0.5, abs=0.05)
+
+
+@pytest.mark.parametrize("factor", [1e-300, 1e-100, 1e-6, 1e-4, 1e3, 1e100, 1e300])
+def test_platt_does_not_depend_on_the_scores_units(factor):
+    """Scores in other units (a factor, a shift) give the same probabilities. With the
+    ridge on the raw slope, scores of magnitude 1e-4 had their slope shrunk threefold
+    (p = 0.67 where 0.91 is right) and at 1e-6 every prediction was the base rate."""
+    rng = np.random.default_rng(12)
+    scores = rng.normal(size=2000)
+    labels = (rng.random(scores.size) < expit(1.5 * scores - 0.5)).astype(int)
+    new = np.array([-2.0, 0.0, 1.5])
+    unit = PlattCalibrator().fit(scores, labels)
+    scaled = PlattCalibrator().fit(scores * factor, labels)
+    np.testing.assert_allclose(
+        scaled.predict_proba(new * factor), unit.predict_proba(new), rtol=1e-9, atol=0
+    )
+    np.testing.assert_allclose(scaled.coef_, unit.coef_ / [factor, 1], rtol=1e-9)
+    shifted = PlattCalibrator().fit(scores + 1e6, labels)
+    np.testing.assert_allclose(
+        shifted.predict_proba(new + 1e6), unit.predict_proba(new), rtol=1e-6, atol=0
+    )
+    # and the truth logit p = 1.5 s - 0.5 is found at every scale (SE about 0.06)
+    assert scaled.coef_[0] * factor == pytest.approx(1.5, abs=0.2)
+
+
+def test_platt_refuses_scores_too_close_together_for_a_finite_slope():
+    scores, labels = _binary(3, ties=False)
+    with pytest.raises(ValueError, match=r"scores span only .* multiply the scores by a"):
+        PlattCalibrator().fit(scores * 1e-310, labels)
+
+
+def test_platt_of_constant_scores_is_the_base_rate():
+    platt = PlattCalibrator().fit(np.full(5, 0.7), [0, 1, 1, 0, 1])
+    np.testing.assert_allclose(platt.coef_, [0.0, np.log(3 / 2)], atol=1e-12)
+    np.testing.assert_allclose(platt.predict_proba([-4.0, 0.7])[:, 1], 0.6, atol=1e-12)
 
 
 def test_platt_stays_finite_on_separable_data():
