@@ -556,6 +556,11 @@ def summarise(fits: dict) -> dict[tuple[str, int], dict]:
             "bands_tail": per_fit(
                 lambda r, p: band_counts(r, p, inside_only=False, key="bands_tail")
             ),
+            # the tails' checks whose truth the goal counts: a problem whose tails reach
+            # truths beyond [0.001, 0.999] (beta: 2e-5 and 1 - 2e-6) has none here
+            "bands_tail_inside": per_fit(
+                lambda r, p: band_counts(r, p, inside_only=True, key="bands_tail")
+            ),
         }
         out[key] = {
             "fits": len(records),
@@ -883,7 +888,8 @@ def calibrated_pass_chance(errors: dict[float, float], tolerance: float) -> floa
 
 #: The kinds of interval a paired comparison reports, with their keys in :func:`summarise`.
 _COMPARED = (("bands", "bands_inside"), ("decision outputs", "bands_decision"),
-             ("long-run", "long_run"), ("tail bands", "bands_tail"))  # fmt: skip
+             ("long-run", "long_run"), ("tail bands", "bands_tail"),
+             ("tail bands, truth in [0.001, 0.999]", "bands_tail_inside"))  # fmt: skip
 
 
 def mean_gap(summary: dict, key: str) -> float | None:

@@ -626,7 +626,8 @@ def test_compare_pairs_the_shared_fits_by_hand(cov):
     # repetition 1 has one divergent transition (and R-hat 1.011) in both: not clean
     assert (
         "| logistic | 300 | 2 | 45/100/100 -> 55/100/100 | n/a/n/a/n/a -> n/a/n/a/n/a | "
-        "100/100/100 -> 100/100/100 | n/a/n/a/n/a -> n/a/n/a/n/a | 1 -> 1 | 1 -> 1 |"
+        "100/100/100 -> 100/100/100 | n/a/n/a/n/a -> n/a/n/a/n/a | n/a/n/a/n/a -> n/a/n/a/n/a "
+        "| 1 -> 1 | 1 -> 1 |"
     ) in text
     assert "tail outputs" not in text  # no fit recorded its tails
     assert "votes" not in text.split("\n\n")[1]
@@ -670,7 +671,11 @@ def test_tail_records_are_counted_and_their_log_odds_errors_by_hand(cov):
     cell = cov.summarise(first["fits"])[("logistic", 300)]
     assert cell["bands_tail"][0.95] == (2, 4)  # the first band misses its truth of 0.0005
     text = cov.compare(first, second, labels=("a", "b"))
-    assert "| 50/50/50 -> 50/50/50 | 1 -> 1 |" in text
+    # in the goal's range only the truth 0.5 counts, inside its band [0.1, 0.9] in every fit
+    cell_inside = cell["bands_tail_inside"]
+    assert cell_inside[0.5] == cell_inside[0.95] == (2, 2)
+    assert "| 50/50/50 -> 50/50/50 | 100/100/100 -> 100/100/100 | 1 -> 1 |" in text
+    assert "- tail bands, truth in [0.001, 0.999]: pooled 100/100/100 -> 100/100/100 %" in text
     assert "per quantile, 2.31 / 0.20 -> 0.00 / 0.00" in text
 
 
