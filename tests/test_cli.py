@@ -1,6 +1,7 @@
 """The command line: the worked example, fit, and usage errors (report/demo: test_report)."""
 
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -131,3 +132,62 @@ def test_fit_reports_missing_values_and_unreadable_files(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "none.csv"), "--class-col", "a", "--output-cols", "b",
                  *out]) == 2  # fmt: skip
     assert "none.csv: no such file" in capsys.readouterr().err
+
+
+def test_fit_refuses_a_repeated_column_name(tmp_path, capsys):
+    """pandas renames a repeated header (score, score.1) and the fit read the first
+    column: a silent wrong answer (audit, 2026-12-06). Now refused by name."""
+    table = tmp_path / "dup.csv"
+    table.write_text("label,score,score\na,0.9,0.1\nb,0.2,0.8\n")
+    argv = ["fit", str(table), "--class-col", "label", "--output-cols", "score",
+            "--out", str(tmp_path / "t.nc")]  # fmt: skip
+    assert main(argv) == 2
+    assert ("dup.csv: column name(s) ['score'] appear more than once in the header"
+            in capsys.readouterr().err)  # fmt: skip
+    assert not (tmp_path / "t.nc").exists()
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        # numbers that write back as the file wrote them stay numbers, as before
+        (["0", "1", "1", "0"], [0, 1, 1, 0]),
+        ([" 0", " 1", "1", "0"], [0, 1, 1, 0]),  # spaces after the commas are layout
+        # else the file's text: 1 and 01 are two classes, 007 keeps its zeros
+        (["1", "01", "2", "1"], ["1", "01", "2", "1"]),
+        (["007", "010", "007", "010"], ["007", "010", "007", "010"]),
+        (["1.50", "2", "1.50", "2"], ["1.50", "2", "1.50", "2"]),
+        # None and NA are classes (pandas read them as missing); an empty cell is missing
+        (["None", "Mild", "NA", "Mild"], ["None", "Mild", "NA", "Mild"]),
+        (["None", "", "Mild", "Mild"], ["None", np.nan, "Mild", "Mild"]),
+    ],
+)
+def test_class_labels_are_read_as_the_file_writes_them(tmp_path, cells, expected):
+    from yieldwise._files import read_table
+
+    path = tmp_path / "t.csv"
+    path.write_text("label,score\n" + "".join(f"{c},{i / 10}\n" for i, c in enumerate(cells)))
+    frame = read_table(path, label_columns=["label"])
+    got = frame["label"].tolist()
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        if isinstance(e, float):
+            assert pd.isna(g)
+        else:
+            assert g == e and isinstance(g, str) == isinstance(e, str)
+    assert frame["score"].tolist() == [i / 10 for i in range(len(cells))]
+
+
+def test_fit_keeps_three_classes_that_numbers_would_merge(tmp_path, capsys):
+    """Labels 1, 01 and 2 are three classes; read as numbers they were two (audit)."""
+    rng = np.random.default_rng(3)
+    labels = rng.choice(["1", "01", "2"], 150)
+    scores = rng.normal(size=150) + (labels == "2")
+    table = tmp_path / "codes.csv"
+    pd.DataFrame({"label": labels, "score": scores}).to_csv(table, index=False)
+    argv = ["fit", str(table), "--class-col", "label", "--output-cols", "score",
+            "--out", str(tmp_path / "t.nc"), "--backend", "laplace", "--seed", "1"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(argv) == 0
+    assert "classes ['01', '1', '2']" in capsys.readouterr().out

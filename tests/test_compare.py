@@ -135,6 +135,9 @@ def test_compare_fitted_transducers_uses_their_long_run_utilities():
     np.testing.assert_allclose(alone.utilities["sharp"], result.utilities["sharp"])
     with pytest.raises(ValueError, match="at least one classifier"):
         compare({}, u)
+    with pytest.raises(ValueError, match=r"rule has entries \['c'\] that name no classifier"):
+        compare({"sharp": sharp, "blunt": blunt}, u,
+                rule={"sharp": "augmented", "blunt": "augmented", "c": "standard"})  # fmt: skip
     with pytest.raises(TypeError, match="mapping name -> fitted Transducer"):
         compare([sharp, blunt], u)
     with pytest.raises(ValueError, match="fitted on several"):

@@ -136,3 +136,44 @@ def test_a_dataframe_utility_is_read_by_label_and_a_dataframes_rows_keep_their_i
         decide(p, u, decisions=["a", "b", "c"])
     with pytest.raises(ValueError, match="seed must be a non-negative integer, a numpy"):
         decide(p, u, seed="x")
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3, 1e7, 1e12])
+def test_a_shift_of_the_utilities_changes_no_decision(offset):
+    """U + b ranks decisions as U does (theory 1). The tie tolerance scaled with max|U|,
+    so at b = 1e7 the 0.0008 advantage of decision 1 became a tie. By hand, with U = I:
+    EU_1 - EU_0 = 0.5004 - 0.4996 = 0.0008 > 0, whatever the shift."""
+    p = np.array([[0.4996, 0.5004]])
+    u = UtilityMatrix(np.eye(2) + offset)
+    assert decide(p, u, tie="first").tolist() == [1]
+    assert decide(p, u, seed=0).tolist() == [1]
+    np.testing.assert_array_equal(ConfusionMatrix.from_probabilities(p, [1], u).counts,
+                                  [[0, 0], [0, 1]])  # fmt: skip
+    # the same for a positive rescaling a * (U + b), a tiny a included
+    small = UtilityMatrix(1e-9 * (np.eye(2) + offset))
+    assert decide(p, small, tie="first").tolist() == [1]
+    # an exact tie stays a tie: split equally, whatever the shift
+    np.testing.assert_array_equal(
+        ConfusionMatrix.from_probabilities([[0.5, 0.5]], [1], u).counts, [[0, 0.5], [0, 0.5]]
+    )
+    assert (decide(np.full((4, 2), 0.5), u, tie="first") == 0).all()
+
+
+def test_per_item_shifts_against_brute_force():
+    """Per-item utilities shifted by up to 1e12 (exactly: the entries are multiples of
+    1/8), decided as the argmax of the unshifted expected utilities, item by item."""
+    rng = np.random.default_rng(7)
+    n = 500
+    base = np.round(rng.normal(size=(n, 3, 2)) * 8) / 8
+    shifts = rng.choice([0.0, 1e3, 1e7, 1e12], size=n)
+    p = rng.dirichlet([1, 1], size=n)
+    expected = [int(np.argmax(base[k] @ p[k])) for k in range(n)]
+    assert decide(p, base + shifts[:, None, None], tie="first").tolist() == expected
+    # coarse entries make exact ties (two equal rows): shared equally among the tied
+    shares = np.zeros(3)
+    for k in range(n):
+        eu = base[k] @ p[k]
+        tied = eu >= eu.max() - 1e-12
+        shares += tied / tied.sum()
+    counts = ConfusionMatrix.from_probabilities(p, [0] * n, base + shifts[:, None, None]).counts
+    np.testing.assert_allclose(counts[:, 0], shares, rtol=0, atol=1e-9)

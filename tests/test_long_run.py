@@ -537,6 +537,11 @@ def test_bad_utilities_and_rules_are_refused(continuous):
         long_run_utility(continuous, np.full((1, 2, 2), np.nan))
     with pytest.raises(TypeError, match="found str"):
         long_run_utility(continuous, "screening")
+    # a batch holds matrices: nested lists in it were an AttributeError from deep inside
+    with pytest.raises(TypeError, match=r"utility\['a'\]: expected a UtilityMatrix .*found list"):
+        long_run_utility(continuous, {"a": [[1, 0], [0, 1]]})
+    with pytest.raises(TypeError, match=r"utility\[1\]: expected a UtilityMatrix"):
+        long_run_utility(continuous, [U, [[1, 0], [0, 1]]])
     with pytest.raises(ValueError, match="rule must be"):
         long_run_utility(continuous, U, rule="best")
     with pytest.raises(ValueError, match="standard-rule decisions"):

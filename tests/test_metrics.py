@@ -287,3 +287,76 @@ def test_score_metric_errors():
         metrics.log_loss([[0.2, 0.8]], [0])
     with pytest.raises(ValueError, match="positive 'x' is not among"):
         metrics.roc_auc([0.2, 0.3], ["a", "b"], positive="x")
+
+
+def test_score_metrics_on_three_classes_need_positive():
+    """With three classes the first against the rest was scored silently (AUC 0.0 here)."""
+    scores = [0.1, 0.5, 0.9, 0.2, 0.6, 0.8]
+    truth = ["a", "b", "c", "a", "b", "c"]
+    for metric in (
+        metrics.roc_curve,
+        metrics.roc_auc,
+        metrics.pr_curve,
+        metrics.average_precision,
+        metrics.pr_gain_curve,
+        metrics.pr_gain_auc,
+    ):
+        with pytest.raises(ValueError, match=r"positive= is needed with more than two classes, "
+                                             r"found 3: \['a', 'b', 'c'\]"):  # fmt: skip
+            metric(scores, truth)
+    with pytest.raises(ValueError, match=r"positive= is needed .* found 3"):
+        metrics.reliability_table([0.1, 0.5, 0.9], ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"positive= is needed .* found 3"):  # declared classes
+        metrics.roc_auc([0.1, 0.9], ["a", "b"], classes=["a", "b", "c"])
+    # with positive= that class is scored against the rest, as scikit-learn scores the
+    # binarised labels
+    for positive in ("a", "b", "c"):
+        binary = [t == positive for t in truth]
+        assert metrics.roc_auc(scores, truth, positive=positive) == pytest.approx(
+            skm.roc_auc_score(binary, scores)
+        )
+        assert metrics.average_precision(scores, truth, positive=positive) == pytest.approx(
+            skm.average_precision_score(binary, scores)
+        )
+    # "c" holds the two highest scores: every (c, other) pair is ordered right
+    assert metrics.roc_auc(scores, truth, positive="c") == 1.0
+
+
+def test_fbeta_beta_must_be_a_real_number():
+    with pytest.raises(TypeError, match=r"fbeta: beta must be a positive finite number .*found "
+                                        r"str '2'; pass e.g. beta=2"):  # fmt: skip
+        metrics.fbeta(CM, beta="2")
+    for flag in (True, np.True_):  # True == 1 would pass for beta = 1
+        with pytest.raises(TypeError, match=r"beta must be a positive finite number.*found bool"):
+            metrics.fbeta(CM, beta=flag)
+    with pytest.raises(TypeError, match=r"beta must be .*found list"):
+        metrics.fbeta(CM, beta=[2])
+    for bad in (-1, np.inf, np.nan):
+        with pytest.raises(ValueError, match=r"beta must be a positive finite number"):
+            metrics.fbeta(CM, beta=bad)
+    # numpy numbers are numbers: F2 by hand on CM (TP 60, FN 40, FP 10), as above
+    f2 = 5 * 60 / (5 * 60 + 4 * 40 + 10)
+    assert metrics.fbeta(CM, beta=np.int64(2), positive="ill") == pytest.approx(f2)
+    assert metrics.fbeta(CM, beta=np.float32(2), positive="ill") == pytest.approx(f2)
+
+
+def test_reliability_table_refuses_nan_in_xarray_draws():
+    """A NaN draw spread to every bin's band through the matrix product (NaN * 0)."""
+    xr = pytest.importorskip("xarray")
+    p = np.array([0.1, 0.2, 0.7, 0.9])
+    draws = np.tile(p, (50, 1))
+    draws[3, 0] = np.nan
+    for values in (draws, xr.DataArray(draws, dims=("draw", "item"))):
+        with pytest.raises(ValueError, match=r"draws must be finite, found 1 NaN.*\(3, 0\)"):
+            metrics.reliability_table(p, [0, 0, 1, 1], positive=1, bins=2, draws=values)
+    chains = xr.DataArray(draws.reshape(2, 25, 4), dims=("chain", "draw", "item"))
+    with pytest.raises(ValueError, match=r"draws \(dims \['chain', 'draw'\] flattened to rows\) "
+                                         r"must be finite"):  # fmt: skip
+        metrics.reliability_table(p, [0, 0, 1, 1], positive=1, bins=2, draws=chains)
+    # finite draws equal to the probabilities: the band is each bin's mean probability
+    draws[3, 0] = p[0]
+    table = metrics.reliability_table(
+        p, [0, 0, 1, 1], positive=1, bins=2, draws=xr.DataArray(draws, dims=("draw", "item"))
+    )
+    np.testing.assert_allclose(table["band_lower"], [0.15, 0.8])
+    np.testing.assert_allclose(table["band_upper"], [0.15, 0.8])

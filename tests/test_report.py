@@ -168,7 +168,8 @@ def test_html_is_self_contained_and_escapes_names(report):
         (lambda c: c.replace("[[0, -10], [-1, 5]]", "[[0, -10, 3], [-1, 5]]"), r"screening"),
         (
             lambda c: c.replace('classes = ["other", "eight"]', 'classes = ["no", "yes"]', 1),
-            r"has classes \['no', 'yes'\]",
+            r"\[\[utility\]\] 'accuracy' has classes \['other', 'eight'\], but \[\[utility\]\] "
+            r"'screening' has \['no', 'yes'\]; every matrix must name the same classes",
         ),
         (lambda c: c + "\n[colours]\n", r"unknown top-level key\(s\) \['colours'\]"),
         (
@@ -258,6 +259,25 @@ def test_html_is_self_contained_and_escapes_names(report):
         (
             lambda c: c.replace("seed = 3", "seed = 3\nmax_treedepth = -3"),
             r"\[sampler\]\.max_treedepth: expected an integer >= 1, found -3",
+        ),
+        # the class order is declared, or the same in every matrix (audit, 2026-12-06)
+        (
+            lambda c: c.replace(
+                'classes = ["other", "eight"]\nvalues = [[1, 0], [0, 1]]',
+                'classes = ["eight", "other"]\nvalues = [[0, 1], [1, 0]]',
+            ),
+            r"\[\[utility\]\] 'screening' lists the classes in the order \['other', 'eight'\] "
+            r"and \[\[utility\]\] 'accuracy' in the order \['eight', 'other'\].*e\.g\. "
+            r'classes = \["other", "eight"\]',
+        ),
+        (
+            lambda c: 'classes = ["other", "nine"]\n' + c,
+            r"classes: expected each of the utility matrices' classes \['eight', 'other'\] "
+            r"once, in the order the classifiers' outputs follow, found \['other', 'nine'\]",
+        ),
+        (
+            lambda c: 'classes = "other, eight"\n' + c,
+            r"classes: expected a list of class labels",
         ),
         (
             lambda c: c.replace('"net_logit_eight"]', '"with_inf"]'),
@@ -547,3 +567,79 @@ def test_a_classifier_without_own_decisions_gets_blank_metrics_not_a_failure(tmp
     assert "<h3>network</h3><p>Over " in page  # the other classifier's comparison
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert set(summary["classifier"]) == {"network", "threes <only>"}
+
+
+def _metrics_section(page: str) -> str:
+    start = page.index("<h2 id='metrics'>")
+    return page[start : page.index("<h2", start + 1)]
+
+
+def test_the_class_order_is_declared_not_taken_from_a_matrix_s_columns(tmp_path):
+    """A matrix whose columns list the classes in the other order is the same matrix: with
+    the order declared (classes = [...]) the report's standard decisions, metrics and
+    long-run utilities are those of the conventional listing. Before, the first matrix's
+    column order silently decided which class a one-column score points to (audit,
+    2026-12-06: accuracy 0.92 became 0.08)."""
+    second = CONFIG.index(f"[[classifier]]\nname = '{EVIL}'")
+    one = CONFIG[:second] + CONFIG[CONFIG.index("[[utility]]") :]  # the forest only
+    swapped = 'classes = ["other", "eight"]\n' + one.replace(
+        'classes = ["other", "eight"]\nvalues = [[0, -10], [-1, 5]]',
+        'classes = ["eight", "other"]\nvalues = [[-10, 0], [5, -1]]',
+    ).replace(
+        'classes = ["other", "eight"]\nvalues = [[1, 0], [0, 1]]',
+        'classes = ["eight", "other"]\nvalues = [[0, 1], [1, 0]]',
+    )
+    load_digits_binary().iloc[::3].to_csv(tmp_path / "calibration.csv", index=False)
+    pages, summaries = [], []
+    for label, text in (("plain", one), ("swapped", swapped)):
+        (tmp_path / f"{label}.toml").write_text(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main(["report", str(tmp_path / f"{label}.toml"), "--out",
+                         str(tmp_path / label), "--quiet"]) == 0  # fmt: skip
+        pages.append((tmp_path / label / "report.html").read_text())
+        summaries.append(pd.read_csv(tmp_path / label / "summary.csv"))
+    plain, flipped = (_metrics_section(p) for p in pages)
+    assert "(taken from [[utility]] &#x27;screening&#x27;" in plain
+    assert "(declared by <code>classes</code>)" in flipped
+    assert "read as evidence for &ldquo;eight&rdquo;" in plain and flipped
+    # the metrics tables themselves are identical; the forest's accuracy is high
+    table = re.compile(r"<table.*?</table>", re.S)
+    assert table.findall(plain) == table.findall(flipped)
+    np.testing.assert_allclose(summaries[1]["mean"], summaries[0]["mean"], rtol=1e-12)
+
+
+def test_matrices_may_name_the_classes_as_numbers_or_text(tmp_path):
+    """Class labels 0 and 1 in the CSV, one matrix with TOML integers and one with text in
+    the other order: both are the same classes (a report reads labels as text), each is
+    reindexed by its own labels, and the run no longer stops after the fits with
+    "classes holds label(s) [0, 1] that are not among the utility matrix's classes"."""
+    table = load_digits_binary().iloc[::3]
+    table = table.assign(is_eight=(table["label"] == "eight").astype(int))
+    table.drop(columns=["label"]).to_csv(tmp_path / "calibration.csv", index=False)
+    second = CONFIG.index(f"[[classifier]]\nname = '{EVIL}'")
+    config = "classes = [0, 1]\n" + CONFIG[:second] + CONFIG[CONFIG.index("[[utility]]") :]
+    config = (
+        config.replace('class_col = "label"', 'class_col = "is_eight"')
+        .replace(
+            'classes = ["other", "eight"]\nvalues = [[0, -10], [-1, 5]]',
+            "classes = [0, 1]\nvalues = [[0, -10], [-1, 5]]",
+        )
+        .replace(
+            'classes = ["other", "eight"]\nvalues = [[1, 0], [0, 1]]',
+            'classes = ["1", "0"]\nvalues = [[-10, 0], [5, -1]]',  # screening, columns swapped
+        )
+        .replace('name = "accuracy"', 'name = "screening, text"')
+    )
+    (tmp_path / "config.toml").write_text(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out"),
+                     "--quiet"]) == 0  # fmt: skip
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index("matrix")
+    assert summary.loc["screening, text", "mean"] == pytest.approx(
+        summary.loc["screening", "mean"], rel=1e-12
+    )
+    lock = tomllib.loads((tmp_path / "out" / "config.lock.toml").read_text())
+    assert lock["classes"] == ["0", "1"]
+    assert [u["classes"] for u in lock["utility"]] == [["0", "1"], ["0", "1"]]

@@ -13,6 +13,7 @@ from yieldwise.roc import (
     OperatingPoint,
     best_operating_point,
     compare,
+    convex_hull,
     iso_utility_slope,
     yield_curve,
 )
@@ -396,3 +397,33 @@ def test_rows_listed_in_the_other_order_give_the_same_curve():
     shifted = UtilityMatrix([[1, 0], [2, 1]], decisions=["skip", "act"], classes=["pos", "neg"])
     point = best_operating_point(SCORES, TRUTH, shifted, positive="pos")
     assert point.utility_yield == pytest.approx((4 * 2 + 4 * 1) / 8)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3, 1e7, 1e9, 1e12])
+def test_a_shift_of_the_utilities_keeps_the_best_threshold(offset):
+    """U + b ranks thresholds as U does (theory 1). The tie tolerance was 1e-12 max|U|:
+    at b = 1e9 it spanned a whole 1/4000 of accuracy, and U = I + 1e9 picked accuracy
+    0.70175 where the best is 0.70275. Brute force: accuracy at every threshold."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    truth = rng.integers(0, 2, n)
+    scores = truth + rng.normal(size=n)
+    thresholds = np.r_[np.inf, np.unique(scores)[::-1]]
+    accuracy = np.array([np.mean((scores >= t) == (truth == 1)) for t in thresholds])
+    best = int(np.flatnonzero(accuracy == accuracy.max())[0])  # highest threshold of ties
+    point = best_operating_point(scores, truth, UtilityMatrix(np.eye(2) + offset), positive=1)
+    assert point.threshold == thresholds[best]
+    assert np.mean((scores >= point.threshold) == (truth == 1)) == accuracy.max() == 0.70275
+    assert point.rescaled_yield == pytest.approx(accuracy.max(), abs=1e-12)
+    # the yield itself carries the shift (to the precision a number near b has)
+    assert point.utility_yield == pytest.approx(offset + accuracy.max(), rel=1e-15, abs=1e-12)
+    hull = convex_hull(scores, truth, positive=1)
+    assert hull.best_point(UtilityMatrix(np.eye(2) + offset)).utility_yield == pytest.approx(
+        point.utility_yield, rel=1e-15, abs=1e-12
+    )
+
+
+def test_convex_hull_names_its_two_class_limit_before_the_default_positive():
+    for positive in (None, "a"):
+        with pytest.raises(ValueError, match=r"convex_hull needs two classes, found 3"):
+            convex_hull([0.1, 0.2, 0.3], ["a", "b", "c"], positive=positive)

@@ -30,7 +30,7 @@ import os
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -434,20 +434,65 @@ def place_folder(partial: Path, target: Path, *, overwrite: bool) -> None:
 
 
 # ----------------------------------------------------------------- reading
-def read_table(path: str | os.PathLike[str]) -> Any:
+def read_table(path: str | os.PathLike[str], *, label_columns: Sequence[str] = ()) -> Any:
     """A CSV table (pandas), the one loader of ``yieldwise fit`` and ``yieldwise report``.
 
+    Column names must be unique: pandas renames a repeated one (``score``, ``score.1``),
+    and a fit would then read whichever column kept the name. ``label_columns`` (the
+    class column) keep their labels as the file writes them: read as numbers only when
+    that loses nothing (``0``, ``1``), else as text, so that ``1`` and ``01`` stay two
+    classes, ``007`` stays ``007`` and ``None`` or ``NA`` is a class, not a missing
+    value (an empty cell is missing).
+
     Raises FileNotFoundError for a missing file (the caller names the option or key that
-    gave it) and ValueError naming the file for anything unreadable as CSV.
+    gave it) and ValueError naming the file for anything unreadable as CSV, and for a
+    repeated column name.
     """
     import pandas as pd
 
     try:
-        return pd.read_csv(path)
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(path)
+        texts = {
+            column: pd.read_csv(path, usecols=[column], dtype=str, keep_default_na=False)[column]
+            for column in label_columns
+            if column in frame.columns
+        }
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", str(path)) from None
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it as CSV ({exc})") from None
+    names = [str(n) for n in header.iloc[0].tolist()] if len(header) else []
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(
+            f"{path}: column name(s) {repeated} appear more than once in the header; "
+            "rename them so that each column has its own name"
+        )
+    for column, text in texts.items():
+        frame[column] = _labels_as_written(frame[column], text)
+    return frame
+
+
+def _labels_as_written(guessed: Any, text: Any) -> Any:
+    """A class column as :func:`read_table` keeps it: pandas' guess where writing it back
+    gives the file's text in every row, else the text itself; empty cells missing."""
+    import numpy as np
+    import pandas as pd
+
+    # surrounding spaces are the file's layout ("0, 1"), not part of a label
+    text = text.str.strip()
+    empty = (text == "").to_numpy()
+    present = ~empty
+    written = guessed.astype(object).map(str).to_numpy()
+    lossless = not guessed[present].isna().any() and bool(
+        (written[present] == text.to_numpy(object)[present]).all()
+    )
+    if lossless:
+        return guessed
+    out = pd.Series(text.to_numpy(object), index=guessed.index, dtype=object)
+    out[empty] = np.nan
+    return out
 
 
 def unusable_values(column: Any, *, outputs: bool) -> str | None:

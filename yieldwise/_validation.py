@@ -7,6 +7,7 @@ call without reading the source.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -85,6 +86,17 @@ def labelled_table(
     if not isinstance(values, pd.DataFrame):
         return values, rows, columns
     frame = values
+    # duplicated labels first: reading by label cannot tell two rows "a" apart, and every
+    # later check (set equality, lengths) would report a symptom instead of the cause
+    for axis, where, what in ((frame.index, "index", row_name),
+                              (frame.columns, "columns", column_name)):  # fmt: skip
+        if not axis.is_unique:
+            duplicated = list(dict.fromkeys(axis[axis.duplicated()].tolist()))
+            raise ValueError(
+                f"{name} is a DataFrame whose {where} (its {what}) must be unique labels, "
+                f"found duplicates {_describe(duplicated)} in {_describe(list(axis))}; give "
+                f"each of the {what} one {'row' if where == 'index' else 'column'}"
+            )
     for given, axis, where, what in ((rows, frame.index, "index", row_name),
                                      (columns, frame.columns, "columns", column_name)):  # fmt: skip
         if (given is not None and not isinstance(given, (str, bytes))
@@ -132,7 +144,10 @@ def _is_missing(label: Any) -> bool:
 
 def label_values(values: Any, name: str) -> np.ndarray:
     """Turn a 1-D sequence of labels (numpy, list, pandas Series/Categorical) into
-    an object array of Python scalars, rejecting missing values."""
+    a 1-D object array of Python scalars, rejecting missing and unhashable values.
+
+    Any hashable label works, tuples included: a list of pairs is a list of pair
+    labels, not a 2-D table (a 2-D array and a list of lists are refused)."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of labels, found the string {values!r}")
     if isinstance(values, pd.DataFrame):
@@ -140,7 +155,9 @@ def label_values(values: Any, name: str) -> np.ndarray:
             f"{name} must be 1-dimensional, found a DataFrame with columns "
             f"{list(values.columns)}; pass one column"
         )
-    if not isinstance(values, pd.Series) and np.ndim(values) > 1:  # before pandas says so
+    # arrays by their ndim, before pandas says so; not np.ndim(values) for a list, which
+    # would take a list of tuple labels for a 2-D table (nested lists are refused below)
+    if not isinstance(values, pd.Series) and getattr(values, "ndim", 1) > 1:
         raise ValueError(f"{name} must be 1-dimensional, found shape {np.shape(values)}")
     series = pd.Series(values) if not isinstance(values, pd.Series) else values
     if series.ndim != 1:
@@ -155,8 +172,34 @@ def label_values(values: Any, name: str) -> np.ndarray:
             f"first at position {int(positions[0])}"
         )
     values = [python_scalar(v) for v in series.tolist()]
+    for position, value in enumerate(values):
+        if isinstance(value, list | np.ndarray):  # rows of a table, not labels
+            raise ValueError(
+                f"{name} must be 1-dimensional (one label per item), found a "
+                f"{type(value).__name__} {_describe(list(value))} at position "
+                f"{position}; pass one column, or tuples for labels made of several values"
+            )
+        if not isinstance(value, Hashable):
+            raise TypeError(
+                f"{name} must hold hashable labels (numbers, strings, tuples, ...), found "
+                f"{type(value).__name__} {value!r} at position {position}; turn each label "
+                "into a hashable value (e.g. a tuple or a string)"
+            )
     _check_bools_apart(values, name)
-    return np.array(values, dtype=object)
+    return object_array(values)
+
+
+def object_array(labels: Iterable[Any]) -> np.ndarray:
+    """A 1-D object array of ``labels``, one element per label whatever its type.
+
+    ``np.array(labels, dtype=object)`` would read tuple labels as the rows of a 2-D
+    array (any hashable label is allowed, tuples included).
+    """
+    items = list(labels)
+    array = np.empty(len(items), dtype=object)
+    for position, label in enumerate(items):
+        array[position] = label
+    return array
 
 
 def _check_bools_apart(labels: Sequence[Any], name: str) -> None:
@@ -189,21 +232,55 @@ def categories_of(values: Any) -> tuple[Label, ...] | None:
     return None
 
 
-def sorted_unique(*arrays: np.ndarray) -> tuple[Label, ...]:
-    """Sorted union of labels; falls back to first-seen order for unorderable mixes."""
+def sorted_unique(
+    *arrays: np.ndarray,
+    name: str = "the true classes",
+    remedy: str = (
+        "give the class order explicitly (the classes= argument; class_labels= for a Transducer)"
+    ),
+    fallback: bool = False,
+) -> tuple[Label, ...]:
+    """Sorted union of labels: the smallest label is the default first (positive) class.
+
+    Labels that cannot be ordered (``0`` and ``"x"``; frozensets, which are only partially
+    ordered) have no smallest label, and first-seen order would make the result depend on
+    the order of the items: ``ValueError`` naming ``name`` (the argument holding the
+    labels) and the label types found, and saying what to do (``remedy``). With
+    ``fallback=True`` (for callers whose result does not depend on the order, e.g. when
+    ``positive=`` is given) they come in first-seen order. Numbers of any kind (bool,
+    numpy and Python ints and floats) order among themselves.
+    """
     joined = pd.unique(np.concatenate(arrays))
+    values = joined.tolist()
     try:
-        return tuple(sorted(joined.tolist()))
+        ordered = sorted(values)
+        # distinct labels of a total order sort strictly increasing; a partial order
+        # (sets) sorts without complaint into an order that depends on the input's
+        total = all(a < b for a, b in itertools.pairwise(ordered))
     except TypeError:
-        return tuple(joined.tolist())
+        total = False
+    if total:
+        return tuple(ordered)
+    if fallback:
+        return tuple(values)
+    examples: dict[str, Any] = {}
+    for value in values:
+        examples.setdefault(type(value).__name__, value)
+    found = ", ".join(f"{kind} (e.g. {examples[kind]!r})" for kind in sorted(examples))
+    raise ValueError(
+        f"the labels in {name} cannot be sorted (types found: {found}), so there is no "
+        "smallest label to be the first (positive) class and the class order would depend "
+        f"on the order of the items; {remedy}, or use one kind of label (e.g. .astype(str))"
+    )
 
 
 def indices_of(
     values: np.ndarray, labels: Sequence[Label], name: str, axis_name: str
 ) -> np.ndarray:
     """Positions of each value of ``values`` within ``labels``; unknown labels raise."""
-    index = pd.Index(list(labels), dtype=object)
-    positions = index.get_indexer(pd.Index(values, dtype=object))
+    # tupleize_cols=False: tuple labels stay labels, not the levels of a MultiIndex
+    index = pd.Index(list(labels), dtype=object, tupleize_cols=False)
+    positions = index.get_indexer(pd.Index(values, dtype=object, tupleize_cols=False))
     unknown = positions < 0
     if unknown.any():
         found = pd.unique(values[unknown]).tolist()
@@ -218,7 +295,7 @@ def align(
     source: Sequence[Label], target: Sequence[Label], name: str, axis_name: str
 ) -> np.ndarray:
     """Positions in ``target`` of every label in ``source``; all must be present."""
-    return indices_of(np.array(list(source), dtype=object), target, name, axis_name)
+    return indices_of(object_array(source), target, name, axis_name)
 
 
 def check_positive_int(value: Any, name: str) -> int:

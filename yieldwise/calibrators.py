@@ -47,10 +47,11 @@ array([[0.5 , 0.5 ],
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, log_softmax, softmax
+from scipy.special import expit, softmax
 
 from ._validation import (
     Label,
@@ -317,11 +318,14 @@ class BetaCalibrator(_OneVsRest):
     Parameters
     ----------
     scale : {"probability", "logit"}, default "probability"
-        ``"probability"``: scores are probabilities in [0, 1]; ``"logit"``: scores
-        are on the real line and mapped to (0, 1) by the logistic function first.
-        Either way they are clipped to ``[eps, 1 - eps]``.
+        ``"probability"``: scores are probabilities ``s`` in [0, 1], clipped to
+        ``[eps, 1 - eps]``; ``"logit"``: scores are logits ``z = logit s`` on the real
+        line, and the features are computed from ``z`` exactly, ``log s =
+        -log(1 + exp(-z))`` and ``-log(1 - s) = log(1 + exp(z))``, without a clip, so
+        that scores beyond +-20 (where ``expit`` rounds to 0 or 1) keep their order.
     eps : float, default 1e-9
-        The clip, so that ``log s`` and ``log(1 - s)`` stay finite.
+        With ``scale="probability"``, the clip, so that ``log s`` and ``log(1 - s)``
+        stay finite for probabilities exactly 0 or 1; unused with ``scale="logit"``.
 
     Attributes
     ----------
@@ -346,17 +350,19 @@ class BetaCalibrator(_OneVsRest):
 
     def _features(self, score: np.ndarray) -> np.ndarray:
         if self.scale == "logit":
-            s = expit(score)
-        elif self.scale == "probability":
-            if (score < 0).any() or (score > 1).any():
-                raise ValueError(
-                    "scores must lie in [0, 1] with scale='probability', found "
-                    f"[{score.min()}, {score.max()}]; use scale='logit' for real-valued scores"
-                )
-            s = score
-        else:
+            # log s and -log(1 - s) straight from the logit: through expit(z), every z
+            # beyond about +-20.7 rounded to s = 0 or 1 and the clip then gave them all one
+            # value, erasing their order (scores 22, 30 and 38 all calibrated to 0.6)
+            return np.column_stack([-np.logaddexp(0.0, -score), np.logaddexp(0.0, score)])
+        if self.scale != "probability":
             raise ValueError(f"scale must be 'probability' or 'logit', found {self.scale!r}")
-        s = np.clip(s, self.eps, 1 - self.eps)
+        if (score < 0).any() or (score > 1).any():
+            raise ValueError(
+                "scores must lie in [0, 1] with scale='probability', found "
+                f"[{score.min()}, {score.max()}]; use scale='logit' for real-valued scores"
+            )
+        # the clip keeps log s and log(1 - s) finite for probabilities exactly 0 or 1
+        s = np.clip(score, self.eps, 1 - self.eps)
         return np.column_stack([np.log(s), -np.log1p(-s)])
 
     def _fit_one(self, score: np.ndarray, positive: np.ndarray) -> Any:
@@ -387,12 +393,30 @@ class TemperatureCalibrator(_Calibrator):
     """Temperature scaling: ``softmax(logits / T)``, ``T`` by maximum likelihood.
 
     With two classes and 1-D scores the logits are ``(0, s)``, so
-    ``P(classes_[1] | s) = expit(s / T)``. ``T`` is searched on
-    ``[exp(-5), exp(5)]``.
+    ``P(classes_[1] | s) = expit(s / T)``.
+
+    ``T`` is the exact maximiser of the likelihood, found without a fixed search range:
+    the fitted ``T`` scales with the logits' units (logits multiplied by ``k`` give
+    ``k T`` and the same probabilities), from about 1e-300 to 1e300. A declared class
+    (``classes=``) with no calibration items is allowed. The likelihood has no maximum
+    at a finite, positive ``T`` when
+
+    * every item's largest logit is its own class's (ties included): the scores
+      separate the calibration set and the likelihood keeps improving as ``T -> 0``;
+    * on average an item's own class's logit is not above its mean logit (e.g. items
+      of a single class, each with its logit below the other class's): the scores carry
+      no evidence and the likelihood keeps improving as ``T -> infinity``, towards
+      uniform probabilities.
+
+    In these cases (and when the maximum is finite but ``T`` lies beyond float64's range)
+    the likelihood is largest in a limit, and ``fit`` returns that limit with a
+    ``UserWarning``: ``temperature_`` 0 (predictions the argmax, probabilities 0 and 1,
+    ties shared) or ``inf`` (uniform predictions).
 
     Attributes
     ----------
     temperature_ : float
+        On the logits' own scale.
 
     Examples
     --------
@@ -412,21 +436,115 @@ class TemperatureCalibrator(_Calibrator):
         return np.column_stack([np.zeros_like(s), s]) if s.ndim == 1 else s
 
     def fit(self, scores: Any, true_classes: Any, *, classes: Any = None) -> TemperatureCalibrator:
-        """Fit on calibration logits and their true classes; returns ``self``."""
-        from scipy.optimize import minimize_scalar  # scipy.optimize is slow to import
+        """Fit on calibration logits and their true classes; returns ``self``.
+
+        Warns (``UserWarning``) and returns the limit ``T = 0`` or ``inf`` when the
+        likelihood has no maximum at a finite, positive ``T`` (see the class's docstring).
+        """
+        from scipy.optimize import brentq  # scipy.optimize is slow to import
 
         s, index = self._fit_labels(scores, true_classes, classes)
         logits = self._logits(s)
         rows = np.arange(index.size)
+        # The negative log-likelihood in the inverse temperature beta = 1 / T,
+        # f(beta) = sum_i logsumexp(beta d_i) with d_i = logits_i - logits_i[class_i], is
+        # convex; its slope f'(beta) = sum_i E_softmax(beta d_i)[d_i] rises from
+        # sum_i mean(d_i) at beta = 0 to sum_i max(d_i) as beta -> infinity, so a finite
+        # maximum-likelihood T exists exactly when the first is negative and the last
+        # positive, and it is then the one root of f'. The logits are divided by their
+        # largest magnitude first (and the differences by theirs), so that the search
+        # starts near T = the logits' own scale and the fitted T scales with the logits'
+        # units, from 1e-300 to 1e300, instead of meeting a fixed bracket.
+        peak = float(np.abs(logits).max())
+        unit = logits / peak if peak > 0 else logits
+        d = unit - unit[rows, index][:, None]  # exactly 0 in each item's own column
+        spread = float(np.abs(d).max())
+        observed = np.unique(index).size
+        alone = (
+            f" (true_classes holds only {observed} of the {len(self.classes_)} classes)"
+            if observed < len(self.classes_)
+            else ""
+        )
+        if spread == 0 or float(d.mean(axis=1).sum()) >= 0:
+            found = (
+                "every item's logits are equal"
+                if spread == 0
+                else "on average an item's own class's logit is not above its mean logit"
+            )
+            return self._at_limit(
+                np.inf,
+                f"scores carry no evidence for true_classes{alone}: {found}, so the "
+                "likelihood keeps improving as T -> infinity and is largest in that limit: "
+                "temperature_ is inf and every prediction is uniform. Check that the score "
+                "columns follow classes= (1-D scores are evidence for classes_[1]); "
+                "temperature scaling has no intercept, so for scores that are not centred "
+                "logits (probabilities, rare classes) use PlattCalibrator or BetaCalibrator",
+            )
+        if float(d.max()) <= 0:
+            return self._at_limit(
+                0.0,
+                f"scores separate true_classes{alone}: every item's largest logit is its own "
+                "class's, so the likelihood keeps improving as T -> 0 and is largest in that "
+                "limit: temperature_ is 0 and every prediction is the argmax (probabilities "
+                "0 and 1, ties shared). Calibrate on more held-out items, including some the "
+                "scores get wrong, or use PlattCalibrator, whose ridge keeps the fit finite",
+            )
+        d /= spread
 
-        def nll(log_t: float) -> float:
-            return float(-log_softmax(logits / np.exp(log_t), axis=1)[rows, index].sum())
+        def slope(log_beta: float) -> float:
+            # f'(beta) as sum p_k d_k: each item's term keeps its relative precision even
+            # where its probabilities are within rounding of 0 and 1
+            p = softmax(np.exp(log_beta) * d, axis=1)
+            return float(np.sum(p * d))
 
-        result = minimize_scalar(nll, bounds=(-5, 5), method="bounded")
-        self.temperature_ = float(np.exp(result.x))
+        # Widen a bracket on log beta from beta = 1 (T = the logits' scale) until f'
+        # changes sign: up if f' < 0 there, down if not. The checks above guarantee a sign
+        # change, but it may lie beyond what float64 represents.
+        limit = 700.0  # exp(700) ~ 1e304
+        toward = 1.0 if slope(0.0) < 0 else -1.0
+        near, far, step = 0.0, toward, 1.0
+        while toward * slope(far) < 0:
+            if abs(far) >= limit:
+                log_beta, relation = far, "below" if toward > 0 else "above"
+                break
+            step *= 2
+            near, far = far, toward * min(abs(far) + step, limit)
+        else:
+            log_beta = brentq(
+                slope, min(near, far), max(near, far), xtol=1e-14, rtol=4 * np.finfo(float).eps
+            )
+            with np.errstate(over="ignore"):
+                t = peak * (spread * np.exp(-log_beta))
+            if np.isfinite(t) and t > 0:
+                self.temperature_ = float(t)
+                return self
+            relation = "about"
+        exponent = (np.log(peak) + np.log(spread) - log_beta) / np.log(10)
+        hint = "all but separate" if log_beta > 0 else "barely carry evidence for"
+        limit_t = 0.0 if log_beta > 0 else np.inf
+        return self._at_limit(
+            limit_t,
+            f"the maximum-likelihood T is {relation} 1e{exponent:.0f}, too far from the "
+            f"logits' scale ({peak:.3g}) for float64: the scores {hint} true_classes, and "
+            f"temperature_ is {limit_t}, the limit (argmax predictions at 0, uniform at "
+            "inf); calibrate on more held-out items, or rescale the scores (T scales with "
+            "them)",
+        )
+
+    def _at_limit(self, temperature: float, message: str) -> TemperatureCalibrator:
+        """The fit when the likelihood is largest in a limit of T (0 or inf): that limit,
+        whose predictions are well defined (:meth:`predict_proba`), said by a warning."""
+        warnings.warn(message, UserWarning, stacklevel=3)
+        self.temperature_ = float(temperature)
         return self
 
     def predict_proba(self, scores: Any) -> np.ndarray:
         """Class probabilities ``(items, classes)``, columns in ``classes_`` order."""
         s = self._check_scores(scores)
-        return softmax(self._logits(s) / self.temperature_, axis=1)
+        logits = self._logits(s)
+        if self.temperature_ == np.inf:  # the likelihood's limit when scores carry nothing
+            return np.full(logits.shape, 1.0 / logits.shape[1])
+        if self.temperature_ == 0:  # ... and when they separate: the argmax, ties shared
+            top = logits == logits.max(axis=1, keepdims=True)
+            return top / top.sum(axis=1, keepdims=True)
+        return softmax(logits / self.temperature_, axis=1)

@@ -96,11 +96,11 @@ def _example(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_table(path: str) -> pd.DataFrame:
+def _read_table(path: str, class_col: str) -> pd.DataFrame:
     from ._files import read_table
 
     try:
-        return read_table(path)
+        return read_table(path, label_columns=[class_col])
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
 
@@ -190,7 +190,7 @@ def _check_fit_target(out: Path, calibration: Path, overwrite: bool) -> None:
 
 
 def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: Any) -> Any:
-    frame = _read_table(args.calibration)
+    frame = _read_table(args.calibration, args.class_col)
     _columns(frame, args.class_col, outputs, args.calibration, "--class-col/--output-cols")
     if frame.empty:
         raise ValueError(f"{args.calibration}: has a header but no data rows")

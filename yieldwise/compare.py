@@ -71,6 +71,13 @@ def compare(
     members, paired, aliases = _members(transducers)
     if not members:
         raise ValueError("compare needs at least one classifier, found an empty mapping")
+    if isinstance(rule, Mapping):
+        stray = [key for key in rule if key not in members and key not in aliases]
+        if stray:  # a misspelt name would otherwise leave its classifier's rule unset
+            raise ValueError(
+                f"rule has entries {stray} that name no classifier; the classifiers are "
+                f"{list(members)}"
+            )
     raw: dict[str, xr.DataArray] = {}
     rescaled: dict[str, xr.DataArray] = {}
     for name, transducer in members.items():

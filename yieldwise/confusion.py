@@ -101,9 +101,11 @@ class ConfusionMatrix:
                 f"true_classes and decisions must have the same length, found "
                 f"{truth.size} and {chosen.size}"
             )
-        seen = sorted_unique(truth, chosen)
         if classes is None:
-            classes = categories_of(true_classes) or seen
+            classes = categories_of(true_classes) or sorted_unique(
+                truth, chosen, name="true_classes and decisions",
+                remedy="pass classes= to give the class order",
+            )  # fmt: skip
         classes = check_labels(classes, len(list(classes)), "classes")
         if decisions_set is None:
             decisions_set = categories_of(decisions) or classes
@@ -189,8 +191,8 @@ class ConfusionMatrix:
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame(
             self._counts,
-            index=pd.Index(self._decisions, name="decision", dtype=object),
-            columns=pd.Index(self._classes, name="class", dtype=object),
+            index=pd.Index(self._decisions, name="decision", dtype=object, tupleize_cols=False),
+            columns=pd.Index(self._classes, name="class", dtype=object, tupleize_cols=False),
         )
 
     def reindex(

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ._validation import Label, align, as_float_array, check_labels, is_seed
+from ._validation import Label, align, as_float_array, check_labels, is_seed, object_array
 from .utility import UtilityMatrix
 
 __all__ = ["decide", "expected_utilities", "label_array"]
@@ -21,8 +21,10 @@ __all__ = ["decide", "expected_utilities", "label_array"]
 # Probabilities from transducers and softmax layers sum to one up to rounding;
 # anything further off is a score, not a probability, and must not be decided on.
 _SUM_TOLERANCE = 1e-6
-# Expected utilities closer than this (relative to the largest utility) are ties:
-# exact ties in real arithmetic differ by a few ulps once computed in floats.
+# Expected utilities closer than this, relative to the spread of the utilities
+# (max U - min U), are ties: exact ties in real arithmetic differ by a few ulps once
+# computed in floats. The spread, unlike max|U|, is unchanged by a shift U + b, which
+# ranks every decision as U does (theory 1, "Equivalence").
 _TIE_RTOL = 1e-10
 
 
@@ -103,11 +105,19 @@ def _expected(p: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def tied_decisions(p: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Boolean ``(n, D)`` mask of the decisions tied for the highest expected utility."""
-    eu = _expected(p, u)
-    scale = np.abs(u).max(axis=(1, 2))[:, None]
+    """Boolean ``(n, D)`` mask of the decisions tied for the highest expected utility.
+
+    Ties are expected utilities within ``_TIE_RTOL * (max U - min U)`` of the best (per
+    item for per-item utilities). They are computed from ``U - min U``: a shift ``U + b``
+    changes every decision's expected utility by the same ``b`` (the probabilities sum
+    to 1), so it must not change the decisions; kept out of the arithmetic, it cannot
+    swamp the differences between decisions in rounding either.
+    """
+    low = u.min(axis=(1, 2), keepdims=True)
+    eu = _expected(p, u - low)
+    spread = (u.max(axis=(1, 2)) - low[:, 0, 0])[:, None]
     best = eu.max(axis=1, keepdims=True)
-    return eu >= best - _TIE_RTOL * scale
+    return eu >= best - _TIE_RTOL * spread
 
 
 def label_array(labels: Sequence[Label], positions: np.ndarray) -> np.ndarray:
@@ -115,8 +125,7 @@ def label_array(labels: Sequence[Label], positions: np.ndarray) -> np.ndarray:
     if len({type(label) for label in labels}) == 1 and isinstance(labels[0], int | str | float):
         table = np.array(labels)
     else:
-        table = np.empty(len(labels), dtype=object)
-        table[:] = list(labels)
+        table = object_array(labels)
     return table[positions]
 
 
@@ -129,10 +138,9 @@ def expected_utilities(
     """
     p, u, decision_labels, _ = prepare_decision_inputs(probabilities, utility, decisions)
     index = probabilities.index if isinstance(probabilities, pd.DataFrame) else None
-    return pd.DataFrame(
-        _expected(p, u), columns=pd.Index(decision_labels, name="decision", dtype=object),
-        index=index,  # a DataFrame's rows keep their labels, to join back to the data
-    )  # fmt: skip
+    columns = pd.Index(decision_labels, name="decision", dtype=object, tupleize_cols=False)
+    # a DataFrame's rows keep their labels, to join back to the data
+    return pd.DataFrame(_expected(p, u), columns=columns, index=index)
 
 
 def decide(

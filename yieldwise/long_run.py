@@ -516,7 +516,7 @@ def _as_matrices(
     if isinstance(utility, Mapping):
         if not utility:
             raise ValueError("utility is an empty mapping; give at least one UtilityMatrix")
-        stacked = _aligned(list(utility.values()), classes)
+        stacked = _aligned(list(utility.values()), classes, [f"utility[{k!r}]" for k in utility])
         return stacked, next(iter(utility.values())).decisions, list(utility.keys())
     if isinstance(utility, np.ndarray) and utility.dtype != object and utility.ndim == 2:
         return _as_matrices(utility.tolist(), classes)  # one matrix (the nested lists below)
@@ -562,7 +562,20 @@ def _as_matrices(
     )
 
 
-def _aligned(items: list[UtilityMatrix], classes: tuple[Label, ...]) -> np.ndarray:
+def _aligned(
+    items: list[UtilityMatrix], classes: tuple[Label, ...], names: list[str] | None = None
+) -> np.ndarray:
+    """The matrices ``items`` in the transducer's class order, stacked; ``names`` say how
+    the user's argument names each (default ``utility[i]``)."""
+    names = names or [f"utility[{i}]" for i in range(len(items))]
+    for name, u in zip(names, items, strict=True):
+        if not isinstance(u, UtilityMatrix):  # a batch holds matrices, not nested lists
+            raise TypeError(
+                f"{name}: expected a UtilityMatrix (UtilityMatrix(values, decisions=..., "
+                f"classes=...)), found {type(u).__name__}; a batch of matrices, as a "
+                "sequence or mapping, holds UtilityMatrix objects (plain numbers only as "
+                "one array of shape (matrices, decisions, classes))"
+            )
     first = items[0]
     for i, u in enumerate(items):
         if set(u.classes) != set(classes):

@@ -65,6 +65,7 @@ from ._validation import (
     check_labels,
     indices_of,
     label_values,
+    object_array,
     sorted_unique,
 )
 from .confusion import ConfusionMatrix
@@ -350,9 +351,7 @@ def _resolve(
                 "against the rest) or average= ('macro', 'weighted' or 'micro')"
             )
         return 0, None
-    return int(
-        indices_of(np.array([positive], dtype=object), classes, "positive", "classes")[0]
-    ), None
+    return int(indices_of(object_array([positive]), classes, "positive", "classes")[0]), None
 
 
 def _undefined_ovr(
@@ -541,8 +540,20 @@ def fbeta(
 
     ``zero_division`` and ``macro_f`` as in :func:`f1`.
     """
-    if not np.isscalar(beta) or not np.isfinite(beta) or beta <= 0:
-        raise ValueError(f"fbeta: beta must be a positive finite number, found {beta!r}")
+    # a real number first: a string would reach isfinite's raw TypeError, and a bool
+    # (True == 1) would pass for beta = 1 without a word
+    if isinstance(beta, bool | np.bool_) or not isinstance(
+        beta, int | float | np.integer | np.floating
+    ):
+        raise TypeError(
+            f"fbeta: beta must be a positive finite number (the weight of recall against "
+            f"precision), found {type(beta).__name__} {beta!r}; pass e.g. beta=2"
+        )
+    if not np.isfinite(beta) or beta <= 0:
+        raise ValueError(
+            f"fbeta: beta must be a positive finite number (the weight of recall against "
+            f"precision), found {beta!r}; pass e.g. beta=2"
+        )
     macro_f = _check_macro_f(macro_f, average, "fbeta")
     return _ovr_metric(
         "fbeta", _fbeta_ovr, confusion, positive, average, zero_division, macro_f,
@@ -743,18 +754,47 @@ class ROCCurve:
 
 
 def binary_truth(
-    true_classes: Any, positive: Label | None, classes: Any, n_items: int
+    true_classes: Any,
+    positive: Label | None,
+    classes: Any,
+    n_items: int,
+    *,
+    two_classes: str | None = None,
 ) -> tuple[np.ndarray, Label, tuple[Label, ...]]:
+    """``(is_positive, positive, classes)`` for a binary score metric.
+
+    ``positive`` defaults to the first class (the first of ``classes``, the first
+    category of a categorical, else the smallest label); with more than two classes
+    there is no default. ``two_classes``, a function's name, refuses any number of
+    classes but two (that function cannot score one class against the rest).
+    """
     truth = label_values(true_classes, "true_classes")
     if truth.size != n_items:
         raise ValueError(
             f"true_classes must have one label per score ({n_items}), found {truth.size}"
         )
     if classes is None:
-        classes = categories_of(true_classes) or sorted_unique(truth)
+        # the smallest label is the default positive; labels without an order have none
+        # (a given positive= needs no order: the result does not depend on it)
+        classes = categories_of(true_classes) or sorted_unique(
+            truth, name="true_classes", remedy="pass positive= (or classes= to give the "
+            "class order)", fallback=positive is not None,
+        )  # fmt: skip
     classes = check_labels(classes, len(list(classes)), "classes")
     indices_of(truth, classes, "true_classes", "classes")
+    if two_classes is not None and len(classes) != 2:
+        raise ValueError(
+            f"{two_classes} needs two classes, found {len(classes)}: {list(classes)}; relabel "
+            "the classes as the positive one and the rest"
+        )
     if positive is None:
+        if len(classes) > 2:
+            raise ValueError(
+                f"positive= is needed with more than two classes, found {len(classes)}: "
+                f"{list(classes)}; there is no default positive class (scoring "
+                "the first against the rest would be a silent guess), so pass positive= "
+                "to score that class against the rest"
+            )
         positive = classes[0]
         if len(classes) == 2 and all(
             isinstance(c, bool | int | np.integer) for c in classes
@@ -770,7 +810,7 @@ def binary_truth(
             )
     elif positive not in classes:
         raise ValueError(f"positive {positive!r} is not among the classes {list(classes)}")
-    is_positive = truth == np.array([positive], dtype=object)
+    is_positive = truth == object_array([positive])
     return is_positive, positive, classes
 
 
@@ -1077,7 +1117,10 @@ def _probability_matrix(
             f"[{sums.min()}, {sums.max()}]"
         )
     if classes is None:
-        classes = categories_of(true_classes) or sorted_unique(truth)
+        classes = categories_of(true_classes) or sorted_unique(
+            truth, name="true_classes", remedy="pass classes= to name the columns of "
+            "probabilities in order",
+        )  # fmt: skip
         if len(classes) != p.shape[1]:
             raise ValueError(
                 f"{metric}: probabilities has {p.shape[1]} columns but true_classes shows "
@@ -1403,6 +1446,10 @@ def _draws_matrix(draws: Any, positive: Label, n_items: int) -> np.ndarray:
             raise ValueError(f"draws must have an 'item' dimension, found dims {array.dims}")
         others = [d for d in array.dims if d != "item"]
         values = array.transpose(*others, "item").values.reshape(-1, array.sizes["item"])
+        # checked as the plain-array path checks: a NaN would reach every bin's band
+        # through the matrix product (NaN * 0 is NaN)
+        what = "draws" if len(others) <= 1 else f"draws (dims {others} flattened to rows)"
+        values = as_float_array(values, what, ndim=2)
     else:
         values = as_float_array(draws, "draws", ndim=2)
     if values.shape[1] != n_items:
@@ -1410,7 +1457,11 @@ def _draws_matrix(draws: Any, positive: Label, n_items: int) -> np.ndarray:
             f"draws must have one column per item ({n_items}), found shape {values.shape}"
         )
     if (values < 0).any() or (values > 1).any():
-        raise ValueError("draws must hold probabilities in [0, 1]")
+        raise ValueError(
+            f"draws must hold probabilities in [0, 1], found values in [{values.min()}, "
+            f"{values.max()}]; pass per-draw probabilities of the positive class (e.g. "
+            "Transducer.draws_proba), not scores"
+        )
     return values
 
 

@@ -45,7 +45,9 @@ from ._validation import (
     categories_of,
     check_labels,
     indices_of,
+    object_array,
     python_scalar,
+    sorted_unique,
 )
 from ._validation import label_values as _label_values
 from .confusion import ConfusionMatrix
@@ -66,8 +68,10 @@ __all__ = [
     "yield_curve",
 ]
 
-# Yields closer than this to the maximum (relative to the largest utility magnitude)
-# count as ties: equal yields in real arithmetic differ by a few ulps in floats.
+# Yields closer than this to the maximum, relative to the spread of the utilities
+# (max U - min U), count as ties: equal yields in real arithmetic differ by a few ulps
+# in floats. The spread, unlike max|U|, is unchanged by a shift U + b, which ranks
+# every threshold as U does (theory 1, "Equivalence").
 _TIE_RTOL = 1e-12
 
 
@@ -142,6 +146,9 @@ class _Curve:
     n_neg: int
     yields: np.ndarray
     rescaled: np.ndarray
+    # yields of U - min U: the yields less a constant, free of the rounding that a large
+    # shift of U brings, to choose the best threshold on
+    shifted: np.ndarray
 
 
 def _check_utility(utility: Any) -> UtilityMatrix:
@@ -173,11 +180,14 @@ def prepare_binary(
     if classes is None:
         classes = categories_of(true_classes)
         if classes is None:
-            seen = list(pd.unique(truth)) + [c for c in utility.classes if c not in set(truth)]
-            try:
-                classes = tuple(sorted(seen))
-            except TypeError:
-                classes = tuple(seen)
+            # the labels of true_classes are the utility's classes (checked above); the
+            # smallest is the default positive, and without an order there is none
+            classes = sorted_unique(
+                truth, object_array(utility.classes),
+                name="true_classes (the utility matrix's classes)",
+                remedy="pass positive= (or classes= to give the class order)",
+                fallback=positive is not None,
+            )  # fmt: skip
     classes = check_labels(classes, len(list(classes)), "classes")
     if set(classes) != set(utility.classes):
         raise ValueError(
@@ -211,7 +221,7 @@ def prepare_binary(
             "utility gives both decisions the same value for each class "
             f"({utility.values.tolist()}), so no threshold is better than another"
         )
-    is_positive = truth == np.array([positive], dtype=object)
+    is_positive = truth == object_array([positive])
     return _Binary(is_positive, positive, negative, u, (row_p, row_n), (col_p, col_n), utility)
 
 
@@ -244,13 +254,17 @@ def _counts_curve(
     n = n_pos + n_neg
     fn = n_pos - tp
     tn = n_neg - fp
-    total = u[0, 0] * tp + u[1, 0] * fn + u[0, 1] * fp + u[1, 1] * tn
-    yields = total / n
+    # every item gains min U plus its share of v = U - min U: the shift stays out of the
+    # sums, so a large one (U + 1e9) cannot round the differences between thresholds away
+    base = float(u.min())
+    v = u - base
+    shifted = (v[0, 0] * tp + v[1, 0] * fn + v[0, 1] * fp + v[1, 1] * tn) / n
+    yields = base + shifted
     f_pos, f_neg = n_pos / n, n_neg / n
-    low = f_pos * u[:, 0].min() + f_neg * u[:, 1].min()
-    high = f_pos * u[:, 0].max() + f_neg * u[:, 1].max()
-    rescaled = (yields - low) / (high - low)
-    return _Curve(thresholds, tp, fp, n_pos, n_neg, yields, rescaled)
+    low = f_pos * v[:, 0].min() + f_neg * v[:, 1].min()
+    high = f_pos * v[:, 0].max() + f_neg * v[:, 1].max()
+    rescaled = (shifted - low) / (high - low)
+    return _Curve(thresholds, tp, fp, n_pos, n_neg, yields, rescaled, shifted)
 
 
 def _slope(u: np.ndarray, prevalence: float) -> float:
@@ -284,7 +298,7 @@ def iso_utility_slope(
     if not 0 < b < 1:
         raise ValueError(f"prevalence must lie strictly between 0 and 1, found {prevalence!r}")
     classes = utility.classes
-    binary = prepare_binary(np.array(classes, dtype=object), utility, positive, classes, None)
+    binary = prepare_binary(object_array(classes), utility, positive, classes, None)
     return _slope(binary.u, b)
 
 
@@ -300,14 +314,18 @@ def _confusion(binary: _Binary, tp: float, fp: float, n_pos: int, n_neg: int) ->
     )
 
 
-def _best_index(yields: np.ndarray, u: np.ndarray) -> int:
-    """First (highest-threshold) index whose yield ties with the maximum."""
-    tolerance = _TIE_RTOL * float(np.abs(u).max())
-    return int(np.flatnonzero(yields >= yields.max() - tolerance)[0])
+def _best_index(shifted: np.ndarray, u: np.ndarray) -> int:
+    """First (highest-threshold) index whose yield ties with the maximum.
+
+    ``shifted`` are the yields of ``U - min U`` (:attr:`_Curve.shifted`); ties are
+    within ``_TIE_RTOL * (max U - min U)`` of the best, so ``U + b`` picks the same index.
+    """
+    tolerance = _TIE_RTOL * float(u.max() - u.min())
+    return int(np.flatnonzero(shifted >= shifted.max() - tolerance)[0])
 
 
 def operating_point(curve: _Curve, binary: _Binary) -> OperatingPoint:
-    k = _best_index(curve.yields, binary.u)
+    k = _best_index(curve.shifted, binary.u)
     prevalence = curve.n_pos / (curve.n_pos + curve.n_neg)
     return OperatingPoint(
         threshold=float(curve.thresholds[k]),
@@ -389,7 +407,7 @@ def best_operating_point(
     The yield is evaluated at every threshold of the empirical ROC curve,
     including "nothing positive" (``threshold = inf``) and "everything
     positive" (the smallest score), in one vectorised pass over cumulative
-    counts. Ties (yields within ``1e-12 * max|U|`` of the maximum) go to the
+    counts. Ties (yields within ``1e-12 * (max U - min U)`` of the maximum) go to the
     highest threshold, i.e. the fewest positive decisions.
 
     Parameters
@@ -634,7 +652,7 @@ class ROCHull:
 
     # ----------------------------------------------------------- decisions
     def _binary(self, utility: UtilityMatrix) -> _Binary:
-        labels = np.array([self.positive, self.negative], dtype=object)
+        labels = object_array([self.positive, self.negative])
         return prepare_binary(labels, utility, self.positive, None, None)
 
     def _curve(self, binary: _Binary) -> _Curve:
@@ -850,12 +868,9 @@ def convex_hull(
     [1.0, 1.0, 0.4, 0.4, 0.4, 0.4, 0.4, 0.0]
     """
     s = as_float_array(scores, "scores", ndim=1)
-    is_positive, positive, classes = binary_truth(true_classes, positive, classes, s.size)
-    if len(classes) != 2:
-        raise ValueError(
-            f"convex_hull needs two classes, found {len(classes)}: {list(classes)}; relabel "
-            "the classes as the positive one and the rest"
-        )
+    is_positive, positive, classes = binary_truth(
+        true_classes, positive, classes, s.size, two_classes="convex_hull"
+    )
     negative = classes[1] if classes[0] == positive else classes[0]
     n_pos = int(is_positive.sum())
     n_neg = s.size - n_pos

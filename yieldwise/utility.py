@@ -123,8 +123,8 @@ class UtilityMatrix:
         """The matrix as a ``DataFrame`` indexed by decision, with class columns."""
         return pd.DataFrame(
             self._values,
-            index=pd.Index(self._decisions, name="decision", dtype=object),
-            columns=pd.Index(self._classes, name="class", dtype=object),
+            index=pd.Index(self._decisions, name="decision", dtype=object, tupleize_cols=False),
+            columns=pd.Index(self._classes, name="class", dtype=object, tupleize_cols=False),
         )
 
     def reindex(

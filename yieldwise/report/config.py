@@ -13,6 +13,7 @@ file and the key.
 from __future__ import annotations
 
 import importlib.util
+import json
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ class DataSource:
             return DATASETS[self.dataset]()
         assert self.calibration is not None  # one of the two, checked by load_config
         try:
-            return read_table(self.calibration)
+            return read_table(self.calibration, label_columns=[self.class_col])
         except FileNotFoundError:
             raise ConfigError(
                 f"{config_path}: {self.key}.calibration: no such file {self.where}"
@@ -104,6 +105,12 @@ class ReportConfig:
     scheduler: str = "serial"
     #: True for several ``[[data]]`` tables (the outputs then name each data set)
     several: bool = False
+    #: the classes (as text) in the order the classifiers' outputs follow: a one-column
+    #: output is evidence for the last of two classes, column j of a vector output stands
+    #: for class j, and binary metrics take the last class as positive
+    class_order: list[str] = field(default_factory=list)
+    #: where ``class_order`` came from: "classes" (declared) or the first [[utility]]
+    class_order_from: str = "classes"
 
     # The first (or only) data set, as the single-[data] configuration had them.
     @property
@@ -307,7 +314,8 @@ def load_config(path: str | Path) -> ReportConfig:
         raise ConfigError(f"{path}: cannot read it ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    known = {"title", "data", "classifier", "utility", "sampler", "prevalences", "compute"}
+    known = {"title", "classes", "data", "classifier", "utility", "sampler", "prevalences",
+             "compute"}  # fmt: skip
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {sorted(unknown)}")
@@ -401,6 +409,7 @@ def load_config(path: str | Path) -> ReportConfig:
             raise
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"{where} ({name!r}): {exc}") from None
+    class_order, class_order_from = _class_order(raw, utilities, path)
     decisions = {u.decisions for u in utilities.values()}
     if len(decisions) > 1:
         raise ConfigError(
@@ -447,7 +456,69 @@ def load_config(path: str | Path) -> ReportConfig:
         title=str(raw.get("title", "yieldwise report")),
         scheduler=scheduler,
         several=several,
+        class_order=class_order,
+        class_order_from=class_order_from,
     )
+
+
+def _class_order(
+    raw: dict[str, Any], utilities: dict[str, UtilityMatrix], path: Path
+) -> tuple[list[str], str]:
+    """The classes in the order the classifiers' outputs follow, as text, and its source.
+
+    The order carries meaning that a utility matrix's columns do not: the standard rule
+    reads a one-column output as evidence for the last of two classes and column j of a
+    vector output as class j, and binary metrics take the last class as positive. Labels
+    are compared as text throughout a report (the CSV's class column is text). Declared by
+    the top-level ``classes``; without it the [[utility]] tables must all list their
+    classes in one order, which is then used (and said by the report): a matrix whose
+    columns merely came in another order must not flip a classifier's own decisions.
+    """
+    texts: dict[str, list[str]] = {}
+    for name, u in utilities.items():
+        text = [str(c) for c in u.classes]
+        if len(set(text)) != len(text):
+            raise ConfigError(
+                f"{path}: [[utility]] {name!r}.classes: {list(u.classes)} name the same "
+                "class twice once written as text (a report reads class labels as the "
+                "text of the class column); give each class once"
+            )
+        texts[name] = text
+    first_name, first = next(iter(texts.items()))
+    for name, text in texts.items():
+        if set(text) != set(first):
+            raise ConfigError(
+                f"{path}: [[utility]] {name!r} has classes {text}, but [[utility]] "
+                f"{first_name!r} has {first}; every matrix must name the same classes"
+            )
+    if "classes" not in raw:
+        for name, text in texts.items():
+            if text != first:
+                raise ConfigError(
+                    f"{path}: [[utility]] {first_name!r} lists the classes in the order "
+                    f"{first} and [[utility]] {name!r} in the order {text}. The order says "
+                    "which class a one-column output is evidence for (the last of two) and "
+                    "which class each column of a vector output stands for: declare it "
+                    f"with a top-level key, e.g. classes = {json.dumps(first)}"
+                )
+        return first, f"[[utility]] {first_name!r}"
+    declared = raw["classes"]
+    if not (
+        isinstance(declared, list)
+        and declared
+        and all(isinstance(c, str | int) and not isinstance(c, bool) for c in declared)
+    ):
+        raise ConfigError(
+            f"{path}: classes: expected a list of class labels (text or integers), in the "
+            f"order the classifiers' outputs follow, found {declared!r}"
+        )
+    order = [str(c) for c in declared]
+    if len(set(order)) != len(order) or set(order) != set(first):
+        raise ConfigError(
+            f"{path}: classes: expected each of the utility matrices' classes {sorted(first)} "
+            f"once, in the order the classifiers' outputs follow, found {declared!r}"
+        )
+    return order, "classes"
 
 
 _DATA_KEYS = {"name", "calibration", "dataset", "class_col"}

@@ -187,6 +187,24 @@ def toolkit_sections(config, frame, source, fits, utilities) -> dict[str, tuple[
     return sections
 
 
+def _class_order_note(config: Any) -> str:
+    """What the classes' order means for the standard decisions, as escaped HTML."""
+    e = html.escape
+    order = ", ".join(f"&ldquo;{e(c)}&rdquo;" for c in config.class_order)
+    source = (
+        "declared by <code>classes</code>" if config.class_order_from == "classes"
+        else f"taken from {e(config.class_order_from)}; <code>classes = [...]</code> "
+        "declares it"
+    )  # fmt: skip
+    meaning = (
+        f"a one-column output is read as evidence for &ldquo;{e(config.class_order[-1])}"
+        "&rdquo;, which the binary metrics also take as positive"
+        if len(config.class_order) == 2
+        else "column j of a vector output stands for the j-th class"
+    )
+    return f"<p>Class order {order} ({source}): {meaning}.</p>"
+
+
 def _binary_rule_html(u: Any) -> str:
     """A 2x2 matrix's expected-utility rule in words, as escaped HTML, whatever the order
     of its rows (:meth:`UtilityMatrix.binary_rule`)."""
@@ -423,6 +441,7 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned, 
         "utility yield of this problem's own matrix ranks them as this problem does. The "
         "utility-yield rows are those of the expected-utility decisions on the same items: "
         "in-sample, hence a little optimistic; the long-run utilities above are not.</p>"
+        + _class_order_note(config)
     )
     for dataset, (table, confusions) in metrics.items():
         parts.append(within(dataset))

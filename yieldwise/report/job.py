@@ -140,7 +140,7 @@ def fit_all(
     from ..backends import SamplingError
     from ..parallel import TaskDataError, TaskError, fit_many
 
-    classes = [str(c) for c in next(iter(config.utilities.values())).classes]
+    classes = list(config.class_order)  # the order the outputs follow (load_config)
     settings = dict(sampler)
     seed = int(settings.pop("seed", 1))
     tasks, params, where = {}, {}, {}
@@ -209,21 +209,28 @@ def _fill_report(
         labels = sorted(map(str, frame[source.class_col].unique()))
         named = f"{source.name}: " if config.several else ""
         say(f"calibration data: {named}{len(frame)} rows, classes {labels}")
-    classes = list(next(iter(config.utilities.values())).classes)
-    class_names = [str(c) for c in classes]
+    class_names = list(config.class_order)
+    origin = (
+        "declared by classes" if config.class_order_from == "classes"
+        else f"the order of {config.class_order_from}; set classes = [...] to declare it"
+    )  # fmt: skip
+    say(f"class order {class_names} ({origin})" + (
+        f": a one-column output is read as evidence for {class_names[-1]!r}"
+        if len(class_names) == 2 else ": column j of a vector output stands for class j"
+    ))  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fits = fit_all(config, tables, sampler, scheduler, say, progress)
     prevalences = None
     if config.prevalences is not None:
         prevalences = [float(config.prevalences[c]) for c in class_names]
-    # every data set's classes are the matrices' (as text): the first matrix's order serves
-    utilities = {
-        n: UtilityMatrix(
-            u.reindex(classes=classes).values, decisions=u.decisions, classes=class_names
-        )
-        for n, u in config.utilities.items()
-    }
+    # every data set's classes are the matrices' (as text), put in the outputs' order;
+    # each matrix by its own labels, so that [0, 1] and ["1", "0"] name the same classes
+    utilities = {}
+    for n, u in config.utilities.items():
+        own = {str(c): c for c in u.classes}
+        values = u.reindex(classes=[own[c] for c in class_names]).values
+        utilities[n] = UtilityMatrix(values, decisions=u.decisions, classes=class_names)
     say(f"long-run utilities under {len(utilities)} utility matrices")
     comparisons = {d: compare(f, utilities, prevalences=prevalences) for d, f in fits.items()}
     say("writing the report")
@@ -337,6 +344,7 @@ def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) ->
         seeds = {n: t.seed_ for n, t in first.items()}
     lock: dict[str, Any] = {
         "title": config.title,
+        "classes": list(class_names),
         "data": [data_entry(s) for s in config.data] if config.several
         else data_entry(config.data[0]),
         "classifier": [
