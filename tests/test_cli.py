@@ -1,6 +1,10 @@
 """The command line: the worked example, fit, and usage errors (report/demo: test_report)."""
 
+import errno
+import os
 import re
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -176,6 +180,67 @@ def test_class_labels_are_read_as_the_file_writes_them(tmp_path, cells, expected
         else:
             assert g == e and isinstance(g, str) == isinstance(e, str)
     assert frame["score"].tolist() == [i / 10 for i in range(len(cells))]
+
+
+def _open_pipe_for_writing(path, seconds=10.0):
+    """A write end of the named pipe ``path`` once a reader has it open (None if none
+    comes within ``seconds``): without a reader, a non-blocking open fails with ENXIO."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            time.sleep(0.01)
+    return None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_read_table_reads_the_file_once(tmp_path):
+    """A named pipe gives its contents once: read_table reads the file from disk once and
+    parses the header, the table and the class column from that copy. Before, it opened
+    the file three times (header, table, labels as text) and waited forever on a pipe."""
+    from yieldwise._files import read_table
+
+    pipe = tmp_path / "table.csv"
+    os.mkfifo(pipe)
+    result = {}
+
+    def read():
+        try:
+            result["frame"] = read_table(pipe, label_columns=["label"])
+        except Exception as exc:  # reported below
+            result["error"] = exc
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    fd = _open_pipe_for_writing(pipe)
+    assert fd is not None, "read_table never opened the file"
+    os.write(fd, "\ufefflabel,score\n1,0.5\n01,0.25\n".encode())
+    os.close(fd)
+    reader.join(timeout=10)
+    if reader.is_alive():  # blocked opening the pipe again: give it an end of file
+        for _ in range(3):
+            fd = _open_pipe_for_writing(pipe, seconds=1)
+            if fd is not None:
+                os.close(fd)
+            reader.join(timeout=5)
+        pytest.fail("read_table opened the file a second time")
+    assert "error" not in result, result.get("error")
+    frame = result["frame"]
+    assert list(frame.columns) == ["label", "score"]  # the byte-order mark is skipped
+    assert frame["label"].tolist() == ["1", "01"] and frame["score"].tolist() == [0.5, 0.25]
+
+
+@pytest.mark.parametrize("address", ["https://example.org/cal.csv", "s3://bucket/cal.csv"])
+def test_read_table_refuses_an_address(address):
+    """pandas would fetch an address over the network; read_table reads local files and
+    says so by name rather than reporting a missing file."""
+    from yieldwise._files import read_table
+
+    with pytest.raises(ValueError, match="an address, not a file; download it"):
+        read_table(address)
 
 
 def test_fit_keeps_three_classes_that_numbers_would_merge(tmp_path, capsys):

@@ -600,13 +600,48 @@ def test_the_class_order_is_declared_not_taken_from_a_matrix_s_columns(tmp_path)
         pages.append((tmp_path / label / "report.html").read_text())
         summaries.append(pd.read_csv(tmp_path / label / "summary.csv"))
     plain, flipped = (_metrics_section(p) for p in pages)
-    assert "(taken from [[utility]] &#x27;screening&#x27;" in plain
-    assert "(declared by <code>classes</code>)" in flipped
-    assert "read as evidence for &ldquo;eight&rdquo;" in plain and flipped
+    assert "(taken from [[utility]] &#x27;screening&#x27;; classes = [...] declares it)" in plain
+    assert "(declared by classes = [...])" in flipped
+    assert all("read as evidence for &#x27;eight&#x27;" in p for p in (plain, flipped))
     # the metrics tables themselves are identical; the forest's accuracy is high
     table = re.compile(r"<table.*?</table>", re.S)
     assert table.findall(plain) == table.findall(flipped)
     np.testing.assert_allclose(summaries[1]["mean"], summaries[0]["mean"], rtol=1e-12)
+
+
+def test_the_terminal_and_the_page_state_the_class_order_in_one_sentence(tmp_path, capsys):
+    """The sentence on the class order (which class a one-column output points to) is
+    written once (report.config.class_order_sentence): the terminal prints it, the page
+    escapes it, so the two cannot drift apart and a class name cannot inject markup."""
+    from html import unescape
+
+    from yieldwise.report import load_config
+    from yieldwise.report.config import class_order_sentence
+
+    evil = 'eight <b>&"'
+    second = CONFIG.index(f"[[classifier]]\nname = '{EVIL}'")
+    config = CONFIG[:second] + CONFIG[CONFIG.index("[[utility]]") :]  # the forest only
+    config = config.replace('"eight"]', f"'{evil}']")
+    assert config.count(f"'{evil}'") == 2  # both matrices name the class
+    table = load_digits_binary().iloc[::3]
+    table.assign(label=table["label"].astype(str).replace("eight", evil)).to_csv(
+        tmp_path / "calibration.csv", index=False
+    )
+    (tmp_path / "config.toml").write_text(config)
+    sentence = class_order_sentence(load_config(tmp_path / "config.toml"))
+    assert sentence == (
+        f"Class order ['other', {evil!r}] (taken from [[utility]] 'screening'; classes = "
+        f"[...] declares it): a one-column output is read as evidence for {evil!r}, which "
+        "the binary metrics also take as positive."
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out")]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "Class order" in line]
+    assert said == [sentence]
+    notes = re.findall(r"<p>(Class order .*?)</p>", (tmp_path / "out" / "report.html").read_text())
+    assert [unescape(note) for note in notes] == [sentence]
+    assert "<b>" not in notes[0] and "&lt;b&gt;&amp;&quot;" in notes[0]  # escaped
 
 
 def test_matrices_may_name_the_classes_as_numbers_or_text(tmp_path):

@@ -25,8 +25,10 @@ import ctypes.util
 import datetime
 import errno
 import hashlib
+import io
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -434,6 +436,20 @@ def place_folder(partial: Path, target: Path, *, overwrite: bool) -> None:
 
 
 # ----------------------------------------------------------------- reading
+#: pandas' compression by file name (``compression="infer"``, which a buffer cannot use)
+_COMPRESSION = {
+    ".tar": "tar",
+    ".tar.gz": "tar",
+    ".tar.bz2": "tar",
+    ".tar.xz": "tar",
+    ".gz": "gzip",
+    ".bz2": "bz2",
+    ".zip": "zip",
+    ".xz": "xz",
+    ".zst": "zstd",
+}
+
+
 def read_table(path: str | os.PathLike[str], *, label_columns: Sequence[str] = ()) -> Any:
     """A CSV table (pandas), the one loader of ``yieldwise fit`` and ``yieldwise report``.
 
@@ -444,17 +460,34 @@ def read_table(path: str | os.PathLike[str], *, label_columns: Sequence[str] = (
     classes, ``007`` stays ``007`` and ``None`` or ``NA`` is a class, not a missing
     value (an empty cell is missing).
 
+    The file is read from disk once (a pipe or a file being replaced gives one table);
+    the header, the table and the label columns are parsed from that copy, as pandas
+    reads a file by default (UTF-8, a byte-order mark skipped, compression by suffix).
+
     Raises FileNotFoundError for a missing file (the caller names the option or key that
     gave it) and ValueError naming the file for anything unreadable as CSV, and for a
     repeated column name.
     """
     import pandas as pd
 
+    name = os.path.expanduser(os.fspath(path))  # as pandas reads a path
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", name):
+        # pandas would fetch an address; one read of a local file is what is checked here
+        raise ValueError(
+            f"{path}: an address, not a file; download it and give the local file's path"
+        )
+    compression = next((c for end, c in _COMPRESSION.items() if name.lower().endswith(end)), None)
     try:
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-        frame = pd.read_csv(path)
+        with open(name, "rb") as handle:
+            data = handle.read()
+
+        def parse(**kwargs: Any) -> Any:
+            return pd.read_csv(io.BytesIO(data), compression=compression, **kwargs)
+
+        header = parse(header=None, nrows=1, dtype=str, keep_default_na=False)
+        frame = parse()
         texts = {
-            column: pd.read_csv(path, usecols=[column], dtype=str, keep_default_na=False)[column]
+            column: parse(usecols=[column], dtype=str, keep_default_na=False)[column]
             for column in label_columns
             if column in frame.columns
         }

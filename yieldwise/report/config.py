@@ -33,6 +33,7 @@ __all__ = [
     "DataSource",
     "ReportConfig",
     "check_scheduler",
+    "class_order_sentence",
     "load_config",
     "transducer_file_name",
 ]
@@ -519,6 +520,24 @@ def _class_order(
             f"once, in the order the classifiers' outputs follow, found {declared!r}"
         )
     return order, "classes"
+
+
+def class_order_sentence(config: ReportConfig) -> str:
+    """The report's sentence on the class order, as plain text: the order the classifiers'
+    outputs follow, where it came from (:func:`_class_order`) and which class a
+    one-column output points to. The terminal prints it; the page escapes it."""
+    order = config.class_order
+    source = (
+        "declared by classes = [...]" if config.class_order_from == "classes"
+        else f"taken from {config.class_order_from}; classes = [...] declares it"
+    )  # fmt: skip
+    meaning = (
+        f"a one-column output is read as evidence for {order[-1]!r}, which the binary "
+        "metrics also take as positive"
+        if len(order) == 2
+        else "column j of a vector output stands for the j-th class"
+    )
+    return f"Class order {list(order)} ({source}): {meaning}."
 
 
 _DATA_KEYS = {"name", "calibration", "dataset", "class_col"}

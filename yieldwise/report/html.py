@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .config import class_order_sentence
+
 __all__ = ["metric_table", "page", "people", "toolkit_sections"]
 
 _STYLE = (
@@ -188,21 +190,9 @@ def toolkit_sections(config, frame, source, fits, utilities) -> dict[str, tuple[
 
 
 def _class_order_note(config: Any) -> str:
-    """What the classes' order means for the standard decisions, as escaped HTML."""
-    e = html.escape
-    order = ", ".join(f"&ldquo;{e(c)}&rdquo;" for c in config.class_order)
-    source = (
-        "declared by <code>classes</code>" if config.class_order_from == "classes"
-        else f"taken from {e(config.class_order_from)}; <code>classes = [...]</code> "
-        "declares it"
-    )  # fmt: skip
-    meaning = (
-        f"a one-column output is read as evidence for &ldquo;{e(config.class_order[-1])}"
-        "&rdquo;, which the binary metrics also take as positive"
-        if len(config.class_order) == 2
-        else "column j of a vector output stands for the j-th class"
-    )
-    return f"<p>Class order {order} ({source}): {meaning}.</p>"
+    """What the classes' order means for the standard decisions, as escaped HTML: the
+    terminal's sentence (:func:`~yieldwise.report.config.class_order_sentence`)."""
+    return f"<p>{html.escape(class_order_sentence(config))}</p>"
 
 
 def _binary_rule_html(u: Any) -> str:

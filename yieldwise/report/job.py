@@ -34,7 +34,14 @@ from .._files import (
 )
 from ..transducer.io import fit_record
 from ..utility import UtilityMatrix
-from .config import ConfigError, ReportConfig, check_sampler, check_scheduler, transducer_file_name
+from .config import (
+    ConfigError,
+    ReportConfig,
+    check_sampler,
+    check_scheduler,
+    class_order_sentence,
+    transducer_file_name,
+)
 
 __all__ = ["Verdict", "run_report", "verdicts"]
 
@@ -210,14 +217,7 @@ def _fill_report(
         named = f"{source.name}: " if config.several else ""
         say(f"calibration data: {named}{len(frame)} rows, classes {labels}")
     class_names = list(config.class_order)
-    origin = (
-        "declared by classes" if config.class_order_from == "classes"
-        else f"the order of {config.class_order_from}; set classes = [...] to declare it"
-    )  # fmt: skip
-    say(f"class order {class_names} ({origin})" + (
-        f": a one-column output is read as evidence for {class_names[-1]!r}"
-        if len(class_names) == 2 else ": column j of a vector output stands for class j"
-    ))  # fmt: skip
+    say(class_order_sentence(config))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fits = fit_all(config, tables, sampler, scheduler, say, progress)
