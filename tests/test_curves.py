@@ -58,6 +58,25 @@ def test_brier_curve_by_hand():
     assert (curve.positive, curve.negative, curve.prevalence) == ("p", "n", 0.5)
 
 
+@pytest.mark.parametrize("positive", [None, "a", "c"])
+def test_three_classes_are_refused_by_name_as_not_two_before_asking_for_positive(positive):
+    """brier_curve with three classes said "positive= is needed with more than two
+    classes" when positive was left out, as if passing it would help; the rule it breaks
+    is the number of classes (binary_truth's two_classes=, as convex_hull does). The
+    cost curve (built on the hull) named convex_hull, which the user did not call."""
+    truth = ["a", "b", "c", "a"]
+    for curve, values in ((brier_curve, [0.1, 0.4, 0.6, 0.9]), (cost_curve, [1, 2, 3, 4])):
+        name = curve.__name__
+        with pytest.raises(ValueError) as error:
+            curve(values, truth, positive=positive)
+        assert str(error.value) == (
+            f"{name} needs two classes, found 3: ['a', 'b', 'c']; relabel the classes as "
+            "the positive one and the rest"
+        )
+        with pytest.raises(ValueError, match=rf"^{name} needs two classes, found 1: \['a'\]"):
+            curve(values, ["a"] * 4, positive=positive if positive == "a" else None)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_brier_curve_area_is_the_brier_score(seed):
     p, truth = _probabilities(seed)

@@ -427,3 +427,75 @@ def test_convex_hull_names_its_two_class_limit_before_the_default_positive():
     for positive in (None, "a"):
         with pytest.raises(ValueError, match=r"convex_hull needs two classes, found 3"):
             convex_hull([0.1, 0.2, 0.3], ["a", "b", "c"], positive=positive)
+
+
+def test_decide_and_the_best_operating_point_share_one_tie_rule():
+    """decide (expected utilities per item) and best_operating_point (yields per
+    threshold) tie by one rule (yieldwise.utility.near_best). Two items scored 0.5, one
+    of each class; acting on both gains gap / 2 per item over waiting, by hand: (1 + gap)
+    for the positive, -1 for the negative, halved. With gap = 4e-11 that is 1e-11 of the
+    spread 2 + gap: a real advantage, but decision.py (tolerance 1e-10) called it a tie
+    and waited while roc.py (1e-12) acted. At gap = 0, an exact tie, shifted by 1e9, both
+    wait ("wait" is listed first; ties go to the highest threshold)."""
+    from yieldwise import decide
+
+    scores = np.array([0.5, 0.5])
+    truth = [1, 0]
+    probabilities = np.column_stack([scores, 1 - scores])  # columns: classes 1, 0
+    for gap, shift, expected in ((4e-11, 0.0, "act"), (0.0, 1e9, "wait")):
+        u = UtilityMatrix(
+            np.array([[0, 0], [1 + gap, -1]]) + shift, decisions=["wait", "act"], classes=[1, 0]
+        )
+        point = best_operating_point(scores, truth, u, positive=1)
+        by_threshold = np.where(scores >= point.threshold, "act", "wait")
+        assert by_threshold.tolist() == [expected] * 2
+        assert decide(probabilities, u, tie="first").tolist() == [expected] * 2
+
+
+def _hull_and_decide_agree(scores, truth, a, c):
+    """Decisions on the hull's calibrated probabilities (decide, "wait" first on ties)
+    are the best hull vertex's, for U = [[0, c], [a, 0]] (wait gains c on a negative,
+    act gains a on a positive) and U + 1e9; whether a bin sat at the decision threshold
+    c / (a + c)."""
+    from yieldwise import decide
+
+    hull = convex_hull(scores, truth, positive=1)
+    p = hull.calibrated
+    for shift in (0.0, 1e9):
+        u = UtilityMatrix(np.array([[0, c], [a, 0]]) + shift, decisions=["wait", "act"],
+                          classes=[1, 0])  # fmt: skip
+        threshold = hull.best_point(u).threshold
+        assert best_operating_point(scores, truth, u, positive=1).threshold == threshold
+        chosen = decide(np.column_stack([p, 1 - p]), u, tie="first")
+        assert chosen.tolist() == np.where(scores >= threshold, "act", "wait").tolist()
+    return bool(np.isin(hull.bins["probability"], [c / (a + c)]).any())
+
+
+def test_decide_on_hull_probabilities_picks_the_best_hull_vertex_ties_included():
+    """The hull's calibrated probabilities, decided on item by item, act on exactly the
+    items above the best vertex's threshold (theory 1.4): bins whose probability is the
+    decision threshold c / (a + c) tie in both modules and go to "wait" in both (listed
+    first; highest threshold), with U + 1e9 too.
+
+    By hand first: a bin of 5 items with 4 positives under a = 1, c = 4 gains
+    4 * 1 - 1 * 4 = 0 (exact in roc's counts), but in floats "act" expects 1 * 0.8 = 0.8
+    and "wait" 4 * (1 - 0.8) = 0.7999999999999998 (each one product, the other term
+    is 0 * p: no order of summation or fused multiply-add changes them): a tie within
+    rounding, which decide must see as roc does. Then random small problems, where such
+    bins are frequent."""
+    scores = np.r_[2.0, np.ones(5), 0.0]
+    truth = np.r_[1, 1, 1, 1, 1, 0, 0]
+    assert convex_hull(scores, truth, positive=1).bins["probability"].tolist() == [1, 0.8, 0]
+    assert 1 * 0.8 > 4 * (1 - 0.8)  # "act" ahead by rounding alone
+    assert _hull_and_decide_agree(scores, truth, 1, 4)
+    rng = np.random.default_rng(11)
+    ties = 0
+    for _ in range(300):
+        n = int(rng.integers(4, 16))
+        truth = rng.integers(0, 2, n)
+        if truth.min() == truth.max():
+            continue
+        scores = np.round(truth * rng.uniform(0, 1) + rng.normal(size=n), 0)
+        a, c = (int(x) for x in rng.integers(1, 6, size=2))
+        ties += _hull_and_decide_agree(scores, truth, a, c)
+    assert ties > 20  # the rule was exercised, not only clear-cut bins

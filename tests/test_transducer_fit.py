@@ -505,3 +505,89 @@ def test_conditional_loo_is_below_the_joint_by_the_log_marginal_of_y():
     marginal = np.log(np.exp(g).sum(axis=1))
     np.testing.assert_allclose(joint["loo_i"].values - cond["loo_i"].values, marginal,
                                rtol=1e-10)  # fmt: skip
+
+
+# ------------------------------------------------- labels a transducer file cannot hold
+class _ReachedTheBackend(Exception):
+    """Raised in place of choosing a backend: the fit got as far as sampling."""
+
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    """``get_backend`` replaced by a stub that records the call and raises: no fit runs."""
+    import yieldwise.backends
+
+    calls = []
+
+    def reached(name):
+        calls.append(name)
+        raise _ReachedTheBackend(name)
+
+    monkeypatch.setattr(yieldwise.backends, "get_backend", reached)
+    return calls
+
+
+def test_fit_refuses_labels_that_save_would_refuse_before_any_sampling(no_sampling):
+    """Tuple labels were fitted (with a Laplace fit's or Stan's whole sampling) and only
+    refused by save(). fit now refuses them first, naming the argument they came in
+    (classes, or class_labels when given), the label and its type, by the same rule as
+    save (transducer.io.check_savable_labels)."""
+    from yieldwise._validation import object_array
+
+    rng = np.random.default_rng(5)
+    y = rng.random(60)
+    labels = object_array([("a", 1) if v > 0.5 else ("b", 2) for v in y])
+    transducer = Transducer(backend="laplace", progress=False)
+    with pytest.raises(TypeError) as error:
+        transducer.fit(y, labels)
+    assert str(error.value) == (
+        "classes holds the class label ('a', 1) of type tuple, which cannot be saved "
+        "(save() would fail after the fit); use str, int, float or bool labels (e.g. map "
+        "each label to a string)"
+    )
+    with pytest.raises(TypeError, match=r"^class_labels holds the class label \('b', 2\) "
+                                        r"of type tuple, which cannot be saved"):  # fmt: skip
+        transducer.fit(y, labels, class_labels=[("b", 2), ("a", 1)])
+    assert no_sampling == []  # refused before a backend was even chosen
+    assert not hasattr(transducer, "classes_")
+    # a transducer given its draws holds the file's record from the start: the same rule
+    with pytest.raises(TypeError, match=r"^class_labels holds the class label \('a', 1\) "
+                                        r"of type tuple, which cannot be saved; use str, "
+                                        "int, float or bool labels"):  # fmt: skip
+        Transducer.from_draws(_random_draws(rng, 1, 5, 2), y, labels, (("a", 1), ("b", 2)),
+                              output_transform="identity", resolution=None)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "pair"),
+    [
+        (np.int64, (3, 7)),
+        (np.str_, ("no", "yes")),
+        (np.bool_, (False, True)),
+        (np.float64, (0.5, 1.5)),
+    ],
+)
+def test_numpy_scalar_labels_still_reach_the_sampler_and_save(no_sampling, tmp_path, kind, pair):
+    """numpy scalars stand for the Python scalars a file holds: fit lets them through to
+    the backend (stubbed here), and a transducer holding them as they are saves and
+    loads with the Python labels."""
+    from yieldwise.transducer.io import check_savable_labels
+
+    rng = np.random.default_rng(6)
+    y = rng.random(60)
+    labels = np.array([kind(pair[int(v > 0.5)]) for v in y])
+    with pytest.raises(_ReachedTheBackend):
+        Transducer(backend="laplace", progress=False).fit(y, labels)
+    with pytest.raises(_ReachedTheBackend):
+        Transducer(backend="laplace", progress=False).fit(
+            y, labels, class_labels=[kind(pair[0]), kind(pair[1])]
+        )
+    assert no_sampling == ["laplace", "laplace"]
+    check_savable_labels([kind(x) for x in pair], "labels")  # nothing to refuse
+    class_labels = (kind(pair[0]), kind(pair[1]))
+    given = Transducer.from_draws(_random_draws(rng, 1, 5, 2), y, labels, class_labels,
+                                  output_transform="identity", resolution=None)  # fmt: skip
+    given.save(tmp_path / "t.nc")
+    loaded = Transducer.load(tmp_path / "t.nc")
+    assert loaded.classes_ == pair
+    assert [type(x) for x in loaded.classes_] == [type(x) for x in pair]

@@ -228,3 +228,57 @@ def test_a_dataframe_is_read_by_its_labels_and_equal_matrices_hash_alike():
     zero = UtilityMatrix([[0.0, 1], [1, 0]])
     negative_zero = UtilityMatrix([[-0.0, 1], [1, 0]])
     assert zero == negative_zero and hash(zero) == hash(negative_zero)
+
+
+def _exact_ties(u_rows, p_rows):
+    """Brute force: per probability row, the decisions whose expected utility is the
+    largest in exact rational arithmetic (``p`` read as the decimals written)."""
+    from fractions import Fraction
+
+    ties = []
+    for p in p_rows:
+        eu = [sum(Fraction(x) * Fraction(q) for x, q in zip(row, p, strict=True))
+              for row in u_rows]  # fmt: skip
+        ties.append([value == max(eu) for value in eu])
+    return np.array(ties)
+
+
+# (gap, shift, scale): U + shift and its multiples by powers of 2 are exact in floats for
+# these gaps (1e9 - 2**-23 is a double; 1e9 - 2**-36 is not)
+_TIE_CASES = [(2**-36, 0.0, 1.0), (2**-23, 1e9, 1.0), (2**-36, 0.0, 2.0**-30),
+              (2**-23, 1e9, 2.0**30)]  # fmt: skip
+
+
+def test_near_best_against_exact_arithmetic_with_a_shift_and_a_rounding_tie():
+    """The one tie rule (decision and roc): ties within rounding are ties, real
+    differences are not, and a shift U + 1e9 or a scale changes neither (theory 1,
+    "Equivalence"). Decisions a and b tie in exact arithmetic at p = (0.1, 0.2, 0.3, 0.4)
+    (0.1 + 0.2 = 0.3) but not in floats; c trails them by 0.4 * gap, a real difference
+    of 5.8e-12 of the spread unshifted (a tolerance of 1e-10 called it a tie), of 4.8e-8
+    at the shift 1e9, where 2**-23 is the smallest step of the floats."""
+    from yieldwise.utility import near_best, shift_and_spread
+
+    p_text = [["0.1", "0.2", "0.3", "0.4"], ["0.25", "0.25", "0.5", "0"],
+              ["0.7", "0.1", "0.1", "0.1"], ["0", "0", "0.3", "0.7"]]  # fmt: skip
+    p = np.array(p_text, dtype=float)
+    per_item_u, per_item_expected = [], []
+    for gap, shift, scale in _TIE_CASES:
+        rows = [[1, 1, 0, 0], [0, 0, 1, 0], [1, 1, 0, -gap], [0, 0, 0, 0]]
+        expected = _exact_ties(rows, p_text)
+        assert expected[0].tolist() == [True, True, False, False]  # the rounding tie
+        plain = p @ np.array(rows, dtype=float).T
+        assert plain[0, 0] != plain[0, 1]  # ... which floats miss: == would fail it
+        u = scale * (np.array(rows, dtype=float) + shift)
+        low, shifted, spread = shift_and_spread(u)
+        assert (low.item(), spread.item()) == (scale * (shift - gap), scale * (1 + gap))
+        np.testing.assert_array_equal(near_best(p @ shifted.T, spread, axis=1), expected)
+        per_item_u.append(u)
+        per_item_expected.append(expected)
+    # per-item utilities: item k of row j under the matrix of case k, spreads per item
+    u = np.array(per_item_u)[:, None].repeat(len(p), axis=1).reshape(-1, 4, 4)
+    probabilities = np.tile(p, (len(_TIE_CASES), 1))
+    _, shifted, spread = shift_and_spread(u, axis=(1, 2))
+    values = np.einsum("nc,ndc->nd", probabilities, shifted)
+    np.testing.assert_array_equal(
+        near_best(values, spread[:, 0], axis=1), np.concatenate(per_item_expected)
+    )

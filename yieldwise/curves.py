@@ -46,7 +46,7 @@ import pandas as pd
 
 from ._validation import Label, as_float_array
 from .metrics import UndefinedMetricError, binary_truth
-from .roc import ROCHull, convex_hull, prepare_binary
+from .roc import ROCHull, hull_of, prepare_binary
 from .utility import UtilityMatrix
 
 __all__ = [
@@ -268,7 +268,7 @@ def cost_curve(
     """
     if axis not in _AXES:
         raise ValueError(f"axis must be one of {list(_AXES)}, found {axis!r}")
-    hull = convex_hull(scores, true_classes, positive, classes)
+    hull = hull_of(scores, true_classes, positive, classes, caller="cost_curve")
     b = hull.prevalence
     v = hull.vertices
     tp = v["true_positives"].to_numpy(np.int64)
@@ -409,12 +409,9 @@ def brier_curve(
             f"probabilities must lie in [0, 1], found [{p.min()}, {p.max()}]; pass the "
             "probability of the positive class, not a score"
         )
-    is_positive, positive, classes = binary_truth(true_classes, positive, classes, p.size)
-    if len(classes) != 2:
-        raise ValueError(
-            f"brier_curve needs two classes, found {len(classes)}: {list(classes)}; relabel "
-            "the classes as the positive one and the rest"
-        )
+    is_positive, positive, classes = binary_truth(
+        true_classes, positive, classes, p.size, two_classes="brier_curve"
+    )
     negative = classes[1] if classes[0] == positive else classes[0]
     n = p.size
     p_neg = np.sort(p[~is_positive])

@@ -14,18 +14,13 @@ import numpy as np
 import pandas as pd
 
 from ._validation import Label, align, as_float_array, check_labels, is_seed, object_array
-from .utility import UtilityMatrix
+from .utility import UtilityMatrix, near_best, shift_and_spread
 
 __all__ = ["decide", "expected_utilities", "label_array"]
 
 # Probabilities from transducers and softmax layers sum to one up to rounding;
 # anything further off is a score, not a probability, and must not be decided on.
 _SUM_TOLERANCE = 1e-6
-# Expected utilities closer than this, relative to the spread of the utilities
-# (max U - min U), are ties: exact ties in real arithmetic differ by a few ulps once
-# computed in floats. The spread, unlike max|U|, is unchanged by a shift U + b, which
-# ranks every decision as U does (theory 1, "Equivalence").
-_TIE_RTOL = 1e-10
 
 
 def prepare_decision_inputs(
@@ -107,17 +102,16 @@ def _expected(p: np.ndarray, u: np.ndarray) -> np.ndarray:
 def tied_decisions(p: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Boolean ``(n, D)`` mask of the decisions tied for the highest expected utility.
 
-    Ties are expected utilities within ``_TIE_RTOL * (max U - min U)`` of the best (per
-    item for per-item utilities). They are computed from ``U - min U``: a shift ``U + b``
-    changes every decision's expected utility by the same ``b`` (the probabilities sum
-    to 1), so it must not change the decisions; kept out of the arithmetic, it cannot
-    swamp the differences between decisions in rounding either.
+    Ties are expected utilities within ``TIE_RTOL * (max U - min U)`` of the best (per
+    item for per-item utilities): the rule of :func:`yieldwise.utility.near_best`, which
+    :mod:`yieldwise.roc` applies to yields. They are computed from ``U - min U``: a shift
+    ``U + b`` changes every decision's expected utility by the same ``b`` (the
+    probabilities sum to 1), so it must not change the decisions (theory 1,
+    "Equivalence"); kept out of the arithmetic, it cannot swamp the differences between
+    decisions in rounding either.
     """
-    low = u.min(axis=(1, 2), keepdims=True)
-    eu = _expected(p, u - low)
-    spread = (u.max(axis=(1, 2)) - low[:, 0, 0])[:, None]
-    best = eu.max(axis=1, keepdims=True)
-    return eu >= best - _TIE_RTOL * spread
+    _, shifted, spread = shift_and_spread(u, axis=(1, 2))
+    return near_best(_expected(p, shifted), spread[:, 0], axis=1)
 
 
 def label_array(labels: Sequence[Label], positions: np.ndarray) -> np.ndarray:
@@ -163,7 +157,9 @@ def decide(
         ``(items, decisions, classes)``. Rectangular matrices work. A DataFrame is read
         as a UtilityMatrix: its index the decisions, its columns the classes.
     tie : {"random", "first"}
-        Break ties uniformly at random (seeded) or by the first decision.
+        Break ties uniformly at random (seeded) or by the first decision. Ties are
+        expected utilities within ``1e-12 * (max U - min U)`` of the best, the rule of
+        :func:`yieldwise.roc.best_operating_point` for yields too.
     seed : int or numpy Generator, optional
         Seed for random tie-breaking.
     decisions : sequence of labels, optional

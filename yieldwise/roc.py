@@ -52,7 +52,7 @@ from ._validation import (
 from ._validation import label_values as _label_values
 from .confusion import ConfusionMatrix
 from .metrics import UndefinedMetricError, binary_truth, roc_curve_core
-from .utility import UtilityMatrix
+from .utility import UtilityMatrix, near_best, shift_and_spread
 
 __all__ = [
     "OperatingPoint",
@@ -67,12 +67,6 @@ __all__ = [
     "non_dominated",
     "yield_curve",
 ]
-
-# Yields closer than this to the maximum, relative to the spread of the utilities
-# (max U - min U), count as ties: equal yields in real arithmetic differ by a few ulps
-# in floats. The spread, unlike max|U|, is unchanged by a shift U + b, which ranks
-# every threshold as U does (theory 1, "Equivalence").
-_TIE_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -256,8 +250,8 @@ def _counts_curve(
     tn = n_neg - fp
     # every item gains min U plus its share of v = U - min U: the shift stays out of the
     # sums, so a large one (U + 1e9) cannot round the differences between thresholds away
-    base = float(u.min())
-    v = u - base
+    low, v, _ = shift_and_spread(u)
+    base = low.item()
     shifted = (v[0, 0] * tp + v[1, 0] * fn + v[0, 1] * fp + v[1, 1] * tn) / n
     yields = base + shifted
     f_pos, f_neg = n_pos / n, n_neg / n
@@ -317,11 +311,13 @@ def _confusion(binary: _Binary, tp: float, fp: float, n_pos: int, n_neg: int) ->
 def _best_index(shifted: np.ndarray, u: np.ndarray) -> int:
     """First (highest-threshold) index whose yield ties with the maximum.
 
-    ``shifted`` are the yields of ``U - min U`` (:attr:`_Curve.shifted`); ties are
-    within ``_TIE_RTOL * (max U - min U)`` of the best, so ``U + b`` picks the same index.
+    ``shifted`` are the yields of ``U - min U`` (:attr:`_Curve.shifted`); ties are yields
+    within ``TIE_RTOL * (max U - min U)`` of the best, the rule of
+    :func:`yieldwise.utility.near_best` that :func:`yieldwise.decide` applies to expected
+    utilities, so ``U + b`` picks the same index (theory 1, "Equivalence").
     """
-    tolerance = _TIE_RTOL * float(u.max() - u.min())
-    return int(np.flatnonzero(shifted >= shifted.max() - tolerance)[0])
+    _, _, spread = shift_and_spread(u)
+    return int(np.flatnonzero(near_best(shifted, spread.item()))[0])
 
 
 def operating_point(curve: _Curve, binary: _Binary) -> OperatingPoint:
@@ -407,8 +403,9 @@ def best_operating_point(
     The yield is evaluated at every threshold of the empirical ROC curve,
     including "nothing positive" (``threshold = inf``) and "everything
     positive" (the smallest score), in one vectorised pass over cumulative
-    counts. Ties (yields within ``1e-12 * (max U - min U)`` of the maximum) go to the
-    highest threshold, i.e. the fewest positive decisions.
+    counts. Ties (yields within ``1e-12 * (max U - min U)`` of the maximum, the tie rule
+    of :func:`yieldwise.decide` too) go to the highest threshold, i.e. the fewest
+    positive decisions.
 
     Parameters
     ----------
@@ -867,9 +864,17 @@ def convex_hull(
     >>> hull.calibrated.tolist()
     [1.0, 1.0, 0.4, 0.4, 0.4, 0.4, 0.4, 0.0]
     """
+    return hull_of(scores, true_classes, positive, classes, caller="convex_hull")
+
+
+def hull_of(
+    scores: Any, true_classes: Any, positive: Label | None, classes: Any, *, caller: str
+) -> ROCHull:
+    """:func:`convex_hull`, refusing other than two classes in the name of ``caller``
+    (the public function the user called, e.g. ``"cost_curve"``)."""
     s = as_float_array(scores, "scores", ndim=1)
     is_positive, positive, classes = binary_truth(
-        true_classes, positive, classes, s.size, two_classes="convex_hull"
+        true_classes, positive, classes, s.size, two_classes=caller
     )
     negative = classes[1] if classes[0] == positive else classes[0]
     n_pos = int(is_positive.sum())

@@ -32,6 +32,18 @@ _EQUAL_RTOL = 1e-9
 #: utilities) and sum them over classes and items; 1e150 squared is 1e300, below the
 #: largest double (1.8e308), so no intermediate overflows to inf.
 MAX_ABS_UTILITY = 1e150
+#: The one tie rule of the package (:func:`near_best`): values computed from a utility
+#: matrix (expected utilities of decisions, yields of thresholds) within
+#: ``TIE_RTOL * (max U - min U)`` of the best are tied. Values equal in real arithmetic
+#: differ in floats by rounding: computed from ``U - min U`` (entries in ``[0, spread]``),
+#: an expected utility over ``C`` classes is off by at most about ``C`` ulps of the
+#: spread (``C * 2.2e-16``; about ``sqrt(C)`` ulps in practice), a yield from counts by a
+#: few ulps. 1e-12 covers the worst case up to some 4500 classes. It is no larger because
+#: real differences can be small too: two adjacent thresholds of an ROC curve over ``n``
+#: items differ by one item's utility difference over ``n``; with ``U = [[1000, -1],
+#: [0, 0]]`` that is ``1e-3 * spread / n``, which a tolerance of 1e-10 would already call
+#: a tie at ``n = 1e7`` items, 1e-12 only at ``n = 1e9``.
+TIE_RTOL = 1e-12
 
 
 class UtilityMatrix:
@@ -373,6 +385,37 @@ class UtilityMatrix:
             "classes; rows decisions, columns classes)</caption>"
             f"<thead><tr><th>decision \\ class</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
+
+
+def shift_and_spread(
+    u: np.ndarray, axis: int | tuple[int, ...] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(low, u - low, spread)``: ``low = min u`` and ``spread = max u - min u`` over
+    ``axis`` (all of ``u`` by default), kept as length-1 axes so that they broadcast.
+
+    A shift ``U + b`` adds ``b`` to every decision's expected utility (the probabilities
+    sum to 1) and to every threshold's yield, so it ranks them as ``U`` does (theory 1,
+    "Equivalence"). Computed from ``u - low`` instead, values carry no shift at all: a
+    large one (``U + 1e9``) cannot round the differences between them away, and ``spread``,
+    unlike ``max |U|``, is unchanged by it: the scale for :func:`near_best`.
+    """
+    low = u.min(axis=axis, keepdims=True)
+    return low, u - low, u.max(axis=axis, keepdims=True) - low
+
+
+def near_best(values: np.ndarray, spread: Any, axis: int = -1) -> np.ndarray:
+    """Boolean mask of the ``values`` tied for the largest along ``axis``.
+
+    Ties are values within ``TIE_RTOL * spread`` of the largest, ``spread`` being
+    ``max U - min U`` of the utility matrix the values were computed from (from
+    :func:`shift_and_spread`; broadcastable against ``values`` with ``axis`` reduced to
+    length 1). Expected utilities (:mod:`yieldwise.decision`) and yields of thresholds
+    (:mod:`yieldwise.roc`) are both tied by this rule, so they agree on what a tie is;
+    with ``values`` computed from ``U - min U`` the mask is the same for ``U + b`` (theory
+    1, "Equivalence").
+    """
+    best = values.max(axis=axis, keepdims=True)
+    return values >= best - TIE_RTOL * np.asarray(spread)
 
 
 def in_chart_domain(x: Any, y: Any) -> np.ndarray | bool:

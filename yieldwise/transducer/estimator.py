@@ -63,7 +63,14 @@ from .encoding import (
     warn_off_line,
     warn_outside,
 )
-from .io import coord_labels, fit_record, record_members, record_reduction, to_inference_data
+from .io import (
+    check_savable_labels,
+    coord_labels,
+    fit_record,
+    record_members,
+    record_reduction,
+    to_inference_data,
+)
 from .posterior import TransducerPosterior, draws_slice
 from .reduction import (
     ClassRanks,
@@ -376,12 +383,18 @@ class Transducer:
                 f"outputs has {y.shape[0]} calibration items; the transducer needs at least "
                 f"{MIN_ITEMS} (and realistically hundreds)"
             )
+        given = class_labels is not None
         if class_labels is None:
             class_labels = categories_of(classes) or sorted_unique(truth)
         labels = check_labels(class_labels, len(list(class_labels)), "class_labels")
         if len(labels) < 2:
             raise ValueError(f"classes must include at least 2 classes, found {list(labels)}")
         class_index = indices_of(truth, labels, "classes", "class_labels")
+        # refused now, not by save() after the sampling: a fit whose labels a transducer
+        # file cannot hold (tuples, ...) could never be saved
+        check_savable_labels(
+            labels, "class_labels" if given else "classes", " (save() would fail after the fit)"
+        )
         per_class = np.bincount(class_index, minlength=len(labels))
         if (per_class == 0).any() and reduced is None:
             missing = [labels[j] for j in np.flatnonzero(per_class == 0)]
@@ -576,6 +589,7 @@ class Transducer:
         from ..backends import SampleResult
         from .io import check_draws
 
+        check_savable_labels(class_labels, "class_labels")
         y, columns = as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         class_index = indices_of(truth, class_labels, "classes", "class_labels")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._design import KernelDesign
-from .._validation import Label, check_labels, json_object
+from .._validation import Label, check_labels, json_object, python_scalar
 from .encoding import OutputTransform
 from .reduction import ClassRanks
 
@@ -156,11 +156,35 @@ def _number(value: Any) -> float:
     return float(value)
 
 
+#: The class labels a transducer file can hold (as JSON, and as netCDF coordinates):
+#: numpy scalars count as the Python scalars they stand for (``np.int64`` as ``int``,
+#: ``np.str_`` as ``str``, ``np.bool_`` as ``bool``). The one list, for writing
+#: (:func:`check_savable_labels`, called by ``Transducer.fit`` before any work and by
+#: ``save``) and reading.
+SAVABLE_LABEL_TYPES: tuple[type, ...] = (str, int, float, bool)
+_SAVABLE = ", ".join(kind.__name__ for kind in SAVABLE_LABEL_TYPES[:-1]) + (
+    f" or {SAVABLE_LABEL_TYPES[-1].__name__}"
+)
+
+
+def check_savable_labels(labels: Any, name: str, when: str = "") -> None:
+    """``TypeError`` naming ``name`` (the argument or attribute holding ``labels``), the
+    first label a transducer file cannot hold and its type, and what to do; ``when``
+    (e.g. ``" (save() would fail after the fit)"``) says when saving would have failed."""
+    for label in labels:
+        if not isinstance(python_scalar(label), SAVABLE_LABEL_TYPES):
+            raise TypeError(
+                f"{name} holds the class label {label!r} of type {type(label).__name__}, "
+                f"which cannot be saved{when}; use {_SAVABLE} labels (e.g. map each label "
+                "to a string)"
+            )
+
+
 def _classes(text: Any) -> tuple[Any, ...]:
     labels = _json(list)(text)
     for label in labels:
-        if not isinstance(label, str | int | float | bool):
-            raise ValueError(f"labels must be str, int, float or bool, found {label!r}")
+        if not isinstance(label, SAVABLE_LABEL_TYPES):
+            raise ValueError(f"labels must be {_SAVABLE}, found {label!r}")
     if len(labels) < 2:
         raise ValueError(f"expected at least 2 classes, found {labels}")
     return check_labels(labels, len(labels), "the class labels")
@@ -469,13 +493,8 @@ def coord_labels(labels: tuple[Label, ...]) -> np.ndarray:
 
 
 def _json_labels(labels: tuple[Label, ...]) -> str:
-    for label in labels:
-        if not isinstance(label, str | int | float | bool):
-            raise TypeError(
-                f"class label {label!r} of type {type(label).__name__} cannot be saved; use "
-                "str, int, float or bool labels"
-            )
-    return json.dumps(list(labels))
+    check_savable_labels(labels, "the transducer's classes_")
+    return json.dumps([python_scalar(label) for label in labels])
 
 
 def to_inference_data(
