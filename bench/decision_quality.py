@@ -188,7 +188,6 @@ def fit_methods(
     ``backend``: the transducer's (bench/design_probe.py passes ``"laplace"``)."""
     from yieldwise import Transducer
 
-    k = problem.n_classes
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -206,15 +205,22 @@ def fit_methods(
         **worst_diagnostics(diagnostics),
         "warnings": len(caught),
     }
-    score = problem.score(outputs)
     predictors = {
         "yieldwise": lambda y: transducer.predict_proba(pd.DataFrame(y, columns=problem.columns))
     }
+    return predictors | peer_predictors(problem, outputs, labels), transducer, fit_record
+
+
+def peer_predictors(problem: Problem, outputs: np.ndarray, labels: np.ndarray) -> dict:
+    """The peers fitted on one calibration set (name -> outputs -> probabilities), and the
+    raw output read as a probability: every method of :func:`fit_methods` but yieldwise."""
+    score = problem.score(outputs)
+    predictors = {}
     for name, peer in calibrators().items():
-        peer.fit(score, labels, classes=range(k))
+        peer.fit(score, labels, classes=range(problem.n_classes))
         predictors[name] = lambda y, peer=peer: peer.predict_proba(problem.score(y))
     predictors["raw score"] = problem.raw_probability
-    return predictors, transducer, fit_record
+    return predictors
 
 
 def evaluate(
@@ -336,6 +342,50 @@ def run_panel(
             if save is not None:
                 save(results)
     return results
+
+
+def recheck_peers(panel: dict, n_matrices: int, seed: int, tolerance: float = 5e-6) -> list:
+    """The cached panel's peers refitted with today's calibrators (no transducer fits).
+
+    Every cell of ``panel`` is rebuilt as :func:`run_panel` built it (the same seeds,
+    calibration set and matrices) and each peer's mean and maximum regret over the chart
+    compared with the cached ones. Returns ``(cell, peer, cached mean, mean, cached max,
+    max)`` for every pair whose mean or maximum moved by more than ``tolerance``, so that
+    a change to a calibrator can be told apart from a change to the transducer without
+    refitting the panel. yieldwise's own figures, and each peer's share of matrices where
+    yieldwise does at least as well, need the transducer and are not rechecked.
+    """
+    moved = []
+    for i, make in enumerate(PANEL):
+        problem = make()
+        rng = np.random.default_rng([seed, i])
+        if problem.n_classes == 2:
+            utilities, names = binary_matrices(rng, n_matrices)
+        else:
+            utilities, names = multiclass_matrices(rng, n_matrices // 10, problem.n_classes)
+        chart = np.array([not n.startswith("[[") for n in names])
+        low, high = bounds(utilities, problem.prevalences)
+        for key, cell in panel.items():
+            name, _, n = key.partition("|")
+            if name != problem.name:
+                continue
+            outputs, labels = problem.sample(int(n), np.random.default_rng([seed, i, int(n)]))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the cached run saw the same warnings
+                predictors = peer_predictors(problem, outputs, labels)
+            values = evaluate(problem, predictors, utilities)
+            for peer in PEERS:
+                regret = ((values["oracle"] - values[peer]) / (high - low))[chart]
+                cached = cell["summary"][peer]
+                now = (float(regret.mean()), float(regret.max()))
+                if (
+                    max(abs(now[0] - cached["mean_regret"]), abs(now[1] - cached["max_regret"]))
+                    > tolerance
+                ):
+                    moved.append(
+                        (key, peer, cached["mean_regret"], now[0], cached["max_regret"], now[1])
+                    )
+    return moved
 
 
 def _regret_sample(values: dict, utilities: np.ndarray, frequencies: np.ndarray) -> dict:
@@ -1131,6 +1181,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--quick", action="store_true", help="sizes 300, 4 reps, 2 splits")
     parser.add_argument("--render", action="store_true", help="report cached results only")
+    parser.add_argument(
+        "--recheck-peers", action="store_true",
+        help="refit the cached panel's peers with today's calibrators and list the cells "
+        "whose regrets moved (no transducer fits)",
+    )  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="keep the cached stages")
     parser.add_argument(
         "--stages",
@@ -1160,6 +1215,14 @@ def main() -> None:
         results = merge([json.loads(path.read_text()) for path in args.merge])
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps(results))
+    elif args.recheck_peers:
+        cached = json.loads(args.results.read_text())
+        moved = recheck_peers(cached["panel"], args.matrices, args.seed)
+        print(f"{len(moved)} peer figure(s) of {args.results} moved with today's calibrators")
+        for key, peer, old_mean, mean, old_max, top in moved:
+            print(f"  {key} {peer}: mean regret {old_mean:.5f} -> {mean:.5f}, "
+                  f"maximum {old_max:.4f} -> {top:.4f}")  # fmt: skip
+        return
     elif args.render:
         results = json.loads(args.results.read_text())
     else:

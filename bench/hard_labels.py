@@ -91,6 +91,14 @@ def three_levels(rng, n):
     return np.where(rng.random(n) < 0.3, 0.5, guess)[:, None], labels
 
 
+def ratings_7(rng, n):
+    """A binary score on a 0-6 rating scale: a Normal score (mean 2 or 3.5 by class, sd 1)
+    rounded to integers and clipped, so that the ends hold almost one class only (found
+    by an audit on 2026-12-06: 2,000 such items, 2 chains, 25 divergent transitions)."""
+    labels = rng.integers(0, 2, n)
+    return np.clip(np.round(rng.normal(2 + 1.5 * labels, 1.0)), 0, 6)[:, None], labels
+
+
 def one_hot_3(rng, n):
     """Three classes, one-hot probability vectors (the 2-D grid)."""
     return _one_hot(rng, n, 3, 0.8)
@@ -130,8 +138,8 @@ def some_one_hot(rng, n):
 
 
 CASES = {f.__name__.replace("_", "-"): f for f in (
-    hard_binary, constant, hard_score, two_logits_hard, logits_on_a_line, three_levels, one_hot_3,
-    one_hot_5, one_hot_10, ties, classes_30, some_one_hot)}  # fmt: skip
+    hard_binary, constant, hard_score, two_logits_hard, logits_on_a_line, three_levels, ratings_7,
+    one_hot_3, one_hot_5, one_hot_10, ties, classes_30, some_one_hot)}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -292,6 +292,45 @@ def test_panel_stores_and_reports_the_brier_decomposition(bench, monkeypatch):
     assert "Not measured in this run: its panel cells predate" in dq.render(results)
 
 
+def test_recheck_peers_refits_the_cached_peers_and_lists_what_moved(bench, monkeypatch):
+    """A cached panel cell (run_panel with the real peers and a scripted yieldwise, no
+    Stan fit) rechecks with no change; a cached figure altered by hand is listed with the
+    recomputed value, which equals a brute-force regret of the same peer refitted here."""
+    dq, problems = bench
+
+    def fake_fit(problem, outputs, labels, seed):
+        predictors = {"yieldwise": problem.raw_probability}
+        predictors |= dq.peer_predictors(problem, outputs, labels)
+        fit = {"seconds": 0.0, "components": 1, "divergent": 0, "treedepth": 0, "warnings": 0}
+        return predictors, None, fit
+
+    monkeypatch.setattr(dq, "PANEL", [problems.votes_problem])
+    monkeypatch.setattr(dq, "fit_methods", fake_fit)
+    panel = dq.run_panel([60], 20, seed=3, holdout=50)
+    assert dq.recheck_peers(panel, 20, seed=3) == []
+
+    cached = panel["votes|60"]["summary"]["temperature"]
+    kept = cached["mean_regret"]
+    cached["mean_regret"] = kept + 0.01
+    ((key, peer, old_mean, mean, old_max, top),) = dq.recheck_peers(panel, 20, seed=3)
+    assert (key, peer, old_mean) == ("votes|60", "temperature", kept + 0.01)
+    assert (mean, top) == (pytest.approx(kept, abs=1e-12), cached["max_regret"])
+    assert old_max == cached["max_regret"]
+
+    # the same regret by brute force: the temperature peer refitted on the cell's set
+    problem = problems.votes_problem()
+    utilities, names = dq.binary_matrices(np.random.default_rng([3, 0]), 20)
+    outputs, labels = problem.sample(60, np.random.default_rng([3, 0, 60]))
+    p = dq.peer_predictors(problem, outputs, labels)["temperature"](problem.cells)
+    w = problem.joint()
+    oracle = brute_force(problem.truth(), w, utilities)
+    f = w.sum(axis=0)
+    span = np.array([f @ u.max(axis=0) - f @ u.min(axis=0) for u in utilities])
+    regret = (oracle - brute_force(p, w, utilities)) / span
+    chart = [not n.startswith("[[") for n in names]
+    assert mean == pytest.approx(regret[chart].mean(), abs=1e-12)
+
+
 def test_twice_goal_allows_small_differences(bench):
     """Issue 16's regret goal, worked by hand: above twice the best peer's mean regret
     fails only when the two differ by 0.0005 or more."""

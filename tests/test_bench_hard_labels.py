@@ -32,6 +32,12 @@ def test_cases_draw_their_outputs(hard_labels):
     assert abs(np.mean((y[:, 1] > 0) == labels) - 0.933) < 0.02
     y, _ = hard_labels.CASES["three-levels"](rng, 500)
     assert set(np.unique(y)) == {0.0, 0.5, 1.0}
+    y, labels = hard_labels.CASES["ratings-7"](rng, 20000)
+    assert set(np.unique(y)) == {float(v) for v in range(7)}
+    # P(rating 0 | class 0) = Phi(-1.5) (mean 2, sd 1, rounded: below 0.5), 0.0668
+    assert abs(np.mean(y[labels == 0, 0] == 0) - 0.0668) < 0.01
+    # P(rating 6 | class 1) = 1 - Phi(2.0) (mean 3.5: at or above 5.5), 0.0228
+    assert abs(np.mean(y[labels == 1, 0] == 6) - 0.0228) < 0.006
     for name, c in (("one-hot-3", 3), ("one-hot-5", 5), ("one-hot-10", 10)):
         y, labels = hard_labels.CASES[name](rng, 3000)
         assert y.shape == (3000, c) and set(np.unique(y)) == {0.0, 1.0}
