@@ -4,7 +4,8 @@
 per item under one utility matrix (or a batch), and a :class:`Comparison` answers:
 
 * ``prob_superiority()``: ``P(u_A > u_B)`` for every ordered pair;
-* ``prob_best()``: the probability that each classifier yields the most;
+* ``prob_tie()``: ``P(u_A and u_B tie)``, so that ``P(A > B) + P(B > A) + P(tie) = 1``;
+* ``prob_best()``: the probability that each classifier yields the most (ties shared);
 * ``difference(a, b)``: the posterior of ``u_a - u_b`` with intervals;
 * ``summary()``: a tidy table.
 
@@ -12,19 +13,33 @@ Independently fitted transducers have independent posteriors: probabilities are 
 over all pairs of draws (``mean over (s, t) of [u_A,s > u_B,t]``). One joint transducer
 over the classifiers' concatenated outputs gives paired draws (``mean_t [u_A,t > u_B,t]``),
 which accounts for classifiers erring on the same items.
+
+Ties follow the package's one tie rule (:data:`yieldwise.utility.TIE_RTOL`,
+:func:`~yieldwise.utility.near_best`): two long-run utilities computed with one utility
+matrix tie when they differ by at most ``tol = TIE_RTOL * (max U - min U)``, the matrix's
+range (per matrix of a batch). ``A`` beats ``B`` on a pair of draws only when
+``u_A > u_B + tol``; two classifiers that deploy the same decisions on a draw (two
+worthless classifiers that both always choose the same decision, the same fit under two
+names) then tie instead of being ranked by floating-point rounding. ``prob_best`` shares
+each (pair or combination of) draws equally among the classifiers no other beats there,
+so it sums to 1 over the classifiers.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+import re
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._validation import caller_stacklevel
 from .long_run import DEFAULT_CELLS, DEFAULT_POINTS, long_run_core
+from .utility import TIE_RTOL, UtilityMatrix
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,6 +49,11 @@ if TYPE_CHECKING:
 __all__ = ["Comparison", "compare"]
 
 _QUANTILES = (0.05, 0.5, 0.95)
+#: Errors raised for one classifier, re-raised with its name in front (their type kept).
+_NAMED_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, IndexError)
+#: What Transducer.marginal records as a marginal's backend_: the joint fit's backend and
+#: the member's name.
+_MARGINAL = re.compile(r"^(?P<joint>.*) \(marginal (?P<member>.+) of a joint fit\)$", re.S)
 
 
 def compare(
@@ -57,20 +77,42 @@ def compare(
         then each member is a marginal of it, the draws are paired, and the joint
         transducer itself takes part as the ensemble ``"joint"``. A single classifier
         gives its posterior summary (its P(best) is 1, its superiority table empty).
+        Marginals of one joint fit passed as a mapping (``{"a": joint.marginal("a"),
+        "b": joint.marginal("b")}``) are compared as independent fits, which loses the
+        pairing of their draws: a UserWarning says so; pass the joint transducer.
     utility : UtilityMatrix or a batch (see :func:`yieldwise.long_run_utility`)
+        A labelled matrix (a UtilityMatrix, or a sequence or mapping of them) is
+        reindexed by its class labels for each classifier, so classifiers whose
+        ``classes_`` list the classes in different orders are compared correctly. A plain
+        array or nested list has no labels: its columns are taken in each transducer's
+        ``classes_`` order, so every classifier must then have the same ``classes_``
+        (same labels, same order, same types); otherwise a ValueError names them.
     rule : "augmented", "standard", a callable, or a mapping name -> rule
-        With a joint transducer, ``"standard"`` applies to the members; the joint
-        ensemble always decides by maximum expected utility.
+        With a joint transducer, ``"standard"`` applies to the members and the joint
+        ensemble ``"joint"`` decides by maximum expected utility (the augmented rule):
+        it has no output of its own to take a standard choice from. A mapping may leave
+        ``"joint"`` out (it then takes the augmented rule) or give it ``"augmented"`` or a
+        callable (a rule on the concatenated outputs, as for
+        :func:`yieldwise.long_run_utility`); ``"standard"`` for ``"joint"`` is refused.
+        Every other classifier needs an entry in a mapping.
     prevalences, threshold, n_cells, n_points, seed
         As for :func:`yieldwise.long_run_utility`.
 
     Returns
     -------
     Comparison
+        Ties within ``TIE_RTOL * (max U - min U)`` of each matrix (module docstring).
+
+    Errors raised while computing one classifier's utilities keep their type and start
+    with ``classifier 'name': ``.
     """
     members, paired, aliases = _members(transducers)
     if not members:
         raise ValueError("compare needs at least one classifier, found an empty mapping")
+    if isinstance(utility, Iterator):  # read once, used once per classifier
+        utility = list(utility)
+    if len(members) > 1 and not _labelled(utility):
+        _check_same_classes(members)
     if isinstance(rule, Mapping):
         stray = [key for key in rule if key not in members and key not in aliases]
         if stray:  # a misspelt name would otherwise leave its classifier's rule unset
@@ -78,27 +120,152 @@ def compare(
                 f"rule has entries {stray} that name no classifier; the classifiers are "
                 f"{list(members)}"
             )
+    keys = {text: key for key, text in aliases.items()}  # name -> the key it was given as
     raw: dict[str, xr.DataArray] = {}
     rescaled: dict[str, xr.DataArray] = {}
     for name, transducer in members.items():
-        if isinstance(rule, Mapping) and name not in rule:
-            raise ValueError(f"rule has no entry for classifier {name!r}; it has {list(rule)}")
-        member_rule = rule[name] if isinstance(rule, Mapping) else rule
-        if paired and name == "joint" and member_rule == "standard":
-            member_rule = "augmented"  # the ensemble has no standard rule of its own
+        member_rule = _member_rule(rule, name, keys.get(name, name), paired and name == "joint")
         options = (prevalences, threshold, n_cells, n_points, seed)
         try:
-            raw[name], rescaled_values = long_run_core(transducer, utility, member_rule, *options)
-        except ValueError as exc:
-            if "cannot rescale" not in str(exc):
-                raise
-            raw[name], rescaled_values = long_run_core(
-                transducer, utility, member_rule, *options, rescale=False
-            )
+            try:
+                raw[name], rescaled_values = long_run_core(
+                    transducer, utility, member_rule, *options
+                )
+            except ValueError as exc:
+                if "cannot rescale" not in str(exc):
+                    raise
+                raw[name], rescaled_values = long_run_core(
+                    transducer, utility, member_rule, *options, rescale=False
+                )
+        except _NAMED_ERRORS as exc:
+            raise _named(exc, name) from exc
         if rescaled_values is not None:
             rescaled[name] = rescaled_values
+    spread = _spreads(utility)
+    n_matrices = next(iter(raw.values())).sizes.get("matrix", 1)
+    if spread.size != n_matrices:  # never: long_run_core read the same matrices
+        raise RuntimeError(
+            f"compare read {spread.size} utility matrices where long_run_utility read "
+            f"{n_matrices}; please report this"
+        )
     return Comparison(raw, rescaled if len(rescaled) == len(raw) else None, paired=paired,
-                      aliases=aliases)  # fmt: skip
+                      aliases=aliases, spread=spread)  # fmt: skip
+
+
+def _member_rule(rule: Any, name: str, key: Any, ensemble: bool) -> Any:
+    """The rule of classifier ``name`` (given under ``key``); ``ensemble``: it is the joint
+    transducer of a joint fit, which decides by maximum expected utility unless a mapping
+    gives it a callable."""
+    if isinstance(rule, Mapping):
+        given = [k for k in dict.fromkeys((name, key)) if k in rule]
+        if not given:
+            if ensemble:
+                return "augmented"
+            raise ValueError(f"rule has no entry for classifier {name!r}; it has {list(rule)}")
+        member_rule = rule[given[0]]
+        if ensemble and isinstance(member_rule, str) and member_rule == "standard":
+            raise ValueError(
+                "rule gives the joint ensemble 'joint' the standard rule, which it does not "
+                "have (it is no single classifier, with no output of its own to take the "
+                "argmax of); leave 'joint' out of the mapping (it then decides by maximum "
+                "expected utility, 'augmented') or give it a callable"
+            )
+        return member_rule
+    if ensemble and isinstance(rule, str) and rule == "standard":
+        return "augmented"  # "standard" is the members' rule; the ensemble has none
+    return rule
+
+
+def _named(exc: BaseException, name: str) -> BaseException:
+    """``exc`` again, of its type, with ``classifier 'name': `` in front of its message."""
+    message = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+    try:
+        return type(exc)(f"classifier {name!r}: {message}")
+    except Exception:  # a type whose constructor wants more: the message in a plain one
+        base = next(t for t in _NAMED_ERRORS if isinstance(exc, t))
+        return base(f"classifier {name!r}: {message}")
+
+
+def _labelled(utility: Any) -> bool:
+    """Whether ``utility`` carries class labels (UtilityMatrix objects), by which
+    long_run_utility reindexes it for each transducer; False for plain numbers (an array,
+    nested lists), whose columns are taken in each transducer's ``classes_`` order."""
+    if isinstance(utility, UtilityMatrix | Mapping):
+        return True
+    if isinstance(utility, np.ndarray) and utility.dtype != object:
+        return False
+    if isinstance(utility, Iterable) and not isinstance(utility, str | bytes):
+        return any(isinstance(u, UtilityMatrix) for u in utility)
+    return True  # not a utility at all: long_run_utility refuses it
+
+
+def _check_same_classes(members: Mapping[str, Transducer]) -> None:
+    """ValueError unless every classifier has the same ``classes_`` (order and types):
+    a plain array's columns follow each transducer's ``classes_``."""
+    listed = {name: tuple(t.classes_) for name, t in members.items()}
+    typed = {name: tuple((type(c), c) for c in classes) for name, classes in listed.items()}
+    if len(set(typed.values())) > 1:
+        shown = "; ".join(
+            f"{name!r} has {list(classes)} ({', '.join(type(c).__name__ for c in classes)})"
+            for name, classes in listed.items()
+        )
+        raise ValueError(
+            "utility is a plain array (no class labels), whose columns are read in each "
+            f"transducer's classes_ order, but the classifiers' classes_ differ: {shown}. "
+            "Pass a labelled UtilityMatrix (UtilityMatrix(values, decisions=..., "
+            "classes=...)), which is reindexed by its labels for each classifier"
+        )
+
+
+def _spreads(utility: Any) -> np.ndarray:
+    """``max U - min U`` of each matrix of ``utility`` (already read by long_run_utility),
+    in the order of its results' ``matrix`` coordinate: the scale of the tie rule."""
+    if isinstance(utility, UtilityMatrix):
+        return np.array([np.ptp(utility.values)])
+    if isinstance(utility, Mapping):
+        return np.array([np.ptp(u.values) for u in utility.values()])
+    items = utility
+    if not (isinstance(utility, np.ndarray) and utility.dtype != object):
+        items = list(utility)
+        if any(isinstance(u, UtilityMatrix) for u in items):
+            return np.array([np.ptp(u.values) for u in items])
+    array = np.asarray(items, dtype=float)
+    if array.ndim == 2:  # one matrix
+        return np.array([np.ptp(array)])
+    return np.ptp(array.reshape(len(array), -1), axis=1)
+
+
+def _warn_split_marginals(transducers: Mapping[Any, Transducer]) -> None:
+    """UserWarning when two or more of ``transducers`` are marginals of one joint fit
+    (``backend_`` names them so, and they share its sampler record and calibration
+    classes): compared as independent fits, their draws lose their pairing."""
+    groups: dict[Any, list[Any]] = {}
+    for name, t in transducers.items():
+        match = _MARGINAL.match(str(getattr(t, "backend_", "")))
+        if match is not None:
+            groups.setdefault(_joint_fit_key(t, match["joint"]), []).append(name)
+    for names in groups.values():
+        if len(names) > 1:
+            warnings.warn(
+                f"the classifiers {names} are marginals of one joint fit (marginal(name)): "
+                "compare treats a mapping of transducers as independent fits, so the pairing "
+                "of their draws is lost; pass the joint transducer itself (compare(joint, "
+                "utility)) to compare its members on paired draws",
+                UserWarning,
+                stacklevel=caller_stacklevel(),
+            )
+
+
+def _joint_fit_key(t: Transducer, joint_backend: str) -> tuple:
+    """What marginals of one joint fit share: its backend, its draws' shape and sampler
+    record (carried over to every marginal), its calibration items' classes."""
+    key: list[Any] = [joint_backend, tuple(t.classes_)]
+    try:
+        key.append(t.posterior_.sample_stats["lp"].values.tobytes())
+        key.append(t.posterior_.observed_data["class_index"].values.tobytes())
+    except (AttributeError, KeyError):  # a record without them: the backend alone
+        pass
+    return tuple(key)
 
 
 def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, str]]:
@@ -118,7 +285,12 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, s
                 "this joint transducer has a member named 'joint', the name compare gives "
                 "the ensemble of all members; refit with another member name"
             )
-        out = {name: transducers.marginal(name) for name in members}
+        out = {}
+        for name in members:
+            try:
+                out[name] = transducers.marginal(name)
+            except _NAMED_ERRORS as exc:
+                raise _named(exc, name) from exc
         out["joint"] = transducers
         return out, True, {}
     if not isinstance(transducers, Mapping):
@@ -132,7 +304,10 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, s
     for name, t in transducers.items():
         if not isinstance(t, Transducer):
             raise TypeError(f"transducers[{name!r}] must be a Transducer, found {type(t).__name__}")
-        t.check_fitted()
+        try:
+            t.check_fitted()
+        except RuntimeError as exc:
+            raise _named(exc, name) from exc
         text = task_label(name)  # fit_many's tuple names: "site A / forest"
         if text in named:
             raise ValueError(
@@ -141,6 +316,7 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, s
                 "result, so give them distinct names"
             )
         named[text] = name
+    _warn_split_marginals(transducers)
     return (
         {text: transducers[name] for text, name in named.items()}, False,
         {name: text for text, name in named.items()},
@@ -150,14 +326,31 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, s
 class Comparison:
     """Posterior long-run utilities of several classifiers, and what follows from them.
 
+    Parameters
+    ----------
+    utilities, rescaled : mapping name -> DataArray (as :func:`compare` makes them)
+    paired : bool
+    aliases : mapping, optional
+        Keys the classifiers were given under (fit_many's tuples) -> their names.
+    spread : float or sequence of floats, optional
+        ``max U - min U`` of the utility matrix the draws were computed with (one per
+        matrix of a batch, in its order): differences within ``TIE_RTOL * spread`` are
+        ties (module docstring). Default: only exactly equal draws tie.
+
     Attributes
     ----------
     utilities : xarray.Dataset
-        One variable per classifier, dims ``(chain, draw)`` plus ``matrix`` for a batch.
+        One variable per classifier, dims ``(chain, draw)`` plus ``matrix`` for a batch;
+        each variable's ``attrs["integration"]`` names how its utilities were integrated.
     rescaled : xarray.Dataset or None
         The same, rescaled per draw to [0, 1] (theory 1); None when a matrix cannot be.
+    integration : pandas.Series
+        The integration method of each classifier ("lattice", "quadrature",
+        "monte-carlo"; a joint ensemble's may differ from its members').
     paired : bool
         True when the draws come from one joint transducer (paired across classifiers).
+    spread : numpy.ndarray
+        ``max U - min U`` per matrix (zeros when not given): the scale of the ties.
     """
 
     def __init__(
@@ -167,10 +360,15 @@ class Comparison:
         *,
         paired: bool = False,
         aliases: Mapping[Any, str] | None = None,
+        spread: Any = None,
     ) -> None:
         # Independent fits may have different numbers of draws: an outer join pads the
         # shorter ones with NaN, which every computation below drops.
         self.utilities = _dataset(utilities)
+        self.integration = pd.Series(
+            {k: v.attrs.get("integration") for k, v in utilities.items()},
+            index=pd.Index(list(utilities), name="classifier"), name="integration", dtype=object,
+        )  # fmt: skip
         self.integration_error = pd.DataFrame(
             {k: np.atleast_1d(v["integration_error"].values) for k, v in utilities.items()}
         )
@@ -185,6 +383,14 @@ class Comparison:
         self.names = list(utilities)
         # the keys the classifiers were given under (fit_many's tuples), each -> its name
         self._aliases = {k: v for k, v in (aliases or {}).items() if v in self.names}
+        n_matrices = self.utilities.sizes.get("matrix", 1)
+        spread = np.zeros(n_matrices) if spread is None else np.atleast_1d(spread).astype(float)
+        if spread.shape != (n_matrices,) or not (np.isfinite(spread) & (spread >= 0)).all():
+            raise ValueError(
+                f"spread must be one finite range >= 0 per utility matrix ({n_matrices}), "
+                f"found {spread.tolist()}"
+            )
+        self.spread = spread
 
     # ------------------------------------------------------------- internals
     @property
@@ -203,7 +409,27 @@ class Comparison:
                 f"unknown classifier {name!r}; the comparison has {self.names}"
             ) from None
 
+    def _matrix_position(self, matrix: Any) -> int:
+        """The position of ``matrix`` in the batch (0 for one matrix); ValueError as
+        :meth:`samples` for a missing or unknown one."""
+        if not self._batched:
+            if matrix is not None:
+                raise ValueError("this comparison has one utility matrix; do not pass matrix=")
+            return 0
+        known = self.utilities["matrix"].values.tolist()  # Python labels, not np.str_
+        if matrix is None or matrix not in known:
+            what = "choose one with matrix=..." if matrix is None else f"matrix={matrix!r} is not"
+            raise ValueError(
+                f"this comparison covers several utility matrices; {what} one of "
+                f"{known[:10]}{' ...' if len(known) > 10 else ''}"
+            )
+        return known.index(matrix)
+
     # ------------------------------------------------------------- answers
+    def tie_tolerance(self, matrix: Any = None) -> float:
+        """``TIE_RTOL * (max U - min U)`` of the matrix: long-run utilities within it tie."""
+        return float(TIE_RTOL * self.spread[self._matrix_position(matrix)])
+
     def samples(self, name: str, matrix: Any = None, rescaled: bool = False) -> np.ndarray:
         """One classifier's posterior draws of its long-run utility, flattened chain-major
         (paired draws line up across the members of a joint transducer), without the NaN
@@ -217,66 +443,72 @@ class Comparison:
         if data is None:
             raise ValueError("rescaled utilities are not available for these matrices")
         values = data[name]
+        self._matrix_position(matrix)
         if self._batched:
-            known = self.utilities["matrix"].values.tolist()  # Python labels, not np.str_
-            if matrix is None or matrix not in known:
-                what = (
-                    "choose one with matrix=..." if matrix is None else f"matrix={matrix!r} is not"
-                )
-                raise ValueError(
-                    f"this comparison covers several utility matrices; {what} one of "
-                    f"{known[:10]}{' ...' if len(known) > 10 else ''}"
-                )
             values = values.sel(matrix=matrix)
-        elif matrix is not None:
-            raise ValueError("this comparison has one utility matrix; do not pass matrix=")
         flat = values.values.ravel()  # chain-major: paired draws line up across members
         return flat[~np.isnan(flat)]
 
     def prob_superiority(self, matrix: Any = None) -> pd.DataFrame:
-        """``P(row yields more than column)`` for every pair (diagonal NaN)."""
+        """``P(row yields more than column)`` for every pair (diagonal NaN).
+
+        A draw (pair of draws, when independent) counts for the row when its utility
+        exceeds the column's by more than :meth:`tie_tolerance`; ties count for neither,
+        so ``P(A > B) + P(B > A) + P(tie) = 1`` with :meth:`prob_tie`.
+        """
+        return self._pairwise(matrix)[0]
+
+    def prob_tie(self, matrix: Any = None) -> pd.DataFrame:
+        """``P(row and column tie)``: utilities within :meth:`tie_tolerance` of each other
+        (symmetric, diagonal NaN); ``1 - P(A > B) - P(B > A)``."""
+        return self._pairwise(matrix)[1]
+
+    def _pairwise(self, matrix: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
         n = len(self.names)
-        out = np.full((n, n), np.nan)
-        samples = {name: self.samples(name, matrix) for name in self.names}
-        for i, a in enumerate(self.names):
-            for j, b in enumerate(self.names):
-                if i != j:
-                    out[i, j] = _prob_greater(samples[a], samples[b], self.paired)
+        greater, tie = np.full((n, n), np.nan), np.full((n, n), np.nan)
+        tol = self.tie_tolerance(matrix)
+        samples = [self.samples(name, matrix) for name in self.names]
+        for i in range(n):
+            for j in range(i + 1, n):
+                a_over_b, b_over_a, pairs = _counts(samples[i], samples[j], self.paired, tol)
+                greater[i, j], greater[j, i] = a_over_b / pairs, b_over_a / pairs
+                tie[i, j] = tie[j, i] = (pairs - a_over_b - b_over_a) / pairs  # exact counts
         index = pd.Index(self.names, name="classifier")
-        return pd.DataFrame(out, index=index, columns=pd.Index(self.names, name="versus"))
+        columns = pd.Index(self.names, name="versus")
+        return pd.DataFrame(greater, index, columns), pd.DataFrame(tie, index, columns)
 
     def prob_best(self, matrix: Any = None) -> pd.Series:
-        """Probability that each classifier has the largest long-run utility."""
+        """Probability that each classifier has the largest long-run utility.
+
+        On each draw (combination of draws, when independent) the classifiers that no other
+        beats by more than :meth:`tie_tolerance` share it equally, so the probabilities
+        sum to 1; with independent fits this is exact over all combinations of draws.
+        """
+        tol = self.tie_tolerance(matrix)
         samples = [self.samples(name, matrix) for name in self.names]
         if self.paired:
-            stacked = np.stack(samples)  # (classifiers, draws)
-            best = stacked.argmax(axis=0)
-            p = np.bincount(best, minlength=len(samples)) / stacked.shape[1]
+            p = _best_paired(np.stack(samples), tol)
         else:
-            # P(A best) = mean over A's draws of prod_B P(u_B < u_A), B independent.
-            p = np.empty(len(samples))
-            ordered = [np.sort(b) for b in samples]  # each sorted once, not once per pair
-            for i, a in enumerate(samples):
-                below = np.ones(a.size)
-                for j, b in enumerate(ordered):
-                    if j != i:
-                        below *= np.searchsorted(b, a, side="left") / b.size
-                p[i] = below.mean()
+            p = _best_independent(samples, tol)
         return pd.Series(p, index=pd.Index(self.names, name="classifier"), name="prob_best")
 
     def difference(
         self, a: str, b: str, matrix: Any = None, prob: float = 0.9, seed: int = 0
     ) -> xr.DataArray:
-        """Posterior draws of ``u_a - u_b``, with mean, interval and ``P(> 0)`` as attributes.
+        """Posterior draws of ``u_a - u_b``, with mean, interval, ``P(> 0)`` and
+        ``P(tie)`` as attributes.
 
         Paired draws are subtracted draw by draw; independent ones after a random
         pairing (seeded), which samples the distribution of the difference.
+        ``prob_positive`` is ``P(u_a > u_b)`` as :meth:`prob_superiority` counts it (by
+        more than :meth:`tie_tolerance`, over all pairs when independent), ``prob_tie``
+        the probability of a tie.
         """
         a, b = self._check_name(a), self._check_name(b)
         if not 0 < prob < 1:
             raise ValueError(f"prob must lie in (0, 1), found {prob}")
         x, y = self.samples(a, matrix), self.samples(b, matrix)
-        prob_positive = _prob_greater(x, y, self.paired)  # over all pairs when independent
+        x_over_y, y_over_x, pairs = _counts(x, y, self.paired, self.tie_tolerance(matrix))
         if not self.paired:
             rng = np.random.default_rng(seed)
             n = max(x.size, y.size)
@@ -292,7 +524,8 @@ class Comparison:
                 "mean": float(diff.mean()),
                 "interval": (float(low), float(high)),
                 "interval_prob": prob,
-                "prob_positive": prob_positive,
+                "prob_positive": x_over_y / pairs,
+                "prob_tie": (pairs - x_over_y - y_over_x) / pairs,
                 "paired": self.paired,
             },
         )
@@ -333,8 +566,12 @@ class Comparison:
             self.summary().to_html(index=False, escape=True, float_format="%.4g"),
         ]
         if not self._batched:
+            superiority, tie = self._pairwise(None)
             parts.append("<p>P(row yields more than column)</p>")
-            parts.append(self.prob_superiority().to_html(escape=True, float_format="%.3f"))
+            parts.append(superiority.to_html(escape=True, float_format="%.3f"))
+            if np.nansum(tie.values) > 0:  # else the two directions sum to 1
+                parts.append("<p>P(row and column tie)</p>")
+                parts.append(tie.to_html(escape=True, float_format="%.3f"))
         parts.append("</div>")
         return "".join(parts)
 
@@ -366,14 +603,80 @@ def _dataset(arrays: Mapping[str, xr.DataArray]) -> xr.Dataset:
         values = values.reset_coords(drop=True).rename(name)
         index = {d: np.arange(values.sizes[d]) for d in values.dims if d not in values.coords}
         parts.append(values.assign_coords(index))
-    return xr.merge(parts, join="outer")
+    merged = xr.merge(parts, join="outer")
+    # each variable keeps its own attrs (its integration method); the Dataset's would be
+    # the first classifier's alone, as if it were every classifier's
+    merged.attrs = {}
+    return merged
 
 
-def _prob_greater(a: np.ndarray, b: np.ndarray, paired: bool) -> float:
-    """P(u_a > u_b): draw by draw when paired, else over all pairs (by sorting)."""
+def _counts(a: np.ndarray, b: np.ndarray, paired: bool, tol: float) -> tuple[int, int, int]:
+    """``(#[a > b + tol], #[b > a + tol], #pairs)`` over paired draws (draw by draw) or,
+    independent, over all pairs of draws; the rest of the pairs are ties.
+
+    Independent: ``#{t : b_t + tol < a_s}`` for every ``s`` is a search of ``a`` in the
+    sorted ``b + tol`` (adding ``tol`` keeps the order), the very comparisons of a count
+    pair by pair.
+    """
     if paired:
-        return float(np.mean(a > b))
-    return float(np.searchsorted(np.sort(b), a, side="left").sum() / (a.size * b.size))
+        return int(np.count_nonzero(a > b + tol)), int(np.count_nonzero(b > a + tol)), a.size
+    a_over_b = np.searchsorted(np.sort(b) + tol, a, side="left").sum()
+    b_over_a = np.searchsorted(np.sort(a) + tol, b, side="left").sum()
+    return int(a_over_b), int(b_over_a), a.size * b.size
+
+
+def _best_paired(stacked: np.ndarray, tol: float) -> np.ndarray:
+    """P(best) over paired draws ``stacked`` (classifiers, draws): on each draw the
+    classifiers that the largest does not beat (``max <= u + tol``) share it equally."""
+    best = ~(stacked.max(axis=0) > stacked + tol)  # the largest itself is always in
+    return (best / best.sum(axis=0)).mean(axis=1)
+
+
+def _best_independent(samples: list[np.ndarray], tol: float) -> np.ndarray:
+    """P(best) over all combinations of independent draws, ties shared equally, exactly.
+
+    Each combination has a largest value ``m``, held by classifier ``j`` (the first of
+    equal values): ``j``'s draw is ``m``, the classifiers before ``j`` lie below ``m``,
+    those after at or below it. Given that, the classifiers are independent, and each
+    other one ``l`` is tied with ``m`` (not beaten: ``m <= v + tol``) with probability
+    ``in_l`` and beaten with ``out_l`` (fractions of its draws, by sorted search). The
+    combination goes in equal shares to ``j`` and the ``X`` tied others, so ``j`` gets
+    ``E[1 / (1 + X)]`` and a tied ``i`` gets ``E[1 / (2 + X')]``, ``X'`` the tied others
+    but ``i``. With ``X`` a sum of independent Bernoullis, ``E[1 / (1 + X)] = integral_0^1
+    prod_l (in_l t + out_l) dt`` (``integral t^x dt = 1 / (1 + x)``), a polynomial of
+    degree below the number of classifiers ``k``: Gauss-Legendre with ``k // 2 + 1`` nodes
+    is exact. The work is vectorised over draws; the loops run over classifiers only.
+    """
+    k = len(samples)
+    p = np.zeros(k)
+    if k == 1:
+        p[0] = 1.0
+        return p
+    ordered = [np.sort(s) for s in samples]
+    shifted = [o + tol for o in ordered]  # v + tol, still sorted
+    nodes, weights = np.polynomial.legendre.leggauss(k // 2 + 1)
+    t, w = (nodes + 1) / 2, weights / 2  # on [0, 1]
+    for j, m in enumerate(samples):  # m: j's draws, each the largest value in turn
+        inside = np.zeros((k, m.size))
+        factors = np.ones((k, m.size, t.size))  # in_l t + out_l; 1 for j itself
+        for other, (below, beaten) in enumerate(zip(ordered, shifted, strict=True)):
+            if other == j:
+                continue
+            n = below.size
+            under = np.searchsorted(below, m, side="left" if other < j else "right")
+            out = np.searchsorted(beaten, m, side="left")  # v + tol < m: beaten
+            inside[other] = (under - out) / n  # beaten implies below: v <= v + tol < m
+            factors[other] = inside[other][:, None] * t + (out / n)[:, None]
+        # products of the factors of all classifiers but one, by prefix and suffix products
+        before = np.cumprod(np.concatenate([np.ones((1, *factors.shape[1:])), factors[:-1]]),
+                            axis=0)  # fmt: skip
+        after = np.cumprod(np.concatenate([np.ones((1, *factors.shape[1:])), factors[:0:-1]]),
+                           axis=0)[::-1]  # fmt: skip
+        but = before * after  # (k, draws, nodes): the product over every l but that one
+        shares = (inside * (but @ (w * t))).sum(axis=1)  # a tied i: in_i E[1 / (2 + X')]
+        shares[j] = (but[j] @ w).sum()  # j's own factor is 1: the product over l != j
+        p += shares / m.size
+    return p
 
 
 def _plot_densities(ax: Axes, samples: Mapping[str, np.ndarray]) -> None:

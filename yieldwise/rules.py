@@ -12,6 +12,7 @@ much, matrix by matrix, over thousands of matrices drawn from a stated prior.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,13 @@ import pandas as pd
 
 from ._validation import align, check_positive_int
 from .long_run import DEFAULT_CELLS, DEFAULT_POINTS, long_run_utility
-from .utility import MATRIX_PRIORS, UtilityMatrix, chart_coordinates, sample_matrices
+from .utility import (
+    MATRIX_PRIORS,
+    TIE_RTOL,
+    UtilityMatrix,
+    chart_coordinates,
+    sample_matrices,
+)
 
 if TYPE_CHECKING:
     from .transducer import Transducer
@@ -51,10 +58,10 @@ def standard_vs_augmented(
     transducer : fitted Transducer
         Of one classifier (the standard rule needs its own outputs; for a joint
         transducer use ``transducer.marginal(name)``).
-    utilities : sequence of UtilityMatrix, optional
-        The matrices; their decisions must be labelled like the transducer's
-        classes (decision ``c`` = "choose class ``c``", which the standard rule
-        takes). Default: ``n_matrices`` drawn by
+    utilities : UtilityMatrix or sequence of UtilityMatrix, optional
+        The matrices (one matrix is a batch of one); their decisions must be
+        labelled like the transducer's classes (decision ``c`` = "choose class ``c``",
+        which the standard rule takes). Default: ``n_matrices`` drawn by
         :func:`yieldwise.utility.sample_matrices` from ``prior`` with decisions
         and classes the transducer's classes -- for two classes ``"uniform"`` is
         uniform over the chart of theory 1.1, for more i.i.d. uniform entries with
@@ -79,7 +86,11 @@ def standard_vs_augmented(
         long-run utility per item), ``gain`` (their difference), ``integration_error``
         (the larger of the two rules' bounds), ``prob_augmented_better`` (the
         posterior probability, over paired draws, that the augmented rule yields
-        more), ``not_worse`` (the gain is at least minus the integration error and
+        more: by more than ``TIE_RTOL * (max U - min U)``, the package's tie rule
+        :func:`yieldwise.utility.near_best`), ``prob_tie`` (that the two rules tie:
+        within that tolerance, e.g. on every draw where they take the same decisions;
+        ``1 - prob_tie - prob_augmented_better`` is the probability that the standard
+        rule yields more), ``not_worse`` (the gain is at least minus the integration error and
         rounding), and for binary matrices the chart coordinates ``x`` and ``y``.
         ``attrs`` records the prior, seed, number of matrices, whether rescaled,
         and ``share_not_worse``.
@@ -100,8 +111,8 @@ def standard_vs_augmented(
     ...                            output_transform="identity", resolution=None)
     >>> frame = standard_vs_augmented(t, n_matrices=100, seed=1, threshold=0.0)
     >>> list(frame.columns)
-    ['standard', 'augmented', 'gain', 'integration_error', 'prob_augmented_better', 'not_worse',
-     'x', 'y']
+    ['standard', 'augmented', 'gain', 'integration_error', 'prob_augmented_better', 'prob_tie',
+     'not_worse', 'x', 'y']
     >>> frame.attrs["share_not_worse"]  # the augmented rule never yields less on average
     1.0
     """
@@ -113,9 +124,21 @@ def standard_vs_augmented(
         check_positive_int(n_matrices, "n_matrices")  # named as the caller knows it
         utilities = sample_matrices(n_matrices, classes, classes, prior=prior, seed=seed)
     else:
-        utilities = list(utilities)
+        given = type(utilities).__name__
+        if isinstance(utilities, UtilityMatrix):
+            utilities = [utilities]  # a batch of one
+        elif isinstance(utilities, Iterable) and not isinstance(utilities, str | bytes):
+            utilities = list(utilities)
+        else:
+            raise TypeError(
+                f"utilities must be a UtilityMatrix or a non-empty sequence of them, found {given}"
+            )
         if not utilities or not all(isinstance(u, UtilityMatrix) for u in utilities):
-            raise TypeError("utilities must be a non-empty sequence of UtilityMatrix")
+            other = [type(u).__name__ for u in utilities if not isinstance(u, UtilityMatrix)]
+            raise TypeError(
+                "utilities must be a UtilityMatrix or a non-empty sequence of them, found "
+                + (f"a {given} holding a {other[0]}" if utilities else f"an empty {given}")
+            )
         for k, u in enumerate(utilities):
             if set(u.decisions) != set(classes) or set(u.classes) != set(classes):
                 raise ValueError(
@@ -164,7 +187,14 @@ def standard_vs_augmented(
     frame = pd.DataFrame({"standard": mean_standard, "augmented": mean_augmented})
     frame["gain"] = frame["augmented"] - frame["standard"]
     frame["integration_error"] = error
-    frame["prob_augmented_better"] = (augmented_draws > standard_draws).mean(axis=0)
+    # Ties (theory 2: the same decisions give the same utility, up to rounding) count for
+    # neither rule: the package's one tie rule, TIE_RTOL times the matrix's range
+    tol = TIE_RTOL * spread
+    better = np.count_nonzero(augmented_draws > standard_draws + tol, axis=0)
+    worse = np.count_nonzero(standard_draws > augmented_draws + tol, axis=0)
+    draws = len(augmented_draws)
+    frame["prob_augmented_better"] = better / draws
+    frame["prob_tie"] = (draws - better - worse) / draws
     # not worse: within the integration error, and within rounding (1e-12 relative)
     rounding = _ROUNDING * np.maximum(1.0, np.abs(frame[["standard", "augmented"]]).max(axis=1))
     frame["not_worse"] = frame["gain"] >= -(frame["integration_error"] + rounding)
