@@ -128,6 +128,8 @@ def test_summary_numbers_are_those_of_the_draws(report):
         a = u.sel(classifier=row.classifier).values.ravel()
         b = u.sel(classifier=row.versus).values.ravel()
         assert row.prob_superiority == pytest.approx(np.mean(a[:, None] > b[None, :]))
+        # distinct fits: no two draws' utilities equal (ties within 1e-12 of U's range)
+        assert row.prob_tie == pytest.approx(np.mean(a[:, None] == b[None, :]), abs=0)
 
 
 def test_html_is_self_contained_and_escapes_names(report):

@@ -17,8 +17,8 @@ one folder:
   10,000 random utility matrices;
 * ``summary.csv``: one row per data set, classifier and matrix (posterior mean, sd,
   quantiles, rescaled values, P(best), integration errors);
-* ``superiority.csv``: P(row classifier yields more than column classifier), per data set
-  and matrix;
+* ``superiority.csv``: P(row classifier yields more than column classifier) and P(the two
+  tie), per data set and matrix;
 * ``draws.nc``: the long-run-utility draws, raw and rescaled, with dims (dataset,
   classifier, chain, draw, matrix), reloadable with ``xarray.open_dataset``; the
   transducers are saved beside it as ``transducer_<name>.nc`` (with several data sets

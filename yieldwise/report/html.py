@@ -390,6 +390,13 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned, 
                 parts.append("<p>P(row classifier yields more than column classifier):</p>")
                 parts.append(_table(comparison.prob_superiority(matrix=matrix),
                                     float_format=lambda v: f"{v:.3f}", na_rep="—"))  # fmt: skip
+                ties = comparison.prob_tie(matrix=matrix)
+                if (ties.fillna(0) > 0).to_numpy().any():  # else P(A > B) + P(B > A) = 1
+                    parts.append("<p>P(row and column classifier tie): their long-run "
+                                 "utilities equal, as when they take the same decisions "
+                                 "(so that P(row > column) + P(column > row) + P(tie) "
+                                 "= 1):</p>")  # fmt: skip
+                    parts.append(_table(ties, float_format=lambda v: f"{v:.3f}", na_rep="—"))
                 parts.append("<p>P(best): the probability that each has the highest long-run "
                              "utility.</p>")  # fmt: skip
                 parts.append(_table(comparison.prob_best(matrix=matrix).to_frame(),

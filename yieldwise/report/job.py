@@ -311,6 +311,7 @@ def _superiority_table(comparison: Any) -> pd.DataFrame:
     matrices = list(comparison.utilities["matrix"].values)
     for matrix in matrices:
         table = comparison.prob_superiority(matrix=matrix)
+        ties = comparison.prob_tie(matrix=matrix)
         for a in table.index:
             for b in table.columns:
                 if a != b:
@@ -320,9 +321,11 @@ def _superiority_table(comparison: Any) -> pd.DataFrame:
                             "classifier": a,
                             "versus": b,
                             "prob_superiority": table.loc[a, b],
+                            "prob_tie": ties.loc[a, b],
                         }
                     )
-    return pd.DataFrame(rows, columns=["matrix", "classifier", "versus", "prob_superiority"])
+    columns = ["matrix", "classifier", "versus", "prob_superiority", "prob_tie"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) -> dict[str, Any]:
