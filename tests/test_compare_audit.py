@@ -264,6 +264,9 @@ def test_standard_and_augmented_rules_that_decide_alike_tie():
     indifferent = UtilityMatrix([[0.0, 1.0], [0.0, 1.0]], decisions=LABELS, classes=LABELS)
     frame = standard_vs_augmented(t, [indifferent], rescale=False)
     assert frame["prob_augmented_better"].item() == 0.0 and frame["prob_tie"].item() == 1.0
+    # rescaled, its best and worst achievable utilities coincide: refused as long_run does
+    with pytest.raises(ValueError, match="cannot rescale utility matrix 0: every decision"):
+        standard_vs_augmented(t, [indifferent])
     # a matrix where the rules differ: P(augmented better) + P(tie) + P(standard better) = 1,
     # counted draw by draw from the two rules' utilities
     costly = UtilityMatrix([[1.0, -5.0], [0.0, 1.0]], decisions=LABELS, classes=LABELS)

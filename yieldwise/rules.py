@@ -181,6 +181,13 @@ def standard_vs_augmented(
         f = m_t.mean(axis=0).sum(axis=0)
         low = values.min(axis=1) @ f
         scale = values.max(axis=1) @ f - low
+        if (scale <= 0).any():  # long_run_utility's rescaling refuses it the same way
+            bad = int(np.flatnonzero(scale <= 0)[0])
+            raise ValueError(
+                f"cannot rescale utility matrix {bad}: every decision has the same utility "
+                "for each class, so the best and worst achievable utilities coincide; pass "
+                "rescale=False"
+            )
         mean_standard = (mean_standard - low) / scale
         mean_augmented = (mean_augmented - low) / scale
         error = error / scale
