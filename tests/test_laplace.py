@@ -70,6 +70,34 @@ def test_quantities_in_blocks_of_draws_are_each_draws_own(dims, monkeypatch):
     assert (together["log_lik_cut_gap"] > 1e-6).all()
 
 
+def test_a_row_far_below_its_class_top_keeps_a_finite_log_likelihood():
+    """A row whose kernels' weights lie 900 nats below its class column's largest (a
+    lattice bin far beyond the grid, in a draw from the approximation's tail): exp
+    underflows to 0 even after the column's shift, so the row's log-likelihood is taken
+    again as a log-sum-exp over its kernels, equal to that computed here by brute force.
+    Before, log 0 made the fit's log-likelihood -inf and its cut gap NaN."""
+    data, *_ = _data()
+    model = TransducerDensity(data)
+    K, C = model.kern_full.shape[1], model.C
+    rng = np.random.default_rng(3)
+    theta = rng.normal(0, 1, (2, K, C))
+    n = 0  # the first row: push every kernel it reaches far below its class's top
+    reached = model.kern_full[n] > 0
+    theta[0, reached, model.cls[n]] = -900.0 + rng.normal(0, 1, reached.sum())
+    theta[0, ~reached, model.cls[n]] = 5.0  # the column's top, where the row has no mass
+    log_norm = logsumexp(theta, axis=(1, 2))
+    top = theta.max(axis=1, keepdims=True)
+    shift = (top[:, 0, :] - log_norm[:, None])[:, model.cls]
+    with np.errstate(divide="ignore"):
+        out = model._log_rows(model.kern_full, np.exp(theta - top), theta, shift)
+        log_kern = np.log(model.kern_full)
+    assert np.isfinite(out).all()
+    brute = np.array([[logsumexp(log_kern[i] + theta[d, :, model.cls[i]]) - log_norm[d]
+                       for i in range(model.cls.size)] for d in range(2)])  # fmt: skip
+    np.testing.assert_allclose(out, brute, rtol=1e-12, atol=1e-9)
+    assert out[0, n] < -800  # the pushed row, not an underflowed 0 read as -inf
+
+
 @pytest.mark.parametrize(("dims", "classes"), [(1, 2), (2, 2), (1, 3)])
 def test_log_likelihood_is_the_mixture_of_normal_kernels(dims, classes):
     data, design, y, c = _data(dims=dims, classes=classes)

@@ -653,6 +653,28 @@ class TransducerDensity:
             out[:, j] = (self.log_density(u + step)[1] - self.log_density(u - step)[1]) / (2 * h[j])
         return 0.5 * (out + out.T)
 
+    def _log_rows(
+        self, kern: np.ndarray, block: np.ndarray, theta: np.ndarray, shift: np.ndarray
+    ) -> np.ndarray:
+        """log of each calibration row's likelihood under its own class, (draws, N):
+        ``kern @ exp(theta - top)`` plus the shift back (``shift``: each class column's
+        top minus the draw's normaliser). Where even that underflows to 0 (a row whose
+        kernels' weights lie more than ~745 nats below its class's largest, as a lattice
+        bin far beyond the grid in a draw from the approximation's tail), those entries
+        are computed again as a log-sum-exp over the row's kernels."""
+        rows = np.arange(self.cls.size)
+        out = np.log((kern @ block)[:, rows, self.cls]) + shift
+        draw, row = np.nonzero(~np.isfinite(out))
+        if draw.size:
+            with np.errstate(divide="ignore"):
+                log_kern = np.log(kern[row])  # (bad, K)
+            column = theta[draw, :, self.cls[row]]  # (bad, K): each row's class column
+            # shift = top - log_norm, top the column's largest: log_norm = top - shift
+            out[draw, row] = (
+                logsumexp(log_kern + column, axis=1) - column.max(axis=1) + shift[draw, row]
+            )
+        return out
+
     def quantities(self, us: np.ndarray) -> dict[str, np.ndarray]:
         """Parameters and generated quantities of each row of ``us`` (S, size), as Stan's."""
         p = self.unpack(us)
@@ -662,7 +684,6 @@ class TransducerDensity:
         beta = np.exp(theta - log_norm)
         w = beta.sum(axis=2)
         alpha = np.exp(theta - logsumexp(theta, axis=2, keepdims=True))
-        rows = np.arange(self.cls.size)
         log_lik = np.empty(us.shape[0])
         gap = np.zeros(us.shape[0])  # what the values left out of the sparse form add
         # a block of draws at a time: (S, N, C) whole was a fit's peak, 916 MB at ten
@@ -670,11 +691,18 @@ class TransducerDensity:
         step = max(1, _QUANTITY_BLOCK // max(1, self.cls.size * self.C))
         with np.errstate(divide="ignore"):
             for a in range(0, us.shape[0], step):
-                block = beta[a : a + step]
-                log_row = np.log((self.kern_full @ block)[:, rows, self.cls])  # (draws, N)
+                # each class column shifted by its largest theta, as the Stan program's
+                # likelihood is: beta itself can underflow to 0 at every kernel a row
+                # reaches (a lattice bin far beyond the grid), and log 0 made the
+                # log-likelihood -inf and the cut gap NaN
+                theta_a = theta[a : a + step]
+                top = theta_a.max(axis=1, keepdims=True)  # (s, 1, C)
+                block = np.exp(theta_a - top)
+                shift = (top[:, 0, :] - log_norm[a : a + step, 0])[:, self.cls]  # (s, N)
+                log_row = self._log_rows(self.kern_full, block, theta_a, shift)
                 log_lik[a : a + step] = log_row @ self.count
                 if self.kern is not self.kern_full:
-                    cut = np.log((self.kern @ block)[:, rows, self.cls])
+                    cut = self._log_rows(self.kern, block, theta_a, shift)
                     gap[a : a + step] = (log_row - cut) @ self.count
             log_lik += float(self.count @ self.kern_log_scale)
         tau_a = np.exp(p["log_tau_a"])
