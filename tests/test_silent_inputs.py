@@ -87,9 +87,9 @@ def test_a_named_series_must_carry_the_fitted_name():
 def test_without_fitted_names_frames_are_taken_by_position():
     t = two_columns(frame_columns=None)  # fitted on an array: columns output_0, output_1
     y = np.random.default_rng(3).normal(size=(4, 2))
-    np.testing.assert_array_equal(
-        t.predict_proba(pd.DataFrame(y, columns=["p", "q"])), t.predict_proba(y)
-    )
+    with pytest.warns(UserWarning, match="fitted on a plain array"):  # names go unused
+        by_position = t.predict_proba(pd.DataFrame(y, columns=["p", "q"]))
+    np.testing.assert_array_equal(by_position, t.predict_proba(y))
 
 
 # ----------------------------------------------- item 10: names, NaN, labels

@@ -1465,6 +1465,49 @@ def _draws_matrix(draws: Any, positive: Label, n_items: int) -> np.ndarray:
     return values
 
 
+#: How far outside the range of its draws an item's probability may lie in
+#: :func:`reliability_table`. A transducer's probability is a weighted mean of its per-draw
+#: probabilities (exchangeable, theory 3.2: weights ``sum_c G_t(c, y)``; or their plain
+#: mean), so it lies within their range; the other class's draws miss it by about
+#: ``|1 - 2 p|`` less the band's width. The margin admits draws of another kind (a
+#: calibrator's bootstrap) whose full-data estimate strays a little beyond them.
+DRAWS_RANGE_TOLERANCE = 0.05
+
+
+def _check_draws_match(
+    values: np.ndarray, p: np.ndarray, positive: Label, given: bool, classes: tuple[Label, ...]
+) -> None:
+    """ValueError when an item's probability lies farther than
+    :data:`DRAWS_RANGE_TOLERANCE` outside the range of its draws: draws of another class
+    than the probabilities', most often ``positive`` left at the first class (``given``
+    False) with probabilities of the second."""
+    low, high = values.min(axis=0), values.max(axis=0)
+    outside = np.maximum(np.maximum(low - p, p - high), 0.0)
+    worst = int(np.argmax(outside))
+    if outside[worst] <= DRAWS_RANGE_TOLERANCE:
+        return
+    default = "" if given else ", the first class by default"
+    flipped = bool(
+        np.all((1 - p >= low - DRAWS_RANGE_TOLERANCE) & (1 - p <= high + DRAWS_RANGE_TOLERANCE))
+    )
+    others = [c for c in classes if c != positive]
+    hint = f" (e.g. positive={others[0]!r})" if flipped and len(others) == 1 else ""
+    looks = (
+        "they look like the other class's probabilities (one minus probabilities lies "
+        "within every item's draws)"
+        if flipped else "they are not draws of what probabilities estimates (draws of "
+        "another class, or of other items or another transducer)"
+    )  # fmt: skip
+    raise ValueError(
+        f"draws, taken as per-draw probabilities of positive={positive!r}{default}, do not "
+        f"surround probabilities: item {worst}'s probability {p[worst]:.4g} lies "
+        f"{outside[worst]:.3g} outside the range of its draws [{low[worst]:.4g}, "
+        f"{high[worst]:.4g}]; {looks}. probabilities and draws must be of one class, "
+        f"positive: pass positive= the class whose probabilities these are{hint}, or draws "
+        f"of class {positive!r}"
+    )
+
+
 def reliability_table(
     probabilities: Any,
     true_classes: Any,
@@ -1502,7 +1545,11 @@ def reliability_table(
     draws : array (draws, items) or xarray DataArray, optional
         Per-draw probabilities of ``positive`` (a DataArray with dims ``item`` and
         possibly ``class``, ``chain``, ``draw``, as from
-        :meth:`yieldwise.Transducer.draws_proba`).
+        :meth:`yieldwise.Transducer.draws_proba`: ``positive`` selects its class). Each
+        item's probability must lie within the range of its draws, give or take
+        :data:`DRAWS_RANGE_TOLERANCE` (a transducer's always does, being a weighted mean of
+        them); ValueError otherwise: draws of another class than the probabilities,
+        typically ``positive`` left at the first class with probabilities of the second.
     band : float, default 0.9
         Mass of the transducer's band.
 
@@ -1528,7 +1575,8 @@ def reliability_table(
             raise ValueError(f"{name} must be a number in (0, 1), found {value!r}")
     p = as_float_array(probabilities, "probabilities", ndim=1)
     _check_probabilities(p, "reliability_table")
-    is_positive, positive, _ = binary_truth(true_classes, positive, classes, p.size)
+    given = positive is not None
+    is_positive, positive, labels = binary_truth(true_classes, positive, classes, p.size)
     _, table = _decompose(p, is_positive.astype(float), bins)
     index, _ = _bin_index(p, bins)
     k = table["n_items"].to_numpy()
@@ -1536,6 +1584,7 @@ def reliability_table(
     table["wilson_lower"], table["wilson_upper"] = _wilson(successes, k, level)
     if draws is not None:
         values = _draws_matrix(draws, positive, p.size)
+        _check_draws_match(values, p, positive, given, labels)
         # compact the bin numbers to the non-empty bins, then per-draw bin means as one
         # matrix product (draws, items) @ (items, bins)
         _, compact = np.unique(index, return_inverse=True)

@@ -66,7 +66,9 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
     transducer_ : Transducer
         The fitted transducer.
     classes_ : numpy.ndarray
-        Class labels, in the transducer's order (the columns of :meth:`predict_proba`).
+        Class labels, in the transducer's order (the columns of :meth:`predict_proba`): the
+        estimator's own ``classes_`` (the order of its output columns), or the sorted
+        calibration labels for an estimator without them.
     n_features_in_ : int
         Number of features of the calibration inputs (set when ``X`` has a 2-D shape).
 
@@ -163,7 +165,7 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(template).__name__}"
             )
         labels = np.asarray(y)
-        classes = tuple(np.unique(labels).tolist())
+        classes = self._classes(labels)
         if set(self.utility.classes) != set(classes):
             raise ValueError(
                 f"utility has classes {list(self.utility.classes)}, but the calibration "
@@ -323,6 +325,27 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"estimator {name} has no method {self.output}(); output may be one of {available}"
             )
+
+    def _classes(self, labels: np.ndarray) -> tuple[Any, ...]:
+        """The classes in the order of the estimator's output columns: its ``classes_``
+        (``predict_proba``'s and ``decision_function``'s columns follow them), else the
+        sorted labels of ``y``. The transducer reads an output with one column per class by
+        position (column ``j`` the output for class ``j``; a class reduction ranks them so),
+        so the sorted labels would pair the columns with the wrong classes whenever the
+        estimator orders them otherwise."""
+        seen = tuple(np.unique(labels).tolist())
+        own = getattr(self.estimator, "classes_", None)
+        if own is None:
+            return seen
+        classes = tuple(np.asarray(own).tolist())
+        if set(classes) != set(seen):
+            name = type(self.estimator).__name__
+            raise ValueError(
+                f"the calibration labels {list(seen)} are not the classes of the estimator "
+                f"{name}, {list(classes)} (its classes_, the order of its output columns); "
+                "calibrate it on items of every class it outputs, and of no other"
+            )
+        return classes
 
     def _outputs(self, X: Any) -> np.ndarray:
         """The estimator's outputs: a 1-D score for binary problems, else one column each."""

@@ -38,6 +38,7 @@ transform so that a saved transducer reproduces every prediction:
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -56,9 +57,11 @@ __all__ = [
     "OutputTransform",
     "as_outputs",
     "choose_transform",
+    "columns_naming_classes",
     "detect_resolution",
     "few_points_on_a_line",
     "joint_outputs",
+    "names_given",
     "principal_axes",
     "resolution_bins",
     "snap_to_lattice",
@@ -133,6 +136,12 @@ class OutputTransform:
         of positions along it, ``(k + 1/2) h`` for integer ``k``: two distinct outputs,
         at ``-h/2`` and ``h/2`` (``centre`` their midpoint), each read as its bin
         ``[k h, (k + 1) h]`` of positions (:func:`choose_transform`).
+    named : True when the user gave the column names (a DataFrame, a named Series, a
+        joint fit's mapping), False when they are the defaults of a plain array
+        (``output``, ``output_0``, ...), None when not recorded (a file written before
+        the record, within format version 7): :func:`as_outputs` then takes the default
+        names as unnamed. A DataFrame given for prediction is matched by name exactly
+        when the fitted names were given.
     """
 
     kind: tuple[str, ...]
@@ -142,6 +151,7 @@ class OutputTransform:
     centre: tuple[float, ...] | None = None
     axes: tuple[tuple[float, ...], ...] | None = None
     line_resolution: float | None = None
+    named: bool | None = None
 
     # ------------------------------------------------------------- structure
     @property
@@ -394,11 +404,15 @@ class OutputTransform:
         if isinstance(squeeze_n, bool) or not isinstance(squeeze_n, int) or squeeze_n < 2:
             raise ValueError(f"squeeze_n must be an integer >= 2, found {squeeze_n!r}")
         centre, axes = record.get("centre"), record.get("axes")
+        named = record.get("named")  # absent from files written before it was recorded
+        if named is not None and not isinstance(named, bool):
+            raise ValueError(f"named must be true, false or null, found {named!r}")
         transform = cls(
             kind=tuple(kind),
             columns=tuple(str(c) for c in columns),
             resolution=tuple(None if h is None else float(h) for h in resolution),
             squeeze_n=squeeze_n,
+            named=named,
         )
         line_resolution = record.get("line_resolution")
         if centre is None and axes is None:
@@ -461,7 +475,7 @@ class OutputTransform:
         return OutputTransform(
             kind=self.kind, columns=self.columns, resolution=self.resolution,
             squeeze_n=self.squeeze_n, centre=tuple(float(v) for v in c),
-            axes=tuple(tuple(float(v) for v in row) for row in a),
+            axes=tuple(tuple(float(v) for v in row) for row in a), named=self.named,
         )  # fmt: skip
 
 
@@ -509,6 +523,7 @@ def choose_transform(
     *,
     rotate: bool = True,
     few_points: bool = True,
+    named: bool | None = None,
 ) -> OutputTransform:
     """Pick the transform for calibration ``outputs`` (finite, shape ``(n, D)``).
 
@@ -523,7 +538,8 @@ def choose_transform(
     and ``few_points``, outputs of two or more model coordinates that take at most two
     distinct values are modelled on a line through them (:func:`few_points_on_a_line`;
     a class reduction, which models the outputs' ranks instead, asks for it only when it
-    does not apply).
+    does not apply). ``named``: whether the user gave ``columns``
+    (:attr:`OutputTransform.named`, :func:`names_given`).
     """
     n, d = outputs.shape
     in_unit = bool(((outputs >= 0) & (outputs <= 1)).all())
@@ -567,7 +583,11 @@ def choose_transform(
         resolutions = tuple(None if v is None else float(v) for v in values)
 
     transform = OutputTransform(
-        kind=kinds, columns=tuple(str(c) for c in columns), resolution=resolutions, squeeze_n=n
+        kind=kinds,
+        columns=tuple(str(c) for c in columns),
+        resolution=resolutions,
+        squeeze_n=n,
+        named=named,
     )
     transform.check(outputs)
     if d == 1 and not transform.is_simplex and resolutions[0] is None:
@@ -777,30 +797,109 @@ def _shared_edges(
 
 
 # ------------------------------------------------- outputs given by a user
+def names_given(outputs: Any) -> bool:
+    """Whether ``outputs`` carry column names of the user's: a DataFrame, a named Series,
+    or a mapping of several classifiers' outputs (a joint fit, whose columns the mapping's
+    keys name). A plain array (its columns then named ``output``, ``output_0``, ...,
+    by :func:`as_outputs`) and an unnamed Series do not. Recorded at fit time as
+    :attr:`OutputTransform.named`."""
+    if isinstance(outputs, pd.DataFrame | Mapping):
+        return True
+    return isinstance(outputs, pd.Series) and outputs.name is not None
+
+
+# How columns_naming_classes splits a column name into tokens.
+_NAME_TOKENS = re.compile(r"[^0-9A-Za-z]+")
+
+
+def columns_naming_classes(columns: Sequence[Any], labels: Sequence[Any]) -> tuple[int, ...] | None:
+    """The classes that output columns name, as positions in ``labels``, or None.
+
+    Each column name is split into tokens at every run of characters other than ASCII
+    letters and digits (``re.split(r"[^0-9A-Za-z]+", name)``: ``"p_3"`` gives ``p`` and ``3``,
+    ``"logit-other"`` ``logit`` and ``other``); the whole name counts as a token too
+    (labels such as ``"New York"``). A column names class ``c`` when one of its tokens
+    equals ``str(c)`` (exactly, case included). When there are as many columns as
+    labels, every column names exactly one class and no two columns name the same one,
+    the result is the permutation ``perm`` with ``perm[j]`` the position in ``labels``
+    of column ``j``'s class; otherwise None (names that are not class labels:
+    ``"score"``, ``"margin"``; a column naming two classes; two columns one class).
+
+    A multi-column output is read by position, column ``j`` the output for
+    ``labels[j]`` (a probability vector, one logit per class, the "standard" rule's
+    argmax), so a permutation other than the identity means the columns name their
+    classes in another order than ``labels``: ``Transducer.fit`` refuses that.
+
+    Examples
+    --------
+    >>> columns_naming_classes(["p_3", "p_2", "p_1", "p_0"], [0, 1, 2, 3])
+    (3, 2, 1, 0)
+    >>> columns_naming_classes(["logit_other", "logit_eight"], ["eight", "other"])
+    (1, 0)
+    >>> columns_naming_classes(["a", "b"], ["a", "b"])
+    (0, 1)
+    >>> columns_naming_classes(["score", "margin"], ["a", "b"]) is None
+    True
+    """
+    columns, texts = list(columns), [str(label) for label in labels]
+    if len(columns) != len(texts) or not columns:
+        return None
+    found = []
+    for column in columns:
+        name = str(column)
+        tokens = {name, *(token for token in _NAME_TOKENS.split(name) if token)}
+        named = [c for c, text in enumerate(texts) if text in tokens]
+        if len(named) != 1:
+            return None
+        found.append(named[0])
+    if len(set(found)) != len(found):
+        return None
+    return tuple(found)
+
+
 # ---------------------------------------------------------------------- helpers
 def as_outputs(
-    outputs: Any, name: str, expected: tuple[str, ...] | None = None
+    outputs: Any,
+    name: str,
+    expected: tuple[str, ...] | None = None,
+    named: bool | None = None,
 ) -> tuple[np.ndarray, tuple[str, ...]]:
     """Outputs as a finite (items, D) float array plus column names.
 
     With ``expected`` (the fitted columns), a DataFrame's columns are matched by name in
     any order, and a named Series by its name, whenever the transducer was fitted on
-    named columns; other names are an error. Plain arrays are taken by position.
+    columns the user named (``named``, :attr:`OutputTransform.named`; None, for a
+    transform that did not record it: when ``expected`` are not the defaults of a plain
+    array); other names are an error. Plain arrays are taken by position. A DataFrame of
+    two or more columns given to a transducer fitted on a plain array is taken by
+    position too, with a UserWarning unless its names are the fitted defaults in their
+    order (scikit-learn warns likewise): nothing says which column is which.
     """
+    by_name = (_fitted_names(expected) if named is None else named) if expected else False
     if isinstance(outputs, pd.DataFrame):
         columns = tuple(str(c) for c in outputs.columns)
         repeated = sorted({c for c in columns if columns.count(c) > 1})
         if repeated:
             raise ValueError(f"{name} has the column(s) {repeated} more than once")
-        if expected is not None and _fitted_names(expected):
+        if expected is not None and by_name:
             _check_names(columns, expected, name)
             # Same columns as at fit time, perhaps reordered: select them by name.
             outputs = outputs.iloc[:, [columns.index(column) for column in expected]]
             columns = expected
+        elif expected is not None and len(columns) > 1 and columns != expected:
+            warnings.warn(
+                f"{name} is a DataFrame with the columns {list(columns)}, but the transducer "
+                f"was fitted on a plain array (columns {list(expected)}): its columns are "
+                "taken by position, whatever their names. Fit on a DataFrame to have them "
+                "matched by name, or pass a plain array (e.g. .to_numpy()) in the fitted "
+                "order",
+                UserWarning,
+                stacklevel=4,  # as_outputs, the transducer's helper and method, the caller
+            )
         values = as_float_array(outputs.to_numpy(), name, ndim=2)
     elif isinstance(outputs, pd.Series):
         columns = (str(outputs.name) if outputs.name is not None else "output",)
-        if expected is not None and outputs.name is not None and _fitted_names(expected):
+        if expected is not None and outputs.name is not None and by_name:
             _check_names(columns, expected, name)
         values = as_float_array(outputs.to_numpy(), name, ndim=1)[:, None]
     else:
@@ -821,7 +920,8 @@ def as_outputs(
 
 
 def _fitted_names(columns: tuple[str, ...]) -> bool:
-    """Whether fitted columns carry names (not the defaults of a plain array)."""
+    """Whether fitted columns carry names (not the defaults of a plain array): the guess
+    for a transform that did not record it (:attr:`OutputTransform.named` None)."""
     if len(columns) == 1:
         return columns != ("output",)
     return columns != tuple(f"output_{j}" for j in range(len(columns)))

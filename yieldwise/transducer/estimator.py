@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import inspect
 import logging
+import numbers
 import secrets
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -55,9 +56,11 @@ from .encoding import (
     OutputTransform,
     as_outputs,
     choose_transform,
+    columns_naming_classes,
     few_points_on_a_line,
     joint_outputs,
     member_outputs,
+    names_given,
     snap_to_lattice,
     unique_rows,
     warn_off_line,
@@ -209,9 +212,11 @@ class Transducer:
         per pair of top classes, and maps it back to the classes through the output (the
         lower classes share by a tempered softmax). ``"auto"`` (default) does so for a
         probability vector of 4 or more classes with one column per class (column ``j``
-        the output for ``class_labels[j]``); ``"ranks"`` also takes one real score per
-        class (logits); None never reduces. A reduced transducer has no generative mode
-        (``prevalences``) and no :meth:`output_density`.
+        the output for ``class_labels[j]``, by position: when the columns' names are the
+        class labels in another order, :meth:`fit` refuses them, see its ``outputs``);
+        ``"ranks"`` also takes one real score per class (logits); None never reduces. A
+        reduced transducer has no generative mode (``prevalences``) and no
+        :meth:`output_density`.
     likelihood_bins : "auto", None or float
         Large calibration sets (docs/model.md, "Large calibration sets"): the likelihood
         costs time in proportion to the distinct (class, output) rows, so with more than
@@ -336,7 +341,17 @@ class Transducer:
         ----------
         outputs : array-like (items,) or (items, D), DataFrame, or mapping name -> outputs
             The classifier's outputs on calibration items it never saw in
-            training. DataFrame column names are kept. A mapping of several
+            training. DataFrame column names are kept, and predictions then match a
+            DataFrame's columns to them by name (an array, or a DataFrame given to a
+            transducer fitted on an array, by position: the latter warns). An output
+            with one column per class (a probability vector, one logit per class) is
+            read by position, column ``j`` the output for ``class_labels[j]``; when
+            the column names name the classes (each name holds one class label as a
+            token, as ``"p_3"`` or ``"logit_other"``:
+            :func:`~yieldwise.transducer.encoding.columns_naming_classes`) in another
+            order than the classes, fit raises ValueError rather than pair them
+            wrongly: pass ``class_labels`` in the columns' order, or reorder the
+            columns. A mapping of several
             classifiers' outputs on the same items fits one *joint* transducer of
             their concatenated outputs: ``members_`` records each classifier's
             columns, :meth:`marginal` gives each one's own transducer, and
@@ -372,6 +387,7 @@ class Transducer:
         spec, resolution, members = self.output_transform, self.resolution, {}
         if isinstance(outputs, Mapping):
             outputs, members, spec, resolution = joint_outputs(outputs, spec, resolution)
+        named = names_given(outputs)
         y, columns = as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         if truth.size != y.shape[0]:
@@ -398,15 +414,25 @@ class Transducer:
         per_class = np.bincount(class_index, minlength=len(labels))
         if (per_class == 0).any() and reduced is None:
             missing = [labels[j] for j in np.flatnonzero(per_class == 0)]
+            if given:
+                remedy = "Add items of that class or drop it from class_labels"
+            else:  # only a categorical's categories can name a class without items
+                call = (".cat.remove_unused_categories()" if isinstance(classes, pd.Series)
+                        else ".remove_unused_categories()")  # fmt: skip
+                remedy = (
+                    f"They are categories of the categorical classes {list(labels)} that no "
+                    f"item has: add items of them, or drop them (classes{call})"
+                )
             raise ValueError(
                 f"class(es) {missing} have no calibration items; the transducer cannot learn "
-                "p(class | output) for a class it never saw. Add items of that class or drop "
-                "it from class_labels"
+                f"p(class | output) for a class it never saw. {remedy}"
             )
+        if reduced is None and not members and named:
+            _check_class_columns(columns, labels)
         # a joint fit keeps each classifier's own coordinates (no rotation): its marginals
         # (marginal()) drop the other members' dimensions of every product kernel
         transform = choose_transform(
-            y, columns, spec, resolution, rotate=not members, few_points=False
+            y, columns, spec, resolution, rotate=not members, few_points=False, named=named
         )
         reduction = choose_reduction(
             self.class_reduction, y, transform.columns, labels, transform.kind, bool(members),
@@ -593,7 +619,8 @@ class Transducer:
         y, columns = as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
         class_index = indices_of(truth, class_labels, "classes", "class_labels")
-        transform = choose_transform(y, columns, output_transform, resolution, rotate=rotate)
+        transform = choose_transform(y, columns, output_transform, resolution, rotate=rotate,
+                                     named=names_given(outputs))  # fmt: skip
         for name in ("mu", "sigma"):
             found = np.shape(draws[name]) if name in draws else None
             if found is not None and (len(found) != 4 or found[-1] != transform.model_dims):
@@ -668,7 +695,9 @@ class Transducer:
                     "one was fitted on one classifier's outputs: pass them directly"
                 )
             outputs = member_outputs(outputs, self.members_)
-        y, _ = as_outputs(outputs, "outputs", expected=self.transform_.columns)
+        y, _ = as_outputs(
+            outputs, "outputs", expected=self.transform_.columns, named=self.transform_.named
+        )
         self.transform_.check(y)
         calibration = self.posterior_.observed_data["outputs"].values
         y = snap_to_lattice(y, self.transform_, calibration)
@@ -738,7 +767,9 @@ class Transducer:
         """A class-reduced transducer's checked outputs and their margins (the reduced
         transducer's outputs); prevalences are refused (no generative mode)."""
         _refuse_prevalences(prevalences)
-        y, _ = as_outputs(outputs, "outputs", expected=self.transform_.columns)
+        y, _ = as_outputs(
+            outputs, "outputs", expected=self.transform_.columns, named=self.transform_.named
+        )
         self.transform_.check(y)
         assert self.reduction_ is not None
         columns = list(self.reduction_.margin_columns)
@@ -896,18 +927,18 @@ class Transducer:
 
     # ------------------------------------------------------------- predictions
     def predict_proba(
-        self, outputs: Any, exchangeable: bool = True, prevalences: Any = None
+        self, outputs: Any, *, exchangeable: bool = True, prevalences: Any = None
     ) -> np.ndarray:
         """Class probabilities ``p(c | y)`` for each output (theory 3.2).
 
         Parameters
         ----------
         outputs : array-like or DataFrame, same columns as at fit time
-        exchangeable : bool
+        exchangeable : bool, keyword-only
             True: new outputs exchangeable with the calibration outputs,
             ``sum_t G_t(c, y) / sum_t sum_c' G_t(c', y)``. False (feature
-            shift): ``mean_t F_t(c | y)``.
-        prevalences : sequence or mapping, optional
+            shift): ``mean_t F_t(c | y)``. Anything but a bool is a TypeError.
+        prevalences : sequence or mapping, optional, keyword-only
             Deployment class prevalences ``r_c`` (generative mode):
             ``p(c | y, r)`` proportional to ``p(y | c, D) r_c``.
 
@@ -932,6 +963,7 @@ class Transducer:
         the calibration outputs' range give an :class:`ExtrapolationWarning`.
         DataFrame columns are matched to the fitted ones by name.
         """
+        exchangeable = _check_exchangeable(exchangeable)
         if self.reduction_ is not None:
             y, margins = self._reduced_inputs(outputs, prevalences)
             assert self.reduced_ is not None
@@ -944,7 +976,7 @@ class Transducer:
             order = self.reduction_.order(y)  # one sort of the outputs' scores
             with _relayed_warnings():
                 if self.pair_offset_ is None:
-                    ranks = self.reduced_.predict_proba(margins, exchangeable)
+                    ranks = self.reduced_.predict_proba(margins, exchangeable=exchangeable)
                 else:  # the margins checked (and warned about) as the reduced fit would
                     ranks = self._paired_proba(y, self.reduced_._prepare_outputs(margins), order)
             # the others' share is independent of the ranks a posteriori: its mean
@@ -962,8 +994,9 @@ class Transducer:
             out = self._model_proba(lower, upper, censored, exchangeable, r)
         return out[inverse.ravel()]
 
-    def draws_proba(self, outputs: Any, prevalences: Any = None) -> xr.DataArray:
-        """Per-draw transducer ``F_t(c | y)`` as a DataArray (chain, draw, item, class)."""
+    def draws_proba(self, outputs: Any, *, prevalences: Any = None) -> xr.DataArray:
+        """Per-draw transducer ``F_t(c | y)`` as a DataArray (chain, draw, item, class);
+        ``prevalences`` (keyword-only) as for :meth:`predict_proba`."""
         if self.reduction_ is not None:
             y, margins = self._reduced_inputs(outputs, prevalences)
             with _relayed_warnings():
@@ -991,15 +1024,16 @@ class Transducer:
         )
 
     def predict_interval(
-        self, outputs: Any, prob: float = 0.75, prevalences: Any = None
+        self, outputs: Any, prob: float = 0.75, *, prevalences: Any = None
     ) -> xr.Dataset:
         """Probabilities with variability bands (equal-tailed quantiles over draws).
 
         Returns a Dataset with ``mean`` (the exchangeable transducer), ``lower``
         and ``upper`` (the ``(1 - prob)/2`` and ``(1 + prob)/2`` quantiles of
-        ``F_t(c | y)``), dims (item, class).
+        ``F_t(c | y)``), dims (item, class). ``prob`` is one number in (0, 1);
+        ``prevalences`` (keyword-only) as for :meth:`predict_proba`.
         """
-        _check_prob(prob)
+        prob = _check_prob(prob)
         if self.reduction_ is not None:
             return self._reduced_interval(outputs, prob, prevalences)
         y = self._prepare_outputs(outputs)
@@ -1100,7 +1134,7 @@ class Transducer:
         out (:meth:`TransducerPosterior.nearest_kernel_widths`; docs/model.md, "What it
         still gets wrong"). Class probabilities there are not affected.
         """
-        _check_prob(prob)
+        prob = _check_prob(prob)
         if self.reduction_ is not None:
             raise ValueError(
                 "output_density needs the law of the whole output given each class, which a "
@@ -1160,11 +1194,13 @@ class Transducer:
         self,
         outputs: Any,
         utility: UtilityMatrix | Any,
+        *,
         prevalences: Any = None,
         tie: str = "random",
         seed: int | None = None,
     ) -> np.ndarray:
-        """Maximum-expected-utility decisions using the transducer's probabilities."""
+        """Maximum-expected-utility decisions using the transducer's probabilities
+        (``prevalences``, keyword-only, as for :meth:`predict_proba`)."""
         from ..decision import decide
         from ..utility import UtilityMatrix
 
@@ -1302,7 +1338,20 @@ class Transducer:
         arviz.ELPDData
             With ``elpd_loo``, ``se``, ``p_loo``, the pointwise ``loo_i`` and the Pareto
             shapes ``pareto_k`` per item (above about 0.7, that item's estimate is
-            unreliable; ``warning`` is then True).
+            unreliable; ``warning`` is then True). ``p_loo`` is the in-sample log score
+            less ``elpd_loo``, both of one predictive: the joint ``log mean_t G_t(c_i,
+            y_i)``, or with ``conditional`` the exchangeable ``log sum_t G_t(c_i, y_i) /
+            sum_t sum_c G_t(c, y_i)`` (what :meth:`predict_proba` gives at ``y_i``).
+
+        The Pareto smoothing of the importance ratios takes the draws' relative efficiency
+        from the chains, as ``arviz.loo`` does by default: the mean effective sample size
+        (ArviZ's ``ess``, method ``"mean"``) over the posterior's quantities, divided by
+        the number of draws. Quantities constant over the draws (the fixed kernels'
+        ``mu`` and ``sigma``, which ``arviz.loo`` counts at full efficiency) are left
+        out; with one chain, or draws too few for an effective sample size, it is 1. It
+        sets how many of each item's largest ratios the Pareto tail is fitted to
+        (``min(S / 5, 3 sqrt(S / reff))`` of ``S`` draws): correlated draws (``reff`` below
+        1) hold less information per draw, and fit a longer tail.
 
         Warns (:class:`LooWarning`) when calibration items lie more than
         :data:`LOO_REACH_WIDTHS` kernel widths from every kernel: the grid spans the
@@ -1351,7 +1400,8 @@ class Transducer:
             total = logsumexp(log_g, axis=2)[:, inverse]  # log sum_c G_t(c, y_i)
             return joint, total if conditional else None
 
-        return _psis_loo(items, cls.size, self._posterior.n_draws, len(self.classes_))
+        reff = _relative_efficiency(self.posterior_.posterior)
+        return _psis_loo(items, cls.size, self._posterior.n_draws, len(self.classes_), reff)
 
     def _reduced_loo(self, conditional: bool) -> az.ELPDData:
         """loo() of a class-reduced transducer: per item and draw, the reduced fit's log
@@ -1381,7 +1431,8 @@ class Transducer:
             return joint, total if conditional else None
 
         n_ranks = len(reduction.rank_classes)
-        return _psis_loo(items, cls_all.size, self._posterior.n_draws, n_ranks)
+        reff = _relative_efficiency(self.posterior_.posterior)
+        return _psis_loo(items, cls_all.size, self._posterior.n_draws, n_ranks, reff)
 
     def sampler_summary(self) -> dict[str, Any]:
         """Divergences, tree-depth saturation, step sizes and timing of the fit, and
@@ -1402,6 +1453,7 @@ class Transducer:
         prob: float = 0.75,
         n_grid: int = 200,
         classes: Iterable[Label] | None = None,
+        *,
         prevalences: Any = None,
     ) -> Axes:
         """Transducer curves with variability bands (1-D outputs) or a probability map (2-D).
@@ -1425,7 +1477,7 @@ class Transducer:
         from .plots import plot_transducer
 
         if self.reduced_ is not None:  # a class-reduced transducer: p(rank | margin)
-            return self.reduced_.plot(ax, prob, n_grid, classes, prevalences)
+            return self.reduced_.plot(ax, prob, n_grid, classes, prevalences=prevalences)
         return plot_transducer(self, ax, prob, n_grid, classes, prevalences)
 
     # ------------------------------------------------------------ persistence
@@ -1613,19 +1665,55 @@ def _draw_quantiles(per_draw: np.ndarray, tails: list[float]) -> np.ndarray:
     return out
 
 
+def _relative_efficiency(posterior: xr.Dataset) -> float:
+    """The draws' relative efficiency for PSIS (:meth:`Transducer.loo`), as ``arviz.loo``
+    computes it by default: the mean over the posterior's quantities of their effective
+    sample sizes (``arviz.ess``, method ``"mean"``) divided by the number of draws; here
+    over the quantities that vary between draws only (fixed kernels' ``mu`` and
+    ``sigma`` are constants, which ArviZ counts at full efficiency). 1 for one chain (as
+    ArviZ), and when no effective sample size can be computed (too few draws)."""
+    import arviz as az
+
+    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    if chains < 2:
+        return 1.0
+    series = []
+    for variable in posterior.data_vars.values():
+        values = np.asarray(variable.transpose("chain", "draw", ...).values, dtype=float)
+        values = values.reshape(chains, draws, -1)
+        series.append(values[:, :, np.ptp(values, axis=(0, 1)) > 0])
+    stacked = np.concatenate(series, axis=2) if series else np.empty((chains, draws, 0))
+    if stacked.shape[2] == 0:
+        return 1.0
+    quantities = xr.Dataset({"q": (("chain", "draw", "quantity"), stacked)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # too few draws: NaN, then 1 below
+        ess = az.ess(quantities, method="mean")["q"].values
+    reff = float(np.nanmean(ess)) / (chains * draws) if np.isfinite(ess).any() else np.nan
+    return reff if np.isfinite(reff) and reff > 0 else 1.0
+
+
 def _psis_loo(
     items: Callable[[slice], tuple[np.ndarray, np.ndarray | None]],
     n_items: int,
     n_samples: int,
     n_classes: int,
+    reff: float = 1.0,
 ) -> Any:
     """PSIS-LOO from per-draw, per-item log joints, block by block of items.
 
     ``items(sl)`` gives the items ``sl``'s ``joint`` (S, items) and ``total`` (S, items) or
     None: with ``total``, the log of each item's joint summed over its classes, the
     conditional ``log p(c_i | y_i, data without i)``; the importance ratios always come
-    from the joint (Transducer.loo). Each item's smoothing is its own, so the blocks
+    from the joint (Transducer.loo), smoothed with the relative efficiency ``reff``
+    (:func:`_relative_efficiency`). Each item's smoothing is its own, so the blocks
     (:data:`LOO_CHUNK_VALUES`) give the same result as one pass.
+
+    ``p_loo`` is ``lppd - elpd_loo`` with ``lppd`` the in-sample log score of the same
+    predictive as the leave-one-out one at equal weights: the joint ``log mean_t
+    G_t(c_i, y_i)``; the conditional, exchangeable ``log sum_t G_t(c_i, y_i) - log sum_t
+    sum_c G_t(c, y_i)`` (theory 3.2; ``elpd_i`` with uniform weights), not the mean of
+    the per-draw conditionals, which is another predictive.
     """
     import arviz as az
 
@@ -1633,15 +1721,15 @@ def _psis_loo(
     elpd_parts, k_parts, lppd = [], [], 0.0
     for start in range(0, n_items, block):
         joint, total = items(slice(start, min(start + block, n_items)))
-        log_weights, pareto_k = az.psislw(-joint.T)  # (items, S), normalised
+        log_weights, pareto_k = az.psislw(-joint.T, reff=reff)  # (items, S), normalised
         lw = log_weights.T  # (S, items)
         elpd_i = logsumexp(lw + joint, axis=0)
         if total is not None:
             elpd_i = elpd_i - logsumexp(lw + total, axis=0)
-            lppd_draws = joint - total
+            lppd_i = logsumexp(joint, axis=0) - logsumexp(total, axis=0)
         else:
-            lppd_draws = joint
-        lppd += float((logsumexp(lppd_draws, axis=0) - np.log(n_samples)).sum())
+            lppd_i = logsumexp(joint, axis=0) - np.log(n_samples)
+        lppd += float(lppd_i.sum())
         elpd_parts.append(elpd_i)
         k_parts.append(np.atleast_1d(np.asarray(pareto_k, float)))
     elpd_i = np.concatenate(elpd_parts)
@@ -1732,9 +1820,46 @@ def _warn_on_few_outputs(data: Any) -> None:
     )
 
 
-def _check_prob(prob: float) -> None:
-    if not 0 < prob < 1:
-        raise ValueError(f"prob must lie strictly between 0 and 1, found {prob!r}")
+def _check_prob(prob: Any) -> float:
+    """``prob`` as a float: one real number (not a bool) strictly between 0 and 1."""
+    expected = f"prob must be one number in (0, 1), found {prob!r}"
+    if isinstance(prob, bool | np.bool_) or not isinstance(prob, numbers.Real):
+        raise TypeError(f"{expected} of type {type(prob).__name__}")
+    if not 0 < prob < 1:  # NaN fails too
+        raise ValueError(expected)
+    return float(prob)
+
+
+def _check_exchangeable(exchangeable: Any) -> bool:
+    """``exchangeable`` as a bool; anything else (a prevalence vector passed where it
+    stood second, a string) is a TypeError rather than read as true."""
+    if not isinstance(exchangeable, bool | np.bool_):
+        raise TypeError(
+            f"exchangeable must be True or False, found {exchangeable!r} of type "
+            f"{type(exchangeable).__name__}; deployment prevalences go by keyword, "
+            "prevalences=..."
+        )
+    return bool(exchangeable)
+
+
+def _check_class_columns(columns: tuple[str, ...], labels: tuple[Label, ...]) -> None:
+    """ValueError when ``columns`` (names the user gave, one per class) name the classes
+    ``labels`` in another order (:func:`~yieldwise.transducer.encoding.columns_naming_classes`):
+    an output with one column per class is read by position, column ``j`` as the output for
+    ``labels[j]``, so the classes would be paired with the wrong columns."""
+    perm = columns_naming_classes(columns, labels)
+    if perm is None or perm == tuple(range(len(labels))):
+        return
+    implied = [labels[j] for j in perm]
+    reordered = [columns[perm.index(k)] for k in range(len(labels))]
+    raise ValueError(
+        f"the outputs' columns {list(columns)} are named after the classes in the order "
+        f"{implied}, but classes_ would be {list(labels)}, and an output with one column per "
+        "class is read by position (column j the output for classes_[j]): each class would "
+        "be paired with another class's column. Pass class_labels in the columns' order, "
+        f"class_labels={implied!r}, or reorder the columns to the classes' order, "
+        f"outputs[{reordered!r}]"
+    )
 
 
 def check_components(n_components: Any) -> int | None:

@@ -64,6 +64,9 @@ __all__ = [
 #: positions may be a lattice (``line_resolution``: two distinct outputs of two or more
 #: coordinates, each its own bin on the line through them), which a reader of version 6
 #: would take for continuous positions; files of versions 2-6 are read as they are.
+#: Within version 7, the transform's record may hold ``named`` (whether the user named the
+#: output columns, :attr:`OutputTransform.named`), which readers without it ignore: a file
+#: without it is read with ``named`` None, the column names' defaults then telling.
 FORMAT_VERSION = 7
 #: The first version whose class reductions hold the others' temperature.
 _TEMPERATURE_SINCE = 5
@@ -386,13 +389,7 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
             f"newer yieldwise (this one reads up to version {FORMAT_VERSION}); upgrade yieldwise"
         )
     if meta[FORMAT_ATTRIBUTE] < OLDEST_READABLE:
-        raise TransducerFileError(
-            f"{path}: a transducer of format version {meta[FORMAT_ATTRIBUTE]} (written by "
-            f"yieldwise {attrs.get('yieldwise_version', '<= 0.1')}, the free-location mixture "
-            f"that docs/model.md replaces); this yieldwise reads format versions "
-            f"{OLDEST_READABLE} to {FORMAT_VERSION}. Refit the transducer on its calibration "
-            "data and save it again"
-        )
+        raise TransducerFileError(_refused_version(path, attrs, meta[FORMAT_ATTRIBUTE]))
     if (
         meta[FORMAT_ATTRIBUTE] < _TEMPERATURE_SINCE
         and meta["yieldwise_class_reduction"] is not None
@@ -422,6 +419,31 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
             "a line, yet its transform records one (line_resolution); the file was altered"
         )
     return meta
+
+
+def _refused_version(path: Path, attrs: Mapping[str, Any], version: int) -> str:
+    """The message refusing a file of a format version before :data:`OLDEST_READABLE` (1:
+    the free-location mixture), saying what the file holds: the format attribute absent
+    (so taken for version 1, as files of yieldwise <= 0.1 have none) or its number, and
+    the yieldwise version the file records, if any."""
+    if FORMAT_ATTRIBUTE in attrs:
+        found = f"attribute {FORMAT_ATTRIBUTE!r} is {version}"
+    else:
+        found = (
+            f"attribute {FORMAT_ATTRIBUTE!r} is absent, so the file is taken for format "
+            f"version {version} (files of yieldwise <= 0.1 have none)"
+        )
+    recorded = attrs.get("yieldwise_version")
+    written = (
+        "no attribute 'yieldwise_version' says which yieldwise wrote it"
+        if recorded is None else f"the file's attribute 'yieldwise_version' is {str(recorded)!r}"
+    )  # fmt: skip
+    return (
+        f"{path}: {found}: a transducer of format version {version} (the free-location "
+        f"mixture that docs/model.md replaces; {written}); this yieldwise reads format "
+        f"versions {OLDEST_READABLE} to {FORMAT_VERSION}. Refit the transducer on its "
+        "calibration data and save it again"
+    )
 
 
 def _parse(path: Path, name: str, parse: Callable[[Any], Any], value: Any) -> Any:

@@ -553,6 +553,12 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
 def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float | None]:
     if prior is None:
         return {}
+    if not isinstance(prior, Mapping):
+        raise TypeError(
+            "prior must be a mapping of hyper-parameter names to numbers, e.g. "
+            f"{{'tau_f_scale': 5}} (valid names: {list(PRIOR_KEYS)}), or None; found "
+            f"{type(prior).__name__} {prior!r}"
+        )
     unknown = set(prior) - set(PRIOR_KEYS)
     if unknown:
         raise ValueError(
