@@ -296,6 +296,19 @@ def brier_terms(
 
 
 # ------------------------------------------------------------------ the experiments
+def panel_problems(n_matrices: int, seed: int):
+    """Each panel problem with its utility matrices, as every panel run draws them:
+    ``(index, problem, utilities, names)``, the matrices seeded by ``[seed, index]``."""
+    for i, make in enumerate(PANEL):
+        problem = make()
+        rng = np.random.default_rng([seed, i])
+        if problem.n_classes == 2:
+            utilities, names = binary_matrices(rng, n_matrices)
+        else:
+            utilities, names = multiclass_matrices(rng, n_matrices // 10, problem.n_classes)
+        yield i, problem, utilities, names
+
+
 def run_panel(
     sizes: list[int],
     n_matrices: int,
@@ -311,13 +324,7 @@ def run_panel(
     calibration sets and matrices are those of runs made without it).
     """
     results: dict[str, Any] = dict(done or {})
-    for i, make in enumerate(PANEL):
-        problem = make()
-        rng = np.random.default_rng([seed, i])
-        if problem.n_classes == 2:
-            utilities, names = binary_matrices(rng, n_matrices)
-        else:
-            utilities, names = multiclass_matrices(rng, n_matrices // 10, problem.n_classes)
+    for i, problem, utilities, names in panel_problems(n_matrices, seed):
         for n in sizes:
             if f"{problem.name}|{n}" in results:  # every cell is seeded on its own
                 continue
@@ -356,13 +363,7 @@ def recheck_peers(panel: dict, n_matrices: int, seed: int, tolerance: float = 5e
     yieldwise does at least as well, need the transducer and are not rechecked.
     """
     moved = []
-    for i, make in enumerate(PANEL):
-        problem = make()
-        rng = np.random.default_rng([seed, i])
-        if problem.n_classes == 2:
-            utilities, names = binary_matrices(rng, n_matrices)
-        else:
-            utilities, names = multiclass_matrices(rng, n_matrices // 10, problem.n_classes)
+    for i, problem, utilities, names in panel_problems(n_matrices, seed):
         chart = np.array([not n.startswith("[[") for n in names])
         low, high = bounds(utilities, problem.prevalences)
         for key, cell in panel.items():
