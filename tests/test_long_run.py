@@ -206,15 +206,21 @@ def three_class_transducer(n_outputs):
 
 
 @pytest.mark.parametrize("n_outputs", [1, 2])
-def test_general_batch_equals_a_loop_over_matrices(n_outputs):
-    """The batched expected-utility decisions against one matrix at a time, by hand."""
+def test_general_batch_equals_a_loop_over_matrices(n_outputs, monkeypatch):
+    """The batched expected-utility decisions against one matrix at a time, by hand (and
+    the Monte Carlo errors from every draw and point: no sample of them)."""
+    from yieldwise import long_run
+
+    monkeypatch.setattr(long_run, "_ERROR_ELEMENTS", 10**12)
     t = three_class_transducer(n_outputs)
     rng = np.random.default_rng(3)
     batch = rng.uniform(-1, 1, (250, 4, 3))  # 4 decisions, 3 classes
     batch[0] = [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]]  # ties: the first decision
     cells = _cells(t, None, 512, 3000, 0)
     assert cells.neighbours == (n_outputs == 1)
-    values, mixed, errors = _general_augmented(cells, batch, errors=True)
+    monte_carlo = n_outputs == 2
+    values, mixed, errors = _general_augmented(cells, batch, errors=monte_carlo)
+    assert (errors is None) == (not monte_carlo)
     pooled = cells.mass.sum(axis=2).mean(axis=0)
     n = cells.mass.shape[1]
     for m, u in enumerate(batch):
@@ -228,11 +234,15 @@ def test_general_batch_equals_a_loop_over_matrices(n_outputs):
         assert mixed[m] == pytest.approx(pooled[change].sum(), rel=1e-12, abs=1e-15)
     # decision 0 yields 1 whatever the class: the mass the cells cover
     np.testing.assert_allclose(values[:, 0], cells.mass.sum(axis=(1, 2)), rtol=1e-12)
-    # each point's contribution to the posterior mean, and their standard error
+    if not monte_carlo:
+        return
+    # the Monte Carlo errors, point by point (moving kernels: one stratum; two draws,
+    # both of them single draws whose own errors are averaged)
+    exact = np.einsum("sk,skc->sc", t.posterior.w, t.posterior.alpha)
     for m, u in enumerate(batch[:20]):
         chosen = np.argmax(cells.proba @ u.T, axis=1)
-        per_point = (u[chosen] * cells.mass.mean(axis=0) * n).sum(axis=1)
-        assert errors[m] == pytest.approx(per_point.std(ddof=1) / np.sqrt(n), rel=1e-10)
+        want = _ratio_errors_by_hand(cells.mass, u[chosen], exact)
+        np.testing.assert_allclose(errors[:, m], want, rtol=1e-10, atol=1e-15)
     np.testing.assert_allclose(_augmented_errors(cells, batch), errors, rtol=1e-10, atol=1e-15)
 
 
@@ -292,11 +302,20 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes, lattice):
         assert len(y) == counts.sum() and cells.strata.tolist() == counts.tolist()
         q = values @ (counts / counts.sum())
         joint = np.einsum("jk,skc->sjc", values, joint_weights)
-        dense = joint / (q[None, :, None] * len(y))
-        whole = _Cells(_pooled(dense), cells.outputs, False, np.zeros(s), "monte-carlo",
-                       dense=dense, strata=cells.strata)  # fmt: skip
+        unscaled = joint / (q[None, :, None] * len(y))
+        # the ratio estimator: each draw's class masses scaled to sum to its exact ones,
+        # sum_k w_tk alpha_tkc (r_c with prevalences); the decisions from the unscaled
+        exact = joint_weights.sum(axis=1)  # (S, C)
+        if r is not None:
+            np.testing.assert_allclose(exact, np.broadcast_to(r, exact.shape))
+        dense = unscaled * (exact / unscaled.sum(axis=1))[:, None, :]
+        assert np.abs(unscaled.sum(axis=1) / exact - 1).max() > 1e-3  # the scaling matters
+        whole = _Cells(_pooled(unscaled), cells.outputs, False, np.zeros(s), "monte-carlo",
+                       dense=dense, strata=cells.strata, class_mass=exact)  # fmt: skip
         np.testing.assert_allclose(cells.mass, dense, rtol=1e-9)
+        np.testing.assert_allclose(cells.mass.sum(axis=1), exact, rtol=1e-12)
         np.testing.assert_allclose(cells.proba, whole.proba, rtol=1e-9)
+        np.testing.assert_allclose(cells.class_mass, exact, rtol=1e-12)
         np.testing.assert_allclose(cells.mean_mass(), dense.mean(axis=0), rtol=1e-9)
         assert cells.mean_mass() is cells.mean_mass() and not cells.mean_mass().flags.writeable
         np.testing.assert_allclose(whole.mean_mass(), dense.mean(axis=0), rtol=1e-12)
@@ -312,13 +331,58 @@ def test_factored_monte_carlo_cells_equal_the_dense_masses(n_classes, lattice):
             want = _integrate(whole, batch, decisions, rule, t, 0.5)
             for a, b in zip(got, want, strict=True):
                 np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-13)
+        # the errors point by point (seven draws: all of them single draws averaged)
+        fixed = np.where(y[:, 0] > 0, 1, 0)
+        _, error = _integrate(cells, batch, decisions, lambda f, d=fixed: d, t, 0.5)
+        augmented = _integrate(cells, batch, decisions, "augmented", t, 0.5)[1]
+        for m, u in enumerate(batch):
+            by_hand = _ratio_errors_by_hand(dense, u[fixed], exact, cells.strata)
+            np.testing.assert_allclose(error[:, m], by_hand, rtol=1e-9, atol=1e-15)
+            chosen = np.argmax(whole.proba @ u.T, axis=1)
+            by_hand = _ratio_errors_by_hand(dense, u[chosen], exact, cells.strata)
+            np.testing.assert_allclose(augmented[:, m], by_hand, rtol=1e-9, atol=1e-15)
         # the oracle, draw by draw against the whole masses' brute force
         values, error = _oracle(cells, batch)
-        best = np.einsum("sjc,mdc->smjd", dense, batch).max(axis=3)  # (S, m, J)
+        expected = np.einsum("sjc,mdc->smjd", dense, batch)  # (S, m, J, D)
+        best = expected.max(axis=3)
         np.testing.assert_allclose(values, best.sum(axis=2), rtol=1e-9)
-        per_point = best.mean(axis=0) * len(y)
-        np.testing.assert_allclose(error[0], _stratified_error(per_point, cells.strata),
-                                   rtol=1e-9)  # fmt: skip
+        for m, u in enumerate(batch):
+            gains = u[expected[:, m].argmax(axis=2)]  # (S, J, C): each draw's decisions
+            by_hand = _ratio_errors_by_hand(dense, gains, exact, cells.strata)
+            np.testing.assert_allclose(error[:, m], by_hand, rtol=1e-9, atol=1e-15)
+
+
+def _ratio_errors_by_hand(mass, gains, exact, counts=None):
+    """(posterior mean's, single draws' mean) Monte Carlo standard errors of the ratio
+    estimator, point by point: ``mass`` (S, J, C) the scaled masses, ``gains`` (J, C) the
+    decisions' utilities ``U[d_j, c]`` (or (S, J, C): the oracle's, each draw's own),
+    ``exact`` (S, C) the class masses, ``counts`` the strata (None: one). A draw's points
+    contribute ``J sum_c M_t(c, j) (U[d_j, c] - v_tc)``, ``v_tc`` the draw's mean utility
+    of class c; the posterior mean's ``J sum_c Mbar(c, j) (U[d_j, c] - vbar_c)`` with the
+    posterior-mean masses (a rule the same in every draw), or the mean over draws of
+    theirs (the oracle)."""
+    oracle = gains.ndim == 3
+    s, j, _ = mass.shape
+    gains = np.broadcast_to(gains, mass.shape)
+
+    def error(per_point):
+        if counts is None:
+            return per_point.std(ddof=1) / np.sqrt(j)
+        return _stratified_error(per_point[None], counts)[0]
+
+    own, per_draw = [], []
+    for t in range(s):
+        v = (mass[t] * gains[t]).sum(axis=0) / exact[t]
+        contribution = j * (mass[t] * (gains[t] - v)).sum(axis=1)
+        per_draw.append(contribution)
+        own.append(error(contribution))
+    if not oracle:
+        mean = mass.mean(axis=0)
+        vbar = (mean * gains[0]).sum(axis=0) / mean.sum(axis=0)
+        overall = error(j * (mean * (gains[0] - vbar)).sum(axis=1))
+    else:  # the oracle: each draw's own decisions and class means, averaged over draws
+        overall = error(np.mean(per_draw, axis=0))
+    return np.array([overall, np.mean(own)])
 
 
 def _stratified_error(per_point: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -377,9 +441,10 @@ def test_stratified_points_come_from_their_kernels_and_their_error_is_the_spread
 
 @pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # two draws
 def test_monte_carlo_errors_are_those_of_the_rule_integrated():
-    """Under Monte Carlo integration (2-D outputs) each rule's standard error is that of
-    its own per-point contributions: a fixed rule's, the oracle's and the expected-utility
-    rule's differ, each computed here point by point."""
+    """Under Monte Carlo integration (2-D outputs) each rule's errors are those of its own
+    per-point contributions to the ratio estimator (the posterior mean's, and the mean of
+    single draws' own): a fixed rule's, the oracle's and the expected-utility rule's
+    differ, each computed here point by point."""
     t = three_class_transducer(2)
     rng = np.random.default_rng(8)
     batch = rng.uniform(-1, 1, (6, 3, 3))  # decisions = the classes x, y, z
@@ -389,27 +454,29 @@ def test_monte_carlo_errors_are_those_of_the_rule_integrated():
         return np.where(frame["a"] > frame["b"], "x", "z")
 
     cells = _cells(t, None, 1, 5000, 4)
-    n = cells.mass.shape[1]
-    weights = cells.mass.mean(axis=0) * n  # (J, C)
+    exact = np.einsum("sk,skc->sc", t.posterior.w, t.posterior.alpha)  # F_t(c)
     fixed = long_run_utility(t, batch, rule=rule, n_points=5000, seed=4, rescale=False)
     best = long_run_utility(t, batch, n_points=5000, seed=4, rescale=False)
     oracle = oracle_utility(t, batch, n_points=5000, seed=4)
     chosen = np.where(cells.outputs[:, 0] > cells.outputs[:, 1], 0, 2)
     for m, u in enumerate(batch):
         u = u.values
-        own = (u[chosen] * weights).sum(axis=1)
-        expected = (u[np.argmax(cells.proba @ u.T, axis=1)] * weights).sum(axis=1)
-        per_draw_best = np.einsum("sjc,dc->sjd", cells.mass, u).max(axis=2)  # (S, J)
-        for result, per_point in ((fixed, own), (best, expected),
-                                  (oracle, per_draw_best.mean(axis=0) * n)):  # fmt: skip
-            se = per_point.std(ddof=1) / np.sqrt(n)
-            assert float(result.integration_error[m]) == pytest.approx(se, rel=1e-10)
-            assert float(result.integration_error_draws[m]) == pytest.approx(se, rel=1e-10)
-            # the posterior mean is the mean of the contributions
-            assert float(result.mean(("chain", "draw"))[m]) == pytest.approx(
-                per_point.mean(), rel=1e-10
-            )
-        assert abs(own.std() - expected.std()) > 1e-3  # the two rules' errors differ
+        own = u[chosen]  # (J, C)
+        expected = u[np.argmax(cells.proba @ u.T, axis=1)]
+        per_draw_best = u[np.einsum("sjc,dc->sjd", cells.mass, u).argmax(axis=2)]  # (S, J, C)
+        for result, gains in ((fixed, own), (best, expected), (oracle, per_draw_best)):
+            errors = _ratio_errors_by_hand(cells.mass, gains, exact)
+            assert float(result.integration_error[m]) == pytest.approx(errors[0], rel=1e-10)
+            assert float(result.integration_error_draws[m]) == pytest.approx(errors[1], rel=1e-10)
+            # each draw's value is its sum over the points
+            np.testing.assert_allclose(
+                result.values[0, :, m], np.einsum("sjc,sjc->s", cells.mass,
+                                                  np.broadcast_to(gains, cells.mass.shape)),
+                rtol=1e-10,
+            )  # fmt: skip
+        fixed_errors = _ratio_errors_by_hand(cells.mass, own, exact)
+        best_errors = _ratio_errors_by_hand(cells.mass, expected, exact)
+        assert np.abs(fixed_errors - best_errors).min() > 1e-4  # the two rules' errors differ
 
 
 def test_error_bounds_cover_the_actual_errors_of_a_batch(continuous):

@@ -58,6 +58,7 @@ __all__ = [
     "as_outputs",
     "choose_transform",
     "columns_naming_classes",
+    "misnamed_class_columns",
     "detect_resolution",
     "few_points_on_a_line",
     "joint_outputs",
@@ -855,6 +856,21 @@ def columns_naming_classes(columns: Sequence[Any], labels: Sequence[Any]) -> tup
     if len(set(found)) != len(found):
         return None
     return tuple(found)
+
+
+def misnamed_class_columns(
+    columns: Sequence[Any], labels: Sequence[Any]
+) -> tuple[list[Any], list[Any]] | None:
+    """When ``columns`` name the classes (:func:`columns_naming_classes`) in another order
+    than ``labels``: the classes in the columns' order (the ``class_labels`` that would
+    match them) and the columns in the classes' order (the reordering that would); else
+    None. The one reading of misordered class columns, for ``Transducer.fit`` and the
+    standard rule of :func:`yieldwise.long_run_utility`, each refusing in its own words."""
+    perm = columns_naming_classes(columns, labels)
+    if perm is None or perm == tuple(range(len(labels))):
+        return None
+    columns, labels = list(columns), list(labels)
+    return [labels[k] for k in perm], [columns[perm.index(k)] for k in range(len(labels))]
 
 
 # ---------------------------------------------------------------------- helpers

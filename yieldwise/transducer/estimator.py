@@ -56,10 +56,10 @@ from .encoding import (
     OutputTransform,
     as_outputs,
     choose_transform,
-    columns_naming_classes,
     few_points_on_a_line,
     joint_outputs,
     member_outputs,
+    misnamed_class_columns,
     names_given,
     snap_to_lattice,
     unique_rows,
@@ -1847,11 +1847,10 @@ def _check_class_columns(columns: tuple[str, ...], labels: tuple[Label, ...]) ->
     ``labels`` in another order (:func:`~yieldwise.transducer.encoding.columns_naming_classes`):
     an output with one column per class is read by position, column ``j`` as the output for
     ``labels[j]``, so the classes would be paired with the wrong columns."""
-    perm = columns_naming_classes(columns, labels)
-    if perm is None or perm == tuple(range(len(labels))):
+    misnamed = misnamed_class_columns(columns, labels)
+    if misnamed is None:
         return
-    implied = [labels[j] for j in perm]
-    reordered = [columns[perm.index(k)] for k in range(len(labels))]
+    implied, reordered = misnamed
     raise ValueError(
         f"the outputs' columns {list(columns)} are named after the classes in the order "
         f"{implied}, but classes_ would be {list(labels)}, and an output with one column per "
