@@ -545,15 +545,22 @@ generated quantities {
       w[k] = exp(row_norm - log_norm);
       alpha[k] = softmax(theta[k]');
     }
-    matrix[K, C] beta = exp(theta - log_norm);
-    // every row's likelihood under its own class's column (the full kernels)
+    // every row's likelihood under its own class's column (the full kernels), each column
+    // shifted by its largest theta as in the model block: beta = exp(theta - log_norm)
+    // itself underflows where a class's weights lie ~745 below the largest, which made
+    // log_lik -inf in such a draw
+    row_vector[C] top;
+    for (c in 1:C) {
+      top[c] = max(theta[:, c]);
+    }
+    matrix[K, C] shifted = exp(theta - rep_matrix(top, K));
     vector[N] lik;
     for (c in 1:C) {
       if (last[c] >= first[c]) {
-        lik[first[c]:last[c]] = kern[first[c]:last[c]] * beta[:, c];
+        lik[first[c]:last[c]] = kern[first[c]:last[c]] * shifted[:, c];
       }
     }
-    log_lik = log_lik_constant + dot_product(count_vec, log(lik));
+    log_lik = log_lik_constant + dot_product(count_vec, log(lik) + top[cls]' - log_norm);
     if (G > 0) {
       group_offset = group_offsets(group_blocks(u, at_g, G, H, C1, parent, white_g_lambda,
                                                 white_g_kappa), G, H, parent);
@@ -563,7 +570,7 @@ generated quantities {
     if (kern_sparse) {
       log_lik_cut_gap = dot_product(
         count_vec, log(lik) - log(csr_matrix_times_vector(N, K * C, kern_w, kern_v, kern_u,
-                                                          to_vector(beta))));
+                                                          to_vector(shifted))));
     }
   }
 }

@@ -332,6 +332,40 @@ def test_stan_group_offsets_and_log_lik_are_the_numpy_ones(form, grouped, centre
     np.testing.assert_allclose(fit.draws["alpha"].reshape(q["alpha"].shape), q["alpha"], rtol=1e-8)
 
 
+def test_log_lik_stays_finite_where_a_class_column_underflows(
+    stan_backend, transducer_program, gaussian_fit, gaussian_data
+):
+    """Generated quantities at a draw whose class-1 log-odds lie 1,000 below everywhere:
+    ``beta = exp(theta - log_norm)`` underflows in that column, which made ``log_lik``
+    -inf, or (here, where only the weights of kernels far from some rows survive) finite
+    and wrong: -106,419 against -150,418 (the program of 4b667ca). The program now
+    shifts each class column by its own largest theta (as its model block does), so
+    ``log_lik`` is finite and equals the numpy density's, which sums in log space where a
+    row's terms underflow (yieldwise/backends/_laplace.py)."""
+    if stan_backend.name != "pystan":
+        pytest.skip("runs generated quantities at a chosen z through PyStan's fixed_param")
+    import stan
+    from yieldwise.backends._laplace import TransducerDensity
+    from yieldwise.backends._pystan import _ensure_event_loop_reentrant
+
+    data = gaussian_data
+    u = _u(gaussian_fit, data)[0].copy()
+    p, r = int(data["P"]), int(data["R"])
+    fixed = np.asarray(data["fixed_basis"])
+    assert np.ptp(fixed[:, 0]) == 0 and fixed[0, 0] != 0  # the class log-odds' intercept
+    u[p + r] -= 1000.0 / fixed[0, 0]  # (a_fixed, log tau_a, a_raw | f_fixed, ...): f's first
+    q = np.eye(int(data["U"])) + np.asarray(data["u_left"]) @ np.asarray(data["u_right"]).T
+    z = np.linalg.solve(q, u - np.asarray(data["u_centre"])) / np.asarray(data["u_axes"])
+    _ensure_event_loop_reentrant()
+    posterior = stan.build(transducer_program.code, data=dict(data), random_seed=1)
+    fit = posterior.fixed_param(num_chains=1, num_samples=1, init=[{"z": z.tolist()}])
+    np.testing.assert_allclose(np.asarray(fit["z"])[:, 0], z, rtol=1e-10)  # at that z
+    stan_ll = np.asarray(fit["log_lik"]).reshape(-1)
+    expected = TransducerDensity(data).quantities(u[None])["log_lik"]
+    assert np.isfinite(expected).all() and expected[0] < -1000.0  # class 1's rows pay it
+    np.testing.assert_allclose(stan_ll, expected, rtol=1e-8)
+
+
 @pytest.mark.parametrize("form", ["non-centred", "whitened"])
 def test_generated_mixture_is_the_softmax_of_theta(
     form, gaussian_fit, gaussian_data, plain_fit, plain_data

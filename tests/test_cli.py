@@ -256,3 +256,27 @@ def test_fit_keeps_three_classes_that_numbers_would_merge(tmp_path, capsys):
         warnings.simplefilter("ignore")
         assert main(argv) == 0
     assert "classes ['01', '1', '2']" in capsys.readouterr().out
+
+
+def test_read_table_infers_compression_as_pandas_does(tmp_path):
+    """read_table reads the file's bytes itself, so it cannot pass ``compression="infer"``
+    (which needs a path) and keeps its own copy of pandas' suffix table. The copy must
+    stay pandas': every suffix pandas knows maps alike (pandas.io.common, not a public
+    API, so a pandas that moves it skips this with the reason), and a gzip file named in
+    upper case is read as pandas reads it."""
+    import gzip
+
+    from yieldwise._files import _COMPRESSION, read_table
+
+    common = pytest.importorskip("pandas.io.common")
+    table = getattr(common, "extension_to_compression", None)
+    if table is None:
+        pytest.skip("this pandas keeps no extension_to_compression table")
+    assert _COMPRESSION == dict(table)
+    for suffix in [*table, ".csv", ".GZ", ".Tar.Bz2"]:
+        name = f"cal{suffix}"
+        ours = next((c for end, c in _COMPRESSION.items() if name.lower().endswith(end)), None)
+        assert ours == common.infer_compression(name, "infer"), name
+    path = tmp_path / "cal.CSV.GZ"
+    path.write_bytes(gzip.compress(b"label,score\n1,0.5\n0,0.25\n"))
+    assert read_table(path)["score"].tolist() == pd.read_csv(path)["score"].tolist()

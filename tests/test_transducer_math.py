@@ -400,6 +400,59 @@ def test_class_probability_chunks_are_the_brute_force_ratios(fixed):
     assert per_draw[:, 9, 0] == pytest.approx(brute[:, 9, 0], rel=1e-9)  # about 1e-20
 
 
+@pytest.mark.parametrize("fixed", [True, False])
+def test_draws_whose_nearby_weights_underflow_are_exact_not_nan(fixed):
+    """A draw whose kernels near an item carry weights that are 0 in the stored draw (a
+    ``w`` below the smallest double, as the Laplace backend's extreme draws write it)
+    while the kernels with weight lie so far that their scaled values underflow: the
+    linear sums are 0 there, which made p(c | y) NaN (a Laplace fit of 2,000 ratings,
+    2026-12-06). log_joint, class_probability_chunks and log_likelihood now give the
+    brute-force mixture's values (scipy log densities summed by logsumexp over kernels
+    with log weights), for one draw lost at an item and for every draw lost at another."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm as normal
+
+    from yieldwise import _mixture
+
+    s, k = 3, 4
+    centres = np.array([0.0, 1.0, 2.0, 3.0])
+    w = np.array([[0.0, 0.0, 0.6, 0.4], [0.25, 0.25, 0.25, 0.25], [0.0, 0.0, 0.3, 0.7]])
+    alpha = np.array([[[0.5, 0.5], [0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]] * s)
+    alpha[1] = [[0.3, 0.7], [0.6, 0.4], [0.5, 0.5], [0.5, 0.5]]
+    mu = np.broadcast_to(centres[:, None], (s, k, 1)).copy()
+    sigma = np.full((s, k, 1), 0.04)  # neighbours 25 widths apart: exp(-312) of each other
+    if not fixed:
+        mu += np.array([0.0, 1e-3, -1e-3])[:, None, None]
+    y = np.array([[0.0], [1.0], [2.0]])  # items 0, 1: draws 0 and 2 lost; item 2 kept
+    factors = np.array([[1.0, 2.0], [0.5, 1.5], [1.0, 1.0]])
+
+    log_dens = normal.logpdf(y[None, :, None, 0], mu[:, None, :, 0], sigma[:, None, :, 0])
+    with np.errstate(divide="ignore"):
+        terms = log_dens[..., None] + np.log(w)[:, None, :, None] + np.log(alpha)[:, None]
+    log_g = logsumexp(terms, axis=2)  # (S, n, C)
+    assert np.isfinite(log_g).all()
+    np.testing.assert_allclose(_mixture.log_joint(w, alpha, mu, sigma, y, y), log_g,
+                               rtol=1e-12)  # fmt: skip
+
+    log_f = log_g + np.log(factors)[:, None, :]
+    brute = np.exp(log_f - logsumexp(log_f, axis=2, keepdims=True))
+    pooled = logsumexp(log_f, axis=0)
+    brute_mean = np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
+    ((_, mean, per_draw),) = _mixture.class_probability_chunks(
+        w, alpha, mu, sigma, y, y, class_factors=factors
+    )  # fmt: skip
+    np.testing.assert_allclose(per_draw, brute, rtol=1e-12)
+    np.testing.assert_allclose(mean, brute_mean, rtol=1e-12)
+    # at item 0 the only draw with weight nearby is draw 1: every draw but it is lost
+    assert per_draw[0, 0, 0] == pytest.approx(0.9 / (0.9 + 0.1 * 2.0))
+
+    cls = np.array([0, 1, 1])
+    counts = np.array([2.0, 1.0, 3.0])
+    expected = (np.take_along_axis(log_g, cls[None, :, None], axis=2)[:, :, 0]) @ counts
+    got = _mixture.log_likelihood(w, alpha, mu, sigma, cls, y, y, counts=counts)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize(
     "case", ["grid-1d", "grid-1d-widths", "grid-2d", "grid-2d-censored", "scattered-2d",
              "varying"]

@@ -6,7 +6,11 @@ Mirrors ``stan/transducer.stan`` (docs/theory.md section 3): for posterior draw 
 
 where ``kernel_tkd`` is the Normal(mu_tkd, sigma_tkd) density of a point-valued output
 and, for an interval-censored dimension, the Normal probability of the output's bin
-``[lower_d, upper_d]`` (infinite edges allowed). Everything is computed in log space.
+``[lower_d, upper_d]`` (infinite edges allowed). The kernels are taken in log space and
+each item's are shifted so that its largest is 1; the sums over components are then
+linear (one matrix product), and the (draw, item) pairs whose sum underflows (below
+``_TINY``: weights near the item below ~1e-300, or 0 in the stored draw) are recomputed
+by a log-sum-exp over components with log weights, so no value is lost to underflow.
 
 Shapes: ``w`` (S, K), ``alpha`` (S, K, C), ``mu`` and ``sigma`` (S, K, D); outputs
 ``lower``/``upper`` (n, D) (or (n,) when D = 1), ``censored`` length D. Items are
@@ -190,6 +194,51 @@ def _fixed_products(
         yield sl, (kernels @ wa_flat).reshape(-1, s, c), top
 
 
+#: A (draw, item) whose joint summed over classes, at one scale per item (its largest
+#: kernel value 1), falls below this is recomputed term by term in log space
+#: (:func:`_exact_log_joint`): the linear sums lose it to underflow where the components
+#: that reach the item carry weights below ~1e-300 in that draw (or exactly 0, as a
+#: stored ``w`` below the smallest double is), which left p(c | y) NaN (a Laplace fit of
+#: 2,000 ratings on a grid short of the top bin: 50 NaN draws of draws_proba, 2026-12-06).
+#: Above it every class's term is exact to ~1e-308 absolute, so to 1e-28 of the sum.
+_TINY = 1e-280
+
+
+def _exact_log_joint(
+    w: np.ndarray, alpha: np.ndarray, lk: np.ndarray, class_factors: np.ndarray | None = None
+) -> np.ndarray:
+    """``log G_t(c, y)`` of P (draw, item) pairs by a log-sum-exp over the components:
+    ``w`` (P, K) and ``alpha`` (P, K, C) the pairs' draws' weights, ``lk`` (P, K) the items'
+    log kernels (unshifted), ``class_factors`` (P, C) optional. Array (P, C); -inf only
+    where every term is 0 in the stored draw. Cost P x K x C: for the few pairs the linear
+    sums underflow on (:data:`_TINY`)."""
+    with np.errstate(divide="ignore"):
+        terms = np.log(alpha) + (np.log(w) + lk)[:, :, None]  # (P, K, C)
+        out = logsumexp(terms, axis=1)
+        if class_factors is not None:
+            out = out + np.log(class_factors)
+    return out
+
+
+def _underflowed(
+    sums: np.ndarray, w: np.ndarray, alpha: np.ndarray, mu: np.ndarray, sigma: np.ndarray,
+    lo: np.ndarray, hi: np.ndarray, cens: np.ndarray, class_factors: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:  # fmt: skip
+    """With fixed kernels, the (row, draw) pairs whose joint summed over classes, ``sums``
+    (m, S), at one scale per row (:func:`_fixed_products`), is below :data:`_TINY`, and
+    their exact ``log G_t(c, y)`` (P, C) (:func:`_exact_log_joint`): ``(rows, draws,
+    exact)``; None when there are none."""
+    bad = sums < _TINY  # NaN sums are not below
+    if not bad.any():
+        return None
+    rows, draws = np.nonzero(bad)
+    used = np.unique(rows)
+    lk = log_kernels(mu[:1], sigma[:1], lo[used], hi[used], cens)[0]  # (u, K)
+    factors = None if class_factors is None else np.asarray(class_factors, float)[draws]
+    exact = _exact_log_joint(w[draws], alpha[draws], lk[np.searchsorted(used, rows)], factors)
+    return rows, draws, exact
+
+
 def _shifted_kernels(mu, sigma, lo, hi, cens) -> tuple[np.ndarray, np.ndarray]:
     """With fixed kernels, ``(exp(lk - top), top)``: the items' kernels (n, K) divided by
     ``exp(top)``, ``top`` (n,) each item's largest log kernel (0 where none is finite), so
@@ -272,6 +321,10 @@ def log_joint(
         if fixed_kernels(mu, sigma):
             for sl, product, top in _fixed_products(wa, mu, sigma, lo, hi, cens, max_elements):
                 out[:, sl, :] = (np.log(product) + top[:, None, None]).transpose(1, 0, 2)
+                fixed = _underflowed(product.sum(axis=2), w, alpha, mu, sigma, lo[sl], hi[sl], cens)
+                if fixed is not None:  # pairs the linear sums lost to underflow
+                    rows, draws, exact = fixed
+                    out[draws, sl.start + rows] = exact
             return out
         for sl in item_chunks(s, k, n, max_elements):
             lk = log_kernels(mu, sigma, lo[sl], hi[sl], cens)  # (S, m, K)
@@ -281,7 +334,12 @@ def log_joint(
             # every term underflows has probability below 1e-300 of the largest).
             top = lk.max(axis=2, keepdims=True)
             top = np.where(np.isfinite(top), top, 0.0)
-            out[:, sl, :] = np.log(np.matmul(np.exp(lk - top), wa)) + top
+            product = np.matmul(np.exp(lk - top), wa)  # (S, m, C)
+            out[:, sl, :] = np.log(product) + top
+            draws, rows = np.nonzero(product.sum(axis=2) < _TINY)
+            if draws.size:  # pairs the linear sums lost to underflow (_TINY)
+                out[draws, sl.start + rows] = _exact_log_joint(w[draws], alpha[draws],
+                                                               lk[draws, rows])  # fmt: skip
     return out
 
 
@@ -300,7 +358,10 @@ def _as_mixture(wa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(w, alpha)`` whose product ``w[:, :, None] * alpha`` is the joint weights ``wa``:
     the form :func:`log_joint` takes them in."""
     w = wa.sum(axis=2)
-    return w, wa / w[:, :, None]
+    # a component without weight (0 in the stored draw) gets any alpha: its terms are 0
+    alpha = np.divide(wa, w[:, :, None], out=np.full_like(wa, 1.0 / wa.shape[2]),
+                      where=w[:, :, None] > 0)  # fmt: skip
+    return w, alpha
 
 
 def scaled_joint(
@@ -501,7 +562,13 @@ def log_likelihood(
             wa = w[:, :, None] * alpha
             for sl, product, top in _fixed_products(wa, mu, sigma, lo, hi, cens, max_elements):
                 picked = np.take_along_axis(product, cls[sl, None, None], axis=2)[:, :, 0]
-                total += (np.log(picked) + top[:, None]).T @ cnt[sl]  # (S,)
+                log_picked = np.log(picked) + top[:, None]  # (m, S)
+                rows, draws = np.nonzero(picked < _TINY)
+                if rows.size:  # pairs the linear sums lost to underflow (_TINY)
+                    lk = log_kernels(mu[:1], sigma[:1], lo[sl][rows], hi[sl][rows], cens)[0]
+                    own = alpha[draws, :, cls[sl][rows]][:, :, None]  # (P, K, 1)
+                    log_picked[rows, draws] = _exact_log_joint(w[draws], own, lk)[:, 0]
+                total += log_picked.T @ cnt[sl]  # (S,)
             return total
         log_w = np.log(w)
         for sl in item_chunks(s, k, n, max_elements):
@@ -541,9 +608,23 @@ def class_probability_chunks(
             kernels, _ = _shifted_kernels(mu, sigma, lo[sl], hi[sl], cens)
         g = kernel_joint(kernels, wa, max_elements=max_elements)  # (S, m, C), a scale a row
         pooled = g.sum(axis=0)  # (m, C): the exchangeable mean's numerator
-        with np.errstate(divide="ignore", invalid="ignore"):  # a row whose every term is 0
-            g /= g.sum(axis=2, keepdims=True)  # gives nan, as log_joint's -inf would
-            yield sl, pooled / pooled.sum(axis=1, keepdims=True), g
+        sums = g.sum(axis=2, keepdims=True)  # (S, m, 1)
+        fixed = _underflowed(sums[:, :, 0].T, w, alpha, mu, sigma, lo[sl], hi[sl], cens,
+                             class_factors)  # fmt: skip
+        with np.errstate(divide="ignore", invalid="ignore"):  # the pairs of a sum below
+            g /= sums  # _TINY (0: nan) are replaced below by their exact ratios
+            mean = pooled / pooled.sum(axis=1, keepdims=True)
+        if fixed is not None:  # pairs the linear sums lost to underflow: exact ratios
+            rows, draws, exact = fixed
+            g[draws, rows] = per_draw_probabilities(exact[:, None, :])[:, 0]
+            lost = np.flatnonzero(pooled.sum(axis=1) < _TINY)  # every draw's, pooled
+            if lost.size:
+                lk = log_kernels(mu[:1], sigma[:1], lo[sl][lost], hi[sl][lost], cens)[0]
+                factors = None if class_factors is None else np.asarray(class_factors, float)
+                log_g = np.stack([_exact_log_joint(w, alpha, np.broadcast_to(row, w.shape),
+                                                   factors) for row in lk], axis=1)  # fmt: skip
+                mean[lost] = class_probabilities(log_g)  # (S, lost, C) -> (lost, C)
+        yield sl, mean, g
 
 
 def per_draw_probabilities(log_g: np.ndarray) -> np.ndarray:
