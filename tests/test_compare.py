@@ -166,3 +166,177 @@ def test_tuple_names_of_fit_many_are_shown_as_text_and_accepted_as_keys():
         compare({("A", "forest"): sharp, "A / forest": blunt}, u)
     with pytest.raises(ValueError, match=r"axes must be two matplotlib Axes .* found 1"):
         result.plot(axes=1)
+
+
+# ------------------------------------------- ties read before min U is added back
+BIG = 1e9  # ulp(1e9) = 1.2e-7: a million times the tie tolerance of a range-1 matrix
+
+
+@pytest.fixture(scope="module")
+def joint():
+    """A joint transducer over two scores "rf" and "nn" from given draws (paired draws)."""
+    rng = np.random.default_rng(4)
+    n_draws = 6
+    w = rng.dirichlet([5.0, 5.0], n_draws)
+    alpha = np.stack([rng.dirichlet([8.0, 2.0], n_draws), rng.dirichlet([2.0, 8.0], n_draws)], 1)
+    mu = np.stack([rng.normal(-1.0, 0.2, (n_draws, 2)), rng.normal(1.0, 0.2, (n_draws, 2))], 1)
+    sigma = rng.uniform(0.8, 1.2, (n_draws, 2, 2))
+    frame = pd.DataFrame({"rf": rng.normal(size=40), "nn": rng.normal(size=40)})
+    t = Transducer.from_draws(
+        {"w": w[None], "alpha": alpha[None], "mu": mu[None], "sigma": sigma[None]},
+        frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+    t.members_ = {"rf": ["rf"], "nn": ["nn"]}  # as fit({"rf": ..., "nn": ...}) records
+    return t
+
+
+@pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # a six-draw posterior
+@pytest.mark.parametrize("offset", [0.0, BIG])
+def test_classifiers_that_yield_alike_tie_under_a_huge_offset(offset, joint):
+    """Deciding "pos" is worth 1 + offset whatever the class: every draw of every
+    classifier is 1 + offset, computed with rounding. Two different fits (independent
+    draws) and a joint fit's members and ensemble (paired) tie on every (pair of) draws,
+    and share P(best) equally, under U + 1e9 exactly as under U: the ties are read on
+    the draws of U - min U. Read on the draws of U + 1e9, rounding of 1e-7 decided them:
+    P(tie) 0.25 for the two fits (P(best) 0.625 and 0.375), 1/3 between the members and
+    0 with the ensemble (P(best) 1/2, 1/3, 1/6)."""
+    worth_one = UtilityMatrix(np.array([[0.0, 0.0], [1.0, 1.0]]) + offset, decisions=LABELS,
+                              classes=LABELS)  # fmt: skip
+    sharp = given([[[-2.0], [2.0]], [[-1.5], [1.5]]])
+    blunt = given([[[-0.5], [0.5]], [[-0.3], [0.3]]])
+    independent = compare({"sharp": sharp, "blunt": blunt}, worth_one)
+    for result in (independent, compare(joint, worth_one)):
+        ties = result.prob_tie().values
+        assert (ties[~np.eye(len(result.names), dtype=bool)] == 1.0).all(), ties
+        assert (result.prob_superiority().fillna(0.0) == 0.0).all().all()
+        np.testing.assert_allclose(result.prob_best(), 1 / len(result.names), atol=1e-12)
+        for name in result.names:  # the utilities shown are 1 + offset
+            gap = np.abs(result.samples(name) - (1.0 + offset)).max()
+            assert gap <= 1e-13 + 2 * np.spacing(1.0 + offset)  # rounding
+            assert result.difference(name, result.names[0]).attrs["prob_tie"] == 1.0
+
+
+def perturbed(seed, scale=1e-6, n_draws=30):
+    """A two-component mixture whose draws differ only in their class weights, by about
+    ``scale``: long-run accuracies 1e-6 apart, far above the tie tolerance 1e-12."""
+    rng = np.random.default_rng(seed)
+    alpha = np.broadcast_to([[0.9, 0.1], [0.2, 0.8]], (n_draws, 2, 2)).copy()
+    alpha[:, :, 0] += rng.normal(0, scale, (n_draws, 2))
+    alpha[:, :, 1] = 1 - alpha[:, :, 0]
+    scores = np.linspace(-3, 3, 30)
+    return Transducer.from_draws(
+        {"w": np.broadcast_to([0.6, 0.4], (1, n_draws, 2)).copy(), "alpha": alpha[None],
+         "mu": np.broadcast_to([[-1.0], [1.5]], (1, n_draws, 2, 1)).copy(),
+         "sigma": np.broadcast_to([[1.0], [0.7]], (1, n_draws, 2, 1)).copy()},
+        pd.DataFrame({"score": scores}), np.array(LABELS)[(scores > 0).astype(int)], LABELS,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+
+
+def test_a_small_difference_survives_a_huge_offset():
+    """Two fits whose long-run accuracies differ by about 1e-6 (a millionth of the range):
+    under U + 1e9 P(A beats B), P(tie), P(best), the differences and the summary's sd are
+    those of U, counted by brute force from U's draws; the utilities shown are U's plus
+    1e9. Read on the draws of U + 1e9 (rounding of 1e-7 to 1e-6) P(A beats B) went from
+    0.477 to 0.457."""
+    from yieldwise.utility import TIE_RTOL
+
+    a, b = perturbed(1), perturbed(2)
+    accuracy = np.array([[1.0, 0.0], [0.0, 1.0]])
+    ua = long_run_utility(a, UtilityMatrix(accuracy, classes=LABELS)).values.ravel()
+    ub = long_run_utility(b, UtilityMatrix(accuracy, classes=LABELS)).values.ravel()
+    gaps = np.abs(ua[:, None] - ub[None, :])
+    assert 1e-8 < np.median(gaps) < 1e-5  # the draws differ by about a millionth
+    tol = TIE_RTOL * 1.0
+    over = np.mean([[x > y + tol for y in ub] for x in ua])
+    under = np.mean([[y > x + tol for y in ub] for x in ua])
+    assert 0.2 < over < 0.8
+    base = compare({"a": a, "b": b}, UtilityMatrix(accuracy, classes=LABELS))
+    shifted = compare({"a": a, "b": b}, UtilityMatrix(accuracy + BIG, classes=LABELS))
+    both = {"u": UtilityMatrix(accuracy, classes=LABELS),
+            "big": UtilityMatrix(accuracy + BIG, classes=LABELS)}  # fmt: skip
+    batch = compare({"a": a, "b": b}, both)
+    np.testing.assert_array_equal(batch.utility_min, [0.0, BIG])
+    for result, matrix in ((base, None), (shifted, None), (batch, "u"), (batch, "big")):
+        table = result.prob_superiority(matrix)
+        assert table.loc["a", "b"] == pytest.approx(over, abs=1e-12), matrix
+        assert table.loc["b", "a"] == pytest.approx(under, abs=1e-12), matrix
+        assert result.prob_tie(matrix).loc["a", "b"] == pytest.approx(1 - over - under, abs=1e-12)
+        np.testing.assert_allclose(result.prob_best(matrix), base.prob_best(), atol=1e-12)
+        diff = result.difference("a", "b", matrix=matrix, seed=3)
+        np.testing.assert_allclose(diff.values, base.difference("a", "b", seed=3).values,
+                                   rtol=0, atol=1e-15)  # fmt: skip
+        assert diff.attrs["prob_positive"] == pytest.approx(over, abs=1e-12)
+    # the utilities shown are U's plus the offset, to one ulp of 1e9
+    for name, draws_u in (("a", ua), ("b", ub)):
+        assert np.abs(shifted.samples(name) - (draws_u + BIG)).max() <= np.spacing(BIG)
+        shown = shifted.utilities[name].values.ravel()
+        assert np.abs(shown - (draws_u + BIG)).max() <= np.spacing(BIG)
+        assert shifted.utilities[name].attrs["integration"] == "quadrature"
+    table, plain = shifted.summary().set_index("classifier"), base.summary().set_index("classifier")
+    np.testing.assert_allclose(table["sd"], plain["sd"], rtol=1e-12)  # the draws' own spread
+    np.testing.assert_allclose(table[["mean", "q5", "q50", "q95"]], plain[["mean", "q5", "q50",
+                               "q95"]] + BIG, rtol=0, atol=np.spacing(BIG))  # fmt: skip
+    np.testing.assert_array_equal(table["prob_best"], plain["prob_best"])
+
+
+def test_compare_reads_each_matrix_range_from_the_long_run_results(monkeypatch):
+    """compare takes ``max U - min U`` and ``min U`` from the ``utility_spread`` and
+    ``utility_min`` coordinates of the long-run results (one parse of the utility); a
+    classifier whose coordinates differ from the others' is an internal error; a one-shot
+    iterator of matrices serves every classifier."""
+    import importlib
+
+    from yieldwise.utility import TIE_RTOL
+
+    compare_module = importlib.import_module("yieldwise.compare")  # yieldwise.compare: the function
+    sharp = given([[[-2.0], [2.0]], [[-1.5], [1.5]]])
+    blunt = given([[[-0.5], [0.5]], [[-0.3], [0.3]]])
+    u = UtilityMatrix([[1, -2], [0, 3]], decisions=["a", "b"], classes=LABELS)
+    v = UtilityMatrix([[4, 0], [0, 2]], decisions=["a", "b"], classes=LABELS)
+    listed = compare({"sharp": sharp, "blunt": blunt}, [u, v])
+    np.testing.assert_array_equal(listed.spread, [5.0, 4.0])
+    np.testing.assert_array_equal(listed.utility_min, [-2.0, 0.0])
+    once = compare({"sharp": sharp, "blunt": blunt}, iter([u, v]))
+    np.testing.assert_array_equal(once.spread, listed.spread)
+    np.testing.assert_array_equal(once.samples("blunt", matrix=1), listed.samples("blunt", 1))
+    assert compare({"sharp": sharp}, iter([u, v])).tie_tolerance(matrix=0) == 5 * TIE_RTOL
+    real = compare_module.long_run_core
+    calls = []
+
+    def doctored(transducer, *args, **kwargs):
+        shifted, rescaled = real(transducer, *args, **kwargs)
+        calls.append(transducer)
+        if len(calls) == 1 or scale_all:
+            shifted = shifted.assign_coords(utility_spread=shifted["utility_spread"] * 1000)
+        return shifted, rescaled
+
+    monkeypatch.setattr(compare_module, "long_run_core", doctored)
+    scale_all = True
+    result = compare({"sharp": sharp, "blunt": blunt}, [u, v])
+    np.testing.assert_array_equal(result.spread, [5000.0, 4000.0])
+    assert result.tie_tolerance(matrix=1) == 4000 * TIE_RTOL
+    scale_all = False
+    calls.clear()
+    message = r"different utility matrices for the classifiers 'sharp' .* and 'blunt'.*report"
+    with pytest.raises(RuntimeError, match=message):
+        compare({"sharp": sharp, "blunt": blunt}, [u, v])
+
+
+def test_comparison_checks_utility_min_and_adds_it_to_what_it_shows():
+    shifted = Comparison({"a": draws(A), "b": draws(B)}, spread=2.0, utility_min=-3.0)
+    plain = Comparison({"a": draws(A), "b": draws(B)}, spread=2.0)
+    np.testing.assert_array_equal(shifted.samples("a"), A - 3.0)
+    np.testing.assert_array_equal(shifted.utilities["b"].values.ravel(), B - 3.0)
+    pd.testing.assert_frame_equal(shifted.prob_superiority(), plain.prob_superiority())
+    np.testing.assert_array_equal(shifted.difference("a", "b").values,
+                                  plain.difference("a", "b").values)  # fmt: skip
+    table = shifted.summary().set_index("classifier")
+    assert table.loc["b", "mean"] == pytest.approx(B.mean() - 3.0)
+    assert table.loc["b", "q95"] == pytest.approx(np.quantile(B, 0.95) - 3.0)
+    assert plain.utilities is plain._shifted  # nothing to add: the draws themselves
+    for bad in ([1.0, 2.0], np.nan):
+        with pytest.raises(ValueError, match=r"utility_min must be one finite number per "
+                                             r"utility matrix \(1\)"):  # fmt: skip
+            Comparison({"a": draws(A)}, utility_min=bad)

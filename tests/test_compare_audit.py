@@ -280,6 +280,35 @@ def test_standard_and_augmented_rules_that_decide_alike_tie():
     assert frame["prob_augmented_better"].item() > 0.5  # the rules differ here
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e9])
+def test_standard_and_augmented_rules_tie_and_differ_alike_under_a_huge_offset(offset):
+    """The two rules are compared on U - min U: adding 1e9 to every entry leaves
+    P(augmented better) and P(tie) as they are for U, and moves the means by exactly the
+    offset (before, the "alike" matrix + 1e9 tied in 18 % of draws instead of all, and
+    the augmented rule was "better" in 35 %)."""
+    t = fitted(n_draws=60)
+    alike = UtilityMatrix(np.array([[1.0, 1.0], [0.0, 0.0]]) + offset, decisions=LABELS,
+                          classes=LABELS)  # fmt: skip
+    costly = UtilityMatrix(np.array([[1.0, -5.0], [0.0, 1.0]]) + offset, decisions=LABELS,
+                           classes=LABELS)  # fmt: skip
+    frame = standard_vs_augmented(t, [alike, costly], threshold=1e6, rescale=False)
+    base = standard_vs_augmented(
+        t, [UtilityMatrix([[1.0, 1.0], [0.0, 0.0]], decisions=LABELS, classes=LABELS),
+            UtilityMatrix([[1.0, -5.0], [0.0, 1.0]], decisions=LABELS, classes=LABELS)],
+        threshold=1e6, rescale=False,
+    )  # fmt: skip
+    assert frame["prob_tie"].iloc[0] == 1.0 and frame["prob_augmented_better"].iloc[0] == 0.0
+    for column in ("prob_augmented_better", "prob_tie", "gain"):
+        np.testing.assert_allclose(frame[column], base[column], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(frame["standard"] - offset, base["standard"], atol=1e-6)
+    rescaled = standard_vs_augmented(t, [costly], threshold=1e6)
+    plain = standard_vs_augmented(t, [UtilityMatrix([[1.0, -5.0], [0.0, 1.0]],
+                                                    decisions=LABELS, classes=LABELS)],
+                                  threshold=1e6)  # fmt: skip
+    np.testing.assert_allclose(rescaled[["standard", "augmented", "gain"]],
+                               plain[["standard", "augmented", "gain"]], atol=1e-12)  # fmt: skip
+
+
 # --------------------------------------------------------------- 3. errors named
 def test_errors_name_the_classifier():
     t = fitted()

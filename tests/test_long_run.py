@@ -16,10 +16,12 @@ from scipy.stats import norm
 
 from yieldwise import Transducer, UtilityMatrix
 from yieldwise.long_run import (
+    DEFAULT_CELLS,
     _augmented_errors,
     _binary_augmented,
     _cells,
     _general_augmented,
+    long_run_core,
     long_run_utility,
     oracle_utility,
     value_of_more_data,
@@ -708,3 +710,93 @@ def test_a_callable_rule_meets_only_outputs_its_transducer_accepts():
     moved = t.transform_.onto_domain(np.vstack([raw, [0.2, 0.3, 0.5]]))
     np.testing.assert_allclose(moved[0], [0.0, *(raw[0, 1:] / raw[0, 1:].sum())], rtol=1e-12)
     np.testing.assert_array_equal(moved[1], [0.2, 0.3, 0.5])
+
+
+# ------------------------------------------------------- shift by min U (theory 1)
+def two_dimensional():
+    """The two-draw mixture of this file on two outputs ``a`` and ``b`` (Monte Carlo)."""
+    mu = np.array([[[-1.0, 0.5], [1.5, -0.5]], [[-0.5, 0.0], [1.0, -1.0]]])
+    sigma = np.array([[[1.0, 0.8], [0.7, 1.1]], [[0.8, 1.0], [1.2, 0.9]]])
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40)})
+    return Transducer.from_draws(
+        {"w": W[None], "alpha": ALPHA[None], "mu": mu[None], "sigma": sigma[None]},
+        frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+
+
+# entries exact at 1e9 (multiples of 1/4: ulp(1e9) = 2^-23), so U + b - b == U exactly
+SHIFTABLE = np.array([[[1.0, -2.0], [0.0, 3.0]], [[0.5, -1.25], [-0.75, 2.0]]])
+
+
+@pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # two draws
+@pytest.mark.parametrize("rule", ["augmented", "standard"])
+@pytest.mark.parametrize("dims", [1, 2])
+def test_a_huge_offset_adds_itself_to_every_draw(dims, rule, continuous):
+    """Theory 1: ``u_t(U + b) = u_t(U) + b``. Each matrix is integrated as ``U - min U``,
+    so at ``b = 1e9`` the draws long_run_core keeps (the ones compare reads) are those of
+    ``U`` to 1e-12 of the range, the rescaled draws too, and the utilities shown are
+    ``u_t(U) + b`` to one ulp of 1e9; integrated as ``U`` itself the draws carried
+    rounding of 1e-7 to 5e-6 (the rescaled ones up to 2e-6), a million times the tie
+    tolerance ``TIE_RTOL * (max U - min U)``; value_of_more_data's difference likewise."""
+    t = continuous if dims == 1 else two_dimensional()
+    b = 1e9
+    assert ((SHIFTABLE + b) - b == SHIFTABLE).all()
+    spread = np.ptp(SHIFTABLE.reshape(2, -1), axis=1)
+
+    def batch(offset):
+        return [UtilityMatrix(u + offset, decisions=LABELS, classes=LABELS) for u in SHIFTABLE]
+
+    options = (None, 0.25, DEFAULT_CELLS, 20_000, 3)  # prevalences, threshold, cells, points, seed
+    shifted, rescaled = long_run_core(t, batch(0.0), rule, *options)
+    shifted_b, rescaled_b = long_run_core(t, batch(b), rule, *options)
+    np.testing.assert_array_equal(shifted_b["utility_min"], SHIFTABLE.min(axis=(1, 2)) + b)
+    np.testing.assert_allclose(shifted_b.values, shifted.values, rtol=0, atol=1e-12 * spread.min())
+    np.testing.assert_allclose(rescaled_b.values, rescaled.values, rtol=0, atol=1e-12)
+    public = long_run_utility(t, batch(0.0), rule, threshold=0.25, n_points=20_000, seed=3)
+    public_b = long_run_utility(t, batch(b), rule, threshold=0.25, n_points=20_000, seed=3)
+    assert np.abs(public_b.values - (public.values + b)).max() <= np.spacing(b)
+    # the shown draws are the kept ones plus min U
+    np.testing.assert_allclose(public.values, shifted.values + SHIFTABLE.min(axis=(1, 2)),
+                               rtol=1e-15, atol=1e-15)  # fmt: skip
+    if rule == "augmented":  # the value of more data: oracle - deployed, before min U
+        gain = value_of_more_data(t, batch(0.0), n_points=20_000, seed=3)["difference"]
+        gain_b = value_of_more_data(t, batch(b), n_points=20_000, seed=3)["difference"]
+        np.testing.assert_allclose(gain_b, gain, rtol=0, atol=1e-12 * spread.min())
+        assert np.abs(gain.values).max() > 1e-3  # the oracle does gain here
+
+
+@pytest.mark.filterwarnings("ignore::yieldwise.IntegrationWarning")  # two draws
+def test_utility_min_and_spread_coordinates_for_every_form_of_utility(continuous):
+    """``utility_min`` and ``utility_spread`` are np.min and np.ptp of each matrix (scalars
+    for one matrix, per ``matrix`` for a batch), whatever form the utility takes, on
+    long_run_utility's draws (raw and rescaled), the oracle's and value_of_more_data's."""
+    rng = np.random.default_rng(4)
+    values = rng.uniform(-5, 5, (3, 2, 2)) + np.array([0.0, 1e6, -3e3])[:, None, None]
+    matrices = [UtilityMatrix(v, decisions=LABELS, classes=LABELS) for v in values]
+    low, spread = values.min(axis=(1, 2)), np.ptp(values.reshape(3, -1), axis=1)
+    forms = {
+        "UtilityMatrix": (matrices[1], low[1:2], spread[1:2]),
+        "nested list": (values[2].tolist(), low[2:], spread[2:]),
+        "mapping": (dict(zip("xyz", matrices, strict=True)), low, spread),
+        "list": (matrices, low, spread),
+        "array": (values, low, spread),
+    }
+    for form, (utility, want_low, want_spread) in forms.items():
+        for result in (
+            long_run_utility(continuous, utility),
+            long_run_utility(continuous, utility, rescale=True),
+            oracle_utility(continuous, utility),
+            oracle_utility(two_dimensional(), utility, n_points=500),
+            value_of_more_data(continuous, utility),
+        ):
+            batched = form not in ("UtilityMatrix", "nested list")
+            assert result["utility_min"].dims == (("matrix",) if batched else ()), form
+            np.testing.assert_array_equal(np.atleast_1d(result["utility_min"]), want_low)
+            np.testing.assert_array_equal(np.atleast_1d(result["utility_spread"]), want_spread)
+    # matrices listing the classes the other way round: the same entries, the same range
+    swapped = long_run_utility(continuous, [m.reindex(classes=["pos", "neg"]) for m in matrices])
+    np.testing.assert_array_equal(swapped["utility_spread"], spread)
+    with pytest.raises(TypeError, match=r"value_of_more_data got the options \['cells'\]"):
+        value_of_more_data(continuous, matrices[0], cells=10)

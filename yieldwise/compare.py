@@ -22,7 +22,10 @@ range (per matrix of a batch). ``A`` beats ``B`` on a pair of draws only when
 worthless classifiers that both always choose the same decision, the same fit under two
 names) then tie instead of being ranked by floating-point rounding. ``prob_best`` shares
 each (pair or combination of) draws equally among the classifiers no other beats there,
-so it sums to 1 over the classifiers.
+so it sums to 1 over the classifiers. All of these read each classifier's draws of the
+long-run utility of ``U - min U`` (theory 1: ``u_t(U + b) = u_t(U) + b``), before
+``min U`` is added back for display: a draw of ``U + 1e9`` computed as ``small + 1e9``
+carries rounding of ``ulp(1e9) ~ 1e-7``, which would decide the ties instead.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import html
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -121,35 +125,55 @@ def compare(
                 f"{list(members)}"
             )
     keys = {text: key for key, text in aliases.items()}  # name -> the key it was given as
-    raw: dict[str, xr.DataArray] = {}
+    # each classifier's draws of the long-run utility of U - min U (long_run_core): ties,
+    # superiority and P(best) are decided on them, before min U is added back (a draw of
+    # U + 1e9 has lost the digits below 1e-7, far above the tie tolerance)
+    shifted: dict[str, xr.DataArray] = {}
     rescaled: dict[str, xr.DataArray] = {}
     for name, transducer in members.items():
         member_rule = _member_rule(rule, name, keys.get(name, name), paired and name == "joint")
         options = (prevalences, threshold, n_cells, n_points, seed)
         try:
             try:
-                raw[name], rescaled_values = long_run_core(
+                shifted[name], rescaled_values = long_run_core(
                     transducer, utility, member_rule, *options
                 )
             except ValueError as exc:
                 if "cannot rescale" not in str(exc):
                     raise
-                raw[name], rescaled_values = long_run_core(
+                shifted[name], rescaled_values = long_run_core(
                     transducer, utility, member_rule, *options, rescale=False
                 )
         except _NAMED_ERRORS as exc:
             raise _named(exc, name) from exc
         if rescaled_values is not None:
             rescaled[name] = rescaled_values
-    spread = _spreads(utility)
-    n_matrices = next(iter(raw.values())).sizes.get("matrix", 1)
-    if spread.size != n_matrices:  # never: long_run_core read the same matrices
-        raise RuntimeError(
-            f"compare read {spread.size} utility matrices where long_run_utility read "
-            f"{n_matrices}; please report this"
-        )
-    return Comparison(raw, rescaled if len(rescaled) == len(raw) else None, paired=paired,
-                      aliases=aliases, spread=spread)  # fmt: skip
+    low, spread = _matrix_scales(shifted)
+    return Comparison(shifted, rescaled if len(rescaled) == len(shifted) else None,
+                      paired=paired, aliases=aliases, spread=spread,
+                      utility_min=low)  # fmt: skip
+
+
+def _matrix_scales(shifted: Mapping[str, xr.DataArray]) -> tuple[np.ndarray, np.ndarray]:
+    """(``min U``, ``max U - min U``) per matrix, as long_run_core read the utility for
+    every classifier (the coordinates ``utility_min`` and ``utility_spread`` of its
+    results ``shifted``): the shift of the draws and the scale of the tie rule (theory
+    1). RuntimeError if two classifiers' matrices differ (never: a labelled matrix is
+    only reordered for each, a plain one read alike by all)."""
+    scales = {
+        name: tuple(np.atleast_1d(np.asarray(u[k].values, float))
+                    for k in ("utility_min", "utility_spread"))
+        for name, u in shifted.items()
+    }  # fmt: skip
+    first, (low, spread) = next(iter(scales.items()))
+    for name, (other_low, other_spread) in scales.items():
+        if not (np.array_equal(other_low, low) and np.array_equal(other_spread, spread)):
+            raise RuntimeError(
+                f"compare read different utility matrices for the classifiers {first!r} "
+                f"(least entries {low.tolist()}, ranges {spread.tolist()}) and {name!r} "
+                f"({other_low.tolist()}, {other_spread.tolist()}); please report this"
+            )
+    return low, spread
 
 
 def _member_rule(rule: Any, name: str, key: Any, ensemble: bool) -> Any:
@@ -215,24 +239,6 @@ def _check_same_classes(members: Mapping[str, Transducer]) -> None:
             "Pass a labelled UtilityMatrix (UtilityMatrix(values, decisions=..., "
             "classes=...)), which is reindexed by its labels for each classifier"
         )
-
-
-def _spreads(utility: Any) -> np.ndarray:
-    """``max U - min U`` of each matrix of ``utility`` (already read by long_run_utility),
-    in the order of its results' ``matrix`` coordinate: the scale of the tie rule."""
-    if isinstance(utility, UtilityMatrix):
-        return np.array([np.ptp(utility.values)])
-    if isinstance(utility, Mapping):
-        return np.array([np.ptp(u.values) for u in utility.values()])
-    items = utility
-    if not (isinstance(utility, np.ndarray) and utility.dtype != object):
-        items = list(utility)
-        if any(isinstance(u, UtilityMatrix) for u in items):
-            return np.array([np.ptp(u.values) for u in items])
-    array = np.asarray(items, dtype=float)
-    if array.ndim == 2:  # one matrix
-        return np.array([np.ptp(array)])
-    return np.ptp(array.reshape(len(array), -1), axis=1)
 
 
 def _warn_split_marginals(transducers: Mapping[Any, Transducer]) -> None:
@@ -336,12 +342,21 @@ class Comparison:
         ``max U - min U`` of the utility matrix the draws were computed with (one per
         matrix of a batch, in its order): differences within ``TIE_RTOL * spread`` are
         ties (module docstring). Default: only exactly equal draws tie.
+    utility_min : float or sequence of floats, optional
+        ``min U`` of each matrix when ``utilities`` are draws of the long-run utility of
+        ``U - min U`` (as :func:`compare` passes them, theory 1: ``u_t(U + b) = u_t(U) +
+        b``): ties, superiority, P(best) and differences are read on those draws, and
+        ``min U`` is added back wherever utilities are shown (:attr:`utilities`,
+        :meth:`samples`, :meth:`summary`, :meth:`plot`). A draw of ``U + 1e9`` computed
+        as ``small + 1e9`` has lost the digits below ``1e-7``, far above the tie
+        tolerance. Default: ``utilities`` are the long-run utilities themselves.
 
     Attributes
     ----------
     utilities : xarray.Dataset
         One variable per classifier, dims ``(chain, draw)`` plus ``matrix`` for a batch;
         each variable's ``attrs["integration"]`` names how its utilities were integrated.
+        The long-run utilities of ``U`` (``utility_min`` added back).
     rescaled : xarray.Dataset or None
         The same, rescaled per draw to [0, 1] (theory 1); None when a matrix cannot be.
     integration : pandas.Series
@@ -351,6 +366,9 @@ class Comparison:
         True when the draws come from one joint transducer (paired across classifiers).
     spread : numpy.ndarray
         ``max U - min U`` per matrix (zeros when not given): the scale of the ties.
+    utility_min : numpy.ndarray
+        ``min U`` per matrix (zeros when not given): what :attr:`utilities` adds to the
+        draws the answers read.
     """
 
     def __init__(
@@ -361,10 +379,11 @@ class Comparison:
         paired: bool = False,
         aliases: Mapping[Any, str] | None = None,
         spread: Any = None,
+        utility_min: Any = None,
     ) -> None:
         # Independent fits may have different numbers of draws: an outer join pads the
         # shorter ones with NaN, which every computation below drops.
-        self.utilities = _dataset(utilities)
+        self._shifted = _dataset(utilities)  # the draws ties and differences are read on
         self.integration = pd.Series(
             {k: v.attrs.get("integration") for k, v in utilities.items()},
             index=pd.Index(list(utilities), name="classifier"), name="integration", dtype=object,
@@ -383,7 +402,7 @@ class Comparison:
         self.names = list(utilities)
         # the keys the classifiers were given under (fit_many's tuples), each -> its name
         self._aliases = {k: v for k, v in (aliases or {}).items() if v in self.names}
-        n_matrices = self.utilities.sizes.get("matrix", 1)
+        n_matrices = self._shifted.sizes.get("matrix", 1)
         spread = np.zeros(n_matrices) if spread is None else np.atleast_1d(spread).astype(float)
         if spread.shape != (n_matrices,) or not (np.isfinite(spread) & (spread >= 0)).all():
             raise ValueError(
@@ -391,11 +410,30 @@ class Comparison:
                 f"found {spread.tolist()}"
             )
         self.spread = spread
+        low = np.zeros(n_matrices) if utility_min is None else np.atleast_1d(utility_min)
+        low = low.astype(float)
+        if low.shape != (n_matrices,) or not np.isfinite(low).all():
+            raise ValueError(
+                f"utility_min must be one finite number per utility matrix ({n_matrices}), "
+                f"the least entry of each, found {low.tolist()}"
+            )
+        self.utility_min = low
+
+    @cached_property
+    def utilities(self) -> xr.Dataset:
+        """The long-run utilities (the draws read plus :attr:`utility_min`), formed on first
+        use (a batch of many matrices holds many draws)."""
+        if not self.utility_min.any():
+            return self._shifted
+        low = self.utility_min if self._batched else self.utility_min[0]
+        shift = xr.DataArray(low, dims=("matrix",) if self._batched else ())
+        with xr.set_options(keep_attrs=True):  # each variable keeps its integration method
+            return self._shifted.map(lambda values: values + shift)
 
     # ------------------------------------------------------------- internals
     @property
     def _batched(self) -> bool:
-        return "matrix" in self.utilities.dims
+        return "matrix" in self._shifted.dims
 
     def _check_name(self, name: Any) -> str:
         """The classifier's name (as in :attr:`names`), given it or the key it was passed
@@ -416,7 +454,7 @@ class Comparison:
             if matrix is not None:
                 raise ValueError("this comparison has one utility matrix; do not pass matrix=")
             return 0
-        known = self.utilities["matrix"].values.tolist()  # Python labels, not np.str_
+        known = self._shifted["matrix"].values.tolist()  # Python labels, not np.str_
         if matrix is None or matrix not in known:
             what = "choose one with matrix=..." if matrix is None else f"matrix={matrix!r} is not"
             raise ValueError(
@@ -438,8 +476,16 @@ class Comparison:
         ``matrix`` chooses one matrix of a batch (required then, refused otherwise);
         ``rescaled`` gives the draws rescaled to [0, 1] (theory 1).
         """
+        values = self._draws(name, matrix, rescaled)
+        if rescaled:
+            return values
+        return values + self.utility_min[self._matrix_position(matrix)]
+
+    def _draws(self, name: str, matrix: Any = None, rescaled: bool = False) -> np.ndarray:
+        """As :meth:`samples`, the draws the answers read: without :attr:`utility_min`
+        (the long-run utilities of ``U - min U`` when :func:`compare` made them)."""
         name = self._check_name(name)
-        data = self.rescaled if rescaled else self.utilities
+        data = self.rescaled if rescaled else self._shifted
         if data is None:
             raise ValueError("rescaled utilities are not available for these matrices")
         values = data[name]
@@ -467,7 +513,7 @@ class Comparison:
         n = len(self.names)
         greater, tie = np.full((n, n), np.nan), np.full((n, n), np.nan)
         tol = self.tie_tolerance(matrix)
-        samples = [self.samples(name, matrix) for name in self.names]
+        samples = [self._draws(name, matrix) for name in self.names]  # before min U's rounding
         for i in range(n):
             for j in range(i + 1, n):
                 a_over_b, b_over_a, pairs = _counts(samples[i], samples[j], self.paired, tol)
@@ -485,7 +531,7 @@ class Comparison:
         sum to 1; with independent fits this is exact over all combinations of draws.
         """
         tol = self.tie_tolerance(matrix)
-        samples = [self.samples(name, matrix) for name in self.names]
+        samples = [self._draws(name, matrix) for name in self.names]  # before min U's rounding
         if self.paired:
             p = _best_paired(np.stack(samples), tol)
         else:
@@ -502,12 +548,13 @@ class Comparison:
         pairing (seeded), which samples the distribution of the difference.
         ``prob_positive`` is ``P(u_a > u_b)`` as :meth:`prob_superiority` counts it (by
         more than :meth:`tie_tolerance`, over all pairs when independent), ``prob_tie``
-        the probability of a tie.
+        the probability of a tie. Differences are taken before :attr:`utility_min` is
+        added back (a shift cancels in them, theory 1, and would only round them).
         """
         a, b = self._check_name(a), self._check_name(b)
         if not 0 < prob < 1:
             raise ValueError(f"prob must lie in (0, 1), found {prob}")
-        x, y = self.samples(a, matrix), self.samples(b, matrix)
+        x, y = self._draws(a, matrix), self._draws(b, matrix)
         x_over_y, y_over_x, pairs = _counts(x, y, self.paired, self.tie_tolerance(matrix))
         if not self.paired:
             rng = np.random.default_rng(seed)
@@ -533,16 +580,18 @@ class Comparison:
     def summary(self) -> pd.DataFrame:
         """Tidy table: one row per classifier (and matrix), posterior summaries."""
         rows = []
-        matrices = list(self.utilities["matrix"].values) if self._batched else [None]
+        matrices = list(self._shifted["matrix"].values) if self._batched else [None]
         for matrix in matrices:
             best = self.prob_best(matrix)
+            low = self.utility_min[self._matrix_position(matrix)]
             for name in self.names:
-                values = self.samples(name, matrix)
+                values = self._draws(name, matrix)  # min U added to the summaries, after
                 row: dict[str, Any] = {"classifier": name}
                 if matrix is not None:
                     row["matrix"] = matrix
-                q = np.quantile(values, _QUANTILES)
-                row.update(mean=values.mean(), sd=values.std(ddof=1), q5=q[0], q50=q[1], q95=q[2])
+                q = np.quantile(values, _QUANTILES) + low
+                row.update(mean=values.mean() + low, sd=values.std(ddof=1), q5=q[0], q50=q[1],
+                           q95=q[2])  # fmt: skip
                 if self.rescaled is not None:
                     scaled = self.samples(name, matrix, rescaled=True)
                     row.update(rescaled_mean=scaled.mean(), rescaled_sd=scaled.std(ddof=1))

@@ -35,6 +35,12 @@ item is of class ``c`` and its output falls in cell ``j``) and one decision:
 Decisions are cell-wise, so a batch of many utility matrices costs one pass over the
 cells per matrix; for two decisions and two classes the augmented rule is a threshold
 on ``p(1 | y)`` and every matrix is answered from one cumulative sum.
+
+Each matrix is integrated as ``U - min U`` and ``min U`` added back at the end (theory 1:
+``u_t(U + b) = u_t(U) + b``, every draw's masses summing to 1), so that an offset such as
+``U + 1e9`` does not put rounding of ``ulp(1e9) ~ 1e-7`` into every draw; the results
+carry ``min U`` and ``max U - min U`` as coordinates (``utility_min``,
+``utility_spread``), and :func:`long_run_core` keeps the shifted draws for comparisons.
 """
 
 from __future__ import annotations
@@ -370,7 +376,14 @@ def long_run_utility(
         control variates, so that ``U + b`` adds exactly ``b`` to every draw): estimates,
         not bounds, the standard error of the posterior mean and the mean over draws of
         single draws' own standard errors (a draw's mean absolute error is about 0.8 of
-        its standard error). Attribute ``integration`` names the method.
+        its standard error). ``utility_min`` and ``utility_spread``: each matrix's least
+        entry ``min U`` and range ``max U - min U`` (theory 1; the scale of
+        :func:`yieldwise.compare`'s ties, ``TIE_RTOL * utility_spread``; on rescaled draws
+        too, where they describe the matrix, not the draws). Each matrix is integrated as
+        ``U - min U`` and ``min U`` added back (theory 1: ``u_t(U + b) = u_t(U) + b``,
+        every draw's masses summing to 1), so that an offset as large as ``U + 1e9``
+        costs the draws no more than rounding at their own magnitude. Attribute
+        ``integration`` names the method.
 
     Examples
     --------
@@ -385,19 +398,34 @@ def long_run_utility(
     >>> u.dims, bool(0.6 < float(u.mean()) < 1), bool(float(u.integration_error) < spread / 10)
     (('chain', 'draw'), True, True)
     """
-    raw, rescaled = long_run_core(
+    shifted, rescaled = long_run_core(
         transducer, utility, rule, prevalences, threshold, n_cells, n_points, seed, rescale
     )
-    return rescaled if rescale else raw
+    return rescaled if rescaled is not None else _unshifted(shifted)
 
 
 def long_run_core(
     transducer: Transducer, utility: Any, rule: Any, prevalences: Any, threshold: float,
     n_cells: int, n_points: int, seed: int, rescale: bool = True,
 ) -> tuple[xr.DataArray, xr.DataArray | None]:  # fmt: skip
-    """(raw, rescaled or None) long-run utilities, from one set of cells."""
+    """(shifted, rescaled or None) long-run utilities, from one set of cells.
+
+    ``shifted`` holds the draws of the long-run utility of ``U - min U``, each matrix
+    shifted by its own least entry, with coordinates ``utility_min`` (``min U``) and
+    ``utility_spread`` (``max U - min U``) besides the integration errors;
+    :func:`_unshifted` adds ``utility_min`` back, the long-run utility of ``U`` (theory
+    1: ``u_t(U + b) = u_t(U) + b``, every draw's masses summing to 1). Differences of
+    draws, and so ties within ``TIE_RTOL * (max U - min U)``, must be read on ``shifted``:
+    a draw of ``U + 1e9`` is ``small + 1e9``, which has lost the digits below
+    ``ulp(1e9) ~ 1e-7`` (:func:`yieldwise.compare` keeps the shifted draws). The decisions
+    and the rescaled draws are computed from the shifted matrices too (both invariant
+    under a shift, theory 1, so this is only more exact). Mass outside every cell (an
+    unbounded lattice's tails, counted in the integration error) is thereby valued at
+    ``min U``, where it was valued at 0.
+    """
     _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
+    matrices, bounds = _shifted_matrices(matrices)
     r = transducer.check_prevalences(prevalences)
     decide = None
     if len(matrices) <= _ADAPTIVE_MAX_MATRICES:
@@ -407,11 +435,30 @@ def long_run_core(
     if cells.method == "monte-carlo":
         _check_integration(values, error[0], names, matrices)
     name = "long_run_utility"
-    raw = _as_dataarray(values, error, names, transducer, cells.method, name)
+    shifted = _as_dataarray(values, error, names, transducer, cells.method, name, bounds)
     if not rescale:
-        return raw, None
+        return shifted, None
     values, error = _rescale(values, error, matrices, cells, transducer, r)
-    return raw, _as_dataarray(values, error, names, transducer, cells.method, name)
+    return shifted, _as_dataarray(values, error, names, transducer, cells.method, name, bounds)
+
+
+def _shifted_matrices(matrices: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """(``U - min U`` per matrix (m, D, C), (``min U`` (m,), ``max U - min U`` (m,))): the
+    matrices long-run utilities are integrated with, and what :func:`_unshifted` adds
+    back and compare's ties scale with (theory 1)."""
+    flat = matrices.reshape(len(matrices), -1)
+    low = flat.min(axis=1)
+    return matrices - low[:, None, None], (low, flat.max(axis=1) - low)
+
+
+def _unshifted(shifted: xr.DataArray) -> xr.DataArray:
+    """Draws of the long-run utility of ``U - min U`` (:func:`long_run_core`) plus their
+    coordinate ``utility_min``: the long-run utility of ``U`` (theory 1), with the same
+    coordinates, name and attributes. In place (no second array of draws x matrices):
+    ``shifted`` is not to be read after."""
+    low = np.asarray(shifted["utility_min"].values, dtype=float)  # (m,) along the last dim, or ()
+    np.add(shifted.data, low, out=shifted.data)
+    return shifted
 
 
 class IntegrationWarning(UserWarning):
@@ -466,7 +513,9 @@ def long_run_utility_stan(
     The cells and each cell's decision are those of the numpy path; the per-draw class
     masses and the utility sums are computed by ``stan/long_run_utility.stan`` in
     generated quantities. This is an independent check of the numpy implementation,
-    which stays the default (utilities change often and need no Stan run).
+    which stays the default (utilities change often and need no Stan run). As there,
+    each matrix is summed as ``U - min U`` and ``min U`` added back (theory 1), and the
+    result carries the coordinates ``utility_min`` and ``utility_spread``.
     """
     from .backends import get_backend, stan_file
 
@@ -477,6 +526,7 @@ def long_run_utility_stan(
         )
     _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
+    matrices, bounds = _shifted_matrices(matrices)
     decide = _decider(rule, matrices, decisions, transducer, threshold)
     small = len(matrices) <= _ADAPTIVE_MAX_MATRICES
     # one output dimension (checked above): quadrature cells, no Monte Carlo points
@@ -493,11 +543,12 @@ def long_run_utility_stan(
         "cell_lower": lower, "cell_upper": upper, "decision": chosen + 1, "utility": matrices,
     }  # fmt: skip
     program = get_backend(backend).compile(stan_file("long_run_utility"))
-    values = np.asarray(program.generate(data)["u"]).reshape(data["S"], data["M"])
+    # a copy of the backend's draws: min U is added to it in place (_unshifted)
+    values = np.array(program.generate(data)["u"], float).reshape(data["S"], data["M"])
     error = np.zeros((2, len(matrices)))  # the Stan check reports no error of its own
-    out = _as_dataarray(values, error, names, transducer, cells.method, "long_run_utility")
+    out = _as_dataarray(values, error, names, transducer, cells.method, "long_run_utility", bounds)
     out.attrs["engine"] = f"stan ({program.backend_name})"
-    return out
+    return _unshifted(out)
 
 
 def oracle_utility(
@@ -514,14 +565,28 @@ def oracle_utility(
 
     What a user who knew draw ``t``'s transducer exactly would get; its excess over
     :func:`long_run_utility` is the value of more calibration data (theory section 4).
+    Coordinates as :func:`long_run_utility`'s (``utility_min`` and ``utility_spread``
+    too: each matrix is integrated as ``U - min U``, theory 1).
     """
+    out = _oracle_core(transducer, utility, rescale, prevalences, n_cells, n_points, seed)
+    return out if rescale else _unshifted(out)
+
+
+def _oracle_core(
+    transducer: Transducer, utility: Any, rescale: bool, prevalences: Any, n_cells: int,
+    n_points: int, seed: int,
+) -> xr.DataArray:  # fmt: skip
+    """The oracle's rescaled draws, or (``rescale`` False) its draws of ``U - min U``, to
+    which :func:`_unshifted` adds ``min U`` back (as :func:`long_run_core`'s)."""
     matrices, _, names = _as_matrices(utility, transducer.classes_)
+    matrices, bounds = _shifted_matrices(matrices)
     r = transducer.check_prevalences(prevalences)
     cells = _cells(transducer, r, n_cells, n_points, seed)
     values, error = _oracle(cells, matrices)
     if rescale:
         values, error = _rescale(values, error, matrices, cells, transducer, r)
-    return _as_dataarray(values, error, names, transducer, cells.method, "oracle_utility")
+    return _as_dataarray(values, error, names, transducer, cells.method, "oracle_utility",
+                         bounds)  # fmt: skip
 
 
 def value_of_more_data(
@@ -533,26 +598,50 @@ def value_of_more_data(
     """``deployed`` and ``oracle`` long-run utilities per draw, and their ``difference``.
 
     Also ``deployed_integration_error`` and ``oracle_integration_error`` (and their
-    ``_draws`` counterparts, see :func:`long_run_utility`).
+    ``_draws`` counterparts, see :func:`long_run_utility`), and the coordinates
+    ``utility_min`` and ``utility_spread`` of each matrix.
 
     The difference (never negative for the augmented rule, up to integration error) is
-    how much per item more calibration data could still gain. Options as for
-    :func:`long_run_utility`.
+    how much per item more calibration data could still gain; it is taken between the
+    draws of ``U - min U`` (theory 1), before ``min U`` is added back, so that a large
+    offset of ``U`` does not round it away. Options as for :func:`long_run_utility`.
     """
-    oracle_options = {k: v for k, v in options.items() if k != "threshold"}
-    deployed = long_run_utility(transducer, utility, rule, **options)
-    oracle = oracle_utility(transducer, utility, **oracle_options)
+    known = ("rescale", "prevalences", "threshold", "n_cells", "n_points", "seed")
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise TypeError(
+            f"value_of_more_data got the options {unknown}, which long_run_utility does not "
+            f"take; its options are {list(known)}"
+        )
+    return _value_of_more_data(transducer, utility, rule, **options)
+
+
+def _value_of_more_data(
+    transducer: Transducer, utility: Any, rule: Any, *, rescale: bool = False,
+    prevalences: Any = None, threshold: float = 0.5, n_cells: int = DEFAULT_CELLS,
+    n_points: int = DEFAULT_POINTS, seed: int = 0,
+) -> xr.Dataset:  # fmt: skip
+    """:func:`value_of_more_data` with :func:`long_run_utility`'s options by name."""
+    integration = (n_cells, n_points, seed)
+    shifted, rescaled = long_run_core(
+        transducer, utility, rule, prevalences, threshold, *integration, rescale
+    )
+    deployed = shifted if rescaled is None else rescaled
+    oracle = _oracle_core(transducer, utility, rescale, prevalences, *integration)
     errors = {
         f"{name}_{kind}": part[kind].reset_coords(drop=True)
         for name, part in (("deployed", deployed), ("oracle", oracle))
         for kind in ("integration_error", "integration_error_draws")
     }
-    deployed = deployed.reset_coords(drop=True)
-    oracle = oracle.reset_coords(drop=True)
+    difference = (oracle - deployed).reset_coords(drop=True)  # shifted (or rescaled) draws
+    if not rescale:
+        deployed, oracle = _unshifted(deployed), _unshifted(oracle)
+    scales = {k: deployed[k].variable for k in ("utility_min", "utility_spread")}
     return xr.Dataset(
-        {"deployed": deployed, "oracle": oracle, "difference": oracle - deployed, **errors},
-        attrs={"integration": deployed.attrs["integration"]},
-    )
+        {"deployed": deployed.reset_coords(drop=True), "oracle": oracle.reset_coords(drop=True),
+         "difference": difference, **errors},
+        coords=scales, attrs={"integration": deployed.attrs["integration"]},
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------- utility batches
@@ -1596,22 +1685,26 @@ def _rescale(values, error, matrices, cells, transducer, r):
     return (values - low) / width, error / width.min(axis=0)
 
 
-def _as_dataarray(values, error, names, transducer, method, name) -> xr.DataArray:
-    """``error`` rows: bound on the posterior mean's error, on single draws' mean error."""
+def _as_dataarray(values, error, names, transducer, method, name, bounds) -> xr.DataArray:
+    """``error`` rows: bound on the posterior mean's error, on single draws' mean error;
+    ``bounds``: each matrix's ``(min U, max U - min U)`` (:func:`_shifted_matrices`)."""
     error = np.asarray(error, float).reshape(2, -1)
+    low, spread = (np.asarray(b, float).reshape(-1) for b in bounds)
     chains, draws = transducer.posterior.chains, transducer.posterior.draws
     data = values.reshape(chains, draws, -1)
     coords: dict[str, Any] = {"chain": np.arange(chains), "draw": np.arange(draws)}
     if names is None:
         out = xr.DataArray(data[:, :, 0], dims=("chain", "draw"), coords=coords, name=name)
         out = out.assign_coords(
-            integration_error=float(error[0, 0]), integration_error_draws=float(error[1, 0])
-        )
+            integration_error=float(error[0, 0]), integration_error_draws=float(error[1, 0]),
+            utility_min=float(low[0]), utility_spread=float(spread[0]),
+        )  # fmt: skip
     else:
         coords["matrix"] = names
         out = xr.DataArray(data, dims=("chain", "draw", "matrix"), coords=coords, name=name)
         out = out.assign_coords(
-            integration_error=("matrix", error[0]), integration_error_draws=("matrix", error[1])
-        )
+            integration_error=("matrix", error[0]), integration_error_draws=("matrix", error[1]),
+            utility_min=("matrix", low), utility_spread=("matrix", spread),
+        )  # fmt: skip
     out.attrs["integration"] = method
     return out
