@@ -296,3 +296,30 @@ def _gradient_check(model, u, h: float = 1e-6) -> None:
 def gradient_check():
     """:func:`_gradient_check`: ``gradient_check(model, u)``."""
     return _gradient_check
+
+
+@pytest.fixture(scope="module")
+def joint():
+    """A joint transducer over two scores "rf" and "nn" from given draws (6 paired draws, 2
+    components, classes "neg" and "pos"), as ``Transducer().fit({"rf": ..., "nn": ...},
+    y)`` records its members: comparisons and long-run utilities of a joint fit without
+    sampling (tests/test_joint.py keeps a two-draw one of its own)."""
+    import pandas as pd
+
+    from yieldwise import Transducer
+
+    labels = ("neg", "pos")
+    rng = np.random.default_rng(4)
+    n_draws = 6
+    w = rng.dirichlet([5.0, 5.0], n_draws)
+    alpha = np.stack([rng.dirichlet([8.0, 2.0], n_draws), rng.dirichlet([2.0, 8.0], n_draws)], 1)
+    mu = np.stack([rng.normal(-1.0, 0.2, (n_draws, 2)), rng.normal(1.0, 0.2, (n_draws, 2))], 1)
+    sigma = rng.uniform(0.8, 1.2, (n_draws, 2, 2))
+    frame = pd.DataFrame({"rf": rng.normal(size=40), "nn": rng.normal(size=40)})
+    t = Transducer.from_draws(
+        {"w": w[None], "alpha": alpha[None], "mu": mu[None], "sigma": sigma[None]},
+        frame, np.array(labels)[rng.integers(0, 2, 40)], labels,
+        output_transform="identity", resolution=None,
+    )  # fmt: skip
+    t.members_ = {"rf": ["rf"], "nn": ["nn"]}  # as fit({"rf": ..., "nn": ...}) records
+    return t

@@ -52,23 +52,7 @@ def fitted(labels=LABELS, n_draws=24, seed=0, flip=False):
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def joint():
-    """A joint transducer over two scores "rf" and "nn", as tests/test_joint.py makes it."""
-    rng = np.random.default_rng(4)
-    n_draws = 6
-    w = rng.dirichlet([5.0, 5.0], n_draws)
-    alpha = np.stack([rng.dirichlet([8.0, 2.0], n_draws), rng.dirichlet([2.0, 8.0], n_draws)], 1)
-    mu = np.stack([rng.normal(-1.0, 0.2, (n_draws, 2)), rng.normal(1.0, 0.2, (n_draws, 2))], 1)
-    sigma = rng.uniform(0.8, 1.2, (n_draws, 2, 2))
-    frame = pd.DataFrame({"rf": rng.normal(size=40), "nn": rng.normal(size=40)})
-    t = Transducer.from_draws(
-        {"w": w[None], "alpha": alpha[None], "mu": mu[None], "sigma": sigma[None]},
-        frame, np.array(LABELS)[rng.integers(0, 2, 40)], LABELS,
-        output_transform="identity", resolution=None,
-    )  # fmt: skip
-    t.members_ = {"rf": ["rf"], "nn": ["nn"]}  # as fit({"rf": ..., "nn": ...}) records
-    return t
+# the joint transducer of given draws: the ``joint`` fixture of tests/conftest.py
 
 
 # ----------------------------------------------------------------- brute force
