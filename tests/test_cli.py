@@ -138,6 +138,46 @@ def test_fit_reports_missing_values_and_unreadable_files(tmp_path, capsys):
     assert "none.csv: no such file" in capsys.readouterr().err
 
 
+def test_fit_names_output_columns_with_commas_or_edge_spaces(tmp_path, capsys):
+    """--output-cols matches the exact text first, then its comma-separated parts as given
+    or stripped: columns named "score " or "logit, eight" could not be named at all
+    (audit, 2026-12-07); --help and the error say how names are split."""
+    from yieldwise import Transducer
+    from yieldwise.datasets import load_digits_binary
+
+    frame = load_digits_binary().iloc[::5][["label", "forest_votes", "net_logit_eight"]]
+    frame = frame.rename(columns={"forest_votes": "score ", "net_logit_eight": "logit, eight"})
+    frame = frame.assign(grade=np.where(frame["logit, eight"] > 0, "high", "low"))
+    frame.to_csv(tmp_path / "c.csv", index=False)
+    out = tmp_path / "t.nc"
+    base = ["fit", str(tmp_path / "c.csv"), "--class-col", "label", "--out", str(out),
+            "--backend", "laplace", "--seed", "1", "--quiet", "--overwrite"]  # fmt: skip
+    for given, columns in (("score ", ("score ",)), ("logit, eight", ("logit, eight",))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main([*base, "--output-cols", given]) == 0, capsys.readouterr().err
+        assert Transducer.load(out).transform_.columns == columns
+        assert f"transducer for {', '.join(columns)}:" in capsys.readouterr().out
+    assert main([*base, "--output-cols", "logit,eight"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "--output-cols 'logit,eight' names column(s) ['logit', 'eight'] that the file "
+        "does not have; its columns are ['label', 'score ', 'logit, eight', 'grade']. "
+        "--output-cols takes one column's exact name, or names separated by commas "
+        "(spaces around each name are dropped unless the column's name has them)"
+    ) in err
+    # a text column: the words of `yieldwise report` (report.not_numeric)
+    assert main([*base, "--output-cols", "score ,grade"]) == 2
+    dtype, first = pd.read_csv(tmp_path / "c.csv")["grade"].dtype, frame["grade"].iloc[0]
+    assert (f"output column 'grade' is not numeric (dtype {dtype}, e.g. {first!r} in data row "
+            "1 (line 2 of the file)); classifier outputs must be numbers: name a column of "
+            "scores or probabilities, or convert this one to numbers"
+            ) in capsys.readouterr().err  # fmt: skip
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    assert "names separated by commas" in " ".join(capsys.readouterr().out.split())
+
+
 def test_fit_refuses_a_repeated_column_name(tmp_path, capsys):
     """pandas renames a repeated header (score, score.1) and the fit read the first
     column: a silent wrong answer (audit, 2026-12-06). Now refused by name."""
@@ -272,7 +312,7 @@ def test_read_table_infers_compression_as_pandas_does(tmp_path):
     table = getattr(common, "extension_to_compression", None)
     if table is None:
         pytest.skip("this pandas keeps no extension_to_compression table")
-    assert _COMPRESSION == dict(table)
+    assert dict(table) == _COMPRESSION
     for suffix in [*table, ".csv", ".GZ", ".Tar.Bz2"]:
         name = f"cal{suffix}"
         ours = next((c for end, c in _COMPRESSION.items() if name.lower().endswith(end)), None)

@@ -323,3 +323,20 @@ def test_comparison_checks_utility_min_and_adds_it_to_what_it_shows():
         with pytest.raises(ValueError, match=r"utility_min must be one finite number per "
                                              r"utility matrix \(1\)"):  # fmt: skip
             Comparison({"a": draws(A)}, utility_min=bad)
+
+
+@pytest.mark.parametrize("name", ["chain", "draw", "matrix"])
+def test_a_classifier_named_like_a_dimension_is_refused_by_name(name, joint, monkeypatch):
+    """The comparison holds each classifier's draws as a variable of one Dataset whose
+    dimensions are chain, draw and matrix: a classifier so named made xarray raise its own
+    unnamed error after every long-run utility was computed. Refused by name first, for a
+    mapping and for a joint transducer's members."""
+    from yieldwise.compare import RESERVED_NAMES
+
+    assert name in RESERVED_NAMES
+    utility = UtilityMatrix([[1, -2], [0, 3]], classes=LABELS)
+    with pytest.raises(ValueError, match=f"classifier named '{name}'.*rename it"):
+        compare({name: joint.marginal("rf"), "nn": joint.marginal("nn")}, utility)
+    monkeypatch.setattr(joint, "members_", {name: ["rf"], "nn": ["nn"]})
+    with pytest.raises(ValueError, match=f"member named '{name}'.*rename it"):
+        compare(joint, {"a": utility, "b": utility})

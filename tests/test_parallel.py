@@ -35,6 +35,8 @@ from yieldwise.parallel import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = {"chains": 2, "warmup": 150, "draws": 150}
+#: For the settings refused before any fit: a fit that did start would be a short one.
+LAPLACE = {"backend": "laplace"}
 SEED = 11
 
 
@@ -104,6 +106,27 @@ def test_task_seeds_are_fixed_numbers_in_every_process():
          ValueError, "needs by="),
         (lambda: fit_many(calibration(), outputs={"f": "votes"}, classes="label"),
          ValueError, r"no column\(s\) \['votes'\]"),
+        # audit 2026-12-07: each names the setting or the column it is about
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "chains": None}), TypeError,
+         r"transducer: chains must be an integer such as 4, found None of type NoneType"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "max_treedepth": None}), TypeError,
+         r"transducer: max_treedepth must be an integer such as 10, found None"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "likelihood_bins": -3}), ValueError,
+         r"transducer: likelihood_bins must be \"auto\", None or a fraction"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "class_reduction": "bogus"}), ValueError,
+         r"transducer: class_reduction must be \"auto\", \"ranks\" or None, found 'bogus'"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "kernel_tail_cut": -1.0}), ValueError,
+         r"transducer: kernel_tail_cut must be a number in \[0, 1e-6\]"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "prior": "flat"}), TypeError,
+         r"transducer: prior must be a mapping of hyper-parameter names"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "prior": {"tau_f_scale": -1}}),
+         ValueError, r"transducer: prior\['tau_f_scale'\] must be a positive number, found -1"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "seed": 1.0}), ValueError,
+         r"transducer: seed must be an integer in \[0, 2\*\*31\) or None, found 1\.0"),
+        (lambda: fit_many(calibration().assign(site=lambda f: np.where(f.index % 2, 1.0, 2.0)),
+                          outputs="forest_votes", classes="label", by="site"),
+         TypeError, r"by column 'site' holds 2\.0 of type float; its values name the tasks, "
+                    r"which must be text or integers: convert the column first"),
         # rows with no task name were dropped without a word (pandas' groupby)
         (lambda: fit_many(calibration().assign(site=lambda f: np.where(f.index % 3 == 0, None,
                                                                         "A")),
@@ -128,6 +151,40 @@ def test_settings_are_checked_by_the_transducers_rules():
     assert check_transducer_params({"adapt_delta": 0.9}) == {"adapt_delta": 0.9}
     with pytest.raises(ValueError, match="backend must be one of"):
         check_transducer_params({"backend": "jags"})
+
+
+def test_every_transducer_setting_is_checked_by_the_fits_own_rules():
+    """check_transducer_param knows every constructor setting of the Transducer (a new one
+    must be given its check, or None for those only the data can check), accepts each
+    default and the other values the fit accepts, and refuses what the fit refuses."""
+    from yieldwise.parallel import check_transducer_param, transducer_param_names
+
+    defaults = yw.Transducer().get_params()
+    assert set(transducer_param_names()) == set(defaults)
+    for name, value in defaults.items():
+        check_transducer_param(name, value)
+    for name, value in [
+        ("class_reduction", "ranks"),
+        ("class_reduction", None),
+        ("likelihood_bins", None),
+        ("likelihood_bins", 0.25),
+        ("prior", {"tau_f_df": None, "tau_l_scale": 0}),
+        ("kernel_tail_cut", 0),
+        ("warmup", None),
+        ("seed", 2**31 - 1),
+    ]:
+        check_transducer_param(name, value)  # fmt: skip
+    for name, value in [
+        ("chains", 2.0),
+        ("seed", 2**31),
+        ("n_components", 0),
+        ("adapt_delta", 1.0),
+        ("backend", "jags"),
+    ]:
+        with pytest.raises(ValueError, match=rf"^{name} must (be|lie)"):
+            check_transducer_param(name, value)  # fmt: skip
+    with pytest.raises(ValueError, match=r"unknown parameter 'chain'"):
+        check_transducer_param("chain", 2)
 
 
 def test_a_dask_scheduler_without_dask_names_the_extra(monkeypatch):
@@ -162,6 +219,136 @@ def test_pool_size_leaves_no_core_idle_and_none_oversubscribed():
     assert pool_size(chains=4, n_tasks=16, cores=2) == 1
     assert pool_size(chains=4, n_tasks=16, cores=32) == 8
     assert pool_size(chains=2, n_tasks=3, cores=32) == 3
+
+
+# ------------------------------------------------- warnings on thread executors
+def _stored(frame: pd.DataFrame, column: str) -> yw.Transducer:
+    """A transducer of given draws (no fit): what each patched fit below returns."""
+    draws = {
+        "w": np.array([[[0.6, 0.4]]]),
+        "alpha": np.array([[[[0.9, 0.1], [0.2, 0.8]]]]),
+        "mu": np.array([[[[-1.0], [1.0]]]]),
+        "sigma": np.array([[[[1.0], [1.0]]]]),
+    }
+    return yw.Transducer.from_draws(draws, frame[[column]], frame["label"],
+                                    ("other", "eight"), output_transform="identity")  # fmt: skip
+
+
+def _warning_tasks(monkeypatch) -> tuple[dict, threading.Barrier, threading.Barrier]:
+    """Three tasks whose (patched) fits meet inside their fits, each raises a warning of its
+    own and one from a line they all run, and meet again before they return: the caller
+    joins both meetings (``inside``, ``leaving``), so that it warns while all three run."""
+    frame = calibration()
+    columns = {"forest": "forest_votes", "net": "net_logit_eight", "knn": "knn_votes"}
+    stored = {column: _stored(frame, column) for column in columns.values()}
+    inside, leaving = threading.Barrier(4), threading.Barrier(4)
+
+    def fit_that_warns(self, outputs, classes, **_):
+        column = outputs.columns[0]
+        inside.wait(timeout=60)  # all three tasks are fitting, on three threads
+        warnings.warn(f"odd outputs in {column}", UserWarning, stacklevel=2)
+        # one line in every task: under the caller's "default" filter, the registry of
+        # this module would show it for the first task only
+        warnings.warn("a line every task runs", RuntimeWarning, stacklevel=2)
+        leaving.wait(timeout=60)
+        return stored[column]
+
+    monkeypatch.setattr(yw.Transducer, "fit", fit_that_warns)
+    batch = {name: (frame[[column]], frame["label"]) for name, column in columns.items()}
+    return batch, inside, leaving
+
+
+def _caller_warns_while_tasks_run(inside, leaving, last):
+    def on_start(name):  # in the caller's thread, once every task is submitted
+        if name == last:
+            inside.wait(timeout=60)
+            warnings.warn("the caller's own warning", UserWarning, stacklevel=2)
+            leaving.wait(timeout=60)
+
+    return on_start
+
+
+EXPECTED_WARNINGS = ["the caller's own warning"] + [
+    text for name, column in (("forest", "forest_votes"), ("net", "net_logit_eight"),
+                              ("knn", "knn_votes"))
+    for text in (f"{name}: odd outputs in {column}", f"{name}: a line every task runs")
+]  # fmt: skip
+
+
+def _run_with_warnings(batch, executor, on_start):
+    before = (list(warnings.filters), warnings.showwarning, warnings._showwarnmsg)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # once per line: what the tasks must get round
+        fits = fit_many(batch, transducer={"backend": "laplace"}, seed=SEED,
+                        executor=executor, progress=False, on_start=on_start)  # fmt: skip
+    assert (list(warnings.filters), warnings.showwarning, warnings._showwarnmsg) == before
+    return fits, [str(w.message) for w in caught]
+
+
+def test_a_thread_pool_keeps_each_tasks_warnings_under_its_name(monkeypatch):
+    """Three tasks on three threads at once, each raising its own warning and one from a
+    line they share: each comes back under its own task's name, in task order, none
+    lost; a warning of the caller's thread meanwhile reaches the caller as it is; and the
+    warnings machinery is as it was afterwards. Before (audit, 2026-12-07), each task's
+    warnings.catch_warnings replaced the others': they came back under another task's
+    name or not at all."""
+    import concurrent.futures as cf
+
+    batch, inside, leaving = _warning_tasks(monkeypatch)
+    with cf.ThreadPoolExecutor(3) as pool:
+        fits, shown = _run_with_warnings(
+            batch, pool, _caller_warns_while_tasks_run(inside, leaving, "knn")
+        )
+    assert shown == EXPECTED_WARNINGS
+    assert list(fits) == ["forest", "net", "knn"] and fits.tasks.attrs["executor"] == "executor"
+    assert len(set(fits.tasks["pid"])) == 1  # threads of this process
+    with warnings.catch_warnings(record=True) as after:  # plain warnings reach the caller
+        warnings.simplefilter("always")
+        warnings.warn("after the batch", stacklevel=2)
+    assert [str(w.message) for w in after] == ["after the batch"]
+
+
+def test_dask_worker_threads_keep_each_tasks_warnings_under_its_name(monkeypatch):
+    """The same on Dask's own layout, one worker with three threads (in this process, so
+    that the patched fit reaches it; a worker process runs its threads the same way)."""
+    distributed = pytest.importorskip("distributed", reason="Dask is not installed")
+    batch, inside, leaving = _warning_tasks(monkeypatch)
+    with distributed.LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=3, dashboard_address=None,
+        silence_logs=40,
+    ) as local, distributed.Client(local) as client:  # fmt: skip
+        fits, shown = _run_with_warnings(
+            batch, client, _caller_warns_while_tasks_run(inside, leaving, "knn")
+        )
+    ours = [text for text in shown if "task" in text or "odd" in text or "caller" in text]
+    assert ours == EXPECTED_WARNINGS
+    assert fits.tasks.attrs["executor"] == "dask"
+
+
+def test_the_warnings_of_real_fits_are_the_same_serially_on_threads_and_processes():
+    """Laplace fits whose data warn (one output value: ConstantOutputWarning; short runs:
+    DiagnosticsWarning): the serial batch, a thread pool and the process pool give the
+    same warnings, each under its task's name (a thread pool gave one task's, unnamed)."""
+    import concurrent.futures as cf
+
+    frame = calibration().assign(constant=0.5)
+    batch = {"constant": (frame[["constant"]], frame["label"]),
+             "net": (frame[["net_logit_eight"]], frame["label"])}  # fmt: skip
+    settings = {"backend": "laplace", "chains": 2, "warmup": 100, "draws": 100}
+    found = {}
+    with cf.ThreadPoolExecutor(2) as pool:
+        for label, executor in (("serial", "serial"), ("threads", pool),
+                                ("processes", "processes")):  # fmt: skip
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fit_many(batch, transducer=settings, seed=SEED, executor=executor,
+                         progress=False)  # fmt: skip
+            found[label] = sorted((w.category.__name__, str(w.message)) for w in caught)
+    assert found["threads"] == found["serial"] == found["processes"]
+    assert ("ConstantOutputWarning", "constant") in {
+        (c, m.split(":")[0]) for c, m in found["serial"]
+    }
+    assert all(m.startswith(("constant: ", "net: ")) for _, m in found["serial"])
 
 
 # --------------------------------------------------------------- real fits

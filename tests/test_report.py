@@ -286,6 +286,17 @@ def test_html_is_self_contained_and_escapes_names(report):
             r"column 'with_inf' \(outputs of \[\[classifier\]\] '<b>net.*has 1 infinite "
             r"value\(s\), first in data row 8 \(line 9 of the file\)",
         ),
+        # audit 2026-12-07: names the comparison's dimensions hold; found when the
+        # configuration is read (the run stopped after every fit, naming nothing)
+        *[
+            (
+                lambda c, n=name: c.replace(EVIL, n),
+                rf"\[\[classifier\]\] number 2\.name: '{name}' is reserved: the comparison "
+                r"of the classifiers names its dimensions \['chain', 'draw', 'matrix'\].*"
+                rf"rename it, e\.g\. '{name} classifier'",
+            )
+            for name in ("matrix", "chain", "draw")
+        ],
     ],
 )
 def test_bad_configs_exit_2_and_leave_nothing(tmp_path, capsys, edit, message):
@@ -301,6 +312,81 @@ def test_bad_configs_exit_2_and_leave_nothing(tmp_path, capsys, edit, message):
     assert re.search(message, err), err
     assert not (tmp_path / "out").exists()
     assert not list(tmp_path.glob(".*"))  # no work folder, no lock
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # a text column of the last classifier: found after the others were fitted
+        (lambda c: c.replace('"net_logit_eight"]', '"grade"]'),
+         r"calibration\.csv: column 'grade' \(outputs of \[\[classifier\]\] '<b>net.*\) is not "
+         r"numeric \(dtype \w+, e\.g\. '(low|high)' in data row 1 \(line 2 of the file\)\); "
+         r"classifier outputs must be numbers: name a column of scores or probabilities"),
+        # outputs the last classifier's transform cannot take, by the fit's own check
+        (lambda c: c.replace('"net_logit_eight"]', '"net_logit_eight"]\ntransform = "log"'),
+         r"config\.toml: \[\[classifier\]\] '<b>net.*': outputs column 'net_logit_eight' "
+         r"must be non-negative"),
+        # every [sampler] value by the Transducer's own checks, named by its key (each was
+        # blamed on the first classifier, whose fit failed)
+        (lambda c: c.replace("seed = 3", "seed = 3\nlikelihood_bins = -3"),
+         r"\[sampler\]\.likelihood_bins: likelihood_bins must be \"auto\", None or a fraction"),
+        (lambda c: c.replace("seed = 3", 'seed = 3\nclass_reduction = "bogus"'),
+         r"\[sampler\]\.class_reduction: class_reduction must be \"auto\", \"ranks\" or None"),
+        (lambda c: c.replace("seed = 3", "seed = 3\nkernel_tail_cut = -1.0"),
+         r"\[sampler\]\.kernel_tail_cut: kernel_tail_cut must be a number in \[0, 1e-6\]"),
+        (lambda c: c.replace("seed = 3", 'seed = 3\nprior = "flat"'),
+         r"\[sampler\]\.prior: prior must be a mapping of hyper-parameter names to numbers"),
+        (lambda c: c.replace("seed = 3", "seed = 3\nprior = {tau_f_scale = -1}"),
+         r"\[sampler\]\.prior: prior\['tau_f_scale'\] must be a positive number, found -1"),
+        (lambda c: c.replace("seed = 3", "seed = 3\nadapt_delta = 1.0"),
+         r"\[sampler\]\.adapt_delta: expected a number in \(0, 1\), found 1\.0"),
+    ],
+)  # fmt: skip
+def test_what_needs_no_fit_stops_the_report_before_any_fit(
+    tmp_path, capsys, monkeypatch, edit, message
+):
+    """Problems that no fit is needed to see stop the report before the first fit, with a
+    message naming the file, the key or column, what was expected and what was found."""
+    from yieldwise import parallel
+
+    started = []
+    monkeypatch.setattr(parallel, "fit_many", lambda *a, **k: started.append(a) or {})
+    table = load_digits_binary().iloc[::3]
+    table = table.assign(grade=np.where(table["net_logit_eight"] > 0, "high", "low"))
+    table.to_csv(tmp_path / "calibration.csv", index=False)
+    (tmp_path / "config.toml").write_text(edit(CONFIG))
+    assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err), err
+    assert started == []  # no fit was asked for
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.csv", "config.toml"]
+
+
+def test_reserved_classifier_names_are_the_comparisons_dimensions():
+    """RESERVED_CLASSIFIER_NAMES are the dimensions and coordinates of the Dataset a
+    comparison holds its classifiers' draws in, as the report calls compare (a batch of
+    matrices): if compare adds one, this fails, and the list must follow."""
+    import yieldwise as yw
+    from yieldwise.report import RESERVED_CLASSIFIER_NAMES
+
+    frame = load_digits_binary().iloc[::7]
+    draws = {
+        "w": np.array([[[0.6, 0.4]]]),
+        "alpha": np.array([[[[0.9, 0.1], [0.2, 0.8]]]]),
+        "mu": np.array([[[[-1.0], [1.0]]]]),
+        "sigma": np.array([[[[1.0], [1.0]]]]),
+    }
+    fits = {
+        name: Transducer.from_draws(
+            draws, frame[[column]], frame["label"], ("other", "eight"), output_transform="identity"
+        )
+        for name, column in (("forest", "forest_votes"), ("net", "net_logit_eight"))
+    }
+    utility = yw.UtilityMatrix([[0, -10], [-1, 5]], decisions=["dismiss", "treat"],
+                               classes=["other", "eight"])  # fmt: skip
+    comparison = yw.compare(fits, {"screening": utility, "accuracy": utility})
+    for held in (comparison.utilities, comparison.rescaled):
+        assert set(held.dims) | set(held.coords) == set(RESERVED_CLASSIFIER_NAMES)
 
 
 def test_shipped_config_is_valid():

@@ -308,8 +308,10 @@ def test_a_worker_killed_mid_report_changes_nothing(long_serial_report, dask_clu
 def test_a_data_failure_names_classifier_and_data_set_and_leaves_nothing(
     dask_cluster, tmp_path, capsys
 ):
-    """A column of NaNs for one classifier in one data set; and outputs that only the fit
-    finds unsuitable (a log transform of negative scores), failing on a worker."""
+    """A column of NaNs for one classifier in one data set; and outputs its transform
+    cannot take (a log of negative scores, south only), which the fit's own check finds
+    before any fit (config.ReportConfig.table; before 2026-12-07, on a worker), named as
+    a failed fit is."""
     address = dask_cluster.scheduler.address
     config = write_inputs(tmp_path)
     south = pd.read_csv(tmp_path / "south.csv")
@@ -320,7 +322,7 @@ def test_a_data_failure_names_classifier_and_data_set_and_leaves_nothing(
     err = capsys.readouterr().err
     assert "column 'net_logit_eight' (outputs of [[classifier]] 'net' on [[data]] 'south')" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "north.csv", "south.csv"]
-    # now a failure only a fit can see: a log of negative outputs, south only
+    # now outputs the transform cannot take: a log of negative outputs, south only
     frame = load_digits_binary()
     for name, part in (("north", frame.iloc[0::6]), ("south", frame.iloc[3::6])):
         part = part.assign(score=part["forest_votes"] + 0.01)
@@ -334,6 +336,29 @@ def test_a_data_failure_names_classifier_and_data_set_and_leaves_nothing(
     err = capsys.readouterr().err
     assert re.search(r"\[\[classifier\]\] 'net' on \[\[data\]\] 'south' \(.*south.csv\): "
                      r"outputs column 'score' must be non-negative", err), err  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "north.csv", "south.csv"]
+
+
+def test_a_failed_fit_names_classifier_and_data_set(tmp_path, capsys, monkeypatch):
+    """A task that fails for its data (a TaskDataError from fit_many, as a worker's fit
+    raises it) stops the report with the classifier, the data set and its file named;
+    what the configuration and the tables can show is found before any fit instead."""
+    from yieldwise import parallel
+
+    def fails(tasks, **_):
+        cause = ValueError("outputs column 'net_logit_eight' is not what the fit expected")
+        error = parallel.TaskDataError(f"task 'south / net': {cause}", ("south", "net"))
+        raise error from cause
+
+    monkeypatch.setattr(parallel, "fit_many", fails)
+    config = write_inputs(tmp_path)
+    assert main(["report", str(config), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert re.search(
+        r"config\.toml: \[\[classifier\]\] 'net' on \[\[data\]\] 'south' "
+        r"\(.*south\.csv\): outputs column 'net_logit_eight' is not what",
+        err,
+    ), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "north.csv", "south.csv"]
 
 

@@ -563,3 +563,144 @@ def test_stored_report_opens_in_a_browser(stored_report, browser):
         assert browser.find_element(By.ID, section).is_displayed()
     assert browser.execute_script("return document.scripts.length") == 0
     assert EVIL in browser.find_element(By.TAG_NAME, "body").text
+
+
+# ------------------------------------------------- names, data sets, the lock, the terminal
+# (audit, 2026-12-07) on stored draws: whatever the names, the report's tables keep them
+# apart, the lock states what each data set resolved, the terminal says which data set.
+def _several(config_text, names=("north", "south")):
+    """``config_text`` with its [data] table replaced by one [[data]] per name (the
+    files ``<name>.csv``)."""
+    tables = "".join(f'[[data]]\nname = "{n}"\ncalibration = "{n}.csv"\nclass_col = "label"\n'
+                     for n in names)  # fmt: skip
+    return config_text.replace(
+        '[data]\ncalibration = "calibration.csv"\nclass_col = "label"\n', tables
+    )
+
+
+def _two_sites(folder, names=("north", "south")):
+    from yieldwise.datasets import load_digits_binary
+
+    frame = load_digits_binary()
+    for name, part in zip(names, (frame.iloc[0::6], frame.iloc[3::6]), strict=True):
+        part.to_csv(folder / f"{name}.csv", index=False)
+
+
+def test_a_classifier_named_admissible_keeps_its_metrics(tmp_path):
+    """The metrics table's columns are the classifiers alone; the admissibility is part of
+    each row's index, so a classifier named "admissible" keeps its column (its metrics
+    were replaced by the admissibility flags)."""
+    import dataclasses
+    import re
+
+    from yieldwise.report import load_config
+    from yieldwise.report.html import metric_table, people
+
+    config_text = REPORT.replace(f"name = '{EVIL}'", 'name = "admissible"')
+    out = _run_stored_report(tmp_path, config_text)
+    config = load_config(tmp_path / "config.toml")
+    fits = {n: Transducer.load(out / f"transducer_{n}.nc") for n in config.classifiers}
+    table, _ = metric_table(config, config.table(), config.data[0], fits, config.utilities)
+    # the same classifier under another name has the very same metrics
+    renamed = dataclasses.replace(
+        config, classifiers={"forest": ["forest_votes"], "net": ["net_logit_eight"]},
+        options={"forest": config.options["forest"], "net": config.options["admissible"]},
+    )  # fmt: skip
+    other, _ = metric_table(renamed, config.table(), config.data[0],
+                            {"forest": fits["forest"], "net": fits["admissible"]},
+                            config.utilities)  # fmt: skip
+    np.testing.assert_array_equal(table["admissible"].to_numpy(), other["net"].to_numpy())
+    assert list(table.index) == list(other.index)
+    assert list(table.columns) == ["forest", "admissible"]
+    assert list(table.index.names) == ["metric", "admissible"]
+    page = (out / "report.html").read_text()
+    metrics = page[page.index("<h2 id='metrics'>") : page.index("id='win-map'")]
+    accuracy = table.loc[("accuracy", True)]
+    row = (rf"<th>accuracy</th>\s*<th>True</th>\s*<td>{re.escape(people(accuracy['forest'], 4))}"
+           rf"</td>\s*<td>{re.escape(people(accuracy['admissible'], 4))}</td>")  # fmt: skip
+    assert re.search(row, metrics), metrics
+
+
+def test_a_data_set_named_classifier_gets_its_column_across_data_sets(tmp_path):
+    """Each classifier across data sets: the classifiers are the table's index, so a data
+    set may be called "classifier" (the report stopped: "cannot insert classifier")."""
+    import re
+
+    from yieldwise.report.html import people
+
+    sites = ("classifier", "site")
+    _two_sites(tmp_path, sites)
+    out = _run_stored_report(tmp_path, _several(REPORT, sites), csv=False)
+    page = (out / "report.html").read_text()
+    across = page[page.index("id='across-datasets'") : page.index("id='transducers'")]
+    summary = pd.read_csv(out / "summary.csv")
+    for matrix in ("screening", "accuracy"):
+        table = across[across.index(f"Utility matrix {matrix}</h3>") :]
+        table = table[: table.index("</table>")]
+        assert re.search(r"<th>data set</th>\s*<th>classifier</th>\s*<th>site</th>", table)
+        means = summary[(summary["matrix"] == matrix) & (summary["classifier"] == "forest")]
+        shown = {d: people(m) for d, m in zip(means["dataset"], means["mean"], strict=True)}
+        assert re.search(rf"<th>forest</th>\s*<td>{re.escape(shown['classifier'])} \(.*?\)</td>"
+                         rf"\s*<td>{re.escape(shown['site'])} \(", table), table  # fmt: skip
+
+
+def test_the_lock_records_each_data_sets_resolved_transform(tmp_path):
+    """With several data sets, "auto" resolves on each one's outputs (votes k/200 on one
+    site, a continuous score on the other): the lock records each data set's, as each
+    saved transducer has it (it recorded the first data set's for every one)."""
+    import tomllib
+
+    config_text = _several(REPORT.replace("resolution = 0.005\n", ""))
+    _two_sites(tmp_path)
+    south = pd.read_csv(tmp_path / "south.csv")
+    jitter = np.random.default_rng(0).uniform(-0.002, 0.002, len(south))
+    south["forest_votes"] = np.clip(south["forest_votes"] + jitter, 1e-4, 1 - 1e-4)
+    south.to_csv(tmp_path / "south.csv", index=False)
+    out = _run_stored_report(tmp_path, config_text, csv=False)
+    lock = tomllib.loads((out / "config.lock.toml").read_text())
+    forest = next(c for c in lock["classifier"] if c["name"] == "forest")
+    assert forest["resolution"] == {"north": [0.005], "south": ["continuous"]}
+    assert forest["transform"] == {"north": ["logit"], "south": ["logit"]}
+    for entry in lock["classifier"]:
+        for site in ("north", "south"):
+            from yieldwise.report import transducer_file_name
+
+            saved = Transducer.load(out / transducer_file_name(entry["name"], site)).transform_
+            assert entry["transform"][site] == list(saved.kind)
+            assert entry["resolution"][site] == [
+                "continuous" if r is None else r for r in saved.resolution
+            ]
+
+
+def test_the_terminal_summary_names_the_data_sets_and_keeps_names_as_text(
+    tmp_path, monkeypatch, capsys
+):
+    """`yieldwise report` prints the summary with a data set column when there are several
+    (its rows did not say which data set they were of), and the names as given: a
+    classifier named NA or None is no missing value, 001 no number."""
+    import warnings
+
+    from yieldwise.cli import main
+    from yieldwise.report import job
+
+    names = ("NA", "None", "001")
+    config_text = _several(REPORT.replace("name = \"forest\"", 'name = "NA"')
+                           .replace(f"name = '{EVIL}'", 'name = "None"')
+                           .replace("[[utility]]", '[[classifier]]\nname = "001"\n'
+                                    'outputs = ["knn_votes"]\n[[utility]]', 1),
+                           ("hospital A", "hospital B"))  # fmt: skip
+    _two_sites(tmp_path, ("hospital A", "hospital B"))
+    (tmp_path / "config.toml").write_text(config_text)
+    monkeypatch.setattr(job, "fit_all", _stored_fit_all)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(tmp_path / "config.toml"), "--out", str(tmp_path / "out"),
+                     "--quiet"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(printed) if "long-run utility per item" in line)
+    header, *rows = printed[start + 1 : start + 1 + 1 + 2 * 2 * 3]
+    assert header.split() == ["dataset", "matrix", "classifier", "mean", "sd", "prob_best"]
+    found = [(r[:10].strip(), r.split()[-5], r.split()[-4]) for r in rows]
+    expected = [(d, m, n) for d in ("hospital A", "hospital B")
+                for m in ("screening", "accuracy") for n in names]  # fmt: skip
+    assert sorted(found) == sorted(expected)

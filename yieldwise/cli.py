@@ -105,6 +105,40 @@ def _read_table(path: str, class_col: str) -> pd.DataFrame:
         raise ValueError(f"{path}: no such file") from None
 
 
+#: How ``--output-cols`` names its columns, for --help and for its errors.
+OUTPUT_COLS_RULE = (
+    "one column's exact name, or names separated by commas (spaces around each name are "
+    "dropped unless the column's name has them)"
+)
+
+
+def _output_columns(text: str, columns: Sequence[Any], path: str) -> list[str]:
+    """The output columns ``--output-cols`` names in a file whose columns are ``columns``.
+
+    The exact text first (a column named ``logit, eight`` or ``score `` is matched as
+    given), then the text split on commas, each part as given or else with its spaces
+    around stripped; before, only the stripped parts were tried, so such columns could
+    not be named at all (audit, 2026-12-07).
+    """
+    names = [str(c) for c in columns]
+    if text in names:
+        return [text]
+    chosen, missing = [], []
+    for part in text.split(","):
+        if part in names:
+            chosen.append(part)
+        elif part.strip() in names:
+            chosen.append(part.strip())
+        elif part.strip():
+            missing.append(part.strip())
+    if missing:
+        raise ValueError(
+            f"{path}: --output-cols {text!r} names column(s) {missing} that the file does "
+            f"not have; its columns are {names}. --output-cols takes {OUTPUT_COLS_RULE}"
+        )
+    return chosen
+
+
 def _columns(
     frame: pd.DataFrame, class_col: str, outputs: Sequence[str], path: str, option: str
 ) -> None:
@@ -137,14 +171,8 @@ def _fit(args: argparse.Namespace) -> int:
     from .transducer import Transducer
 
     out = output_path(args.out)
-    outputs = [c.strip() for c in args.output_cols.split(",") if c.strip()]
-    if not outputs:
-        raise ValueError("--output-cols must name at least one column")
-    if args.class_col in outputs:
-        raise ValueError(
-            f"--output-cols lists {args.class_col!r}, which is also --class-col; a "
-            "classifier's outputs cannot be the true classes"
-        )
+    if not args.output_cols.strip(", "):
+        raise ValueError(f"--output-cols must name at least one column: {OUTPUT_COLS_RULE}")
     check_sampler(
         {k: getattr(args, k) for k in ("chains", "warmup", "draws", "seed", "backend")
          if getattr(args, k) is not None},
@@ -155,7 +183,7 @@ def _fit(args: argparse.Namespace) -> int:
     try:
         with target_lock(out):
             _check_fit_target(out, Path(args.calibration), args.overwrite)  # now that we own it
-            transducer = _fit_table(args, outputs, Transducer)
+            transducer, outputs = _fit_table(args, Transducer)
             partial = partial_file(out)
             try:
                 transducer.save(partial)
@@ -189,17 +217,24 @@ def _check_fit_target(out: Path, calibration: Path, overwrite: bool) -> None:
         )
 
 
-def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: Any) -> Any:
+def _fit_table(args: argparse.Namespace, transducer_class: Any) -> tuple[Any, list[str]]:
+    """The fitted transducer and the output columns it was fitted on."""
+    from .report import not_numeric
+
     frame = _read_table(args.calibration, args.class_col)
+    outputs = _output_columns(args.output_cols, list(frame.columns), args.calibration)
+    if args.class_col in outputs:
+        raise ValueError(
+            f"--output-cols lists {args.class_col!r}, which is also --class-col; a "
+            "classifier's outputs cannot be the true classes"
+        )
     _columns(frame, args.class_col, outputs, args.calibration, "--class-col/--output-cols")
     if frame.empty:
         raise ValueError(f"{args.calibration}: has a header but no data rows")
     for name in outputs:
-        if not pd.api.types.is_numeric_dtype(frame[name]):
-            raise ValueError(
-                f"{args.calibration}: output column {name!r} is not numeric "
-                f"(dtype {frame[name].dtype}); classifier outputs must be numbers"
-            )
+        problem = not_numeric(frame[name])  # the rule and words of `yieldwise report`
+        if problem is not None:
+            raise ValueError(f"{args.calibration}: output column {name!r} {problem}")
     components: Any = args.components
     if components != "auto":
         try:
@@ -217,7 +252,7 @@ def _fit_table(args: argparse.Namespace, outputs: list[str], transducer_class: A
     transducer.fit(frame[outputs], frame[args.class_col])
     if args.classifier:
         record_classifier(transducer.posterior_, args.classifier)
-    return transducer
+    return transducer, outputs
 
 
 def _print_fit_summary(transducer: Any, name: str, out: Path) -> None:
@@ -271,8 +306,13 @@ def _run_report(config: Any, args: argparse.Namespace) -> int:
         config, args.out, overrides, overwrite=args.overwrite, log=log,
         sampler_progress=not args.quiet and sys.stderr.isatty(), scheduler=args.scheduler,
     )  # fmt: skip
-    summary = pd.read_csv(out / "summary.csv")
-    columns = [c for c in ("matrix", "classifier", "mean", "sd", "prob_best") if c in summary]
+    from .report import read_report_csv
+
+    # the names as written (a classifier named NA is no missing value); and, with several
+    # data sets, which data set each row is of (each has the same classifiers and matrices)
+    summary = read_report_csv(out / "summary.csv")
+    names = ["dataset", "matrix", "classifier"] if config.several else ["matrix", "classifier"]
+    columns = [c for c in (*names, "mean", "sd", "prob_best") if c in summary]
     print(f"\n{config.title}: long-run utility per item (posterior mean, sd, P(best))")
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
         print(summary[columns].to_string(index=False))
@@ -336,7 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit = commands.add_parser("fit", help="fit and save a transducer from a calibration CSV")
     fit.add_argument("calibration", metavar="CALIB.csv", help="calibration table (CSV)")
     fit.add_argument("--class-col", required=True, help="column of true classes")
-    fit.add_argument("--output-cols", required=True, help="output column(s), comma-separated")
+    fit.add_argument(
+        "--output-cols", required=True, metavar="C1[,C2..]",
+        help=f"the classifier's output column(s): {OUTPUT_COLS_RULE}",
+    )  # fmt: skip
     fit.add_argument("--classifier", default="", help="classifier name recorded in the file")
     fit.add_argument("--out", required=True, help="transducer file to write (.nc)")
     fit.add_argument(

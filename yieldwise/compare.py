@@ -50,7 +50,13 @@ if TYPE_CHECKING:
 
     from .transducer import Transducer
 
-__all__ = ["Comparison", "compare"]
+__all__ = ["RESERVED_NAMES", "Comparison", "compare"]
+
+#: Names a classifier cannot take: the dimensions of the Dataset that holds the
+#: classifiers' draws, one variable each (:attr:`Comparison.utilities`), which xarray
+#: refuses as variable names ("cannot create a Dataset from a DataArray with the same
+#: name as one of its coordinates"). The report's config refuses them too.
+RESERVED_NAMES = ("chain", "draw", "matrix")
 
 _QUANTILES = (0.05, 0.5, 0.95)
 #: Errors raised for one classifier, re-raised with its name in front (their type kept).
@@ -291,6 +297,8 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, s
                 "this joint transducer has a member named 'joint', the name compare gives "
                 "the ensemble of all members; refit with another member name"
             )
+        for name in members:
+            _check_not_reserved(name, "this joint transducer has a member named")
         out = {}
         for name in members:
             try:
@@ -315,6 +323,7 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, s
         except RuntimeError as exc:
             raise _named(exc, name) from exc
         text = task_label(name)  # fit_many's tuple names: "site A / forest"
+        _check_not_reserved(text, "transducers has a classifier named")
         if text in named:
             raise ValueError(
                 f"transducers has the keys {named[text]!r} and {name!r}, which are the "
@@ -327,6 +336,16 @@ def _members(transducers: Any) -> tuple[dict[str, Transducer], bool, dict[Any, s
         {text: transducers[name] for text, name in named.items()}, False,
         {name: text for text, name in named.items()},
     )  # fmt: skip
+
+
+def _check_not_reserved(name: Any, what: str) -> None:
+    """ValueError when a classifier's name is one of :data:`RESERVED_NAMES`."""
+    if name in RESERVED_NAMES:
+        raise ValueError(
+            f"{what} {name!r}, a name the comparison gives its dimensions "
+            f"{list(RESERVED_NAMES)} (chains and draws of the posterior, utility matrices); "
+            f"rename it, e.g. {str(name) + ' classifier'!r}"
+        )
 
 
 class Comparison:

@@ -59,11 +59,13 @@ __all__ = [
     "FitResults",
     "TaskDataError",
     "TaskError",
+    "check_transducer_param",
     "check_transducer_params",
     "fit_many",
     "task_label",
     "task_seed",
     "transducer_from_bytes",
+    "transducer_param_names",
     "transducer_to_bytes",
 ]
 
@@ -103,12 +105,17 @@ def _name_key(name: TaskName) -> Any:
     """A task name as JSON-able data: str, int, or a list of them (from a tuple)."""
     if isinstance(name, tuple):
         return [_name_key(part) for part in name]
-    if isinstance(name, bool) or not isinstance(name, str | int | np.integer):
+    if not _is_name_part(name):
         raise TypeError(
             f"task names must be str, int or tuples of them, found {name!r} of type "
             f"{type(name).__name__}"
         )
     return int(name) if isinstance(name, np.integer) else name
+
+
+def _is_name_part(value: Any) -> bool:
+    """Whether ``value`` may be (part of) a task name: text or an integer, not a bool."""
+    return isinstance(value, str | int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def task_seed(seed: int, name: TaskName) -> int:
@@ -163,19 +170,123 @@ def transducer_from_bytes(data: bytes) -> Transducer:
 
 
 # -------------------------------------------------------------------- settings
+#: The sampler's settings that ``check_sampler_arguments`` checks together (each one is
+#: checked with the others at their defaults, so that an error names its own setting).
+_SAMPLER_ARGUMENTS = ("chains", "warmup", "draws", "seed", "max_treedepth", "adapt_delta")
+
+
+def _sampler_argument(name: str, value: Any) -> None:
+    """One of :data:`_SAMPLER_ARGUMENTS`, by the rules of the fit (``Transducer._fit``):
+    ``check_positive_int`` for ``chains``, ``is_seed`` for ``seed``, and every backend's
+    ``check_sampler_arguments``."""
+    from .backends._base import check_sampler_arguments
+    from .transducer.sampler import SAMPLER_DEFAULTS
+
+    if value is None and name in ("warmup", "draws", "adapt_delta", "seed"):
+        return  # None: each fit takes the default of its output dimensions (seed: drawn)
+    defaults = {
+        "chains": SAMPLER_DEFAULTS.chains, "warmup": SAMPLER_DEFAULTS.warmup_for(1),
+        "draws": SAMPLER_DEFAULTS.draws_for(1), "seed": None,
+        "max_treedepth": SAMPLER_DEFAULTS.max_treedepth,
+        "adapt_delta": SAMPLER_DEFAULTS.adapt_delta_for(1),
+    }  # fmt: skip
+    try:
+        check_sampler_arguments(**{**defaults, name: value})
+    except TypeError:  # int(None), None < 1, ...: not a number at all
+        kind = "a number in (0, 1)" if name == "adapt_delta" else "an integer"
+        example = 1 if name == "seed" else defaults[name]
+        raise TypeError(
+            f"{name} must be {kind} such as {example!r}, found {value!r} of type "
+            f"{type(value).__name__}"
+        ) from None
+    if name == "chains":  # the fit counts chains with check_positive_int (2.0 is refused)
+        from ._validation import check_positive_int
+
+        check_positive_int(value, "chains")
+    if name == "seed" and not is_seed(value, upper=2**31):  # the fit's rule for seeds
+        raise ValueError(f"seed must be an integer in [0, 2**31) or None, found {value!r}")
+
+
+def _prior(value: Any) -> None:
+    """``prior``, by the fit's own rule (``stan_data.check_prior``, which
+    ``build_stan_data`` applies)."""
+    from .transducer.stan_data import check_prior
+
+    check_prior(value)
+
+
+def _class_reduction(value: Any) -> None:
+    """``class_reduction``, by ``choose_reduction`` (the fit's only rule for it) on a
+    probability vector of three classes, which every valid setting accepts."""
+    from .transducer.reduction import choose_reduction
+
+    labels = ("a", "b", "c")
+    choose_reduction(value, np.full((3, 3), 1 / 3), labels, labels, ("simplex",), False)
+
+
+def _backend(value: Any) -> None:
+    from .backends import backend_names
+
+    if value not in backend_names():
+        raise ValueError(f"backend must be one of {backend_names()}, found {value!r}")
+
+
+def _transducer_checks() -> dict[str, Callable[[Any], Any] | None]:
+    """Each Transducer constructor parameter -> the fit's own check of its value, or None
+    for the settings only the data can check (``output_transform`` and ``resolution``,
+    checked with the outputs at fit) and ``progress`` (any value: read as true or false).
+    """
+    from .transducer.estimator import check_components, check_likelihood_bins
+    from .transducer.stan_data import check_tail_cut
+
+    checks: dict[str, Callable[[Any], Any] | None] = {
+        "n_components": check_components,
+        "output_transform": None,
+        "resolution": None,
+        "prior": _prior,
+        "backend": _backend,
+        "progress": None,
+        "kernel_tail_cut": check_tail_cut,
+        "class_reduction": _class_reduction,
+        "likelihood_bins": check_likelihood_bins,
+    }
+    for name in _SAMPLER_ARGUMENTS:
+        checks[name] = lambda value, name=name: _sampler_argument(name, value)
+    return checks
+
+
+def check_transducer_param(name: str, value: Any) -> None:
+    """Check one Transducer constructor setting before any fit, by the fit's own rules.
+
+    The one declaration of those rules outside the fit: :func:`check_transducer_params`
+    (``fit_many``) and the report's ``[sampler]`` table (``check_sampler``) use it.
+    ValueError or TypeError whose message names the setting; ValueError for a name that
+    is not a Transducer setting.
+    """
+    checks = _transducer_checks()
+    if name not in checks:
+        raise ValueError(f"unknown parameter {name!r}; valid: {list(checks)}")
+    check = checks[name]
+    if check is not None:
+        check(value)
+
+
+def transducer_param_names() -> tuple[str, ...]:
+    """Every Transducer constructor setting :func:`check_transducer_param` knows."""
+    return tuple(_transducer_checks())
+
+
 def check_transducer_params(params: Mapping[str, Any], where: str = "params") -> dict[str, Any]:
     """Check Transducer constructor settings before any fit, by the Transducer's own rules.
 
-    Unknown names are rejected by :meth:`Transducer.set_params`; the values of the
-    settings every fit validates (``n_components``, the sampler's ``chains``,
-    ``warmup``, ``draws``, ``seed``, ``max_treedepth``, ``adapt_delta`` and ``backend``)
-    are checked here with the same functions the fit uses, so that a batch fails at once
-    rather than in its first task. Returns the settings as a plain dict.
+    Unknown names are rejected by :meth:`Transducer.set_params`; every value is checked by
+    :func:`check_transducer_param` (the functions the fit uses: ``n_components``, the
+    sampler's ``chains``, ``warmup``, ``draws``, ``seed``, ``max_treedepth`` and
+    ``adapt_delta``, ``backend``, ``prior``, ``kernel_tail_cut``, ``class_reduction`` and
+    ``likelihood_bins``), so that a batch fails at once rather than in its first task.
+    Returns the settings as a plain dict.
     """
-    from .backends import backend_names
-    from .backends._base import check_sampler_arguments
-    from .transducer.estimator import Transducer, check_components
-    from .transducer.sampler import SAMPLER_DEFAULTS
+    from .transducer.estimator import Transducer
 
     if not isinstance(params, Mapping):
         raise TypeError(f"{where} must be a mapping of Transducer settings, found {params!r}")
@@ -184,24 +295,11 @@ def check_transducer_params(params: Mapping[str, Any], where: str = "params") ->
         template.set_params(**dict(params))
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
-    p = template.get_params()
-    try:
-        if "n_components" in p:
-            check_components(p["n_components"])
-        sampler = {k: p[k] for k in ("chains", "warmup", "draws", "seed", "max_treedepth",
-                                     "adapt_delta") if k in p}  # fmt: skip
-        if "adapt_delta" in sampler and sampler["adapt_delta"] is None:
-            # None: each fit takes the default of its output dimensions (both are valid)
-            sampler["adapt_delta"] = SAMPLER_DEFAULTS.adapt_delta_for(1)
-        for name in ("warmup", "draws"):  # the same (every dimension's value is valid)
-            if name in sampler and sampler[name] is None:
-                sampler[name] = getattr(SAMPLER_DEFAULTS, f"{name}_for")(1)
-        if len(sampler) == 6:
-            check_sampler_arguments(**sampler)
-        if "backend" in p and p["backend"] not in backend_names():
-            raise ValueError(f"backend must be one of {backend_names()}, found {p['backend']!r}")
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"{where}: {exc}") from None
+    for name, value in params.items():
+        try:
+            check_transducer_param(name, value)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"{where}: {exc}") from None
     return dict(params)
 
 
@@ -253,8 +351,7 @@ def _fit_task(task: _Task) -> _Done:
     _allow_chain_processes()
     started = time.time()
     tick = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught, _sampling_pool_of_this_fit():
-        warnings.simplefilter("always")
+    with _warnings_of_this_thread() as caught, _sampling_pool_of_this_fit():
         fitted = Transducer(**task.params).fit(
             task.outputs, task.classes, class_labels=task.class_labels
         )
@@ -269,8 +366,74 @@ def _fit_task(task: _Task) -> _Done:
         "peak_rss_mb": _peak_rss_mb(),
         "bytes": len(data),
     }
-    found = [(w.category, str(w.message)) for w in caught]
-    return _Done(data, found, info)
+    return _Done(data, list(caught), info)
+
+
+# ------------------------------------------------------- each task's own warnings
+# A task's warnings are collected per thread, not with warnings.catch_warnings, whose
+# state (the filters and the hook that shows a warning) is one per process: on a thread
+# executor (a ThreadPoolExecutor, a Dask worker with several threads) each task's
+# catch_warnings replaced the others', and a batch of three fits on three threads came
+# back with the warnings of one task under another's name, or with none (audit,
+# 2026-12-07). Here the first task of the process installs, under a lock, a hook in
+# warnings._showwarnmsg (the one function every shown warning passes through, and the one
+# that catch_warnings neither saves nor restores, so that a fit's own
+# catch_warnings(record=True), the estimator's relayed warnings of a class-reduced fit,
+# can neither take it away nor catch another thread's warnings) with an "always" filter
+# in front of the others, so that the same warning from the same line in two tasks is
+# recorded for both (the registry of a module that warned once would swallow the second);
+# the last task to leave restores both. Warnings of a thread that runs no task (the
+# caller's) pass on to the hook that was in place: they reach the user as before. What
+# stays shared between threads is the filter list itself: a fit that ignores warnings
+# for a moment (warnings.catch_warnings with "ignore", as around ArviZ's ESS) ignores
+# those of the other threads meanwhile; Python before 3.14 has no per-thread filters.
+_capture = threading.local()
+_capture_lock = threading.Lock()
+_capture_users = 0
+_capture_saved: tuple[Any, Callable[..., Any]] | None = None
+
+
+def _show_or_record(message: Any) -> None:
+    """``warnings._showwarnmsg`` while tasks run: a task thread's warning goes to its list,
+    any other thread's to the hook that was in place."""
+    caught = getattr(_capture, "caught", None)
+    if caught is not None:
+        caught.append((message.category, str(message.message)))
+        return
+    saved = _capture_saved
+    if saved is not None:
+        saved[1](message)
+    else:  # pragma: no cover - the hook outlived its installation (never: restored first)
+        warnings._showwarnmsg_impl(message)  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def _warnings_of_this_thread() -> Iterator[list[tuple[type[Warning], str]]]:
+    """The warnings this thread raises inside the block, as ``(category, text)``, whatever
+    other threads do meanwhile (the comment above says how)."""
+    global _capture_users, _capture_saved
+    caught: list[tuple[type[Warning], str]] = []
+    outer = getattr(_capture, "caught", None)
+    with _capture_lock:
+        if _capture_users == 0:
+            # saves the filters (and showwarning) as they are; restored by the last task
+            context = warnings.catch_warnings(action="always")
+            context.__enter__()
+            _capture_saved = (context, warnings._showwarnmsg)  # type: ignore[attr-defined]
+            warnings._showwarnmsg = _show_or_record  # type: ignore[attr-defined]
+        _capture_users += 1
+    _capture.caught = caught
+    try:
+        yield caught
+    finally:
+        _capture.caught = outer
+        with _capture_lock:
+            _capture_users -= 1
+            if _capture_users == 0 and _capture_saved is not None:
+                context, show = _capture_saved
+                warnings._showwarnmsg = show  # type: ignore[attr-defined]
+                _capture_saved = None
+                context.__exit__(None, None, None)
 
 
 _pool_lock = threading.Lock()
@@ -430,8 +593,21 @@ def _tasks_from_frame(
     else:
         groups = [((), frame)]
     out: dict[TaskName, tuple[Any, Any]] = {}
+    for classifier in per_classifier:
+        if classifier is not None and not _is_name_part(classifier):
+            raise TypeError(
+                f"outputs names classifier {classifier!r} of type {type(classifier).__name__}; "
+                "its names become task names, which must be text or integers"
+            )
     for key, part in groups:
         key = tuple(k.item() if isinstance(k, np.generic) else k for k in key)
+        for column, value in zip(by_columns, key, strict=True):
+            if not _is_name_part(value):  # task_seed would refuse it, naming no column
+                raise TypeError(
+                    f"by column {column!r} holds {value!r} of type {type(value).__name__}; "
+                    "its values name the tasks, which must be text or integers: convert the "
+                    f"column first, e.g. frame[{column!r}].astype(int) or .astype(str)"
+                )
         for classifier, columns in per_classifier.items():
             parts = (*key, classifier) if classifier is not None else key
             name = parts[0] if len(parts) == 1 else parts

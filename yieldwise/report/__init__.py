@@ -23,8 +23,9 @@ one folder:
   classifier, chain, draw, matrix), reloadable with ``xarray.open_dataset``; the
   transducers are saved beside it as ``transducer_<name>.nc`` (with several data sets
   ``transducer_<dataset>__<name>.nc``);
-* ``config.lock.toml``: the resolved settings, the package, backend and Stan versions,
-  and the seeds (also the toolkit's: bins, number and seed of the random utility
+* ``config.lock.toml``: the resolved settings (each classifier's transform and
+  resolution, by data set when there are several), the package, backend and Stan
+  versions, and the seeds (also the toolkit's: bins, number and seed of the random utility
   matrices), so that the report can be reproduced;
 * ``yieldwise-manifest.json``: every file above with its size and SHA-256, written last;
   ``--overwrite`` replaces only a folder that holds a manifest and nothing else, and
@@ -87,6 +88,7 @@ from __future__ import annotations
 
 from .config import (
     DATASETS,
+    RESERVED_CLASSIFIER_NAMES,
     ConfigError,
     DataSource,
     ReportConfig,
@@ -95,16 +97,19 @@ from .config import (
     transducer_file_name,
 )
 from .config import check_sampler as check_sampler  # `yieldwise fit` checks with it
-from .job import Verdict, run_report, verdicts
+from .config import not_numeric as not_numeric  # the one rule of `fit` and `report`
+from .job import Verdict, read_report_csv, run_report, verdicts
 
 __all__ = [
     "DATASETS",
+    "RESERVED_CLASSIFIER_NAMES",
     "ConfigError",
     "DataSource",
     "ReportConfig",
     "Verdict",
     "check_scheduler",
     "load_config",
+    "read_report_csv",
     "run_report",
     "transducer_file_name",
     "verdicts",

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .._files import read_table, unusable_values
+from ..compare import RESERVED_NAMES
 from ..datasets import load_digits_binary, load_digits_ten, load_digits_three
 from ..utility import UtilityMatrix
 
@@ -31,10 +32,12 @@ __all__ = [
     "DATASETS",
     "ConfigError",
     "DataSource",
+    "RESERVED_CLASSIFIER_NAMES",
     "ReportConfig",
     "check_scheduler",
     "class_order_sentence",
     "load_config",
+    "not_numeric",
     "transducer_file_name",
 ]
 
@@ -46,6 +49,11 @@ DATASETS: dict[str, Callable[[], pd.DataFrame]] = {
     "digits_three": load_digits_three,
     "digits_ten": load_digits_ten,
 }
+
+
+#: Names a classifier cannot take (compare.RESERVED_NAMES: the dimensions of the Dataset
+#: that holds every classifier's long-run utility draws, one variable each).
+RESERVED_CLASSIFIER_NAMES = RESERVED_NAMES
 
 
 def _sampler_keys() -> set[str]:
@@ -148,10 +156,14 @@ class ReportConfig:
                 f"{' on ' + source.key if self.several else ''})"
                 if column in users else ""
             )  # fmt: skip
-            # checked here, before any fit; infinite values only in classifiers' outputs
+            # checked here, before any fit; infinite values only in classifiers' outputs,
+            # which must be numbers too (the rule of `yieldwise fit`)
             problem = unusable_values(frame[column], outputs=column in users)
+            if problem is None and column in users:
+                problem = not_numeric(frame[column])
             if problem is not None:
                 raise ConfigError(f"{where}: column {column!r}{whose} {problem}")
+        self._check_outputs(frame, source)
         seen = {str(c) for c in frame[source.class_col].unique()}
         if self.prevalences is not None and set(map(str, self.prevalences)) != seen:
             raise ConfigError(
@@ -167,9 +179,61 @@ class ReportConfig:
                 )
         return frame
 
+    def _check_outputs(self, frame: pd.DataFrame, source: DataSource) -> None:
+        """Each classifier's outputs on ``source`` as its fit will read them, before any fit
+        (after the columns' own checks in :meth:`table`): enough items, and a transform
+        that suits them (the fit's own ``as_outputs`` and ``choose_transform``, called as
+        ``Transducer.fit`` calls them). A problem with the last classifier's outputs
+        stopped the run only after the others were fitted (audit, 2026-12-07)."""
+        import warnings
+
+        from ..transducer.encoding import as_outputs, choose_transform, names_given
+        from ..transducer.estimator import MIN_ITEMS
+
+        on = f" on {source.key} ({source.where})" if self.several else ""
+        if len(frame) < MIN_ITEMS:
+            raise ConfigError(
+                f"{source.where}: has {len(frame)} data row(s); a transducer needs at least "
+                f"{MIN_ITEMS} calibration items (realistically hundreds): give {source.key} "
+                "a larger calibration set"
+            )
+        for name, columns in self.classifiers.items():
+            options = self.options.get(name, {})
+            outputs = frame[columns]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the fit raises them again, named
+                    y, names = as_outputs(outputs, "outputs")
+                    choose_transform(
+                        y, names, options.get("output_transform", "auto"),
+                        options.get("resolution", "auto"), rotate=True, few_points=False,
+                        named=names_given(outputs),
+                    )  # fmt: skip
+            except (ValueError, TypeError) as exc:  # worded as a failed fit's (job.fit_all)
+                raise ConfigError(f"{self.path}: [[classifier]] {name!r}{on}: {exc}") from None
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every data set's table by name, each checked (its columns and its classes)."""
         return {source.name: self.table(source) for source in self.data}
+
+
+def not_numeric(column: pd.Series) -> str | None:
+    """What is wrong with a classifier's output ``column`` if it does not hold numbers, or
+    None: the one rule and wording of ``yieldwise fit`` and ``yieldwise report``, both
+    checked before any fit. The text follows the column's name: "is not numeric (dtype
+    object, e.g. 'low' in data row 1 (line 2 of the file)); ..."."""
+    if pd.api.types.is_numeric_dtype(column):
+        return None
+    numbers = pd.to_numeric(column, errors="coerce")
+    bad = np.flatnonzero(numbers.isna().to_numpy() & column.notna().to_numpy())
+    example = ""
+    if bad.size:
+        row = int(bad[0]) + 1
+        example = f", e.g. {column.iloc[row - 1]!r} in data row {row} (line {row + 1} of the file)"
+    return (
+        f"is not numeric (dtype {column.dtype}{example}); classifier outputs must be numbers: "
+        "name a column of scores or probabilities, or convert this one to numbers"
+    )
 
 
 def check_scheduler(value: Any, key: str) -> str:
@@ -268,6 +332,7 @@ def check_sampler(
     line and are named as its options (``--chains``).
     """
     from ..backends import get_backend
+    from ..parallel import check_transducer_param
     from ..transducer.estimator import check_components
 
     def key(name: str) -> str:
@@ -297,6 +362,14 @@ def check_sampler(
             get_backend(backend)
         except (ValueError, RuntimeError) as exc:
             raise ConfigError(f"{key('backend')}: {exc}") from None
+    # every value, also those without a rule above (likelihood_bins, class_reduction,
+    # kernel_tail_cut, prior, ...), by the fit's own checks: a bad one was blamed on the
+    # first classifier, as its fit failed (audit, 2026-12-07)
+    for name, value in sampler.items():
+        try:
+            check_transducer_param(name, value)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{key(name)}: {exc}") from None
 
 
 def load_config(path: str | Path) -> ReportConfig:
@@ -340,6 +413,13 @@ def load_config(path: str | Path) -> ReportConfig:
             raise ConfigError(f"{where}.name: expected a non-empty name, found {name!r}")
         if name in classifiers:
             raise ConfigError(f"{where}.name: {name!r} is used twice")
+        if name in RESERVED_CLASSIFIER_NAMES:
+            raise ConfigError(
+                f"{where}.name: {name!r} is reserved: the comparison of the classifiers "
+                f"names its dimensions {list(RESERVED_CLASSIFIER_NAMES)} (chains and draws of "
+                "the posterior, utility matrices), and a classifier cannot share a name with "
+                f"one; rename it, e.g. {name + ' classifier'!r}"
+            )
         file_name = transducer_file_name(name)
         # compared case-insensitively: macOS and Windows file systems are
         clash = file_names.get(file_name.casefold())

@@ -102,6 +102,11 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
     classifier's own decisions (argmax of a vector output, threshold 0.5 for a scalar);
     the utility yields of each matrix are those of the expected-utility decisions on the
     calibration items (in-sample, hence optimistic; the posteriors are not).
+
+    The table's columns are the classifiers and nothing else, its rows are indexed by
+    ``(metric, admissible)``: whatever a classifier is called (``admissible`` too), no
+    column of the table can take its place (a column ``admissible`` beside the
+    classifiers' was overwritten by one so named, audit 2026-12-07).
     """
     from .. import metrics
     from ..confusion import ConfusionMatrix
@@ -145,8 +150,11 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
             )
             rows.setdefault(f"utility yield: {matrix}", {})[name] = utility_yield(cm, u)
             admissible[f"utility yield: {matrix}"] = True
-    table = pd.DataFrame(rows).T
-    table["admissible"] = pd.Series(admissible)
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(fits))
+    table.columns.name = "classifier"
+    table.index = pd.MultiIndex.from_arrays(
+        [list(table.index), [admissible[m] for m in table.index]], names=["metric", "admissible"]
+    )
     return table, confusions
 
 
@@ -301,8 +309,10 @@ def _across(comparisons, utilities) -> list[str]:
                 low, high = np.quantile(u, [0.05, 0.95])
                 rows.setdefault(name, {})[dataset] = f"{people(u.mean())} ({_interval(low, high)})"
         parts.append(f"<h3>Utility matrix {html.escape(str(matrix))}</h3>")
-        table = pd.DataFrame(rows).T.rename_axis("classifier").reset_index()
-        parts.append(_table(table, index=False))
+        # the classifiers stay the index, never a column beside the data sets' (a data set
+        # named "classifier" stopped the report: "cannot insert classifier", audit 2026-12-07)
+        table = pd.DataFrame.from_dict(rows, orient="index", columns=list(comparisons))
+        parts.append(_table(table.rename_axis(index="classifier", columns="data set")))
     return parts
 
 
@@ -442,7 +452,7 @@ def page(config, comparisons, fits, utilities, summary, metrics, found, warned, 
     )
     for dataset, (table, confusions) in metrics.items():
         parts.append(within(dataset))
-        blank = [c for c in table.columns if c != "admissible" and c not in confusions]
+        blank = [c for c in table.columns if c not in confusions]
         if blank:
             parts.append(
                 f"<p>Left blank for {', '.join(e(str(c)) for c in blank)}: "

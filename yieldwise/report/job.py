@@ -43,7 +43,7 @@ from .config import (
     transducer_file_name,
 )
 
-__all__ = ["Verdict", "run_report", "verdicts"]
+__all__ = ["NAME_COLUMNS", "Verdict", "read_report_csv", "run_report", "verdicts"]
 
 #: The interval of the verdict's expected gain over the runner-up.
 VERDICT_INTERVAL = 0.9
@@ -116,6 +116,23 @@ def run_report(
         remove_made(made)  # nor the folders made for it
         raise
     return out
+
+
+#: The columns of summary.csv and superiority.csv that hold names (any text).
+NAME_COLUMNS = ("dataset", "matrix", "classifier", "versus")
+
+
+def read_report_csv(path: str | Path) -> pd.DataFrame:
+    """A report's ``summary.csv`` or ``superiority.csv``, its names (:data:`NAME_COLUMNS`)
+    read as the very text the report wrote: pandas' defaults read a classifier named
+    ``NA`` or ``None`` as missing and one named ``001`` as the number 1 (audit,
+    2026-12-07). Empty cells of the other columns are missing values (NaN)."""
+    header = pd.read_csv(path, nrows=0).columns
+    names = [c for c in header if c in NAME_COLUMNS]
+    return pd.read_csv(
+        path, dtype=dict.fromkeys(names, str), keep_default_na=False,
+        na_values={c: [""] for c in header if c not in names},
+    )  # fmt: skip
 
 
 def _check_target(out: Path, overwrite: bool) -> None:
@@ -329,7 +346,14 @@ def _superiority_table(comparison: Any) -> pd.DataFrame:
 
 
 def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) -> dict[str, Any]:
-    """config.lock.toml: the resolved settings, seeds and versions."""
+    """config.lock.toml: the resolved settings, seeds and versions.
+
+    Each classifier's resolved ``transform`` and ``resolution`` are lists, one entry per
+    output column; with several data sets, tables of such lists by data set (as
+    ``seeds_used``), since "auto" resolves on each data set's own outputs: votes k/200 on
+    one site and a continuous score on another (the lock named the first data set's only,
+    audit 2026-12-07). The file has no format version: nothing in yieldwise reads it back.
+    """
     from .. import __version__
 
     def data_entry(source: Any) -> dict[str, Any]:
@@ -339,6 +363,20 @@ def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) ->
 
     first = fits[config.data[0].name]
     some = next(iter(first.values()))
+
+    def resolved(name: str) -> dict[str, Any]:
+        def of(transducer: Any) -> dict[str, list[Any]]:
+            transform = transducer.transform_
+            return {"transform": [str(k) for k in transform.kind],
+                    "resolution": ["continuous" if r is None else float(r)
+                                   for r in transform.resolution]}  # fmt: skip
+
+        if not config.several:
+            return of(first[name])
+        per = {d: of(per_set[name]) for d, per_set in fits.items()}
+        return {key: {d: entry[key] for d, entry in per.items()}
+                for key in ("transform", "resolution")}  # fmt: skip
+
     settings = dict(sampler)
     seed = int(settings.pop("seed", 1))
     if config.several:
@@ -351,15 +389,7 @@ def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) ->
         "data": [data_entry(s) for s in config.data] if config.several
         else data_entry(config.data[0]),
         "classifier": [
-            {
-                "name": n,
-                "outputs": c,
-                "transform": [str(k) for k in first[n].transform_.kind],
-                "resolution": [
-                    "continuous" if r is None else float(r) for r in first[n].transform_.resolution
-                ],
-            }
-            for n, c in config.classifiers.items()
+            {"name": n, "outputs": c, **resolved(n)} for n, c in config.classifiers.items()
         ],
         "utility": [
             {

@@ -44,6 +44,7 @@ __all__ = [
     "STAN_FIELDS",
     "StanData",
     "build_stan_data",
+    "check_prior",
     "default_prior",
     "initial_values",
     "local_basis",
@@ -550,7 +551,10 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
     }
 
 
-def _check_prior(prior: Mapping[str, object] | None) -> dict[str, float | None]:
+def check_prior(prior: Mapping[str, object] | None) -> dict[str, float | None]:
+    """The ``prior=`` overrides (``Transducer(prior=...)``), checked: a mapping of known
+    hyper-parameter names to their allowed values, or None; TypeError or ValueError naming
+    the key otherwise (the one rule, which the fit and the report's ``[sampler]`` apply)."""
     if prior is None:
         return {}
     if not isinstance(prior, Mapping):
@@ -754,7 +758,7 @@ def build_stan_data(
         raise ValueError("n_classes must be at least 2")
     if not np.all(np.equal(np.mod(cls, 1), 0)) or cls.min() < 0 or cls.max() >= n_classes:
         raise ValueError(f"class_index must hold integers in [0, {n_classes})")
-    overrides = _check_prior(prior)
+    overrides = check_prior(prior)
     kernel_tail_cut = check_tail_cut(kernel_tail_cut)
     grp, parent = _check_group_rows(groups, n)
     if odds_mean is not None:
