@@ -141,7 +141,7 @@ def test_fit_reports_missing_values_and_unreadable_files(tmp_path, capsys):
 def test_fit_names_output_columns_with_commas_or_edge_spaces(tmp_path, capsys):
     """--output-cols matches the exact text first, then its comma-separated parts as given
     or stripped: columns named "score " or "logit, eight" could not be named at all
-    (audit, 2026-12-07); --help and the error say how names are split."""
+    (audit, 2026-12-06); --help and the error say how names are split."""
     from yieldwise import Transducer
     from yieldwise.datasets import load_digits_binary
 

@@ -106,7 +106,7 @@ def test_task_seeds_are_fixed_numbers_in_every_process():
          ValueError, "needs by="),
         (lambda: fit_many(calibration(), outputs={"f": "votes"}, classes="label"),
          ValueError, r"no column\(s\) \['votes'\]"),
-        # audit 2026-12-07: each names the setting or the column it is about
+        # audit 2026-12-06: each names the setting or the column it is about
         (lambda: fit_many(tasks(), transducer={**LAPLACE, "chains": None}), TypeError,
          r"transducer: chains must be an integer such as 4, found None of type NoneType"),
         (lambda: fit_many(tasks(), transducer={**LAPLACE, "max_treedepth": None}), TypeError,
@@ -289,7 +289,7 @@ def test_a_thread_pool_keeps_each_tasks_warnings_under_its_name(monkeypatch):
     """Three tasks on three threads at once, each raising its own warning and one from a
     line they share: each comes back under its own task's name, in task order, none
     lost; a warning of the caller's thread meanwhile reaches the caller as it is; and the
-    warnings machinery is as it was afterwards. Before (audit, 2026-12-07), each task's
+    warnings machinery is as it was afterwards. Before (audit, 2026-12-06), each task's
     warnings.catch_warnings replaced the others': they came back under another task's
     name or not at all."""
     import concurrent.futures as cf

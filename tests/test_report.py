@@ -286,7 +286,7 @@ def test_html_is_self_contained_and_escapes_names(report):
             r"column 'with_inf' \(outputs of \[\[classifier\]\] '<b>net.*has 1 infinite "
             r"value\(s\), first in data row 8 \(line 9 of the file\)",
         ),
-        # audit 2026-12-07: names the comparison's dimensions hold; found when the
+        # audit 2026-12-06: names the comparison's dimensions hold; found when the
         # configuration is read (the run stopped after every fit, naming nothing)
         *[
             (

@@ -310,7 +310,7 @@ def test_a_data_failure_names_classifier_and_data_set_and_leaves_nothing(
 ):
     """A column of NaNs for one classifier in one data set; and outputs its transform
     cannot take (a log of negative scores, south only), which the fit's own check finds
-    before any fit (config.ReportConfig.table; before 2026-12-07, on a worker), named as
+    before any fit (config.ReportConfig.table; before 2026-12-06, on a worker), named as
     a failed fit is."""
     address = dask_cluster.scheduler.address
     config = write_inputs(tmp_path)

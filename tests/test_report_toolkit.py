@@ -566,7 +566,7 @@ def test_stored_report_opens_in_a_browser(stored_report, browser):
 
 
 # ------------------------------------------------- names, data sets, the lock, the terminal
-# (audit, 2026-12-07) on stored draws: whatever the names, the report's tables keep them
+# (audit, 2026-12-06) on stored draws: whatever the names, the report's tables keep them
 # apart, the lock states what each data set resolved, the terminal says which data set.
 def _several(config_text, names=("north", "south")):
     """``config_text`` with its [data] table replaced by one [[data]] per name (the

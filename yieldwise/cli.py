@@ -118,7 +118,7 @@ def _output_columns(text: str, columns: Sequence[Any], path: str) -> list[str]:
     The exact text first (a column named ``logit, eight`` or ``score `` is matched as
     given), then the text split on commas, each part as given or else with its spaces
     around stripped; before, only the stripped parts were tried, so such columns could
-    not be named at all (audit, 2026-12-07).
+    not be named at all (audit, 2026-12-06).
     """
     names = [str(c) for c in columns]
     if text in names:

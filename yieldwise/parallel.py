@@ -375,7 +375,7 @@ def _fit_task(task: _Task) -> _Done:
 # executor (a ThreadPoolExecutor, a Dask worker with several threads) each task's
 # catch_warnings replaced the others', and a batch of three fits on three threads came
 # back with the warnings of one task under another's name, or with none (audit,
-# 2026-12-07). Here the first task of the process installs, under a lock, a hook in
+# 2026-12-06). Here the first task of the process installs, under a lock, a hook in
 # warnings._showwarnmsg (the one function every shown warning passes through, and the one
 # that catch_warnings neither saves nor restores, so that a fit's own
 # catch_warnings(record=True), the estimator's relayed warnings of a class-reduced fit,

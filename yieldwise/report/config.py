@@ -184,7 +184,7 @@ class ReportConfig:
         (after the columns' own checks in :meth:`table`): enough items, and a transform
         that suits them (the fit's own ``as_outputs`` and ``choose_transform``, called as
         ``Transducer.fit`` calls them). A problem with the last classifier's outputs
-        stopped the run only after the others were fitted (audit, 2026-12-07)."""
+        stopped the run only after the others were fitted (audit, 2026-12-06)."""
         import warnings
 
         from ..transducer.encoding import as_outputs, choose_transform, names_given
@@ -364,7 +364,7 @@ def check_sampler(
             raise ConfigError(f"{key('backend')}: {exc}") from None
     # every value, also those without a rule above (likelihood_bins, class_reduction,
     # kernel_tail_cut, prior, ...), by the fit's own checks: a bad one was blamed on the
-    # first classifier, as its fit failed (audit, 2026-12-07)
+    # first classifier, as its fit failed (audit, 2026-12-06)
     for name, value in sampler.items():
         try:
             check_transducer_param(name, value)

@@ -106,7 +106,7 @@ def metric_table(config, frame, source, fits, utilities) -> tuple[pd.DataFrame, 
     The table's columns are the classifiers and nothing else, its rows are indexed by
     ``(metric, admissible)``: whatever a classifier is called (``admissible`` too), no
     column of the table can take its place (a column ``admissible`` beside the
-    classifiers' was overwritten by one so named, audit 2026-12-07).
+    classifiers' was overwritten by one so named, audit 2026-12-06).
     """
     from .. import metrics
     from ..confusion import ConfusionMatrix
@@ -310,7 +310,7 @@ def _across(comparisons, utilities) -> list[str]:
                 rows.setdefault(name, {})[dataset] = f"{people(u.mean())} ({_interval(low, high)})"
         parts.append(f"<h3>Utility matrix {html.escape(str(matrix))}</h3>")
         # the classifiers stay the index, never a column beside the data sets' (a data set
-        # named "classifier" stopped the report: "cannot insert classifier", audit 2026-12-07)
+        # named "classifier" stopped the report: "cannot insert classifier", audit 2026-12-06)
         table = pd.DataFrame.from_dict(rows, orient="index", columns=list(comparisons))
         parts.append(_table(table.rename_axis(index="classifier", columns="data set")))
     return parts

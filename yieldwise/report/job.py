@@ -126,7 +126,7 @@ def read_report_csv(path: str | Path) -> pd.DataFrame:
     """A report's ``summary.csv`` or ``superiority.csv``, its names (:data:`NAME_COLUMNS`)
     read as the very text the report wrote: pandas' defaults read a classifier named
     ``NA`` or ``None`` as missing and one named ``001`` as the number 1 (audit,
-    2026-12-07). Empty cells of the other columns are missing values (NaN)."""
+    2026-12-06). Empty cells of the other columns are missing values (NaN)."""
     header = pd.read_csv(path, nrows=0).columns
     names = [c for c in header if c in NAME_COLUMNS]
     return pd.read_csv(
@@ -352,7 +352,7 @@ def _lock(config, tables, fits, utilities, sampler, class_names, prevalences) ->
     output column; with several data sets, tables of such lists by data set (as
     ``seeds_used``), since "auto" resolves on each data set's own outputs: votes k/200 on
     one site and a continuous score on another (the lock named the first data set's only,
-    audit 2026-12-07). The file has no format version: nothing in yieldwise reads it back.
+    audit 2026-12-06). The file has no format version: nothing in yieldwise reads it back.
     """
     from .. import __version__
 
