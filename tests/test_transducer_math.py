@@ -452,6 +452,22 @@ def test_draws_whose_nearby_weights_underflow_are_exact_not_nan(fixed):
     got = _mixture.log_likelihood(w, alpha, mu, sigma, cls, y, y, counts=counts)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
+    # every draw lost at items 0 and 1 (draw 1's weight moved off them too): the pooled
+    # mean's sums underflow as well, and it is the brute-force pooled ratio there
+    w[1] = [0.0, 0.0, 0.5, 0.5]
+    alpha[1, 2:] = [[0.7, 0.3], [0.1, 0.9]]
+    with np.errstate(divide="ignore"):
+        terms = log_dens[..., None] + np.log(w)[:, None, :, None] + np.log(alpha)[:, None]
+    log_f = logsumexp(terms, axis=2) + np.log(factors)[:, None, :]
+    pooled = logsumexp(log_f, axis=0)
+    brute_mean = np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
+    ((_, mean, per_draw),) = _mixture.class_probability_chunks(
+        w, alpha, mu, sigma, y, y, class_factors=factors
+    )  # fmt: skip
+    np.testing.assert_allclose(mean, brute_mean, rtol=1e-12)
+    np.testing.assert_allclose(per_draw, np.exp(log_f - logsumexp(log_f, axis=2, keepdims=True)),
+                               rtol=1e-12)  # fmt: skip
+
 
 @pytest.mark.parametrize(
     "case", ["grid-1d", "grid-1d-widths", "grid-2d", "grid-2d-censored", "scattered-2d",

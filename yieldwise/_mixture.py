@@ -220,22 +220,42 @@ def _exact_log_joint(
     return out
 
 
+def _exact_pairs(
+    rows: np.ndarray, draws: np.ndarray, w: np.ndarray, alpha: np.ndarray, mu: np.ndarray,
+    sigma: np.ndarray, lo: np.ndarray, hi: np.ndarray, cens: np.ndarray,
+    class_factors: np.ndarray | None = None, max_elements: int = _MAX_ELEMENTS,
+) -> np.ndarray:  # fmt: skip
+    """With fixed kernels, the exact ``log G_t(c, y)`` (P, C) of P (row, draw) pairs
+    (:func:`_exact_log_joint`, the one fallback of every linear sum that underflows): the
+    log kernels once per distinct row, the pairs in blocks of at most ``max_elements``
+    numbers of (pairs, K, C) work."""
+    used, where = np.unique(rows, return_inverse=True)
+    lk = log_kernels(mu[:1], sigma[:1], lo[used], hi[used], cens)[0]  # (u, K)
+    factors = None if class_factors is None else np.asarray(class_factors, float)
+    _, k, c = alpha.shape
+    out = np.empty((rows.size, c))
+    step = max(1, max_elements // (k * c))
+    for start in range(0, rows.size, step):
+        block = slice(start, start + step)
+        d = draws[block]
+        out[block] = _exact_log_joint(w[d], alpha[d], lk[where[block]],
+                                      None if factors is None else factors[d])  # fmt: skip
+    return out
+
+
 def _underflowed(
     sums: np.ndarray, w: np.ndarray, alpha: np.ndarray, mu: np.ndarray, sigma: np.ndarray,
     lo: np.ndarray, hi: np.ndarray, cens: np.ndarray, class_factors: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:  # fmt: skip
-    """With fixed kernels, the (row, draw) pairs whose joint summed over classes, ``sums``
-    (m, S), at one scale per row (:func:`_fixed_products`), is below :data:`_TINY`, and
-    their exact ``log G_t(c, y)`` (P, C) (:func:`_exact_log_joint`): ``(rows, draws,
-    exact)``; None when there are none."""
+    """With fixed kernels, the (row, draw) pairs whose linear sum ``sums`` (m, S), at one
+    scale per row (:func:`_fixed_products`), is below :data:`_TINY`, and their exact
+    ``log G_t(c, y)`` (P, C) (:func:`_exact_pairs`): ``(rows, draws, exact)``; None when
+    there are none."""
     bad = sums < _TINY  # NaN sums are not below
     if not bad.any():
         return None
     rows, draws = np.nonzero(bad)
-    used = np.unique(rows)
-    lk = log_kernels(mu[:1], sigma[:1], lo[used], hi[used], cens)[0]  # (u, K)
-    factors = None if class_factors is None else np.asarray(class_factors, float)[draws]
-    exact = _exact_log_joint(w[draws], alpha[draws], lk[np.searchsorted(used, rows)], factors)
+    exact = _exact_pairs(rows, draws, w, alpha, mu, sigma, lo, hi, cens, class_factors)
     return rows, draws, exact
 
 
@@ -563,11 +583,11 @@ def log_likelihood(
             for sl, product, top in _fixed_products(wa, mu, sigma, lo, hi, cens, max_elements):
                 picked = np.take_along_axis(product, cls[sl, None, None], axis=2)[:, :, 0]
                 log_picked = np.log(picked) + top[:, None]  # (m, S)
-                rows, draws = np.nonzero(picked < _TINY)
-                if rows.size:  # pairs the linear sums lost to underflow (_TINY)
-                    lk = log_kernels(mu[:1], sigma[:1], lo[sl][rows], hi[sl][rows], cens)[0]
-                    own = alpha[draws, :, cls[sl][rows]][:, :, None]  # (P, K, 1)
-                    log_picked[rows, draws] = _exact_log_joint(w[draws], own, lk)[:, 0]
+                # pairs whose own class's linear sum underflowed (_TINY): exact values
+                fixed = _underflowed(picked, w, alpha, mu, sigma, lo[sl], hi[sl], cens)
+                if fixed is not None:
+                    rows, draws, exact = fixed
+                    log_picked[rows, draws] = exact[np.arange(rows.size), cls[sl][rows]]
                 total += log_picked.T @ cnt[sl]  # (S,)
             return total
         log_w = np.log(w)
@@ -619,11 +639,12 @@ def class_probability_chunks(
             g[draws, rows] = per_draw_probabilities(exact[:, None, :])[:, 0]
             lost = np.flatnonzero(pooled.sum(axis=1) < _TINY)  # every draw's, pooled
             if lost.size:
-                lk = log_kernels(mu[:1], sigma[:1], lo[sl][lost], hi[sl][lost], cens)[0]
-                factors = None if class_factors is None else np.asarray(class_factors, float)
-                log_g = np.stack([_exact_log_joint(w, alpha, np.broadcast_to(row, w.shape),
-                                                   factors) for row in lk], axis=1)  # fmt: skip
-                mean[lost] = class_probabilities(log_g)  # (S, lost, C) -> (lost, C)
+                s = w.shape[0]
+                exact = _exact_pairs(np.repeat(lost, s), np.tile(np.arange(s), lost.size),
+                                     w, alpha, mu, sigma, lo[sl], hi[sl], cens,
+                                     class_factors)  # fmt: skip
+                log_g = exact.reshape(lost.size, s, c).transpose(1, 0, 2)  # (S, lost, C)
+                mean[lost] = class_probabilities(log_g)
         yield sl, mean, g
 
 

@@ -425,7 +425,7 @@ def long_run_core(
     """
     _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
-    matrices, bounds = _shifted_matrices(matrices)
+    matrices, bounds = shifted_matrices(matrices)
     r = transducer.check_prevalences(prevalences)
     decide = None
     if len(matrices) <= _ADAPTIVE_MAX_MATRICES:
@@ -442,10 +442,12 @@ def long_run_core(
     return shifted, _as_dataarray(values, error, names, transducer, cells.method, name, bounds)
 
 
-def _shifted_matrices(matrices: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+def shifted_matrices(matrices: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """(``U - min U`` per matrix (m, D, C), (``min U`` (m,), ``max U - min U`` (m,))): the
     matrices long-run utilities are integrated with, and what :func:`_unshifted` adds
-    back and compare's ties scale with (theory 1)."""
+    back and compare's ties scale with (theory 1). The one place the shift is computed:
+    :func:`yieldwise.rules.standard_vs_augmented` integrates its fixed rule on the same
+    shifted matrices."""
     flat = matrices.reshape(len(matrices), -1)
     low = flat.min(axis=1)
     return matrices - low[:, None, None], (low, flat.max(axis=1) - low)
@@ -526,7 +528,7 @@ def long_run_utility_stan(
         )
     _check_threshold(threshold)
     matrices, decisions, names = _as_matrices(utility, transducer.classes_)
-    matrices, bounds = _shifted_matrices(matrices)
+    matrices, bounds = shifted_matrices(matrices)
     decide = _decider(rule, matrices, decisions, transducer, threshold)
     small = len(matrices) <= _ADAPTIVE_MAX_MATRICES
     # one output dimension (checked above): quadrature cells, no Monte Carlo points
@@ -579,7 +581,7 @@ def _oracle_core(
     """The oracle's rescaled draws, or (``rescale`` False) its draws of ``U - min U``, to
     which :func:`_unshifted` adds ``min U`` back (as :func:`long_run_core`'s)."""
     matrices, _, names = _as_matrices(utility, transducer.classes_)
-    matrices, bounds = _shifted_matrices(matrices)
+    matrices, bounds = shifted_matrices(matrices)
     r = transducer.check_prevalences(prevalences)
     cells = _cells(transducer, r, n_cells, n_points, seed)
     values, error = _oracle(cells, matrices)

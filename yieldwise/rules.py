@@ -19,7 +19,13 @@ import numpy as np
 import pandas as pd
 
 from ._validation import align, check_positive_int
-from .long_run import DEFAULT_CELLS, DEFAULT_POINTS, long_run_utility
+from .long_run import (
+    DEFAULT_CELLS,
+    DEFAULT_POINTS,
+    long_run_core,
+    long_run_utility,
+    shifted_matrices,
+)
 from .utility import (
     MATRIX_PRIORS,
     TIE_RTOL,
@@ -146,15 +152,18 @@ def standard_vs_augmented(
                     f"{list(u.classes)}; the standard rule chooses one of the transducer's "
                     f"classes {list(classes)}, so both must be those labels"
                 )
-    options = {"prevalences": prevalences, "n_cells": n_cells, "n_points": n_points}
     values = _stacked(utilities, classes)  # (m, C, C): row k chooses class k
     # Both rules are integrated and compared on U - min U, min U added back to the means
     # only: per draw the two utilities then carry the rounding of the range, not of U's
     # size, so the tie rule (TIE_RTOL of the range) holds under any offset (an "alike"
-    # matrix + 1e9 gave P(tie) 0.18 for 1, as compare did before it shifted too)
-    lowest = values.reshape(len(values), -1).min(axis=1)
-    shifted = values - lowest[:, None, None]
-    augmented = long_run_utility(transducer, shifted, "augmented", **options)
+    # matrix + 1e9 gave P(tie) 0.18 for 1, as compare did before it shifted too).
+    # long_run_core keeps the augmented rule's draws of U - min U, shifted by the same
+    # shifted_matrices as the standard rule's below.
+    shifted, (lowest, spread) = shifted_matrices(values)
+    augmented, _ = long_run_core(
+        transducer, values, "augmented", prevalences=prevalences, threshold=threshold,
+        n_cells=n_cells, n_points=n_points, seed=0, rescale=False,
+    )  # fmt: skip
     # The standard rule ignores the utilities: per draw its long-run utility is linear in
     # U, sum_dc U[d, c] M_t[d, c], with M_t the masses of (decision d, class c); one run
     # on the C^2 indicator matrices gives M_t, and every matrix follows exactly.
@@ -165,11 +174,13 @@ def standard_vs_augmented(
             e = np.zeros((k, k))
             e[d, c] = 1.0
             indicators.append(UtilityMatrix(e, decisions=classes, classes=classes))
-    masses = long_run_utility(transducer, indicators, "standard", threshold=threshold, **options)
+    masses = long_run_utility(
+        transducer, indicators, "standard", prevalences=prevalences, threshold=threshold,
+        n_cells=n_cells, n_points=n_points,
+    )  # fmt: skip
     m_t = masses.values.reshape(-1, k, k)  # (draws, d, c)
     standard_draws = np.einsum("sdc,mdc->sm", m_t, shifted)
     augmented_draws = augmented.values.reshape(-1, len(values))
-    spread = np.ptp(values.reshape(len(values), -1), axis=1)
     # a fixed rule's error bound scales with the matrix's range (long_run_utility's own
     # bound: mass next to decision changes, and the tails, times the range)
     error = np.maximum(
@@ -197,9 +208,8 @@ def standard_vs_augmented(
         mean_standard = (mean_standard - low) / scale
         mean_augmented = (mean_augmented - low) / scale
         error = error / scale
-        gain = mean_augmented - mean_standard
-    else:
-        gain = mean_augmented - mean_standard  # of the shifted means: exact at any offset
+    gain = mean_augmented - mean_standard  # of the shifted (or rescaled) means: exact at any offset
+    if not rescale:
         mean_standard, mean_augmented = mean_standard + lowest, mean_augmented + lowest
     frame = pd.DataFrame({"standard": mean_standard, "augmented": mean_augmented})
     frame["gain"] = gain
