@@ -216,9 +216,9 @@ def test_bad_inputs():
     with pytest.raises(UndefinedMetricError, match="no positive items"):
         brier_curve([0.2, 0.5], [0, 0], positive=1, classes=[0, 1])
     with pytest.raises(ValueError, match="axis must be one of"):
-        cost_curve([1, 2], [0, 1], axis="skew")
+        cost_curve([1, 2], [0, 1], positive=1, axis="skew")
     with pytest.raises(ValueError, match=r"x must lie in \[0, 1\]"):
-        cost_curve([1, 2], [0, 1]).at(1.5)
+        cost_curve([1, 2], [0, 1], positive=1).at(1.5)
 
 
 def test_plot_refuses_mixed_axes_and_marks_conditions():

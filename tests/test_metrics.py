@@ -248,7 +248,9 @@ def test_score_metrics_against_sklearn():
     assert metrics.roc_auc(scores, truth, positive=1) == pytest.approx(
         skm.roc_auc_score(truth, scores)
     )
-    assert metrics.roc_auc(1 - scores, truth) == pytest.approx(skm.roc_auc_score(truth, scores))
+    with pytest.warns(UserWarning, match="positive defaults to the first class, 0"):
+        default = metrics.roc_auc(1 - scores, truth)  # class 0's scores: the default
+    assert default == pytest.approx(skm.roc_auc_score(truth, scores))
     curve = metrics.roc_curve(scores, truth, positive=1)
     fpr, tpr, _ = skm.roc_curve(truth, scores, drop_intermediate=False)
     np.testing.assert_allclose(curve.fpr, fpr)

@@ -277,7 +277,9 @@ def test_compare_accepts_a_dataframe_and_keeps_names():
 
 def test_compare_ties_share_rank_and_keep_order():
     truth = [0, 0, 1, 1]
-    table = compare({"x": [4, 3, 2, 1], "y": [8, 6, 4, 2]}, truth, UtilityMatrix(np.eye(2)))
+    table = compare(
+        {"x": [4, 3, 2, 1], "y": [8, 6, 4, 2]}, truth, UtilityMatrix(np.eye(2)), positive=0
+    )
     assert list(table.index) == ["x", "y"]
     assert table["rank_by_yield"].tolist() == [1, 1]
 
@@ -302,7 +304,8 @@ def test_positive_defaults_to_the_first_class():
     # numeric labels: class 0
     u01 = UtilityMatrix([[3, -2], [-1, 1]])
     truth01 = [0 if t == "pos" else 1 for t in TRUTH]
-    point = best_operating_point(SCORES, np.array(truth01), u01)
+    with pytest.warns(UserWarning, match="positive defaults to the first class, 0"):
+        point = best_operating_point(SCORES, np.array(truth01), u01)
     assert point.positive == 0
     assert point.utility_yield == pytest.approx(1.25)
     assert best_operating_point(SCORES, truth01, u01, positive=np.int64(0)).positive == 0

@@ -33,12 +33,33 @@ def _describe(values: Sequence[Any], limit: int = 6) -> str:
     return f"[{shown}{more}]"
 
 
+#: Integers up to this magnitude are exact in float64 (53-bit significand); beyond it
+#: neighbouring integers round to the same float (2**53 + 1 becomes 2**53).
+EXACT_INTEGER_LIMIT = 2**53
+
+
 def as_float_array(
-    values: Any, name: str, *, ndim: int | tuple[int, ...] | None = None
+    values: Any,
+    name: str,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    exact_integers: bool = False,
 ) -> np.ndarray:
-    """Convert ``values`` to a finite float array, checking its dimensionality."""
+    """Convert ``values`` to a finite float array, checking its dimensionality.
+
+    Complex values are refused (``TypeError``): the conversion would drop their
+    imaginary parts. With ``exact_integers=True`` (scores, whose order is what counts),
+    integers beyond ``+-2**53`` are refused too (``ValueError``): float64 cannot tell
+    neighbouring ones apart, so distinct scores would become one tied score.
+    """
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be numeric array-like, found a string {values!r}")
+    if _is_complex(values):
+        raise TypeError(
+            f"{name} must hold real numbers, found complex values (dtype "
+            f"{np.asarray(values).dtype}); converting them would silently drop the imaginary "
+            f"parts: pass the real part ({name}.real) if that is what is meant"
+        )
     try:
         array = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -62,7 +83,53 @@ def as_float_array(
             f"{name} must be finite, found {int(bad.sum())} NaN/infinite value(s); "
             f"the first ({kind}) is at index {tuple(int(i) for i in where)}"
         )
+    if exact_integers:
+        _check_exact_integers(values, array, name)
     return array
+
+
+def _is_complex(values: Any) -> bool:
+    """Whether ``values`` holds complex numbers (False when numpy cannot read it at all:
+    the conversion then says why)."""
+    try:
+        return bool(np.iscomplexobj(values))
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_exact_integers(values: Any, array: np.ndarray, name: str) -> None:
+    """ValueError when ``values`` holds integers beyond ``+-2**53``, which ``array`` (their
+    float64 conversion) no longer tells apart from their neighbours."""
+    # 2**53 + 1 converts to 2**53.0, so the float prefilter is >=; the exact test on the
+    # integers themselves is >. Floats this large are left alone: they were never exact.
+    suspect = np.abs(array) >= EXACT_INTEGER_LIMIT
+    if not suspect.any():
+        return
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        big = (values > EXACT_INTEGER_LIMIT) | (values < -EXACT_INTEGER_LIMIT)
+    else:  # lists, pandas, object arrays: look at the Python or numpy integers themselves
+        try:
+            items = np.asarray(values, dtype=object).reshape(array.shape)
+        except (TypeError, ValueError):  # pragma: no cover - converted above already
+            return
+        big = np.zeros(array.shape, dtype=bool)
+        for position in zip(*np.nonzero(suspect), strict=True):
+            item = items[position]
+            big[position] = (
+                isinstance(item, int | np.integer)
+                and not isinstance(item, bool | np.bool_)
+                and abs(int(item)) > EXACT_INTEGER_LIMIT
+            )
+    if big.any():
+        where = tuple(int(i) for i in np.argwhere(big)[0])
+        first = python_scalar(values[where] if isinstance(values, np.ndarray) else items[where])
+        raise ValueError(
+            f"{name} holds {int(big.sum())} integer(s) beyond +-2**53 (the first, {first!r}, "
+            f"at index {where}), which float64 cannot tell apart from their neighbours: "
+            "distinct scores would merge into ties and the ranking would be silently wrong; "
+            "subtract an offset or rank them first (e.g. scipy.stats.rankdata) and pass "
+            "the smaller numbers"
+        )
 
 
 def caller_stacklevel() -> int:
@@ -86,6 +153,16 @@ def labelled_table(
     if not isinstance(values, pd.DataFrame):
         return values, rows, columns
     frame = values
+    # a string is one label, not a sequence of them ("ab" would be read as "a", "b")
+    given_labels = []
+    for given, what in ((rows, row_name), (columns, column_name)):
+        if isinstance(given, (str, bytes)):
+            raise TypeError(
+                f"{what} must be a sequence of labels, found the string {given!r}; pass a "
+                f"list (e.g. [{given!r}] for one label)"
+            )
+        given_labels.append(None if given is None else [python_scalar(x) for x in given])
+    rows, columns = given_labels  # lists, so that a generator is read only once
     # duplicated labels first: reading by label cannot tell two rows "a" apart, and every
     # later check (set equality, lengths) would report a symptom instead of the cause
     for axis, where, what in ((frame.index, "index", row_name),
@@ -99,28 +176,38 @@ def labelled_table(
             )
     for given, axis, where, what in ((rows, frame.index, "index", row_name),
                                      (columns, frame.columns, "columns", column_name)):  # fmt: skip
-        if (given is not None and not isinstance(given, (str, bytes))
-                and (set(given) != set(axis) or len(list(given)) != len(axis))):  # fmt: skip
+        if given is not None and (set(given) != set(axis) or len(given) != len(axis)):
             raise ValueError(
                 f"{name} is a DataFrame whose {where} {list(axis)} are not the {what} given, "
                 f"{list(given)}; give the same labels (in any order), or leave {what} out "
                 "to take the table's"
             )
-    rows = list(frame.index) if rows is None else list(rows)
-    columns = list(frame.columns) if columns is None else list(columns)
+    rows = list(frame.index) if rows is None else rows
+    columns = list(frame.columns) if columns is None else columns
     return frame.loc[rows, columns].to_numpy(), rows, columns
 
 
-def check_labels(labels: Iterable[Any] | None, size: int, name: str) -> tuple[Label, ...]:
-    """Validate axis labels: default ``0..size-1``; unique, hashable, right length."""
+def check_labels(labels: Iterable[Any] | None, size: int | None, name: str) -> tuple[Label, ...]:
+    """Validate axis labels: default ``0..size-1``; unique, hashable, right length
+    (any length when ``size`` is None; the labels are then read once, so a generator
+    works)."""
     if labels is None:
+        if size is None:
+            raise ValueError(f"{name} must be given (a sequence of labels), found None")
         return tuple(range(size))
     if isinstance(labels, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of labels, found the string {labels!r}")
     if isinstance(labels, pd.Index | pd.Series | np.ndarray):
         labels = labels.tolist()
-    result = tuple(python_scalar(label) for label in labels)
-    if len(result) != size:
+    try:
+        result = tuple(python_scalar(label) for label in labels)
+    except TypeError:
+        if isinstance(labels, Iterable):
+            raise
+        raise TypeError(
+            f"{name} must be a sequence of labels, found {type(labels).__name__} {labels!r}"
+        ) from None
+    if size is not None and len(result) != size:
         raise ValueError(
             f"{name} must have {size} labels, found {len(result)}: {_describe(result)}"
         )

@@ -203,8 +203,12 @@ class ConfusionMatrix:
         Labels present here but missing from the new ones raise ``ValueError``
         (their counts would be lost).
         """
-        decisions = self._decisions if decisions is None else tuple(decisions)
-        classes = self._classes if classes is None else tuple(classes)
+        # the package's label checks first: a string is one label, not its characters, and
+        # duplicated labels would give one count two rows
+        decisions = (
+            self._decisions if decisions is None else check_labels(decisions, None, "decisions")
+        )
+        classes = self._classes if classes is None else check_labels(classes, None, "classes")
         rows = align(self._decisions, decisions, "this confusion matrix's decisions", "decisions")
         cols = align(self._classes, classes, "this confusion matrix's classes", "classes")
         counts = np.zeros((len(decisions), len(classes)))

@@ -46,7 +46,7 @@ import pandas as pd
 
 from ._validation import Label, as_float_array
 from .metrics import UndefinedMetricError, binary_truth
-from .roc import ROCHull, hull_of, prepare_binary
+from .roc import ROCHull, check_prevalence, hull_of, prepare_binary
 from .utility import UtilityMatrix
 
 __all__ = [
@@ -136,11 +136,10 @@ def operating_condition(
     """
     if not isinstance(utility, UtilityMatrix):
         raise TypeError(f"utility must be a UtilityMatrix, found {type(utility).__name__}")
-    b = float(prevalence)
-    if not 0 < b < 1:
-        raise ValueError(f"prevalence must lie strictly between 0 and 1, found {prevalence!r}")
+    b = check_prevalence(prevalence)
     labels = np.array(utility.classes, dtype=object)
-    binary = prepare_binary(labels, utility, positive, utility.classes, None)
+    # no scores here to misread: the default positive class needs no warning
+    binary = prepare_binary(labels, utility, positive, utility.classes, None, warn_default=False)
     u = binary.u
     cost_fn = float(u[0, 0] - u[1, 0])
     cost_fp = float(u[1, 1] - u[0, 1])

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import Label, align, as_float_array, check_labels, is_seed, object_array
-from .utility import UtilityMatrix, near_best, shift_and_spread
+from .utility import UtilityMatrix, check_utility_range, near_best, shift_and_spread
 
 __all__ = ["decide", "expected_utilities", "label_array"]
 
@@ -42,6 +42,9 @@ def prepare_decision_inputs(
         decision_labels, class_labels = utility.decisions, utility.classes
     else:
         u = as_float_array(utility, "utility", ndim=(2, 3))
+        # UtilityMatrix's bound: beyond it max U - min U overflows to inf, every expected
+        # utility is then inf or NaN and argmax picks the first decision without a word
+        check_utility_range(u, "utility")
         if u.ndim == 2:
             u = u[None]
         if u.shape[1] < 2 or u.shape[2] < 2:
@@ -54,6 +57,12 @@ def prepare_decision_inputs(
 
     if isinstance(probabilities, pd.DataFrame):
         columns = [c.item() if isinstance(c, np.generic) else c for c in probabilities.columns]
+        if len(set(columns)) != len(columns):
+            repeated = [c for c in dict.fromkeys(columns) if columns.count(c) > 1]
+            raise ValueError(
+                f"probabilities has duplicated columns {repeated} (columns {columns}): each "
+                f"class {list(class_labels)} must have one column; drop or merge the repeats"
+            )
         if set(columns) != set(class_labels):
             raise ValueError(
                 f"probabilities has columns {columns}, expected one per class {list(class_labels)}"

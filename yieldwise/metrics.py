@@ -12,7 +12,11 @@ Conventions
   decisions must correspond one to one with the classes (matched by label).
 * Binary metrics take ``positive=`` (default: the *first* class). On more than
   two classes they take either ``positive=`` (that class against the rest) or
-  ``average=`` (``"macro"``, ``"weighted"`` or ``"micro"``).
+  ``average=`` (``"macro"``, ``"weighted"`` or ``"micro"``). Score metrics warn when
+  that default is the 0 of labels that read as 0 and 1 (numbers, booleans, strings
+  ``"0"``/``"1"``; :func:`default_positive`), and take no default from
+  ``true_classes`` holding a single class (one fold or batch): pass ``positive=`` and
+  ``classes=`` there.
 * A metric that is undefined for the input (say precision with no positive
   decisions) raises :class:`UndefinedMetricError` saying which term vanished.
 * Each confusion-matrix metric has a vectorised ``.batch(counts, ...)`` form on
@@ -753,6 +757,72 @@ class ROCCurve:
     n_items: int
 
 
+# labels read as the digits 0 and 1: numbers, booleans, and the strings a CSV or a
+# str() conversion gives them
+_DIGIT_STRINGS = {"0": 0, "1": 1, "0.0": 0, "1.0": 1, "False": 0, "True": 1}
+
+
+def _binary_digit(label: Any) -> int | None:
+    """0 or 1 when ``label`` reads as that digit (``0``, ``0.0``, ``False``, ``"0"``, ...),
+    else None."""
+    if isinstance(label, bool | np.bool_):
+        return int(label)
+    if isinstance(label, int | float | np.integer | np.floating):
+        return int(label) if label in (0, 1) else None
+    if isinstance(label, str):
+        return _DIGIT_STRINGS.get(label.strip())
+    return None
+
+
+def default_positive(classes: tuple[Label, ...]) -> Label:
+    """The default positive class of every binary function: the first of ``classes``.
+
+    The one rule of :func:`binary_truth` (the score metrics, the ROC hull, cost and Brier
+    curves) and :func:`yieldwise.roc.prepare_binary` (operating points, yield curves).
+    When the two classes read as 0 and 1 (numbers, booleans or the strings ``"0"``,
+    ``"1"``) and the default is the 0 one, it warns: scores and probabilities are most
+    often those of 1 (scikit-learn's ``pos_label=1``), and read as pointing to 0 they
+    give the complement (an AUC of 0.22 for 0.78) without a word. A default that is
+    already the 1 one (``classes=[1, 0]``) says nothing.
+    """
+    positive = classes[0]
+    if len(classes) == 2 and _binary_digit(positive) == 0 and _binary_digit(classes[1]) == 1:
+        one = classes[1]
+        # scikit-learn's default pos_label=1 holds for numbers and booleans; string labels
+        # it refuses without pos_label
+        usual = "" if isinstance(one, str) else " (scikit-learn's default)"
+        warnings.warn(
+            f"positive defaults to the first class, {positive!r} (yieldwise's convention "
+            f"for every binary function), so the scores or probabilities are read as "
+            f"pointing to {positive!r}; with 0/1 labels the usual positive class is the "
+            f"other one, {one!r}{usual}. For scores or probabilities of {one!r}, pass "
+            f"positive={one!r}; to keep {positive!r} and silence this warning, pass "
+            f"positive={positive!r}",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
+    return positive
+
+
+def _pair_example(label: Label) -> str:
+    """The ``classes=`` of a hint: the 0/1 pair of a class that reads as a digit
+    (``[0, 1]``, ``[False, True]``, ``['0', '1']``, ...), else ``[label, ...]``."""
+    if _binary_digit(label) is None:
+        return f"[{label!r}, <the other class>]"
+    if isinstance(label, bool | np.bool_):
+        pair: list[Any] = [False, True]
+    elif isinstance(label, str):
+        pair = next(
+            [a, b] for a, b in (("0", "1"), ("0.0", "1.0"), ("False", "True"))
+            if label.strip() in (a, b)
+        )  # fmt: skip
+    elif isinstance(label, float | np.floating):
+        pair = [0.0, 1.0]
+    else:
+        pair = [0, 1]
+    return repr(pair)
+
+
 def binary_truth(
     true_classes: Any,
     positive: Label | None,
@@ -764,58 +834,97 @@ def binary_truth(
     """``(is_positive, positive, classes)`` for a binary score metric.
 
     ``positive`` defaults to the first class (the first of ``classes``, the first
-    category of a categorical, else the smallest label); with more than two classes
-    there is no default. ``two_classes``, a function's name, refuses any number of
-    classes but two (that function cannot score one class against the rest).
+    category of a categorical, else the smallest label; :func:`default_positive`);
+    with more than two classes there is no default, nor with classes read from
+    ``true_classes`` that holds only one (the default would then change from batch to
+    batch). ``two_classes``, a function's name, refuses any number of classes but two
+    (that function cannot score one class against the rest). A categorical's
+    categories give the class order; with ``positive`` given they only check the
+    labels, and unused ones (a categorical keeps them after filtering) are no classes.
     """
     truth = label_values(true_classes, "true_classes")
     if truth.size != n_items:
         raise ValueError(
             f"true_classes must have one label per score ({n_items}), found {truth.size}"
         )
+    source = "classes"  # where the classes came from, for the messages
+    unused: list[Label] = []
     if classes is None:
-        # the smallest label is the default positive; labels without an order have none
-        # (a given positive= needs no order: the result does not depend on it)
-        classes = categories_of(true_classes) or sorted_unique(
-            truth, name="true_classes", remedy="pass positive= (or classes= to give the "
-            "class order)", fallback=positive is not None,
-        )  # fmt: skip
-    classes = check_labels(classes, len(list(classes)), "classes")
+        categories = categories_of(true_classes)
+        if categories is not None:
+            source = "categories"
+            present = set(pd.unique(truth).tolist())
+            unused = [c for c in categories if c not in present]
+            # the categories only choose the default positive: with positive= given,
+            # categories left unused (a categorical keeps them after filtering) are no
+            # classes of these items
+            if positive is not None:
+                categories = tuple(c for c in categories if c in present or c == positive)
+            classes = categories
+        else:
+            # the smallest label is the default positive; labels without an order have none
+            # (a given positive= needs no order: the result does not depend on it)
+            source = "inferred"
+            classes = sorted_unique(
+                truth, name="true_classes", remedy="pass positive= (or classes= to give the "
+                "class order)", fallback=positive is not None,
+            )  # fmt: skip
+    classes = check_labels(classes, None, "classes")
     indices_of(truth, classes, "true_classes", "classes")
+    unused_hint = (
+        f" (the categories of the categorical true_classes, of which {unused} "
+        "are unused: drop them with .remove_unused_categories(), or pass positive=)"
+        if source == "categories" and unused else ""
+    )  # fmt: skip
     if two_classes is not None and len(classes) != 2:
+        remedy = (
+            "; it needs items of both the positive and the negative class"
+            if len(classes) < 2
+            else f"{unused_hint}; relabel the classes as the positive one and the rest"
+        )
         raise ValueError(
-            f"{two_classes} needs two classes, found {len(classes)}: {list(classes)}; relabel "
-            "the classes as the positive one and the rest"
+            f"{two_classes} needs two classes, found {len(classes)}: {list(classes)}{remedy}"
+        )
+    if source == "inferred" and positive is None and len(classes) < 2:
+        # one fold, stratum or batch: its only class would be the positive one, so the same
+        # scores would mean P(0) on a batch of 0s and P(1) on a batch of 1s
+        raise ValueError(
+            f"true_classes holds only one class, {classes[0]!r}, and classes= is not given, "
+            "so there is no default positive class: the first class of these items would "
+            "be the positive one, and the same scores or probabilities would mean another "
+            "class on another batch; pass positive= (the class the scores point to) and "
+            f"classes= (all the classes, e.g. classes={_pair_example(classes[0])})"
         )
     if positive is None:
         if len(classes) > 2:
             raise ValueError(
                 f"positive= is needed with more than two classes, found {len(classes)}: "
-                f"{list(classes)}; there is no default positive class (scoring "
+                f"{list(classes)}{unused_hint}; there is no default positive class (scoring "
                 "the first against the rest would be a silent guess), so pass positive= "
                 "to score that class against the rest"
             )
-        positive = classes[0]
-        if len(classes) == 2 and all(
-            isinstance(c, bool | int | np.integer) for c in classes
-        ) and {int(c) for c in classes} == {0, 1}:  # fmt: skip
-            # labels 0/1 (or False/True): scikit-learn's default is the other one
-            warnings.warn(
-                f"positive defaults to the first class, {classes[0]!r} (yieldwise's "
-                f"convention for every binary metric; scikit-learn takes {classes[1]!r}): "
-                f"the scores are read as pointing to {classes[0]!r}. For scores or "
-                f"probabilities of {classes[1]!r}, pass positive={classes[1]!r}",
-                UserWarning,
-                stacklevel=caller_stacklevel(),
-            )
+        positive = default_positive(classes)
     elif positive not in classes:
-        raise ValueError(f"positive {positive!r} is not among the classes {list(classes)}")
+        if source == "inferred":
+            remedy = (
+                "the classes were read from true_classes, which may lack some (one fold or "
+                "batch); pass classes= to list them all (e.g. "
+                f"classes={[*classes, positive]!r})"
+            )
+        elif source == "categories":
+            remedy = "add it to the categories of true_classes, or pass classes= to list them all"
+        else:
+            remedy = "pass one of them as positive=, or add it to classes="
+        raise ValueError(
+            f"positive {positive!r} is not among the classes {list(classes)}; {remedy}"
+        )
     is_positive = truth == object_array([positive])
     return is_positive, positive, classes
 
 
 def _scores_1d(scores: Any) -> np.ndarray:
-    return as_float_array(scores, "scores", ndim=1)
+    # exact integers: distinct integer scores beyond 2**53 would merge into one tie
+    return as_float_array(scores, "scores", ndim=1, exact_integers=True)
 
 
 def roc_curve_core(scores: np.ndarray, is_positive: np.ndarray) -> tuple[np.ndarray, ...]:

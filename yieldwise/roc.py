@@ -25,13 +25,17 @@ Conventions
   a constant (one decision best at every threshold) keep their positions, row
   ``i`` meaning "choose class ``i``" in ``utility.classes`` order.
 * ``positive`` defaults to the first class, as in
-  :func:`yieldwise.metrics.roc_curve`: the first entry of ``classes`` if given,
-  else the first category of a categorical ``true_classes``, else the smallest
-  label.
+  :func:`yieldwise.metrics.roc_curve` (one rule,
+  :func:`yieldwise.metrics.default_positive`): the first entry of ``classes`` if
+  given, else the first of the utility's classes in the order of the categories of a
+  categorical ``true_classes``, else the smallest label. When that default is the 0
+  of classes that read as 0 and 1 (``0``/``1``, ``0.0``/``1.0``, ``False``/``True``,
+  ``"0"``/``"1"``), a ``UserWarning`` says so: scores are most often those of 1.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +55,7 @@ from ._validation import (
 )
 from ._validation import label_values as _label_values
 from .confusion import ConfusionMatrix
-from .metrics import UndefinedMetricError, binary_truth, roc_curve_core
+from .metrics import UndefinedMetricError, binary_truth, default_positive, roc_curve_core
 from .utility import UtilityMatrix, near_best, shift_and_spread
 
 __all__ = [
@@ -95,7 +99,9 @@ class OperatingPoint:
     slope : float
         Slope ``(U[n,n] - U[p,n]) (1 - B) / ((U[p,p] - U[n,p]) B)`` of the
         iso-utility lines in ROC space (theory 1.4); the best point is where the
-        highest such line touches the curve. ``inf`` when ``U[p,p] == U[n,p]``.
+        highest such line touches the curve. When ``U[p,p] == U[n,p]`` it is
+        infinite with the sign of the numerator: ``inf``, or ``-inf`` for a utility
+        that rewards a false alarm (``U[p,n] > U[n,n]``).
     """
 
     threshold: float
@@ -161,9 +167,20 @@ def _check_utility(utility: Any) -> UtilityMatrix:
 
 
 def prepare_binary(
-    true_classes: Any, utility: Any, positive: Label | None, classes: Any, n_items: int | None
+    true_classes: Any,
+    utility: Any,
+    positive: Label | None,
+    classes: Any,
+    n_items: int | None,
+    *,
+    warn_default: bool = True,
 ) -> _Binary:
-    """Validate the truth against the utility and resolve the positive class."""
+    """Validate the truth against the utility and resolve the positive class.
+
+    The default positive class follows :func:`yieldwise.metrics.default_positive`,
+    which warns when it is the 0 of 0/1 labels; ``warn_default=False`` for callers
+    that read no scores (a slope or an operating condition of the utility alone), where
+    there is nothing to misread."""
     utility = _check_utility(utility)
     truth = _label_values(true_classes, "true_classes")
     if n_items is not None and truth.size != n_items:
@@ -172,8 +189,17 @@ def prepare_binary(
         )
     indices_of(truth, utility.classes, "true_classes", "utility matrix's classes")
     if classes is None:
-        classes = categories_of(true_classes)
-        if classes is None:
+        categories = categories_of(true_classes)
+        if categories is not None:
+            # the categories give the class order, nothing more: every label is one of the
+            # utility's classes (checked above), so categories that are not are unused (a
+            # categorical keeps them after filtering) and drop out; a utility class the
+            # categories lack comes last. The first is then the same on every batch.
+            wanted = set(utility.classes)
+            classes = [c for c in categories if c in wanted]
+            listed = set(classes)
+            classes += [c for c in utility.classes if c not in listed]
+        else:
             # the labels of true_classes are the utility's classes (checked above); the
             # smallest is the default positive, and without an order there is none
             classes = sorted_unique(
@@ -182,13 +208,13 @@ def prepare_binary(
                 remedy="pass positive= (or classes= to give the class order)",
                 fallback=positive is not None,
             )  # fmt: skip
-    classes = check_labels(classes, len(list(classes)), "classes")
+    classes = check_labels(classes, None, "classes")
     if set(classes) != set(utility.classes):
         raise ValueError(
             f"classes {list(classes)} must be the utility matrix's classes {list(utility.classes)}"
         )
     if positive is None:
-        positive = classes[0]
+        positive = default_positive(classes) if warn_default else classes[0]
     positive = python_scalar(positive)
     if positive not in utility.classes:
         raise ValueError(
@@ -221,7 +247,7 @@ def prepare_binary(
 
 def evaluate_thresholds(scores: Any, binary: _Binary, name: str = "scores") -> _Curve:
     """Yields at every threshold from cumulative counts (no loop over thresholds)."""
-    s = as_float_array(scores, name, ndim=1)
+    s = as_float_array(scores, name, ndim=1, exact_integers=True)
     if s.size != binary.is_positive.size:
         raise ValueError(
             f"{name} and true_classes must have the same length, found {s.size} scores and "
@@ -288,12 +314,29 @@ def iso_utility_slope(
     0.4
     """
     utility = _check_utility(utility)
+    b = check_prevalence(prevalence)
+    classes = utility.classes
+    binary = prepare_binary(
+        object_array(classes), utility, positive, classes, None, warn_default=False
+    )
+    return _slope(binary.u, b)
+
+
+def check_prevalence(prevalence: Any) -> float:
+    """``prevalence``, the share ``B`` of positives, as a float strictly between 0 and 1;
+    ``TypeError`` for anything but a real number (a string, a list, None, a bool),
+    ``ValueError`` outside (0, 1)."""
+    if isinstance(prevalence, np.ndarray) and prevalence.ndim == 0:
+        prevalence = prevalence.item()
+    if isinstance(prevalence, bool | np.bool_) or not isinstance(prevalence, numbers.Real):
+        raise TypeError(
+            "prevalence must be a number strictly between 0 and 1 (the share of positive "
+            f"items), found {type(prevalence).__name__} {prevalence!r}"
+        )
     b = float(prevalence)
     if not 0 < b < 1:
         raise ValueError(f"prevalence must lie strictly between 0 and 1, found {prevalence!r}")
-    classes = utility.classes
-    binary = prepare_binary(object_array(classes), utility, positive, classes, None)
-    return _slope(binary.u, b)
+    return b
 
 
 def _confusion(binary: _Binary, tp: float, fp: float, n_pos: int, n_neg: int) -> ConfusionMatrix:
@@ -375,7 +418,7 @@ def yield_curve(
     >>> yield_curve([0.9, 0.4, 0.6, 0.1], ["a", "a", "b", "b"], u)["utility_yield"].tolist()
     [0.5, 0.75, 0.5, 0.75, 0.5]
     """
-    s = as_float_array(scores, "scores", ndim=1)
+    s = as_float_array(scores, "scores", ndim=1, exact_integers=True)
     binary = prepare_binary(true_classes, utility, positive, classes, s.size)
     curve = evaluate_thresholds(s, binary)
     return pd.DataFrame(
@@ -445,7 +488,7 @@ def best_operating_point(
     >>> point.utility_yield  # (2 * 10 - 2 * 1) / 6
     3.0
     """
-    s = as_float_array(scores, "scores", ndim=1)
+    s = as_float_array(scores, "scores", ndim=1, exact_integers=True)
     binary = prepare_binary(true_classes, utility, positive, classes, s.size)
     return operating_point(evaluate_thresholds(s, binary), binary)
 
@@ -496,7 +539,8 @@ def compare(
     >>> from yieldwise import UtilityMatrix
     >>> u = UtilityMatrix([[1, 0], [0, 1]])
     >>> truth = [0, 0, 1, 1]
-    >>> table = compare({"good": [0.9, 0.8, 0.2, 0.1], "bad": [0.9, 0.1, 0.8, 0.2]}, truth, u)
+    >>> scores = {"good": [0.9, 0.8, 0.2, 0.1], "bad": [0.9, 0.1, 0.8, 0.2]}  # of class 0
+    >>> table = compare(scores, truth, u, positive=0)
     >>> table[["utility_yield", "auc", "rank_by_yield"]]
                 utility_yield  auc  rank_by_yield
     classifier
@@ -586,7 +630,7 @@ class RandomisedOperatingPoint:
         >>> point.decide([0.95, 0.75, 0.5], seed=0).tolist()  # 0.75 is a coin toss
         [True, True, False]
         """
-        s = as_float_array(scores, "scores", ndim=1)
+        s = as_float_array(scores, "scores", ndim=1, exact_integers=True)
         rng = np.random.default_rng(seed)
         between = (s >= self.threshold_low) & (s < self.threshold_high)
         return (s >= self.threshold_high) | (between & (rng.random(s.size) < self.probability))
@@ -664,17 +708,43 @@ class ROCHull:
         )
 
     def yields(self, utility: UtilityMatrix) -> np.ndarray:
-        """Utility yield at each vertex (theory 1.4); linear along each segment in between."""
-        return self._curve(self._binary(utility)).yields
+        """Utility yield at each vertex (theory 1.4); linear along each segment in between.
+
+        The best of them is the best yield of any threshold, unless the utility values
+        *both* wrong decisions above the correct ones (error costs
+        ``C_FN = U[p,p] - U[n,p]`` and ``C_FP = U[n,n] - U[p,n]`` both negative): the
+        best threshold then lies below the hull, towards ``(1, 0)``, so such a utility
+        is refused (``ValueError``). For the yield at every threshold use
+        :func:`yield_curve`; :meth:`best_point` takes any utility.
+        """
+        binary = self._binary(utility)
+        cost_fn, cost_fp = binary.u[0, 0] - binary.u[1, 0], binary.u[1, 1] - binary.u[0, 1]
+        # yield = const + C_FN tp - C_FP fp: with one cost at least 0 the best is on the
+        # upper hull or at (0, 0) / (1, 1), both vertices; with both negative it lies on
+        # the lower hull, which the vertices do not hold
+        if cost_fn < 0 and cost_fp < 0:
+            raise ValueError(
+                "utility must value at least one correct decision at least as much as the "
+                f"wrong one: found U[p,p] - U[n,p] = {float(cost_fn)} and U[n,n] - U[p,n] = "
+                f"{float(cost_fp)}, both negative, so the best threshold lies below the hull "
+                "and its vertices' yields miss it; use roc.yield_curve for the yield at every "
+                "threshold, or ROCHull.best_point for the best one"
+            )
+        return self._curve(binary).yields
 
     def best_point(self, utility: UtilityMatrix) -> OperatingPoint:
-        """The utility-optimal point of the hull, a vertex (theory 1.4).
+        """The utility-optimal operating point: :func:`best_operating_point`'s, exactly.
 
-        A yield is linear in ``(fpr, tpr)``, so its maximum over the hull is at a
-        vertex: the one the highest iso-utility line (slope
-        :attr:`OperatingPoint.slope`) touches. Every hull vertex is a point of the
-        empirical curve, so this is :func:`best_operating_point`, ties included
-        (the highest threshold wins).
+        The yield is evaluated at every threshold of the empirical curve (:attr:`roc`)
+        as :func:`best_operating_point` does, ties included (the highest threshold
+        wins), for any binary utility. When the utility values each correct decision
+        at least as much as the wrong one (error costs ``U[p,p] - U[n,p]`` and
+        ``U[n,n] - U[p,n]`` at least 0) the point is a vertex of the hull (theory 1.4):
+        a yield is linear in ``(fpr, tpr)`` and grows towards the upper left, so its
+        maximum over the hull is at the vertex the highest iso-utility line (slope
+        :attr:`OperatingPoint.slope`) touches. A utility outside that domain can prefer
+        a point off the hull (below it, as far as ``(1, 0)``, when both wrong decisions
+        are worth more than the correct ones); it is found all the same, not refused.
 
         Examples
         --------
@@ -686,7 +756,18 @@ class ROCHull:
         (0.9, 0.25)
         """
         binary = self._binary(utility)
-        return operating_point(self._curve(binary), binary)
+        roc = self.roc
+        # the empirical curve's exact counts (rates times class sizes, whole numbers), so
+        # that the yields are best_operating_point's to the last bit
+        curve = _counts_curve(
+            binary.u,
+            roc.thresholds,
+            np.rint(roc.tpr * self.n_positive),
+            np.rint(roc.fpr * self.n_negative),
+            self.n_positive,
+            self.n_negative,
+        )
+        return operating_point(curve, binary)
 
     def _randomised(self, j: int, q: float) -> RandomisedOperatingPoint:
         v = self.vertices
@@ -716,7 +797,11 @@ class ROCHull:
         )
 
     def _locate(self, target: float, column: str, name: str) -> RandomisedOperatingPoint:
-        if not np.isscalar(target) or not np.isfinite(target) or not 0 <= target <= 1:
+        if (
+            isinstance(target, bool | np.bool_)
+            or not isinstance(target, numbers.Real)
+            or not 0 <= float(target) <= 1  # False for NaN and inf
+        ):
             raise ValueError(f"{name} must be a number in [0, 1], found {target!r}")
         rates = self.vertices[column].to_numpy()
         # the first vertex at or beyond the target rate; the point lies on the segment
@@ -812,9 +897,10 @@ def convex_hull(
     vertices by randomising between their thresholds (:meth:`ROCHull.at_fpr`). The
     slope of a segment, read as the positive fraction of the items between its
     vertices, is the isotonic (PAV) calibration of the scores: ``calibrated``.
-    Under any binary utility matrix the best point of the hull is a vertex and is
-    the best threshold of the empirical curve (:meth:`ROCHull.best_point`, theory
-    1.4). Formulas: ``docs/toolkit.md``, section 1.
+    Under any binary utility matrix that values each correct decision at least as
+    much as the wrong one, the best point of the hull is a vertex and is the best
+    threshold of the empirical curve (:meth:`ROCHull.best_point`, theory 1.4).
+    Formulas: ``docs/toolkit.md``, section 1.
 
     Parameters
     ----------
@@ -872,7 +958,7 @@ def hull_of(
 ) -> ROCHull:
     """:func:`convex_hull`, refusing other than two classes in the name of ``caller``
     (the public function the user called, e.g. ``"cost_curve"``)."""
-    s = as_float_array(scores, "scores", ndim=1)
+    s = as_float_array(scores, "scores", ndim=1, exact_integers=True)
     is_positive, positive, classes = binary_truth(
         true_classes, positive, classes, s.size, two_classes=caller
     )

@@ -8,13 +8,14 @@ promote / re-test" against "inactive / active" is a 3x2 matrix.
 from __future__ import annotations
 
 import html
+import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._validation import Label, align, as_float_array, check_labels, labelled_table
+from ._validation import Label, align, as_float_array, check_labels, is_seed, labelled_table
 
 __all__ = [
     "MATRIX_PRIORS",
@@ -91,16 +92,10 @@ class UtilityMatrix:
                 "values must have at least 2 decisions (rows) and 2 classes (columns), "
                 f"found shape {array.shape}"
             )
-        largest = float(np.abs(array).max())
-        if largest > MAX_ABS_UTILITY:
-            raise ValueError(
-                f"values must lie within +-{MAX_ABS_UTILITY:.0e} (utilities are squared and "
-                f"summed in the summaries), found {largest!r}; rescale the matrix: a * U + b "
-                "with a > 0 ranks every decision the same"
-            )
+        check_utility_range(array, "values")
         if np.ptp(array) == 0:
             raise ValueError(
-                f"values has every entry equal to {array.flat[0]!r}: every decision is "
+                f"values has every entry equal to {float(array.flat[0])!r}: every decision is "
                 "worth the same whatever the class, so the matrix cannot rank anything"
             )
         self._values = array.copy()  # never share (and freeze) the caller's array
@@ -143,6 +138,11 @@ class UtilityMatrix:
         self, decisions: Sequence[Label] | None = None, classes: Sequence[Label] | None = None
     ) -> UtilityMatrix:
         """The same matrix with rows/columns reordered to the given labels."""
+        # the package's label checks first: a string is one label, not its characters
+        if decisions is not None:
+            decisions = check_labels(decisions, None, "decisions")
+        if classes is not None:
+            classes = check_labels(classes, None, "classes")
         rows = (
             align(decisions, self._decisions, "decisions", "utility matrix's decisions")
             if decisions is not None
@@ -217,7 +217,12 @@ class UtilityMatrix:
                [0.25, 1.  ]])
         """
         for name, value in (("x", x), ("y", y)):
-            if not np.isscalar(value) or not np.isfinite(value):
+            if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+                raise TypeError(
+                    f"{name} must be a finite number (a chart coordinate in [-1, 1]), found "
+                    f"{type(value).__name__} {value!r}"
+                )
+            if not np.isfinite(float(value)):
                 raise ValueError(f"{name} must be a finite number, found {value!r}")
         if not in_chart_domain(x, y):
             raise ValueError(
@@ -384,6 +389,19 @@ class UtilityMatrix:
             f"<caption>UtilityMatrix ({self.shape[0]} decisions &times; {self.shape[1]} "
             "classes; rows decisions, columns classes)</caption>"
             f"<thead><tr><th>decision \\ class</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+
+def check_utility_range(array: np.ndarray, name: str) -> None:
+    """ValueError when a utility of ``array`` lies beyond ``+-MAX_ABS_UTILITY``: the one
+    bound of :class:`UtilityMatrix` and of plain-array utilities (:func:`yieldwise.decide`),
+    under which ``max U - min U`` and the squared summaries stay finite."""
+    largest = float(np.abs(array).max())
+    if largest > MAX_ABS_UTILITY:
+        raise ValueError(
+            f"{name} must lie within +-{MAX_ABS_UTILITY:.0e} (utilities are squared and "
+            f"summed in the summaries), found {largest!r}; rescale the matrix: a * U + b "
+            "with a > 0 ranks every decision the same"
         )
 
 
@@ -607,7 +625,7 @@ def sample_matrices(
         or isinstance(classes, int | np.integer)
         or set(decision_labels) == set(class_labels)
     )
-    rng = np.random.default_rng(seed)
+    rng = _generator(seed)
     binary_chart = corresponding and n_decisions == 2 and prior in ("uniform", "gaussian")
     if prior == "gaussian" and not binary_chart:
         raise ValueError(
@@ -630,8 +648,38 @@ def sample_matrices(
 
 
 def _labels_or_count(value: Any, name: str) -> tuple[Label, ...]:
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+    """Labels from a count (``0 .. k-1``) or a sequence of at least two labels."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         if value < 2:
             raise ValueError(f"{name} must be at least 2, found {value}")
         return tuple(range(int(value)))
-    return check_labels(value, len(list(value)), name)
+    if isinstance(value, bool | np.bool_ | numbers.Number) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{name} must be a count (an int of at least 2) or a sequence of labels, found "
+            f"{type(value).__name__} {value!r}"
+        )
+    labels = check_labels(value, None, name)  # read once: a generator works too
+    if len(labels) < 2:
+        raise ValueError(
+            f"{name} must hold at least 2 labels, found {len(labels)}: {list(labels)}; a "
+            f"utility matrix needs 2 {name} or more"
+        )
+    return labels
+
+
+def _generator(seed: Any) -> np.random.Generator:
+    """``np.random.default_rng(seed)``, with errors that name ``seed``."""
+    if isinstance(seed, bool | np.bool_) or (
+        isinstance(seed, int | np.integer) and not is_seed(seed)
+    ):
+        raise ValueError(
+            "seed must be a non-negative integer, a numpy Generator or SeedSequence, or "
+            f"None, found {seed!r}"
+        )
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            "seed must be a non-negative integer, a numpy Generator or SeedSequence, or "
+            f"None, found {type(seed).__name__} {seed!r} ({exc})"
+        ) from None
