@@ -132,6 +132,33 @@ def test_summary_numbers_are_those_of_the_draws(report):
         assert row.prob_tie == pytest.approx(np.mean(a[:, None] == b[None, :]), abs=0)
 
 
+def test_report_files_carry_their_format_and_tables_are_read_checked(report, tmp_path):
+    """draws.nc names its format and version; read_report_csv reads the tables the
+    manifest lists (and a copy outside the folder by its columns), and refuses a CSV
+    that is no report table (audit of saving and loading, item 11)."""
+    import shutil
+
+    from yieldwise import __version__
+    from yieldwise.report import read_report_csv
+
+    with xr.open_dataset(report / "draws.nc") as draws:
+        assert draws.attrs == {
+            "yieldwise_format": "yieldwise report draws",
+            "yieldwise_format_version": 1,
+            "yieldwise_version": __version__,
+        }
+    summary, written = read_report_csv(report / "summary.csv"), pd.read_csv(report / "summary.csv")
+    assert summary["classifier"].tolist() == written["classifier"].tolist()
+    assert summary["mean"].tolist() == written["mean"].tolist()
+    superiority = read_report_csv(report / "superiority.csv")
+    assert sorted(superiority["versus"].unique()) == sorted(["forest", EVIL])
+    shutil.copy(report / "summary.csv", tmp_path / "summary.csv")  # no manifest beside it
+    assert read_report_csv(tmp_path / "summary.csv").equals(summary)
+    shutil.copy(report / "config.lock.toml", tmp_path / "lock.csv")
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'lock.csv'}: is not a table of a "):
+        read_report_csv(tmp_path / "lock.csv")
+
+
 def test_html_is_self_contained_and_escapes_names(report):
     page = (report / "report.html").read_text()
     for section in ("summary", "transducers", "superiority", "thresholds", "metrics",

@@ -10,7 +10,9 @@ Every output of the command line goes through here (docs: the README's "Guarante
 * Work happens under a unique hidden name (``.NAME.partial-XXXXXXXX``) in the target's
   folder, removed on any failure or interrupt, and becomes the target by one ``rename``
   at the end (:func:`place_file`, :func:`place_folder`). A name like ``.NAME.partial``
-  that someone else made is never touched.
+  that someone else made is never touched. Where a hidden name would exceed the
+  system's limit on a name (:data:`NAME_MAX` bytes) for a long but legal ``NAME``, it
+  holds the start of ``NAME`` and a digest of all of it (:func:`hidden_name`).
 * A report folder carries a manifest (:data:`MANIFEST`) listing every file yieldwise
   wrote into it, with sizes and SHA-256 digests. ``--overwrite`` replaces a folder only
   when the manifest is there and the folder holds nothing else, and then deletes only
@@ -54,13 +56,37 @@ MANIFEST_FORMAT = "yieldwise report folder"
 MANIFEST_VERSION = 1
 
 
+#: The longest file name, in bytes, that common file systems allow (ext4, XFS, APFS,
+#: NTFS in UTF-16 units); a hidden name longer than this is shortened (:func:`hidden_name`).
+NAME_MAX = 255
+
+
 class OutputTargetError(ValueError):
     """An output target cannot be written: it exists, another run writes it, or it is unsafe."""
 
 
+def hidden_name(name: str, tag: str, room: int = 0) -> str:
+    """The hidden name ``.NAME.TAG`` of a work file beside the file or folder ``name``,
+    leaving ``room`` bytes for a random suffix that the caller appends.
+
+    When that would exceed :data:`NAME_MAX` bytes (a long but legal ``name``: the writer's
+    error would then name the hidden file, not the user's), ``name`` is cut short and
+    followed by ``~`` and a digest of the whole of it, so that each name keeps its own.
+    """
+    full = f".{name}.{tag}"
+    if len(os.fsencode(full)) + room <= NAME_MAX:
+        return full
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    budget = NAME_MAX - room - len(os.fsencode(f".~{digest}.{tag}"))
+    keep = name
+    while keep and len(os.fsencode(keep)) > budget:
+        keep = keep[:-1]
+    return f".{keep}~{digest}.{tag}"
+
+
 # ------------------------------------------------------------------ the lock
 def _lock_path(target: Path) -> Path:
-    return target.parent / f".{target.name}.lock"
+    return target.parent / hidden_name(target.name, "lock")
 
 
 def _describe_owner(text: str) -> str:
@@ -232,10 +258,22 @@ def remove_made(made: list[Path]) -> None:
             return
 
 
+#: The random characters tempfile.mkstemp and mkdtemp append to a prefix.
+_TEMP_RANDOM = 8
+
+
 def partial_file(target: Path) -> Path:
-    """A new, empty, uniquely named hidden file beside ``target`` to write into."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.partial-", dir=target.parent)
-    os.close(fd)
+    """A new, empty, uniquely named hidden file beside ``target`` to write into.
+
+    Made with the permissions of an ordinary new file (mkstemp's are 0600), so that the
+    target it becomes honours the umask as every other output does.
+    """
+    prefix = hidden_name(target.name, "partial-", _TEMP_RANDOM)
+    fd, name = tempfile.mkstemp(prefix=prefix, dir=target.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     return Path(name)
 
 
@@ -244,7 +282,8 @@ def partial_folder(target: Path) -> Path:
 
     Made with the permissions of an ordinary new folder (mkdtemp's are 0700).
     """
-    folder = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    prefix = hidden_name(target.name, "partial-", _TEMP_RANDOM)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
     folder.chmod(0o777 & ~_umask())
     return folder
 
@@ -325,10 +364,15 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         fmt, version = record["format"], record["format_version"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise OutputTargetError(f"{path}: unreadable manifest ({exc})") from None
-    if fmt != MANIFEST_FORMAT or not isinstance(version, int) or version > MANIFEST_VERSION:
+    known = (
+        isinstance(version, int) and not isinstance(version, bool)
+        and 1 <= version <= MANIFEST_VERSION
+    )  # fmt: skip
+    if fmt != MANIFEST_FORMAT or not known:
         raise OutputTargetError(
-            f"{path}: format {fmt!r} version {version!r}, which this yieldwise (manifest "
-            f"version {MANIFEST_VERSION}) does not know; it leaves the folder alone"
+            f"{path}: format {fmt!r} version {version!r}, which this yieldwise (it reads "
+            f"format {MANIFEST_FORMAT!r} versions 1 to {MANIFEST_VERSION}) does not know; "
+            "it leaves the folder alone"
         )
     plain = isinstance(files, dict) and all(
         isinstance(n, str) and n not in ("", ".", "..") and "/" not in n and "\\" not in n
@@ -338,6 +382,30 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     if not plain:
         raise OutputTargetError(f"{path}: the manifest lists names that are not plain file names")
     return record
+
+
+def check_listed(path: Path) -> None:
+    """ValueError naming ``path`` unless the manifest of its folder (which must be there:
+    :func:`read_manifest`) lists it with its size and SHA-256: a file the report wrote,
+    as it wrote it."""
+    folder = Path(path).parent
+    manifest = read_manifest(folder)
+    if manifest is None:
+        raise ValueError(f"{path}: its folder has no {MANIFEST}")
+    entry = manifest["files"].get(Path(path).name)
+    if entry is None:
+        raise ValueError(
+            f"{path}: its folder's {MANIFEST} does not list it, so the report there did not "
+            f"write it (it lists {sorted(manifest['files'])}); give a file the report wrote"
+        )
+    recorded = entry.get("sha256") if isinstance(entry, dict) else None
+    found = _sha256(Path(path))
+    if recorded != found:
+        raise ValueError(
+            f"{path}: differs from the file the report wrote (SHA-256 {found}; its "
+            f"folder's {MANIFEST} records {recorded}): it was changed or replaced since. "
+            "Restore it, or write the report again"
+        )
 
 
 #: The files a report wrote before reports carried a manifest (yieldwise 0.1.0 before
@@ -371,7 +439,8 @@ def check_replaceable(folder: Path, option: str = "--overwrite") -> dict[str, An
 
     Replaceable: a folder with a valid manifest and nothing but the files it lists
     (a listed file may be missing), or a report written before manifests existed
-    (:func:`_legacy_manifest`). Anything else in it is someone's, and stays.
+    (:func:`_legacy_manifest`). Anything else in it is someone's, and stays: so is a
+    listed name that is no longer a regular file (a folder or a link put in its place).
     """
     if not folder.is_dir():
         raise OutputTargetError(
@@ -396,16 +465,51 @@ def check_replaceable(folder: Path, option: str = "--overwrite") -> dict[str, An
             f"{option} deletes only its own files, so move those elsewhere or choose "
             "another output"
         )
+    replaced = sorted(
+        name for name in manifest["files"]
+        if os.path.lexists(folder / name) and not _regular_file(folder / name)
+    )  # fmt: skip
+    if replaced:
+        shown = ", ".join(replaced[:5]) + (
+            f" and {len(replaced) - 5} more" if len(replaced) > 5 else ""
+        )
+        raise OutputTargetError(
+            f"{folder}: holds an earlier yieldwise report whose manifest lists {shown} as "
+            f"file(s) yieldwise wrote, but they are now folders or links, which yieldwise "
+            f"did not write; {option} deletes only its own files, so move those elsewhere "
+            "or choose another output"
+        )
     return manifest
 
 
+def _regular_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
 def _remove_listed(folder: Path, manifest: dict[str, Any]) -> None:
-    """Delete the manifest's files and the manifest, then the folder if it is empty."""
-    for name in manifest["files"]:
-        (folder / name).unlink(missing_ok=True)
-    (folder / MANIFEST).unlink(missing_ok=True)
+    """Delete the manifest's files and the manifest, then the folder if it is empty.
+
+    A listed name that is no longer a file (:func:`check_replaceable` refused it; it
+    appeared since) is left where it is, and so is the folder then, with a warning
+    naming it: the new report is in place by now, so the run has succeeded."""
+    import warnings
+
+    for name in [*manifest["files"], MANIFEST]:
+        path = folder / name
+        if path.is_symlink() or path.is_file():  # a folder in its place is not ours
+            with contextlib.suppress(OSError):
+                path.unlink()
     with contextlib.suppress(OSError):  # not empty: something new appeared; it stays
         folder.rmdir()
+    if os.path.lexists(folder):
+        left = sorted(p.name for p in folder.iterdir())
+        warnings.warn(
+            f"{folder}: the earlier report was replaced by the new one, but this hidden "
+            f"folder, where the earlier one was moved, still holds {left}, which yieldwise "
+            "did not delete (it deletes only the files it wrote); look through it and "
+            "remove it",
+            stacklevel=3,
+        )
 
 
 def place_folder(partial: Path, target: Path, *, overwrite: bool) -> None:
@@ -425,7 +529,8 @@ def place_folder(partial: Path, target: Path, *, overwrite: bool) -> None:
             "new report was not written (pass --overwrite to replace an earlier report)"
         )
     manifest = check_replaceable(target)
-    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
+    prefix = hidden_name(target.name, "replaced-", _TEMP_RANDOM)
+    retired = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
     os.rename(target, retired)  # onto the empty folder just made: atomic on POSIX
     try:
         rename_no_replace(partial, target)
@@ -486,11 +591,20 @@ def read_table(path: str | os.PathLike[str], *, label_columns: Sequence[str] = (
 
         header = parse(header=None, nrows=1, dtype=str, keep_default_na=False)
         frame = parse()
+        unnamed: dict[str, Any] = {}
+        if not isinstance(frame.index, pd.RangeIndex):
+            # the rows have more fields than the header names, so pandas took the first
+            # for an index and shifted every column (labels read as scores, scores as the
+            # empty last field); empty extra fields (a comma ending each row) are dropped
+            unnamed = {"index_col": False, "usecols": range(len(frame.columns))}
+            _check_extra_fields(path, parse(dtype=str, keep_default_na=False))
+            frame = parse(**unnamed)
         texts = {
-            column: parse(usecols=[column], dtype=str, keep_default_na=False)[column]
+            column: parse(usecols=[column], dtype=str, keep_default_na=False,
+                          **{k: v for k, v in unnamed.items() if k != "usecols"})[column]
             for column in label_columns
             if column in frame.columns
-        }
+        }  # fmt: skip
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"{path}: no such file", str(path)) from None
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -505,6 +619,25 @@ def read_table(path: str | os.PathLike[str], *, label_columns: Sequence[str] = (
     for column, text in texts.items():
         frame[column] = _labels_as_written(frame[column], text)
     return frame
+
+
+def _check_extra_fields(path: Any, text: Any) -> None:
+    """ValueError naming the file when its data rows have fields beyond the header's
+    that are not all empty; ``text`` is the table as pandas parsed it, the first extra
+    fields of each row taken for its index (so its last columns hold the rows' last
+    fields)."""
+    extra, named = text.index.nlevels, len(text.columns)
+    tail = text.iloc[:, max(named - extra, 0) :].apply(lambda column: column.str.strip())
+    filled = (tail != "").any(axis=1).to_numpy()
+    if named >= extra and not filled.any():
+        return
+    row = int(filled.argmax()) + 1 if filled.any() else 1
+    raise ValueError(
+        f"{path}: its data rows have {named + extra} fields but its header names {named} "
+        f"column(s) {[str(c) for c in text.columns]}; the fields past the header's are not "
+        f"empty (first in data row {row}, line {row + 1} of the file). Name every column "
+        "in the header, or remove the extra fields"
+    )
 
 
 def _labels_as_written(guessed: Any, text: Any) -> Any:

@@ -22,12 +22,15 @@ import pandas as pd
 import xarray as xr
 
 from .._files import (
+    MANIFEST,
     OutputTargetError,
+    check_listed,
     check_replaceable,
     make_parents,
     output_path,
     partial_folder,
     place_folder,
+    read_manifest,
     remove_made,
     target_lock,
     write_manifest,
@@ -120,14 +123,49 @@ def run_report(
 
 #: The columns of summary.csv and superiority.csv that hold names (any text).
 NAME_COLUMNS = ("dataset", "matrix", "classifier", "versus")
+#: The columns by which :func:`read_report_csv` knows each table of a report (each has
+#: more); a table has no format version of its own: its folder's manifest carries one.
+REPORT_TABLES = {
+    "summary.csv": ("classifier", "mean"),
+    "superiority.csv": ("classifier", "versus", "prob_superiority"),
+}
+#: The format of draws.nc (its attributes ``yieldwise_format`` and
+#: ``yieldwise_format_version``, :func:`provenance`).
+DRAWS_FORMAT = "yieldwise report draws"
+DRAWS_FORMAT_VERSION = 1
 
 
 def read_report_csv(path: str | Path) -> pd.DataFrame:
     """A report's ``summary.csv`` or ``superiority.csv``, its names (:data:`NAME_COLUMNS`)
     read as the very text the report wrote: pandas' defaults read a classifier named
     ``NA`` or ``None`` as missing and one named ``001`` as the number 1 (audit,
-    2026-12-06). Empty cells of the other columns are missing values (NaN)."""
-    header = pd.read_csv(path, nrows=0).columns
+    2026-12-06). Empty cells of the other columns are missing values (NaN).
+
+    The file is checked first: when its folder has a report's manifest, that manifest
+    (its format and version) must list the file with the same SHA-256; and its header
+    must hold a summary's or a superiority table's columns (:data:`REPORT_TABLES`).
+    Otherwise ValueError naming the file, what was expected and what was found;
+    FileNotFoundError naming a missing file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "no such file"
+        raise FileNotFoundError(
+            f"{path}: {what}; give the summary.csv or superiority.csv of a report folder"
+        )
+    if read_manifest(path.parent) is not None:  # a manifest of another version is refused
+        check_listed(path)
+    try:
+        header = pd.read_csv(path, nrows=0).columns
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it as a report's CSV table ({exc})") from None
+    if not any(set(columns) <= set(header) for columns in REPORT_TABLES.values()):
+        expected = "; ".join(f"{name} {list(columns)}" for name, columns in REPORT_TABLES.items())
+        raise ValueError(
+            f"{path}: is not a table of a yieldwise report: a report's tables have the "
+            f"columns ({expected}, and more), but its columns are {list(header)}; give the "
+            f"summary.csv or superiority.csv of a report folder (listed in its {MANIFEST})"
+        )
     names = [c for c in header if c in NAME_COLUMNS]
     return pd.read_csv(
         path, dtype=dict.fromkeys(names, str), keep_default_na=False,
@@ -319,8 +357,19 @@ def _draws(comparisons: dict[str, Any], version: str) -> xr.Dataset:
             )
     datasets = pd.Index(list(comparisons), name="dataset")
     draws = xr.Dataset({k: xr.concat(v, dim=datasets) for k, v in variables.items()})
-    draws.attrs["yieldwise_version"] = version
+    draws.attrs.update(provenance(version))
     return draws
+
+
+def provenance(version: str) -> dict[str, Any]:
+    """The attributes of draws.nc: its format (:data:`DRAWS_FORMAT`), the format's
+    version (:data:`DRAWS_FORMAT_VERSION`), and the yieldwise ``version`` that wrote it.
+    The one place they are written."""
+    return {
+        "yieldwise_format": DRAWS_FORMAT,
+        "yieldwise_format_version": DRAWS_FORMAT_VERSION,
+        "yieldwise_version": version,
+    }
 
 
 def _superiority_table(comparison: Any) -> pd.DataFrame:

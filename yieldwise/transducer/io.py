@@ -6,13 +6,19 @@ it against one declaration, :data:`VARIABLES` and :data:`ATTRIBUTES`, before any
 used: a missing or malformed field gives a :class:`TransducerFileError` that names the
 file and the field, never a KeyError or NaN probabilities later. When the model's stored
 variables change, these two tables are what to edit (and :data:`FORMAT_VERSION` to raise).
-:func:`to_inference_data` builds the file's content from a fit, :func:`write` writes it
-with the format version, :func:`fit_record` reads back what it records about the fit.
+The format version is read first: a file of a version this yieldwise does not read is
+refused as such, whatever else its layout holds. :func:`to_inference_data` builds the
+file's content from a fit (with the format version, so that an InferenceData a user
+writes with ArviZ's own ``to_netcdf`` loads too), :func:`write` writes it, and
+:func:`fit_record` reads back what it records about the fit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -100,7 +106,9 @@ class Field:
     values: str
 
 
-#: Every variable a transducer file must hold (the model of docs/model.md).
+#: Every variable a transducer file must hold (the model of docs/model.md). The sampler
+#: statistics are every one a backend records (``Transducer.marginal`` carries them all
+#: over, ``compare`` reads ``lp``); every writer of every version has written them.
 VARIABLES: tuple[Field, ...] = (
     Field("posterior", "w", ("chain", "draw", "component"), "simplex"),
     Field("posterior", "alpha", ("chain", "draw", "component", "class"), "simplex"),
@@ -110,6 +118,10 @@ VARIABLES: tuple[Field, ...] = (
     Field("sample_stats", "diverging", ("chain", "draw"), "any"),
     Field("sample_stats", "tree_depth", ("chain", "draw"), "finite"),
     Field("sample_stats", "step_size", ("chain", "draw"), "finite"),
+    Field("sample_stats", "lp", ("chain", "draw"), "any"),
+    Field("sample_stats", "energy", ("chain", "draw"), "any"),
+    Field("sample_stats", "acceptance_rate", ("chain", "draw"), "any"),
+    Field("sample_stats", "n_steps", ("chain", "draw"), "any"),
     Field("observed_data", "outputs", ("item", "output_column"), "finite"),
     Field("observed_data", "class_index", ("item",), "class index"),
 )
@@ -193,20 +205,80 @@ def _classes(text: Any) -> tuple[Any, ...]:
     return check_labels(labels, len(labels), "the class labels")
 
 
+#: The entries of the constructor's settings (``yieldwise_settings``) that yieldwise reads
+#: back from a file (``sampler_summary``: tree-depth hits), and how each is read; the
+#: others are the constructor's, which a file of an older yieldwise may lack (the
+#: constructor's defaults then).
+SETTINGS_READ: dict[str, Callable[[Any], Any]] = {"max_treedepth": _integer(1)}
+
+
+def _settings(text: Any) -> dict[str, Any]:
+    record = _json(dict)(text)
+    for key, parse in SETTINGS_READ.items():
+        if key not in record:
+            raise ValueError(f"the settings record lacks {key!r}; it holds {sorted(record)}")
+        try:
+            parse(record[key])
+        except ValueError as exc:
+            raise ValueError(f"the setting {key!r}: {exc}") from None
+    return record
+
+
+def _sampler(text: Any) -> dict[str, Any]:
+    """The backend's settings as run: a JSON object whose ``likelihood`` (if any) is an
+    object and whose ``pareto_k`` (if any) is a number or null, as ``sampler_summary``
+    reads them."""
+    record = _json(dict)(text)
+    if not isinstance(record.get("likelihood", {}), dict):
+        raise ValueError(f"'likelihood' must be a JSON object, found {record['likelihood']!r}")
+    if record.get("pareto_k") is not None:
+        _number(record["pareto_k"])
+    if "seed" in record:
+        _integer(0)(record["seed"])
+    return record
+
+
+def _design(text: Any) -> dict[str, Any]:
+    """The kernels' design: ``{}`` for given draws, else a record with ``kind`` ("grid"
+    or "centres") and ``shape`` (a grid's nodes per dimension), as ``repr`` reads it."""
+    record = _json(dict)(text)
+    if not record:
+        return record
+    kind, shape = record.get("kind"), record.get("shape")
+    if kind not in ("grid", "centres"):
+        raise ValueError(
+            f"expected {{}} (given draws) or a record whose 'kind' is 'grid' or 'centres', "
+            f"found kind {kind!r}"
+        )
+    counts = isinstance(shape, list) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape
+    )
+    if not counts or (kind == "grid" and not shape):
+        raise ValueError(
+            f"'shape' must be a list of positive integers (one per dimension of a grid), "
+            f"found {shape!r}"
+        )
+    return record
+
+
 #: Attributes of the posterior group every transducer file holds, and how each is read.
 ATTRIBUTES: dict[str, Callable[[Any], Any]] = {
     "yieldwise_classes": _classes,
     "yieldwise_transform": OutputTransform.from_json,
-    "yieldwise_settings": _json(dict),
+    "yieldwise_settings": _settings,
     "yieldwise_n_calibration": _integer(1),
     "yieldwise_seed_used": _integer(0),
     "yieldwise_backend": _text,
     "yieldwise_sampling_seconds": _number,
+    # read back by fit_record (sampler_summary, diagnostics, repr, marginal)
+    "yieldwise_sampler": _sampler,
+    "yieldwise_backend_version": _text,
+    "yieldwise_stan_version": _text,
 }
 #: Attributes that may be absent, and their values then.
 OPTIONAL_ATTRIBUTES: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "yieldwise_class_reduction": (lambda text: StoredReduction.from_json(text), None),
-    "yieldwise_design": (_json(dict), {}),
+    "yieldwise_design": (_design, {}),
     "yieldwise_members": (_json(dict), {}),
     FORMAT_ATTRIBUTE: (_integer(1), 1),
 }
@@ -214,9 +286,6 @@ OPTIONAL_ATTRIBUTES: dict[str, tuple[Callable[[Any], Any], Any]] = {
 #: Attributes written for the record (provenance), read by no check.
 PROVENANCE_ATTRIBUTES = (
     "yieldwise_version",
-    "yieldwise_backend_version",
-    "yieldwise_stan_version",
-    "yieldwise_sampler",
     "yieldwise_prior",
     "yieldwise_classifier",
 )
@@ -322,40 +391,87 @@ def check_draws(draws: Mapping[str, Any], n_classes: int, n_dims: int) -> None:
             raise ValueError(f"draws[{name!r}]: {problem}")
 
 
-def read(path: Path) -> tuple[Any, dict[str, Any]]:
+def file_path(path: Any, action: str) -> Path:
+    """``path`` (the argument of ``Transducer.save`` or ``load``) as a Path, checked:
+    TypeError for what is not a file name (bytes, None...), ValueError for an empty
+    one or one ending with a separator (a folder's, which ``Path`` would drop); each names
+    the argument, what it must be and what was found. ``action``: "write" or "load"."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(
+            f"path must be the transducer file's name (str or pathlib.Path), found "
+            f"{type(path).__name__} {path!r}"
+        )
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(
+            f"path must be the transducer file's name as text (str or pathlib.Path), found "
+            f"{type(text).__name__} {text!r}; decode it first (os.fsdecode)"
+        )
+    if not text.strip():
+        raise ValueError(
+            f"path is empty ({text!r}); give the name of the transducer file to {action}"
+        )
+    if text.endswith(os.sep) or (os.altsep is not None and text.endswith(os.altsep)):
+        raise ValueError(
+            f"path {text!r} ends with {text[-1]!r}, so it names a folder; give the name of "
+            f"the transducer file to {action}, such as "
+            f"{os.path.join(text.rstrip(text[-1]) or text[-1], 'transducer.nc')!r}"
+        )
+    return Path(text)
+
+
+def read(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
     """The file's InferenceData, in memory and checked, and its parsed attributes.
 
     The returned attributes are keyed as in :data:`ATTRIBUTES` and
     :data:`OPTIONAL_ATTRIBUTES`. Raises :class:`TransducerFileError` naming the file
-    and the field at fault.
+    and the field at fault: its format version first (a file of a version this
+    yieldwise does not read is refused as such), then its data (a damaged block of
+    it, read into memory here), its groups, attributes and variables.
     """
     import arviz as az
 
+    path = file_path(path, "load")
     try:
         data = az.from_netcdf(str(path))
     except Exception as exc:  # h5netcdf/netCDF4 raise OSError, ValueError, KeyError...
         raise TransducerFileError(
             f"{path}: cannot be read as a NetCDF transducer file ({type(exc).__name__}: {exc})"
         ) from None
-    for group in data.groups():  # into memory, then close: the file is free afterwards
-        dataset = getattr(data, group)
-        dataset.load()
-        dataset.close()
+    try:
+        if "posterior" in data.groups() and FORMAT_ATTRIBUTE in data.posterior.attrs:
+            version = _parse(path, FORMAT_ATTRIBUTE, _integer(1),
+                             data.posterior.attrs[FORMAT_ATTRIBUTE])  # fmt: skip
+            _check_version(path, data, version)
+        for group in data.groups():  # into memory, then closed: the file is free afterwards
+            getattr(data, group).load()
+    except TransducerFileError:
+        raise
+    except Exception as exc:  # a damaged data block: h5py's OSError, a codec's ValueError...
+        raise TransducerFileError(
+            f"{path}: cannot be read: part of its data is damaged ({type(exc).__name__}: "
+            f"{exc}); the file was altered or corrupted after it was written. Restore it "
+            "from a copy, or save the transducer again"
+        ) from None
+    finally:
+        for group in data.groups():
+            getattr(data, group).close()
     missing = sorted({f.group for f in VARIABLES} - set(data.groups()))
     if missing:
         raise TransducerFileError(
             f"{path}: group(s) {missing} are missing; this is not a transducer file written "
             "by Transducer.save"
         )
-    meta = _read_attributes(path, dict(data.posterior.attrs))
+    meta = _read_attributes(path, data)
     _check_variables(path, data, meta)
     return data, meta
 
 
-def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A transducer file's constructor settings and fitted attributes (``classes_``,
     ``transform_``, ``n_calibration_``, ``backend_``, ``seed_``, ``posterior_``,
     ``n_components_``, ``members_``), read and checked by :func:`read`."""
+    path = file_path(path, "load")
     if not path.exists():
         raise FileNotFoundError(f"no transducer file at {path}")
     data, meta = read(path)
@@ -372,7 +488,21 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     }
 
 
-def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
+def _check_version(path: Path, data: Any, version: int) -> None:
+    """Refuse a format version this yieldwise does not read: a newer one (upgrade), or
+    one before :data:`OLDEST_READABLE` (:func:`_refused_version`)."""
+    if version > FORMAT_VERSION:
+        raise TransducerFileError(
+            f"{path}: attribute {FORMAT_ATTRIBUTE!r} is {version}: written by a newer "
+            f"yieldwise (format version {version}; this one reads format versions "
+            f"{OLDEST_READABLE} to {FORMAT_VERSION}); upgrade yieldwise to load it"
+        )
+    if version < OLDEST_READABLE:
+        raise TransducerFileError(_refused_version(path, data, version))
+
+
+def _read_attributes(path: Path, data: Any) -> dict[str, Any]:
+    attrs = dict(data.posterior.attrs)
     meta: dict[str, Any] = {}
     for name, parse in ATTRIBUTES.items():
         if name not in attrs:
@@ -383,13 +513,7 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
         meta[name] = _parse(path, name, parse, attrs[name])
     for name, (parse, default) in OPTIONAL_ATTRIBUTES.items():
         meta[name] = _parse(path, name, parse, attrs[name]) if name in attrs else default
-    if meta[FORMAT_ATTRIBUTE] > FORMAT_VERSION:
-        raise TransducerFileError(
-            f"{path}: attribute {FORMAT_ATTRIBUTE!r} is {meta[FORMAT_ATTRIBUTE]}: written by a "
-            f"newer yieldwise (this one reads up to version {FORMAT_VERSION}); upgrade yieldwise"
-        )
-    if meta[FORMAT_ATTRIBUTE] < OLDEST_READABLE:
-        raise TransducerFileError(_refused_version(path, attrs, meta[FORMAT_ATTRIBUTE]))
+    _check_version(path, data, meta[FORMAT_ATTRIBUTE])  # absent: version 1
     if (
         meta[FORMAT_ATTRIBUTE] < _TEMPERATURE_SINCE
         and meta["yieldwise_class_reduction"] is not None
@@ -421,11 +545,29 @@ def _read_attributes(path: Path, attrs: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def _refused_version(path: Path, attrs: Mapping[str, Any], version: int) -> str:
+def _refused_version(path: Path, data: Any, version: int) -> str:
     """The message refusing a file of a format version before :data:`OLDEST_READABLE` (1:
     the free-location mixture), saying what the file holds: the format attribute absent
     (so taken for version 1, as files of yieldwise <= 0.1 have none) or its number, and
-    the yieldwise version the file records, if any."""
+    the yieldwise version the file records, if any. A file without the attribute that
+    holds the current model (the kernels' design, or ``tau_f``: version 2 on) is not
+    described as the old model: it was written otherwise than by ``Transducer.save``
+    (ArviZ's ``to_netcdf`` of a ``posterior_`` made before it carried the version)."""
+    attrs = data.posterior.attrs
+    markers = [f"attribute {name!r}" for name in ("yieldwise_design",) if name in attrs] + [
+        f"variable posterior/{name}" for name in ("tau_f",) if name in data.posterior
+    ]
+    if FORMAT_ATTRIBUTE not in attrs and markers:
+        return (
+            f"{path}: attribute {FORMAT_ATTRIBUTE!r} is absent, yet the file holds the model "
+            f"of format versions {OLDEST_READABLE} to {FORMAT_VERSION} (its "
+            f"{' and '.join(markers)}), so it was not written by Transducer.save (e.g. an "
+            "InferenceData written with ArviZ's to_netcdf) or was altered; this yieldwise "
+            f"reads format versions {OLDEST_READABLE} to {FORMAT_VERSION}. Save the fitted "
+            "transducer with Transducer.save, which records the version; with this file "
+            "only, open it with arviz.from_netcdf, set posterior.attrs"
+            f"[{FORMAT_ATTRIBUTE!r}] = {FORMAT_VERSION} and write it again"
+        )
     if FORMAT_ATTRIBUTE in attrs:
         found = f"attribute {FORMAT_ATTRIBUTE!r} is {version}"
     else:
@@ -506,12 +648,23 @@ def _check_fields(
 
 # ---------------------------------------------------------------- writing
 def coord_labels(labels: tuple[Label, ...]) -> np.ndarray:
-    """Coordinate values for labels: as they are when all str or all int, else strings."""
-    if all(isinstance(x, str) for x in labels) or all(
-        isinstance(x, int) and not isinstance(x, bool) for x in labels
-    ):
+    """Coordinate values for labels: as they are when all str or all int, else strings.
+
+    Strings only when none holds a NUL (numpy and NetCDF text end there: ``"a\\x00"``
+    would read ``"a"``), and ints only when one integer dtype holds them all (beyond
+    int64 and uint64, or mixing negatives with ints beyond int64, the file could not
+    store them); else the labels' text, a NUL written as the four characters ``\\x00``.
+    The labels themselves are stored exactly in ``yieldwise_classes`` (JSON).
+    """
+    if all(isinstance(x, str) and "\x00" not in x for x in labels):
         return np.array(labels)
-    return np.array([str(x) for x in labels])
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
+        for dtype in (np.int64, np.uint64):
+            try:
+                return np.array(labels, dtype=dtype)
+            except OverflowError:
+                continue
+    return np.array([str(x).replace("\x00", "\\x00") for x in labels])
 
 
 def _json_labels(labels: tuple[Label, ...]) -> str:
@@ -590,6 +743,8 @@ def to_inference_data(
         "yieldwise_n_calibration": int(y.shape[0]),
         "yieldwise_seed_used": int(result.settings["seed"]),
         "yieldwise_design": json.dumps(design.record() if design is not None else {}),
+        # here, not only in write(): posterior_ is public, and may be written by ArviZ
+        FORMAT_ATTRIBUTE: FORMAT_VERSION,
     }
     idata = az.from_dict(
         posterior=posterior,
@@ -667,14 +822,24 @@ def fit_record(idata: Any) -> dict[str, Any]:
     }
 
 
-def write(idata: Any, path: Path) -> Path:
+def write(idata: Any, path: str | os.PathLike[str]) -> Path:
     """Write a transducer's InferenceData to ``path`` with the format version (NetCDF, no
     pickle), whole or not at all: into a temporary file beside ``path``, then renamed
-    over it."""
-    import os
+    over it.
 
+    ``path`` is checked first (:func:`file_path`). An OSError of the writing (a folder
+    it may not write in, a full disk) is raised again as the same class, naming ``path``
+    and the cause, not the hidden temporary file.
+    """
+    from .._files import hidden_name
+
+    path = file_path(path, "write")
     # the writer's own errors would name the hidden partial file, not the user's path
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()  # a name too long for the system: OSError here
+    except OSError as exc:
+        raise _write_error(path, exc, path) from None
+    if is_dir:
         raise IsADirectoryError(f"{path}: is a folder; give the name of the file to write")
     if not path.parent.is_dir():
         what = "is not a folder" if path.parent.exists() else "no such folder"
@@ -683,12 +848,37 @@ def write(idata: Any, path: Path) -> Path:
             "folder (create it first)"
         )
     idata.posterior.attrs[FORMAT_ATTRIBUTE] = FORMAT_VERSION
-    # a new name the writer creates (with the user's umask, unlike mkstemp's 0600)
-    partial = path.with_name(f".{path.name}.partial-{secrets.token_hex(6)}")
+    # a new name the writer creates (with the user's umask, unlike mkstemp's 0600),
+    # shortened where the user's long but legal name would make it too long
+    partial = path.with_name(hidden_name(path.name, f"partial-{secrets.token_hex(6)}"))
     try:
         idata.to_netcdf(partial)
         os.replace(partial, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            Path(partial).unlink(missing_ok=True)
+        raise _write_error(path, exc, partial) from exc
     except BaseException:
         Path(partial).unlink(missing_ok=True)
         raise
     return path
+
+
+def _write_error(path: Path, exc: OSError, partial: Path) -> OSError:
+    """``exc`` (raised while writing ``partial``, the hidden file beside ``path``) as an
+    OSError of the same class naming ``path``, the cause and what to do."""
+    code = exc.errno if isinstance(exc.errno, int) and exc.errno > 0 else None
+    # the system's words for the code; else the writer's, about the user's path
+    cause = os.strerror(code) if code is not None else str(exc).replace(str(partial), str(path))
+    message = (
+        f"{path}: cannot write the transducer file ({cause}); check that the folder "
+        f"{path.parent} exists, is writable and has room, or choose another path"
+    )
+    if code == errno.ENAMETOOLONG:
+        message = f"{path}: cannot write the transducer file ({cause}); choose a shorter name"
+    if code is None:
+        try:
+            return type(exc)(message)
+        except Exception:  # an OSError subclass with its own constructor
+            return OSError(message)
+    return OSError(code, message)  # the subclass of the code: PermissionError, ...
