@@ -295,7 +295,7 @@ def test_roc_plot_vertical_iso_line_and_ax_reuse():
     # U[p,p] == U[n,p]: the slope is infinite, the iso-utility line vertical
     u = UtilityMatrix([[1, 0], [1, 1]])
     _, ax = plt.subplots()
-    out = plots.roc({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u, ax=ax)
+    out = plots.roc({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u, ax=ax, positive=0)
     assert out is ax
     (line,) = [line for line in ax.lines if line.get_gid() == "iso_utility"]
     assert line.get_xy1()[0] == line.get_xy2()[0]

@@ -27,6 +27,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import label_values, sorted_unique
 from .decision import decide, expected_utilities
 from .transducer import Transducer
 from .utility import UtilityMatrix
@@ -45,7 +46,11 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         Trained beforehand and never refitted here: :meth:`fit` only calls its
         ``predict_proba`` or ``decision_function``. :func:`sklearn.base.clone`
         keeps this same trained estimator (shared, not copied), so that clones can
-        be fitted, e.g. by ``cross_val_score``.
+        be fitted, e.g. by ``cross_val_score``. Its own parameters are therefore not
+        parameters of this wrapper: ``get_params(deep=True)`` does not list them and
+        ``set_params(estimator__C=...)`` is refused (a ValueError), since changing them
+        would retrain nothing and would change the user's shared estimator; to compare
+        settings, train one estimator per setting and wrap each.
     utility : UtilityMatrix
         Utilities of each decision (rows) for each true class (columns). Its classes
         must be the calibration classes; its decisions may differ from them (e.g.
@@ -130,6 +135,27 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         new.estimator = self.estimator
         return new
 
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters; with ``deep=True`` also the transducer template's
+        (``transducer__draws``, ...), never the trained estimator's (see ``estimator``)."""
+        params = super().get_params(deep=deep)
+        return {k: v for k, v in params.items() if not k.startswith("estimator__")}
+
+    def set_params(self, **params: Any) -> AugmentedClassifier:
+        """Set parameters; ``estimator__*`` ones are refused (the estimator is trained and
+        never refitted here, and shared with every clone)."""
+        nested = sorted(k for k in params if k.startswith("estimator__"))
+        if nested:
+            raise ValueError(
+                f"AugmentedClassifier cannot set {nested}: the wrapped estimator is already "
+                "trained and is never refitted (fit only calibrates it), so changing its "
+                "parameters would not change its outputs, and would change the user's own, "
+                "shared estimator object so that it misreports how it was trained; train an "
+                "estimator with these settings first and wrap it in its own "
+                "AugmentedClassifier"
+            )
+        return super().set_params(**params)
+
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: Any) -> AugmentedClassifier:
         """Fit the transducer on the estimator's outputs for held-out calibration items.
@@ -164,7 +190,7 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
                 f"transducer must be a yieldwise Transducer or None, found "
                 f"{type(template).__name__}"
             )
-        labels = np.asarray(y)
+        labels = label_values(y, "y")  # 1-D, no missing labels (refused by position)
         classes = self._classes(labels)
         if set(self.utility.classes) != set(classes):
             raise ValueError(
@@ -208,9 +234,10 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like or DataFrame
             Inputs, as the estimator accepts them.
-        utility : UtilityMatrix or array-like, optional
-            The ``utility`` parameter by default; another ``UtilityMatrix`` with the
-            same classes (matched by label); or plain utilities, one matrix
+        utility : UtilityMatrix, DataFrame or array-like, optional
+            The ``utility`` parameter by default; another ``UtilityMatrix`` (or a
+            DataFrame, rows decisions and columns classes) with the same classes
+            (matched by label); or plain utilities, one matrix
             (decisions, classes) or per-item matrices (n_items, decisions, classes),
             with columns in ``classes_`` order and rows the ``utility`` parameter's
             decisions.
@@ -262,13 +289,29 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         y : array-like of shape (n_items,)
             Their true classes.
         sample_weight : array-like of shape (n_items,), optional
+            Finite, non-negative weights, one per item, not all zero.
 
         Returns
         -------
         float
+
+        Raises
+        ------
+        ValueError
+            ``y`` is not 1-D, has missing labels or labels that are not the utility's
+            classes, or its length is not the number of items of ``X``; or
+            ``sample_weight`` is not one finite, non-negative weight per item.
+        TypeError
+            ``sample_weight`` is not numbers.
         """
+        truth = label_values(y, "y")
         decisions = self.predict(X)
-        truth = np.asarray(y)
+        if len(truth) != len(decisions):
+            raise ValueError(
+                f"y has {len(truth)} labels, but X has {len(decisions)} items; give one true "
+                "class per item of X"
+            )
+        weights = None if sample_weight is None else _weights(sample_weight, len(truth))
         frame = self.utility.to_frame()
         cols = frame.columns.get_indexer(pd.Index(truth.tolist(), dtype=object))
         if (cols < 0).any():
@@ -278,13 +321,15 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
                 f"{list(self.utility.classes)}"
             )
         rows = frame.index.get_indexer(pd.Index(decisions.tolist(), dtype=object))
-        return float(np.average(self.utility.values[rows, cols], weights=sample_weight))
+        return float(np.average(self.utility.values[rows, cols], weights=weights))
 
     # ----------------------------------------------------------- internals
     def _prepare(self, X: Any, utility: Any) -> tuple[Any, Any, Any]:
         """Probabilities, utility and decision labels as :func:`yieldwise.decide` takes them."""
         check_is_fitted(self, "transducer_")
         chosen = self.utility if utility is None else utility
+        if isinstance(chosen, pd.DataFrame):  # rows decisions, columns classes: by label
+            chosen = UtilityMatrix(chosen)
         proba = self.predict_proba(X)
         if isinstance(chosen, UtilityMatrix):
             if set(chosen.classes) != set(self.classes_.tolist()):
@@ -332,11 +377,17 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         sorted labels of ``y``. The transducer reads an output with one column per class by
         position (column ``j`` the output for class ``j``; a class reduction ranks them so),
         so the sorted labels would pair the columns with the wrong classes whenever the
-        estimator orders them otherwise."""
-        seen = tuple(np.unique(labels).tolist())
+        estimator orders them otherwise. ``labels`` come from ``label_values`` (no
+        missing labels); labels that cannot be sorted (``0`` and ``"1"``) are refused
+        only when the order must come from them."""
         own = getattr(self.estimator, "classes_", None)
         if own is None:
-            return seen
+            return sorted_unique(
+                labels,
+                name="y",
+                remedy="give the estimator a classes_ attribute (the order of its output columns)",
+            )
+        seen = sorted_unique(labels, name="y", fallback=True)  # first-seen if unsortable
         classes = tuple(np.asarray(own).tolist())
         if set(classes) != set(seen):
             name = type(self.estimator).__name__
@@ -354,3 +405,36 @@ class AugmentedClassifier(ClassifierMixin, BaseEstimator):
         if self.output == "predict_proba" and values.ndim == 2 and values.shape[1] == 2:
             return values[:, 1]  # the first column is 1 minus the second
         return values
+
+
+def _weights(sample_weight: Any, n_items: int) -> np.ndarray:
+    """``sample_weight`` as floats: one finite, non-negative weight per item, not all 0."""
+    if np.iscomplexobj(sample_weight):
+        raise TypeError("sample_weight must be real numbers, found complex values")
+    try:
+        weights = np.asarray(sample_weight, dtype=float)
+    except (TypeError, ValueError):
+        found = np.asarray(sample_weight).dtype
+        raise TypeError(
+            f"sample_weight must be numbers, one per item, found dtype {found}"
+        ) from None
+    if weights.shape != (n_items,):
+        raise ValueError(
+            f"sample_weight must have one weight per item, shape ({n_items},), found shape "
+            f"{weights.shape}"
+        )
+    bad = np.flatnonzero(~np.isfinite(weights))
+    if bad.size:
+        raise ValueError(
+            f"sample_weight must be finite, found {weights[bad[0]]} at position {bad[0]}; "
+            "give every item a finite weight"
+        )
+    negative = np.flatnonzero(weights < 0)
+    if negative.size:
+        raise ValueError(
+            f"sample_weight must be non-negative, found {weights[negative[0]]} at position "
+            f"{negative[0]}"
+        )
+    if weights.sum() == 0:
+        raise ValueError("sample_weight is zero for every item; at least one must be positive")
+    return weights

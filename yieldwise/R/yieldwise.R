@@ -59,11 +59,46 @@
   data[columns]
 }
 
-# Labels travel as text with their order: a factor's levels, else sorted unique values.
+# Labels travel as text (as.character) with their order: a factor's levels; numbers and
+# logicals in R's own order (1 < 2 < 10, FALSE < TRUE), as text; text labels without an
+# order (levels NULL) are sorted by Python. Python reads an output with one column per
+# class by position in this order, so "1" < "10" < "2" would pair columns wrongly.
 .yw_labels <- function(x, what) {
   .yw_check_na(x, sprintf("'%s'", what))
-  if (is.factor(x)) list(values = as.character(x), levels = levels(x))
-  else list(values = as.character(x), levels = NULL)
+  if (is.factor(x)) return(list(values = as.character(x), levels = levels(x)))
+  levels <- NULL
+  if (is.numeric(x) || is.logical(x)) {
+    levels <- as.character(sort(unique(x)))
+    if (anyDuplicated(levels)) {
+      .yw_stop(sprintf(paste0(
+        "'%s' holds distinct numbers that print as the same label (%s); round them, or ",
+        "make '%s' a factor with the labels you mean"),
+        what, paste(unique(levels[duplicated(levels)]), collapse = ", "), what))
+    }
+  }
+  list(values = as.character(x), levels = levels)
+}
+
+# A set of labels given as an argument (decisions, classes, decision_set): text, no NA.
+.yw_label_set <- function(x, what) {
+  if (is.null(x)) return(NULL)
+  missing <- which(is.na(x))
+  if (length(missing) > 0) {
+    .yw_stop(sprintf("'%s' has a missing value (NA) at position(s) %s; every label must be given",
+                     what, paste(utils::head(missing, 5), collapse = ", ")))
+  }
+  as.character(x)
+}
+
+# Class frequencies: NAs are named by position here (Python would see a missing value).
+.yw_prevalences <- function(prevalences) {
+  if (is.atomic(prevalences) && anyNA(prevalences)) {
+    .yw_stop(sprintf(paste0(
+      "'prevalences' has a missing value (NA) at position(s) %s; give a frequency for ",
+      "every class, or leave 'prevalences' out (NULL) for the calibration frequencies"),
+      paste(utils::head(which(is.na(prevalences)), 5), collapse = ", ")))
+  }
+  prevalences
 }
 
 .yw_matrix <- function(x, what) {
@@ -71,12 +106,12 @@
     .yw_stop(sprintf("'%s' must be a numeric matrix with dimnames, found %s", what, class(x)[1]))
   }
   .yw_check_na(x, sprintf("'%s'", what))
-  if (is.null(colnames(x))) {
+  if (is.null(colnames(x)) || is.null(rownames(x))) {
     .yw_stop(sprintf(paste0("'%s' must name its columns (the classes) and rows (the decisions); ",
                             "build it with yw_utility_matrix(values, decisions, classes) or set ",
                             "dimnames(%s) <- list(decisions, classes)"), what, what))
   }
-  list(values = x, decisions = rownames(x), classes = colnames(x))
+  list(values = x, decisions = rownames(x), classes = colnames(x), what = what)
 }
 
 .yw_utilities <- function(utility) {
@@ -122,8 +157,14 @@ print.yw_transducer <- function(x, ...) {
 # ------------------------------------------------------------------ public functions
 yw_utility_matrix <- function(values, decisions = rownames(values), classes = colnames(values)) {
   values <- as.matrix(values)
+  if (!is.numeric(values)) {
+    .yw_stop(sprintf(paste0("'values' must be a numeric matrix, found a %s matrix; convert it ",
+                            "first, e.g. storage.mode(values) <- \"double\""), typeof(values)))
+  }
   .yw_check_na(values, "'values'")
-  .yw_call("utility_matrix", values = values, decisions = decisions, classes = classes)
+  # labels as text the way every other yw_ function makes them (1e5 -> "1e+05", TRUE -> "TRUE")
+  .yw_call("utility_matrix", values = values, decisions = .yw_label_set(decisions, "decisions"),
+           classes = .yw_label_set(classes, "classes"))
 }
 
 yw_confusion <- function(truth, decisions, classes = NULL, decision_set = NULL) {
@@ -131,15 +172,17 @@ yw_confusion <- function(truth, decisions, classes = NULL, decision_set = NULL) 
     .yw_stop(sprintf("'truth' and 'decisions' must have the same length, found %d and %d",
                      length(truth), length(decisions)))
   }
+  decisions_are_factor <- is.factor(decisions)
   truth <- .yw_labels(truth, "truth")
   decisions <- .yw_labels(decisions, "decisions")
-  classes <- if (is.null(classes)) truth$levels else as.character(classes)
+  classes <- if (is.null(classes)) truth$levels else .yw_label_set(classes, "classes")
   if (!is.null(decision_set)) {
-    decision_set <- as.character(decision_set)
-  } else if (!is.null(decisions$levels)) {
+    decision_set <- .yw_label_set(decision_set, "decision_set")
+  } else if (decisions_are_factor) {
     decision_set <- decisions$levels
   } else if (!all(decisions$values %in% c(classes, truth$values))) {
-    decision_set <- sort(unique(decisions$values))  # decisions that are not classes
+    # decisions that are not classes: numbers in R's order, text sorted
+    decision_set <- if (is.null(decisions$levels)) sort(unique(decisions$values)) else decisions$levels
   }  # else: decision k means "choose class k", aligned with the classes
   .yw_call("confusion", truth = truth, decisions = decisions, classes = classes,
            decision_set = decision_set)
@@ -150,9 +193,10 @@ yw_yield <- function(confusion, utility) {
            utility = .yw_matrix(utility, "utility"))
 }
 
-yw_metrics <- function(confusion, positive = NULL) {
+yw_metrics <- function(confusion, positive = NULL, average = NULL) {
   .yw_call("metrics", confusion = .yw_matrix(confusion, "confusion"),
-           positive = if (is.null(positive)) NULL else as.character(positive))
+           positive = if (is.null(positive)) NULL else as.character(positive),
+           average = if (is.null(average)) NULL else as.character(average))
 }
 
 yw_audit <- function(metrics = c("accuracy", "balanced_accuracy", "f1", "matthews", "precision"),
@@ -177,7 +221,7 @@ yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = 
   }
   truth <- .yw_labels(.yw_columns(data, class_col, "data")[[1]], class_col)
   key <- .yw_call("fit", outputs = outputs, truth = truth,
-                  classes = if (is.null(classes)) truth$levels else as.character(classes),
+                  classes = if (is.null(classes)) truth$levels else .yw_label_set(classes, "classes"),
                   n_components = n_components, chains = as.numeric(chains),
                   warmup = if (is.null(warmup)) NULL else as.numeric(warmup),
                   draws = if (is.null(draws)) NULL else as.numeric(draws),
@@ -197,15 +241,25 @@ yw_fit <- function(data, class_col, output_cols, classes = NULL, n_components = 
 }
 
 yw_predict <- function(transducer, data, prob = 0.75, prevalences = NULL) {
+  prevalences <- .yw_prevalences(prevalences)
   .yw_call("predict", key = .yw_key(transducer), outputs = .yw_outputs(transducer, data),
            prob = as.numeric(prob), prevalences = prevalences)
 }
 
 yw_decide <- function(transducer, data, utility, prevalences = NULL) {
+  prevalences <- .yw_prevalences(prevalences)
   if (is.matrix(transducer) && is.numeric(transducer)) {
+    # a probability matrix: its columns are matched to the utility's classes by name
+    u <- .yw_matrix(utility, "utility")
     .yw_check_na(transducer, "'probabilities'")
+    if (is.null(colnames(transducer))) {
+      .yw_stop(sprintf(paste0(
+        "'probabilities' (the first argument) must name its columns by class, so that they ",
+        "are matched to the utility's classes by name; set colnames(probabilities) <- c(%s) ",
+        "in the order of its columns"), paste0("\"", u$classes, "\"", collapse = ", ")))
+    }
     return(.yw_call("decide_probabilities", probabilities = transducer,
-                    utility = .yw_matrix(utility, "utility")))
+                    classes = colnames(transducer), utility = u))
   }
   .yw_call("decide", key = .yw_key(transducer), outputs = .yw_outputs(transducer, data),
            utility = .yw_matrix(utility, "utility"), prevalences = prevalences)
@@ -213,6 +267,7 @@ yw_decide <- function(transducer, data, utility, prevalences = NULL) {
 
 yw_long_run_utility <- function(transducer, utility, rule = "augmented", rescale = FALSE,
                                 prevalences = NULL) {
+  prevalences <- .yw_prevalences(prevalences)
   frame <- .yw_call("long_run_utility", key = .yw_key(transducer),
                     utility = .yw_utilities(utility), rule = rule, rescale = isTRUE(rescale),
                     prevalences = prevalences)
@@ -224,6 +279,7 @@ yw_compare <- function(transducers, utility, rule = "augmented", prevalences = N
       is.null(names(transducers)) || any(names(transducers) == "")) {
     .yw_stop("'transducers' must be a named list of yw_fit() results, e.g. list(forest = t1, net = t2)")
   }
+  prevalences <- .yw_prevalences(prevalences)
   keys <- vapply(transducers, .yw_key, character(1))
   result <- .yw_call("compare", keys = as.list(keys), utility = .yw_utilities(utility),
                      rule = rule, prevalences = prevalences)
@@ -269,13 +325,17 @@ yw_help <- function(topic = NULL) {
   yw_utility_matrix = paste(
     "A utility matrix: rows are decisions, columns are true classes; entry [d, c] is the",
     "utility of deciding d when the truth is c. Returns a numeric matrix with dimnames",
-    "(decision, class), checked by yieldwise (finite, labels unique, right sizes).",
+    "(decision, class), checked by yieldwise (finite, labels unique, right sizes). 'values'",
+    "must be numeric; labels become text with as.character(), as in every yw_ function",
+    "(c(0, 1) -> \"0\", \"1\"; TRUE -> \"TRUE\"), and an NA label is an error.",
     "Example: U <- yw_utility_matrix(matrix(c(0, -1, -10, 5), 2),",
     "  decisions = c(\"pass\", \"check\"), classes = c(\"other\", \"eight\"))", sep = "\n"),
   yw_confusion = paste(
     "Counts of (decision, true class) pairs: a numeric matrix, rows decisions, columns",
-    "classes. Factor levels give the order of classes and decisions (else sorted labels);",
-    "'classes' and 'decision_set' override it and may list labels that never occur.", sep = "\n"),
+    "classes. Factor levels give the order of classes and decisions; numbers and logicals",
+    "keep R's order (1, 2, 10; FALSE, TRUE); text labels are sorted. 'classes' and",
+    "'decision_set' override it and may list labels that never occur (NA labels: an error).",
+    sep = "\n"),
   yw_yield = paste(
     "The utility yield sum(U * C) / sum(C): the average utility per item of the decisions",
     "tallied in 'confusion', under the utility matrix 'utility' (labels matched by name).",
@@ -283,8 +343,11 @@ yw_help <- function(topic = NULL) {
   yw_metrics = paste(
     "The usual metrics of a confusion matrix (accuracy, precision, recall, F1, MCC, ...),",
     "as a data.frame with each metric's value, whether it is admissible (ranks as some",
-    "utility matrix does) and why. 'positive' names the positive class of binary metrics",
-    "(default: the second class).", sep = "\n"),
+    "utility matrix does) and why. 'positive' names the positive class of one-vs-rest",
+    "metrics (precision, recall, specificity, f1, fowlkes_mallows; default on two classes:",
+    "the first class). On more than two classes give 'positive' (that class against the",
+    "rest) or 'average' (\"macro\", \"weighted\" or \"micro\"); with neither, those",
+    "metrics are NA and a warning says so.", sep = "\n"),
   yw_audit = paste(
     "How often each metric ranks pairs of simulated binary classifiers wrongly, and how",
     "often the utility yield does when the utility matrix is known only up to errors of",
@@ -293,11 +356,13 @@ yw_help <- function(topic = NULL) {
     "Fits the probability transducer p(class | output) to calibration data: 'data' holds the",
     "true classes in column 'class_col' and the classifier's numeric outputs in",
     "'output_cols'. Returns a handle for yw_predict, yw_decide, yw_long_run_utility,",
-    "yw_compare and yw_save. NAs are an error naming column and rows. kernel_tail_cut = 0",
-    "keeps every kernel value in the likelihood (slower with two output columns; the fit",
-    "warns when the default's sparse sums mattered). class_reduction = \"auto\" models a",
-    "probability vector of 4 or more classes as the rank of the true class against the",
-    "margin of its top two outputs; \"ranks\" always, NULL never (docs/model.md).",
+    "yw_compare and yw_save. NAs are an error naming column and rows. The class order is",
+    "'classes', else the factor levels, else R's order of numbers and logicals (1, 2, 10),",
+    "else sorted text; an output with one column per class is read in that order.",
+    "kernel_tail_cut = 0 keeps every kernel value in the likelihood (slower with two output",
+    "columns; the fit warns when the default's sparse sums mattered). class_reduction =",
+    "\"auto\" models a probability vector of 4 or more classes as the rank of the true class",
+    "against the margin of its top two outputs; \"ranks\" always, NULL never (docs/model.md).",
     "likelihood_bins = \"auto\" merges more than 2,000 distinct continuous outputs in bins",
     "1/16 of a kernel's width (the fit checks the result against the exact likelihood);",
     "NULL keeps every output, a number in (0, 1] bins at that fraction.", sep = "\n"),
@@ -308,7 +373,9 @@ yw_help <- function(topic = NULL) {
   yw_decide = paste(
     "Maximum-expected-utility decisions, a factor whose levels are the utility matrix's",
     "decisions. The first argument is a yw_fit() transducer (with 'data' holding its output",
-    "columns) or a numeric matrix of probabilities (columns: the utility's classes).", sep = "\n"),
+    "columns) or a numeric matrix of probabilities whose column names are the utility's",
+    "classes: matched by name, in any order (a matrix without colnames, or with other",
+    "classes, is an error). 'prevalences' (named by class) as for yw_predict.", sep = "\n"),
   yw_long_run_utility = paste(
     "Posterior draws of the long-run utility per item of a rule ('augmented': maximum",
     "expected utility; 'standard': argmax or threshold 0.5) under 'utility' (a matrix, or a",

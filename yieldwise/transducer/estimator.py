@@ -1200,10 +1200,16 @@ class Transducer:
         seed: int | None = None,
     ) -> np.ndarray:
         """Maximum-expected-utility decisions using the transducer's probabilities
-        (``prevalences``, keyword-only, as for :meth:`predict_proba`)."""
+        (``prevalences``, keyword-only, as for :meth:`predict_proba`).
+
+        A ``UtilityMatrix`` or a DataFrame utility (rows decisions, columns classes) is
+        matched to the transducer's classes by label, in any order; a plain array's
+        columns are taken in ``classes_`` order."""
         from ..decision import decide
         from ..utility import UtilityMatrix
 
+        if isinstance(utility, pd.DataFrame):  # aligned by label, like a UtilityMatrix
+            utility = UtilityMatrix(utility)
         if isinstance(utility, UtilityMatrix) and set(utility.classes) != set(self.classes_):
             raise ValueError(
                 f"utility's classes {list(utility.classes)} differ from the transducer's "
