@@ -581,3 +581,52 @@ def test_a_label_with_a_nul_keeps_its_text_in_the_files_coordinate(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert loaded.draws_proba(Y)["class"].values.tolist() == ["a\\x00", "b"]
+
+
+def test_save_and_load_refuse_a_path_that_is_no_file_name(saved):
+    """Transducer.save and Transducer.load hand ``path`` to io unchanged: bytes and None
+    were turned by ``Path()`` into numpy-style TypeErrors that named no argument, and
+    ``save("newdir/")`` wrote a file named ``newdir`` (Path drops the separator)."""
+    t, path = saved
+    folder = path.parent
+    with pytest.raises(TypeError, match=r"^path must be .*, found bytes b'/tmp/x.nc'$"):
+        t.save(b"/tmp/x.nc")
+    with pytest.raises(TypeError, match=r"^path must be .*, found NoneType None$"):
+        Transducer.load(None)
+    with pytest.raises(ValueError, match=r"names a folder; give the name of the transducer "
+                       r"file to write"):  # fmt: skip
+        t.save(f"{folder}/newdir/")
+    assert sorted(p.name for p in folder.iterdir()) == ["t.nc"]
+    assert Transducer.load(str(path)).classes_ == ("neg", "pos")
+
+
+# --------------------------------------------- item 6: given draws' labels
+@pytest.mark.parametrize(
+    ("given", "plain"),
+    [
+        ((np.int64(0), np.int64(1)), (0, 1)),
+        ((np.str_("neg"), np.str_("pos")), ("neg", "pos")),
+        ((np.bool_(False), np.bool_(True)), (False, True)),
+    ],
+)
+def test_given_draws_labels_are_normalised_as_fit_normalises_them(tmp_path, given, plain):
+    """from_draws kept numpy-scalar labels, so a transducer and its reloaded copy had
+    classes_ of other types and compare() refused the pair; now its labels go through
+    check_labels as fit's do (Python scalars), and the round trip is exact in type."""
+    from yieldwise import compare
+
+    t = make(given)
+    assert t.classes_ == plain
+    assert [type(c) for c in t.classes_] == [type(c) for c in plain]
+    u = Transducer.load(t.save(tmp_path / "t.nc"))
+    assert u.classes_ == t.classes_
+    assert [type(c) for c in u.classes_] == [type(c) for c in t.classes_]
+    result = compare({"before": t, "after": u}, [[1, 0], [0, 1]])
+    np.testing.assert_array_equal(result.utilities["before"], result.utilities["after"])
+
+
+def test_given_draws_refuse_repeated_and_missing_labels():
+    with pytest.raises(ValueError, match="class_labels"):
+        make(("a", "a"))
+    with pytest.raises(ValueError, match="class_labels must hold hashable, non-missing"):
+        make(("a", None))

@@ -615,6 +615,9 @@ class Transducer:
         from ..backends import SampleResult
         from .io import check_draws
 
+        # the labels as fit() normalises them (numpy scalars to Python ones, duplicates and
+        # missing labels refused), so a transducer of given draws equals its saved copy
+        class_labels = check_labels(class_labels, None, "class_labels")
         check_savable_labels(class_labels, "class_labels")
         y, columns = as_outputs(outputs, "outputs")
         truth = label_values(classes, "classes")
@@ -656,7 +659,7 @@ class Transducer:
             settings=settings, sampling_seconds=float(sampling_seconds),
         )  # fmt: skip
         transducer = cls(n_components=k, output_transform=output_transform, resolution=resolution)
-        transducer._set_fitted(result, data, y, class_index, tuple(class_labels), transform)
+        transducer._set_fitted(result, data, y, class_index, class_labels, transform)
         return transducer
 
     # --------------------------------------------------------------- internals
@@ -1498,7 +1501,7 @@ class Transducer:
         from .io import write
 
         self.check_fitted()
-        return write(self.posterior_, Path(path))
+        return write(self.posterior_, path)  # io.file_path checks and names the argument
 
     @classmethod
     def load(cls, path: str | Path) -> Transducer:
@@ -1511,7 +1514,7 @@ class Transducer:
         """
         from .io import load
 
-        settings, fitted = load(Path(path))
+        settings, fitted = load(path)  # io.file_path checks and names the argument
         reduction = fitted.pop("reduction_", None)
         transducer = cls(**{k: v for k, v in settings.items() if k in cls._PARAMS})
         for name, value in fitted.items():
