@@ -539,7 +539,7 @@ def roc(
     --------
     >>> from yieldwise import UtilityMatrix
     >>> u = UtilityMatrix([[1, 0], [0, 1]])
-    >>> ax = roc({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u)
+    >>> ax = roc({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u, positive=0)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['m: best yield 0.75, AUC 0.750']
     >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
@@ -686,7 +686,7 @@ def roc_hull(
     --------
     >>> from yieldwise import UtilityMatrix
     >>> u = {"accuracy": UtilityMatrix([[1, 0], [0, 1]])}
-    >>> ax = roc_hull({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u)
+    >>> ax = roc_hull({"m": [0.9, 0.8, 0.3, 0.1]}, [0, 1, 0, 1], u, positive=0)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['m: AUCH 0.875', 'accuracy: best points']
     >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
