@@ -427,9 +427,13 @@ def test_draws_whose_nearby_weights_underflow_are_exact_not_nan(fixed):
     factors = np.array([[1.0, 2.0], [0.5, 1.5], [1.0, 1.0]])
 
     log_dens = normal.logpdf(y[None, :, None, 0], mu[:, None, :, 0], sigma[:, None, :, 0])
-    with np.errstate(divide="ignore"):
-        terms = log_dens[..., None] + np.log(w)[:, None, :, None] + np.log(alpha)[:, None]
-    log_g = logsumexp(terms, axis=2)  # (S, n, C)
+
+    def brute_log_joint(w, alpha):  # (S, n, C): log sum_k w_k alpha_kc N(y; mu_k, sigma_k)
+        with np.errstate(divide="ignore"):
+            terms = log_dens[..., None] + np.log(w)[:, None, :, None] + np.log(alpha)[:, None]
+        return logsumexp(terms, axis=2)
+
+    log_g = brute_log_joint(w, alpha)
     assert np.isfinite(log_g).all()
     np.testing.assert_allclose(_mixture.log_joint(w, alpha, mu, sigma, y, y), log_g,
                                rtol=1e-12)  # fmt: skip
@@ -456,9 +460,7 @@ def test_draws_whose_nearby_weights_underflow_are_exact_not_nan(fixed):
     # mean's sums underflow as well, and it is the brute-force pooled ratio there
     w[1] = [0.0, 0.0, 0.5, 0.5]
     alpha[1, 2:] = [[0.7, 0.3], [0.1, 0.9]]
-    with np.errstate(divide="ignore"):
-        terms = log_dens[..., None] + np.log(w)[:, None, :, None] + np.log(alpha)[:, None]
-    log_f = logsumexp(terms, axis=2) + np.log(factors)[:, None, :]
+    log_f = brute_log_joint(w, alpha) + np.log(factors)[:, None, :]
     pooled = logsumexp(log_f, axis=0)
     brute_mean = np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
     ((_, mean, per_draw),) = _mixture.class_probability_chunks(
@@ -467,6 +469,35 @@ def test_draws_whose_nearby_weights_underflow_are_exact_not_nan(fixed):
     np.testing.assert_allclose(mean, brute_mean, rtol=1e-12)
     np.testing.assert_allclose(per_draw, np.exp(log_f - logsumexp(log_f, axis=2, keepdims=True)),
                                rtol=1e-12)  # fmt: skip
+
+
+def test_pooled_fallback_keeps_each_lost_item_its_own_answer():
+    """Two items at which every draw's linear sum underflows, each beside a different
+    weighted kernel (item 0 left of the weights, item 1 right of them), and one kept
+    item: the pooled fallback of class_probability_chunks gives each lost item its own
+    brute-force pooled ratio (the kernel nearest it), not its neighbour's."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm as normal
+
+    from yieldwise import _mixture
+
+    s, k = 2, 4
+    mu = np.broadcast_to(np.array([0.0, 1.0, 2.0, 3.0])[:, None], (s, k, 1)).copy()
+    sigma = np.full((s, k, 1), 0.02)  # a unit is 50 widths: exp(-1250) between kernels
+    w = np.array([[0.0, 0.5, 0.5, 0.0], [0.0, 0.3, 0.7, 0.0]])
+    alpha = np.array([[[0.5, 0.5], [0.9, 0.1], [0.2, 0.8], [0.5, 0.5]]] * s)
+    alpha[1, 1:3] = [[0.8, 0.2], [0.4, 0.6]]
+    y = np.array([[-1.0], [4.0], [1.5]])  # lost beside kernel 1, lost beside 2, kept
+    log_dens = normal.logpdf(y[None, :, None, 0], mu[:, None, :, 0], sigma[:, None, :, 0])
+    with np.errstate(divide="ignore"):
+        terms = log_dens[..., None] + np.log(w)[:, None, :, None] + np.log(alpha)[:, None]
+    pooled = logsumexp(logsumexp(terms, axis=2), axis=0)  # (n, C)
+    brute_mean = np.exp(pooled - logsumexp(pooled, axis=1, keepdims=True))
+    ((_, mean, _),) = _mixture.class_probability_chunks(w, alpha, mu, sigma, y, y)
+    np.testing.assert_allclose(mean, brute_mean, rtol=1e-12)
+    # by hand: item 0 sees only kernel 1, item 1 only kernel 2, weighted by the draws' w
+    assert mean[0, 0] == pytest.approx((0.5 * 0.9 + 0.3 * 0.8) / (0.5 + 0.3))
+    assert mean[1, 0] == pytest.approx((0.5 * 0.2 + 0.7 * 0.4) / (0.5 + 0.7))
 
 
 @pytest.mark.parametrize(

@@ -638,13 +638,11 @@ def class_probability_chunks(
             rows, draws, exact = fixed
             g[draws, rows] = per_draw_probabilities(exact[:, None, :])[:, 0]
             lost = np.flatnonzero(pooled.sum(axis=1) < _TINY)  # every draw's, pooled
-            if lost.size:
-                s = w.shape[0]
-                exact = _exact_pairs(np.repeat(lost, s), np.tile(np.arange(s), lost.size),
-                                     w, alpha, mu, sigma, lo[sl], hi[sl], cens,
-                                     class_factors)  # fmt: skip
-                log_g = exact.reshape(lost.size, s, c).transpose(1, 0, 2)  # (S, lost, C)
-                mean[lost] = class_probabilities(log_g)
+            if lost.size:  # a pooled sum below _TINY has every draw's below it, so all
+                # the row's pairs are in `fixed`, in row-major order (np.nonzero)
+                picked = exact[np.isin(rows, lost)]  # (lost x S, C)
+                log_g = picked.reshape(lost.size, w.shape[0], c).transpose(1, 0, 2)
+                mean[lost] = class_probabilities(log_g)  # (S, lost, C) -> (lost, C)
         yield sl, mean, g
 
 
