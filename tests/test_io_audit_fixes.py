@@ -630,3 +630,115 @@ def test_given_draws_refuse_repeated_and_missing_labels():
         make(("a", "a"))
     with pytest.raises(ValueError, match="class_labels must hold hashable, non-missing"):
         make(("a", None))
+
+
+def _same(a, b) -> bool:
+    """Equal values of the same types, recursively (numpy values by dtype and value)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return a == b or (a != a and b != b)  # NaN settings equal NaN
+
+
+def test_settings_come_back_with_their_types(tmp_path):
+    """Item 13: constructor settings round-trip with their types. Before, a tuple came back
+    as a list and np.float32(0.1) as the float 0.10000000149011612, so get_params of a
+    loaded transducer differed from the saved one's. A file records the settings its fit
+    ran with, so the transducer is fitted with them (the Laplace backend: no Stan)."""
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=120)
+    labels = np.where(rng.random(120) < 1 / (1 + np.exp(-2 * scores)), "pos", "neg")
+    with warnings.catch_warnings():  # (the Laplace draws' quality is not the question)
+        warnings.simplefilter("ignore")
+        t = Transducer(
+            output_transform=("identity",), adapt_delta=np.float32(0.9), chains=np.int64(2),
+            draws=50, seed=np.int64(4), progress=np.bool_(False), backend="laplace",
+            prior={"tau_f_scale": np.float32(2.5), "tau_a_scale": 20},
+        ).fit(scores, labels)  # fmt: skip
+    loaded = Transducer.load(t.save(tmp_path / "t.nc"))
+    before, after = t.get_params(), loaded.get_params()
+    assert list(before) == list(after)
+    for name in before:
+        assert _same(before[name], after[name]), (name, before[name], after[name])
+    assert after["adapt_delta"] == np.float32(0.9)  # not 0.8999999761581421 as a float
+    np.testing.assert_array_equal(loaded.predict_proba(scores), t.predict_proba(scores))
+    # what the file holds: tags only where JSON has no form (a list would stay a list)
+    stored = json.loads(az.from_netcdf(str(tmp_path / "t.nc")).posterior.attrs[
+        "yieldwise_settings"])  # fmt: skip
+    assert stored["output_transform"] == {"yieldwise_tuple": ["identity"]}
+    assert stored["adapt_delta"] == {"yieldwise_numpy": "<f4", "value": float(np.float32(0.9))}
+    assert stored["prior"]["tau_a_scale"] == 20 and stored["warmup"] is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ("identity", ("a", (1, 2.5))),
+        [
+            np.float32(0.1),
+            np.float64(0.2),
+            np.int8(-3),
+            np.uint64(2**64 - 1),
+            np.bool_(True),
+            np.str_("x"),
+            0.2,
+            "x",
+        ],
+        np.array([[0.5, 1.0]], dtype=np.float32),
+        {1: "one", (2, "b"): [1.5, (2,)], "yieldwise_tuple": None, None: float("nan")},
+        {"plain": {"nested": (1,)}, "inf": float("inf")},
+        2**70,
+    ],
+)
+def test_settings_json_round_trips_each_type(value):
+    """The encoder and decoder of stored settings: through JSON text and back, each value
+    returns equal and of the same types (a mapping with keys JSON cannot hold, or a key
+    that is a tag, as pairs)."""
+    text = json.dumps(io.settings_to_json(value))
+    assert _same(io.settings_from_json(json.loads(text)), value)
+
+
+@pytest.mark.parametrize(
+    ("setting", "match"),
+    [
+        ({"yieldwise_tuple": "ab"}, "yieldwise_tuple must hold a list"),
+        ({"yieldwise_tuple": [], "value": 1}, "malformed tag"),
+        ({"yieldwise_tuple": [], "yieldwise_pairs": []}, "malformed tag"),
+        ({"yieldwise_numpy": "<f4"}, "malformed tag"),
+        ({"yieldwise_numpy": "<M8[s]", "value": 0}, "cannot be read"),
+        ({"yieldwise_numpy": "<f4", "value": [1.0]}, "scalar holds an array"),
+        ({"yieldwise_numpy": "not a dtype", "value": 1}, "cannot be read"),
+        ({"yieldwise_pairs": [[1]]}, r"\[key, value\] pairs"),
+        ({"yieldwise_pairs": [[[1], 2]]}, "not hashable"),
+    ],
+)
+def test_a_malformed_settings_tag_is_refused_naming_it(saved, setting, match):
+    _, path = saved
+
+    def change(data):
+        record = json.loads(data.posterior.attrs["yieldwise_settings"])
+        record["n_components"] = setting
+        data.posterior.attrs["yieldwise_settings"] = json.dumps(record)
+
+    with pytest.raises(TransducerFileError, match=match):
+        Transducer.load(_altered(path, change))
+
+
+def test_a_file_without_tags_reads_its_settings_as_before(saved):
+    """A file written before the tags (plain JSON settings) loads with the same values."""
+    t, path = saved
+
+    def change(data):
+        record = json.loads(data.posterior.attrs["yieldwise_settings"])
+        record["output_transform"] = ["identity"]
+        data.posterior.attrs["yieldwise_settings"] = json.dumps(record)
+
+    loaded = Transducer.load(_altered(path, change))
+    assert loaded.get_params()["output_transform"] == ["identity"]
+    assert loaded.get_params()["max_treedepth"] == t.max_treedepth
+    np.testing.assert_array_equal(loaded.predict_proba(Y), t.predict_proba(Y))

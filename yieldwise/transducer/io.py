@@ -47,6 +47,8 @@ __all__ = [
     "record_classifier",
     "record_members",
     "record_reduction",
+    "settings_from_json",
+    "settings_to_json",
     "stored_settings",
     "to_inference_data",
     "write",
@@ -213,7 +215,7 @@ SETTINGS_READ: dict[str, Callable[[Any], Any]] = {"max_treedepth": _integer(1)}
 
 
 def _settings(text: Any) -> dict[str, Any]:
-    record = _json(dict)(text)
+    record = settings_from_json(_json(dict)(text))  # (a malformed tag: a ValueError)
     for key, parse in SETTINGS_READ.items():
         if key not in record:
             raise ValueError(f"the settings record lacks {key!r}; it holds {sorted(record)}")
@@ -304,7 +306,7 @@ class StoredReduction:
     def to_json(self) -> str:
         return json.dumps({"reduction": json.loads(self.record.to_json()),
                            "transform": json.loads(self.transform.to_json()),
-                           "settings": self.settings}, default=_jsonable)  # fmt: skip
+                           "settings": settings_to_json(self.settings)})  # fmt: skip
 
     @classmethod
     def from_json(cls, text: Any) -> StoredReduction:
@@ -318,7 +320,11 @@ class StoredReduction:
                 f"the transform's columns {list(transform.columns)} differ from the "
                 f"reduction's {list(reduction.columns)}"
             )
-        return cls(reduction, transform, record["settings"])
+        try:
+            settings = settings_from_json(record["settings"])
+        except ValueError as exc:
+            raise ValueError(f"settings: {exc}") from None
+        return cls(reduction, transform, settings)
 
 
 def _check_values(field: Field, values: np.ndarray, n_classes: int) -> str | None:
@@ -735,7 +741,7 @@ def to_inference_data(
         "yieldwise_backend_version": result.backend_version,
         "yieldwise_stan_version": result.stan_version,
         "yieldwise_sampling_seconds": float(result.sampling_seconds),
-        "yieldwise_settings": json.dumps(settings, default=_jsonable),
+        "yieldwise_settings": json.dumps(settings_to_json(settings)),
         "yieldwise_sampler": json.dumps(result.settings, default=_jsonable),
         "yieldwise_prior": json.dumps(prior),
         "yieldwise_classes": _json_labels(labels),
@@ -760,12 +766,104 @@ def to_inference_data(
 
 
 def stored_settings(transducer: Any) -> dict[str, Any]:
-    """The constructor's settings as a file stores them (an output-transform sequence as a
-    list)."""
+    """The constructor's settings as a file stores them: ``get_params()``, with an
+    output-transform iterable other than a string, list or tuple (a generator, say) as a
+    list. :func:`settings_to_json` writes them."""
     settings = transducer.get_params()
     spec = settings["output_transform"]
-    settings["output_transform"] = spec if isinstance(spec, str) else list(spec)
+    if not isinstance(spec, (str, list, tuple)):
+        settings["output_transform"] = list(spec)
     return settings
+
+
+#: The tags of :func:`settings_to_json`: a value JSON has no form for is stored as an
+#: object of one tag (and ``value``), so that a loaded transducer's ``get_params()`` equals
+#: the saved one's (until 2026-12-07 a tuple came back as a list and ``np.float32(0.1)``
+#: as the float 0.10000000149011612). Added within format version 7: a file without tags
+#: reads as before; a reader of an earlier yieldwise keeps a tagged setting as the tag's
+#: object, which only a refit reads (and refuses).
+_TUPLE, _NUMPY, _ARRAY, _PAIRS = ("yieldwise_tuple", "yieldwise_numpy", "yieldwise_array",
+                                  "yieldwise_pairs")  # fmt: skip
+_SETTING_TAGS = frozenset({_TUPLE, _NUMPY, _ARRAY, _PAIRS})
+#: numpy kinds stored by dtype (booleans, integers, floats, strings); a numpy value of
+#: another kind is stored as its ``str``, as any other value JSON has no form for.
+_NUMPY_KINDS = "biufU"
+
+
+def settings_to_json(value: Any) -> Any:
+    """``value`` (constructor settings, or one of them) as JSON-able data that
+    :func:`settings_from_json` turns back into an equal value of the same types: lists,
+    strings, numbers, booleans and None as themselves (floats by ``repr``, exact); a
+    tuple as ``{"yieldwise_tuple": [...]}``; a numpy scalar or array of a kind in
+    :data:`_NUMPY_KINDS` with its dtype (``{"yieldwise_numpy": "<f4", "value": 0.1...}``);
+    a mapping as an object when its keys are strings and none is a tag, else as its
+    ``[key, value]`` pairs (``yieldwise_pairs``); anything else as its ``str``."""
+    if isinstance(value, (np.generic, np.ndarray)):  # (np.float64 and np.str_ first:
+        if value.dtype.kind not in _NUMPY_KINDS:  # they are a float and a str too)
+            return str(value)
+        tag = _NUMPY if isinstance(value, np.generic) else _ARRAY
+        return {tag: value.dtype.str, "value": value.tolist()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tuple):
+        return {_TUPLE: [settings_to_json(item) for item in value]}
+    if isinstance(value, list):
+        return [settings_to_json(item) for item in value]
+    if isinstance(value, Mapping):
+        keys = list(value)
+        if all(isinstance(k, str) for k in keys) and not _SETTING_TAGS.intersection(keys):
+            return {k: settings_to_json(v) for k, v in value.items()}
+        return {_PAIRS: [[settings_to_json(k), settings_to_json(v)] for k, v in value.items()]}
+    return str(value)
+
+
+def settings_from_json(value: Any) -> Any:
+    """The value :func:`settings_to_json` stored as ``value`` (JSON data, as read)."""
+    if isinstance(value, list):
+        return [settings_from_json(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    tags = _SETTING_TAGS.intersection(value)
+    if not tags:
+        return {k: settings_from_json(v) for k, v in value.items()}
+    (tag,) = tags if len(tags) == 1 else (None,)
+    expected = {tag, "value"} if tag in (_NUMPY, _ARRAY) else {tag}
+    if tag is None or set(value) != expected:
+        raise ValueError(f"a stored setting has a malformed tag: {value!r}")
+    if tag == _TUPLE:
+        return tuple(settings_from_json(item) for item in _of_type(value[tag], list, tag))
+    if tag == _PAIRS:
+        pairs = _of_type(value[tag], list, tag)
+        if not all(isinstance(pair, list) and len(pair) == 2 for pair in pairs):
+            raise ValueError(f"{tag} must hold [key, value] pairs, found {pairs!r}")
+        return {_hashable(settings_from_json(k)): settings_from_json(v) for k, v in pairs}
+    try:
+        dtype = np.dtype(_of_type(value[tag], str, tag))
+        if dtype.kind not in _NUMPY_KINDS:
+            raise TypeError(f"kind {dtype.kind!r}")
+        array = np.array(value["value"], dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"a stored numpy setting {value!r} cannot be read: {exc}") from None
+    if tag == _NUMPY:
+        if array.ndim:
+            raise ValueError(f"a stored numpy scalar holds an array: {value!r}")
+        return array[()]
+    return array
+
+
+def _of_type(value: Any, kind: type, tag: str) -> Any:
+    if not isinstance(value, kind):
+        raise ValueError(f"{tag} must hold a {kind.__name__}, found {value!r}")
+    return value
+
+
+def _hashable(key: Any) -> Any:
+    """A mapping key read back: a list (a tuple stored inside a tuple's JSON) is refused."""
+    try:
+        hash(key)
+    except TypeError:
+        raise ValueError(f"a stored mapping key is not hashable: {key!r}") from None
+    return key
 
 
 def _jsonable(value: Any) -> Any:
@@ -812,7 +910,7 @@ def fit_record(idata: Any) -> dict[str, Any]:
     draws)."""
     attrs = idata.posterior.attrs
     return {
-        "settings": json.loads(attrs["yieldwise_settings"]),
+        "settings": settings_from_json(json.loads(attrs["yieldwise_settings"])),
         "sampler": json.loads(attrs["yieldwise_sampler"]),
         "sampling_seconds": float(attrs["yieldwise_sampling_seconds"]),
         "backend": attrs["yieldwise_backend"],
