@@ -6,7 +6,9 @@ PROBLEM is a name of bench/_problems.py's PANEL (votes, logistic, beta, non-mono
 overlapping, two-logits, softmax-3, clipped), or a binary one at another share of
 positives (``two-logits@5%``: ``with_positives``), N the calibration items, drawn with the
 seed [1, 7, N]; or one of the shipped sets (``SHIPPED``: digits-forest, digits-logits,
-digits-knn, digits-3-5-8, digits-ten) with N ``all``, every item, as the vignettes fit them,
+digits-knn, digits-3-5-8, digits-ten, and the joint fits joint-forest-network,
+joint-forest-knn-network and joint-forest-knn-logit) with N ``all``, every item, as the
+vignettes fit them,
 or for digits-ten a number: that many items drawn with replacement (seed [2026, N]; repeated
 items merge into counted rows), the size of issue 16's ten-class speed goal; key=value
 pairs override Transducer arguments (chains=2, adapt_delta=0.99, seed=2; the fit seed is
@@ -42,7 +44,10 @@ import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 from yieldwise.datasets import load_digits_binary, load_digits_ten, load_digits_three
 
-#: The shipped sets: (loader, output columns).
+#: The network's two logits on the binary digits, a joint fit's member.
+_LOGITS = ["net_logit_other", "net_logit_eight"]
+#: The shipped sets: (loader, output columns), or for a joint fit (kernels at centres: three
+#: or four output dimensions) (loader, {classifier: its columns}).
 SHIPPED = {
     "digits-forest": (load_digits_binary, ["forest_votes"]),
     "digits-logits": (load_digits_binary, ["net_logit_other", "net_logit_eight"]),
@@ -50,14 +55,25 @@ SHIPPED = {
     "digits-3-5-8": (load_digits_three, ["p_three", "p_five", "p_eight"]),
     "digits-ten": (load_digits_ten, [f"p_{name}" for name in (
         "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")]),
+    # vignette 3's joint fit (three dimensions), with the k-NN votes too (four), and three
+    # one-dimensional classifiers (three): docs/model.md, "Whitening for joint fits"
+    "joint-forest-network": (load_digits_binary, {"forest": ["forest_votes"],
+                                                  "network": _LOGITS}),
+    "joint-forest-knn-network": (load_digits_binary, {
+        "forest": ["forest_votes"], "knn": ["knn_votes"], "network": _LOGITS}),
+    "joint-forest-knn-logit": (load_digits_binary, {
+        "forest": ["forest_votes"], "knn": ["knn_votes"], "logit": ["net_logit_eight"]}),
 }  # fmt: skip
 #: Shipped sets that may also be resampled to N items.
 RESAMPLED = ("digits-ten",)
 
 
-def _shipped(name: str) -> tuple[pd.DataFrame, pd.Series]:
+def _shipped(name: str) -> tuple[pd.DataFrame | dict[str, pd.DataFrame], pd.Series]:
+    """A shipped set's outputs (a mapping of each classifier's for a joint fit) and labels."""
     loader, columns = SHIPPED[name]
     frame = loader()
+    if isinstance(columns, dict):
+        return {member: frame[cols] for member, cols in columns.items()}, frame["label"]
     return frame[columns], frame["label"]
 
 

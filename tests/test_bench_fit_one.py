@@ -96,6 +96,22 @@ def test_a_shipped_set_is_fitted_whole_with_the_seed_given(fit_one, capsys):
     assert capsys.readouterr().out.startswith("digits-3-5-8 n=all seed=2 {'adapt_delta': 0.9}")
 
 
+def test_a_joint_shipped_set_is_fitted_as_a_mapping_of_its_classifiers(fit_one, capsys):
+    """joint-forest-knn-logit: the Transducer gets each classifier's own columns by name
+    (a joint fit), with the whitening at its default (not forced off)."""
+    from yieldwise.datasets import load_digits_binary
+
+    assert fit_one.main(["joint-forest-knn-logit", "all", "seed=3"]) == 0
+    (call,) = Recorder.calls
+    frame = load_digits_binary()
+    assert list(call["outputs"]) == ["forest", "knn", "logit"]
+    for member, cols in {"forest": ["forest_votes"], "knn": ["knn_votes"],
+                         "logit": ["net_logit_eight"]}.items():  # fmt: skip
+        pd.testing.assert_frame_equal(call["outputs"][member], frame[cols])
+    pd.testing.assert_series_equal(call["labels"], frame["label"])
+    assert "joint-forest-knn-logit n=all seed=3 {} whitening=default" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("args", [["digits-logits", "300"], ["beta", "all"],
                                   ["digits-logits", "all", "--coverage-rep", "1"]])  # fmt: skip
 def test_n_is_all_exactly_for_a_shipped_set(fit_one, capsys, args):

@@ -523,13 +523,16 @@ def test_whitening_is_the_likelihood_precision_at_the_non_centred_mode(
     assert np.diag(hessian(flat, base, a_index)).max() > 5
 
 
-def test_default_whitens_the_grid_designs_only():
+def test_default_whitens_up_to_four_dimensions():
     """precondition's default: the whitening for one or two output dimensions (kernels on a
-    grid), the plain non-centred blocks for three or more (centres), where it was measured
-    to bring divergent transitions (docs/model.md); whiten=True forces it anywhere."""
-    from yieldwise.transducer.stan_data import precondition
+    grid) and for three or four (centres: joint fits, where it was measured to help), the
+    plain non-centred blocks for five or more (on D = 9 it was measured to bring divergent
+    transitions; docs/model.md, "Whitening for joint fits of three and four dimensions");
+    whiten=True forces it anywhere."""
+    from yieldwise.transducer.stan_data import WHITEN_MAX_DIMS, precondition
 
-    for dims, whitened in [(1, True), (2, True), (3, False)]:
+    assert WHITEN_MAX_DIMS == 4
+    for dims, whitened in [(1, True), (2, True), (3, True), (4, True), (5, False)]:
         data, *_ = _data(n=200, dims=dims, classes=2)
         assert int(data["D"]) == dims
         r = int(data["R"])

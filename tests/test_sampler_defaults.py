@@ -40,40 +40,45 @@ def test_a_fit_records_the_warmup_and_adapt_delta_its_dimensions_chose():
         one = Transducer(**kw).fit(rng.normal(c, 1.0), c)
         two = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 2)), c)
         three = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 3)), c)
+        five = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 5)), c)
         given = Transducer(**kw, warmup=77, adapt_delta=0.9).fit(rng.normal(c, 1.0), c)
         kw.pop("draws")
         chosen = [
             Transducer(**kw).fit(y, c)
             for y in (rng.normal(c, 1.0), rng.normal(c[:, None], 1.0, (300, 2)))
         ]
-    ran = [fit_record(t.posterior_)["sampler"] for t in (one, two, three, given)]
-    assert [r["warmup"] for r in ran] == [500, 250, 250, 77]
+    ran = [fit_record(t.posterior_)["sampler"] for t in (one, two, three, five, given)]
+    assert [r["warmup"] for r in ran] == [500, 250, 250, 250, 77]
     # the step size's last window: 150 of one dimension's 500; Stan's own (not recorded)
     # for two and more, and where 30 % of the warm-up would be under Stan's 50
-    assert [r.get("step_size_window") for r in ran] == [150, None, None, None]
-    assert [r["adapt_delta"] for r in ran] == [0.99, 0.97, 0.95, 0.9]
-    assert [r["draws"] for r in ran] == [50, 50, 50, 50]  # given
+    assert [r.get("step_size_window") for r in ran] == [150, None, None, None, None]
+    # three dimensions: whitened centres at 0.99; five: the plain blocks at 0.95
+    assert [r["adapt_delta"] for r in ran] == [0.99, 0.97, 0.99, 0.95, 0.9]
+    assert [r["draws"] for r in ran] == [50, 50, 50, 50, 50]  # given
     # not given: 1,000 draws per chain for one output dimension, 750 for two
     assert [fit_record(t.posterior_)["sampler"]["draws"] for t in chosen] == [1000, 750]
     assert [t.posterior.n_draws for t in chosen] == [2 * 1000, 2 * 750]
 
 
 @pytest.mark.parametrize(
-    ("name", "one_dim", "two_dims", "multi", "given"),
-    [("adapt_delta", 0.99, 0.97, 0.95, [(1, 0.8), (2, 0.999), (9, 0.9)]),
+    ("name", "one_dim", "two_dims", "centres_whitened", "multi", "given"),
+    [("adapt_delta", 0.99, 0.97, 0.99, 0.95, [(1, 0.8), (2, 0.999), (3, 0.9), (9, 0.9)]),
      # 0 is a value given (checked by the backends), not a missing one
-     ("warmup", 500, 250, 250, [(1, 100), (2, 0)]),
-     ("draws", 1000, 750, 750, [(1, 300), (2, 2000)])],
+     ("warmup", 500, 250, 250, 250, [(1, 100), (2, 0)]),
+     ("draws", 1000, 750, 750, 750, [(1, 300), (2, 2000)])],
 )  # fmt: skip
 def test_a_setting_follows_the_output_dimensions_unless_given(
-    name, one_dim, two_dims, multi, given
+    name, one_dim, two_dims, centres_whitened, multi, given
 ):
+    """One, two, three or four (centres, whitened: stan_data.WHITEN_MAX_DIMS), five or more."""
+    from yieldwise.transducer.stan_data import WHITEN_MAX_DIMS
+
     assert getattr(SAMPLER_DEFAULTS, name) is None
     chosen = getattr(SAMPLER_DEFAULTS, f"{name}_for")
     assert chosen(1) == one_dim
     assert chosen(2) == two_dims
-    assert chosen(3) == multi
-    assert chosen(9) == multi
+    assert chosen(3) == chosen(WHITEN_MAX_DIMS) == centres_whitened
+    assert chosen(WHITEN_MAX_DIMS + 1) == chosen(9) == multi
     for dims, value in given:  # a value given by the user wins, in any dimension
         assert chosen(dims, value) == value
 

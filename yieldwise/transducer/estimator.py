@@ -293,8 +293,8 @@ class Transducer:
         seed: int | None = None,
         backend: str = "auto",
         max_treedepth: int = SAMPLER_DEFAULTS.max_treedepth,
-        # None: 0.99 for one output dimension, 0.97 for two, 0.95 for more (SamplerDefaults
-        # says why)
+        # None: 0.99 for one output dimension, 0.97 for two, 0.99 for three or four, 0.95 for
+        # more (SamplerDefaults says why)
         adapt_delta: float | None = SAMPLER_DEFAULTS.adapt_delta,
         progress: bool = True,
         kernel_tail_cut: float = KERNEL_TAIL_CUT,

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..backends._base import STAN_TERM_BUFFER, step_size_window_room
+from .stan_data import WHITEN_MAX_DIMS
 
 __all__ = ["SAMPLER_DEFAULTS", "SamplerDefaults"]
 
@@ -54,7 +55,8 @@ class SamplerDefaults:
         360 of the coverage study's 360 1-D fits clean at 1,000 draws, 357 at 750).
     adapt_delta : float or None
         Target acceptance rate; None (the default) takes :meth:`adapt_delta_for` the
-        fit's output dimensions: 0.99 for one, 0.97 for two, 0.95 for more. Not Stan's
+        fit's output dimensions: 0.99 for one, 0.97 for two, 0.99 for three or four, 0.95
+        for more. Not Stan's
         0.8: in the preconditioned coordinates 0.8 left divergent transitions (votes
         n = 1,000: 29 of 3,000; two logits: 1 of 600). One dimension takes 0.99: over the
         coverage study's 1-D fits at n = 3,600 (120 fits, the size where 0.95 left
@@ -66,11 +68,17 @@ class SamplerDefaults:
         study's 120 2-D fits are all clean (4 were not), the shipped network logits at
         fit seeds 1-4 have none (1 before), the shipped 3/5/8 probability vectors 1
         instead of 5, at 1.8 % more steps (two logits) or 0.3 % (three classes);
-        docs/model.md, "A slightly smaller step for two dimensions". Three or more keep
-        0.95 (0.97 not measured there): the ten classes' fits at 2,000 items are limited
-        by the tree depth, which a smaller step can only make worse, and 0.9 left
-        divergent transitions there (14; docs/model.md, "Fewer draws, or a larger step
-        size, for two dimensions"). A class reduction's fit with pair offsets (one output
+        docs/model.md, "A slightly smaller step for two dimensions". Three or four
+        (centres, whitened: joint fits) take 0.99: on the shipped digits' joint fits of
+        three and four dimensions (9 fits, 2026-12-07; docs/model.md, "Whitening for joint
+        fits of three and four dimensions") the whitened sampler at 0.95 left 57 divergent
+        transitions in 3 fits, at 0.99 none, for 1.75 times the leapfrog steps (still
+        fewer than the plain blocks' at 0.95, which left 70 in 7 fits). Five or more
+        (plain blocks) keep 0.95 (0.97 not measured there): the ten classes' fits
+        without reduction at 2,000 items are limited by the tree depth, which a smaller
+        step can only make worse, and 0.9 left divergent transitions there (14;
+        docs/model.md, "Fewer draws, or a larger step size, for two dimensions"). A class
+        reduction's fit with pair offsets (one output
         dimension, the margin, and the offsets' groups) takes 0.95: with the offsets
         conditionally whitened it is clean at about 30 leapfrog steps per iteration
         against 46-63 at 0.99 (the coverage study's softmax-10 sets, all 60 fits, and the
@@ -101,10 +109,12 @@ class SamplerDefaults:
     adapt_delta: float | None = None
     max_treedepth: int = 10
 
-    #: ``adapt_delta_for`` one output dimension, two (a tensor grid), and three or more
-    #: (kernels at centres on the data).
+    #: ``adapt_delta_for`` one output dimension, two (a tensor grid), three or four
+    #: (kernels at centres on the data, whitened: up to ``stan_data.WHITEN_MAX_DIMS``),
+    #: and more (centres, plain blocks).
     ADAPT_DELTA_ONE_DIM: ClassVar[float] = 0.99
     ADAPT_DELTA_TWO_DIMS: ClassVar[float] = 0.97
+    ADAPT_DELTA_WHITENED_CENTRES: ClassVar[float] = 0.99
     ADAPT_DELTA_MULTI: ClassVar[float] = 0.95
     #: ``adapt_delta_for`` a class reduction's fit with pair offsets ("grouped").
     ADAPT_DELTA_GROUPED: ClassVar[float] = 0.95
@@ -122,9 +132,11 @@ class SamplerDefaults:
     ) -> float:
         """The target acceptance rate of a fit with ``model_dims`` output dimensions:
         ``adapt_delta`` when given, else this set's, else 0.99 for one dimension, 0.97 for
-        two and 0.95 for more; 0.95 for a class reduction's fit with pair offsets
-        (``grouped``)."""
+        two, 0.99 for three or four (whitened centres) and 0.95 for more; 0.95 for a class
+        reduction's fit with pair offsets (``grouped``)."""
         by_dims = {1: self.ADAPT_DELTA_ONE_DIM, 2: self.ADAPT_DELTA_TWO_DIMS}
+        by_dims.update(dict.fromkeys(range(3, WHITEN_MAX_DIMS + 1),
+                                     self.ADAPT_DELTA_WHITENED_CENTRES))  # fmt: skip
         default = by_dims.get(int(model_dims), self.ADAPT_DELTA_MULTI)
         if grouped:
             default = self.ADAPT_DELTA_GROUPED

@@ -49,6 +49,7 @@ __all__ = [
     "initial_values",
     "local_basis",
     "PRECONDITION_SD_TOLERANCE",
+    "WHITEN_MAX_DIMS",
     "PreconditioningWarning",
     "merge_rows",
     "bin_rows",
@@ -1041,12 +1042,15 @@ def precondition(
     ``whiten`` True also whitens the smooth blocks conditionally on their scales
     (:func:`whitening`; stan/transducer.stan, "Conditional whitening"), then finds the
     mode and Hessian again in the new coordinates, from the same point mapped into them.
-    None (the default) whitens the grid designs (one or two output dimensions) only:
-    measured 2026-11-24 (docs/model.md), it took the 1-D panel cells from 35-123 leapfrog
-    steps per iteration to 15 and two logits from 1 divergence to 0, but on the 10-class
-    digits (D = 9, centres) it kept 248 steps (255 without) and brought 10 divergent
-    transitions where the plain form had none, because there the Normal approximation at
-    the mode misses the posterior's walls a unit or two away.
+    None (the default) whitens designs of at most :data:`WHITEN_MAX_DIMS` output
+    dimensions: measured 2026-11-24 (docs/model.md), it took the 1-D panel cells from
+    35-123 leapfrog steps per iteration to 15 and two logits from 1 divergence to 0; on
+    the shipped digits' joint fits of three and four dimensions (centres; at
+    ``adapt_delta`` 0.95 both ways) it took the mean leapfrog steps per iteration from 257
+    to 92 and the fits not clean from 7 of 9 to 4 of 9 (2026-12-07, docs/model.md,
+    "Whitening for joint fits of three and four dimensions"); but on the 10-class digits
+    (D = 9, centres) it kept 248 steps (255 without) and brought 10 divergent transitions
+    where the plain form had none.
     """
     import warnings
 
@@ -1071,7 +1075,7 @@ def precondition(
         return out
     out = replace(out, **preconditioning(fit.mode, fit.vectors, fit.sd))
     if whiten is None:
-        whiten = out.D <= 2
+        whiten = out.D <= WHITEN_MAX_DIMS
     if not whiten or out.R == 0:
         return out
     model = TransducerDensity(out)
@@ -1092,6 +1096,18 @@ def precondition(
         return out
     return replace(whitened, **preconditioning(again.mode, again.vectors, again.sd))
 
+
+#: :func:`precondition` whitens the smooth blocks by default for designs of at most this
+#: many output dimensions: the grids (one and two) and joint fits of three and four, where
+#: it was measured to help (2026-12-07, docs/model.md, "Whitening for joint fits of three
+#: and four dimensions": the shipped digits' forest votes with the network's two logits,
+#: with the k-NN votes too, and forest, k-NN and one logit, fit seeds 1-3 or 7-9, 9 fits
+#: paired; whitened at ``adapt_delta`` 0.99, the default there since, against the plain
+#: blocks at 0.95: divergent transitions 70 -> 0, tree-depth hits 140 -> 20, fits not clean
+#: 7 -> 5 of 9, mean leapfrog steps per iteration 257 -> 153). Not beyond: on the ten-class
+#: digits without reduction (D = 9) it brought 10 divergent transitions where the plain
+#: blocks had none (2026-11-24); five to eight dimensions are not measured.
+WHITEN_MAX_DIMS = 4
 
 #: The whitened preconditioning is kept when the search for its mode converged (largest
 #: |gradient| of the log density there).
