@@ -270,6 +270,47 @@ def test_integer_scores_within_2_53_and_their_ranks_match_scikit_learn():
     assert ConfusionMatrix(np.array([[2**60, 1], [1, 1]])).total == float(2**60 + 3)
 
 
+STEPS = np.random.default_rng(5).integers(-3, 4, 40)  # the second logit's lead, per item
+# noisy labels that follow the lead: a finite temperature, a finite Platt slope
+TRUTH = (STEPS + np.random.default_rng(6).normal(0, 2, 40) > 0).astype(int)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda big: big,
+        lambda big: pd.Series(big, name="score"),
+        lambda big: pd.DataFrame({"score": big}),
+        lambda big: np.column_stack([big, big + STEPS]),
+    ],
+    ids=["array", "series", "frame", "two-columns"],
+)
+def test_transducer_and_calibrator_outputs_beyond_2_53_are_refused(make):
+    """Distinct integer outputs beyond 2**53 merged into one value before fit, with its
+    lattice and ties built on the merged values; now refused as for the metrics, naming the
+    argument. Calibrators' scores likewise, at fit and at predict. (No sampling: the
+    outputs are refused before anything is fitted.)"""
+    from yieldwise import Transducer
+    from yieldwise.calibrators import PlattCalibrator, TemperatureCalibrator
+
+    big = np.array([2**60 + 2 * i for i in range(40)], dtype=np.int64) + STEPS
+    truth = TRUTH
+    outputs = make(big)
+    with pytest.raises(ValueError, match=r"outputs holds \d+ integer\(s\) beyond \+-2\*\*53"):
+        Transducer(backend="laplace", progress=False).fit(outputs, truth)
+    two = np.ndim(outputs) == 2 and np.shape(outputs)[1] == 2
+    calibrator = TemperatureCalibrator() if two else PlattCalibrator()
+
+    def scores(values):  # a calibrator's binary scores are 1-D: the frame's one column
+        return values.iloc[:, 0] if isinstance(values, pd.DataFrame) else values
+
+    with pytest.raises(ValueError, match=r"scores holds \d+ integer\(s\) beyond \+-2\*\*53"):
+        calibrator.fit(scores(outputs), truth)
+    calibrator.fit(scores(make(big - 2**60)), truth)  # the advised offset: accepted
+    with pytest.raises(ValueError, match=r"scores holds \d+ integer\(s\) beyond"):
+        calibrator.predict_proba(scores(outputs))
+
+
 # --------------------------------------------- B1: unused categories of a categorical
 def test_unused_category_is_accepted_by_the_roc_functions():
     u = UtilityMatrix([[10, -1], [0, 0]], decisions=["treat", "wait"], classes=["ill", "healthy"])

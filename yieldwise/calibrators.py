@@ -125,7 +125,7 @@ class _Calibrator:
     """Shared fitting of labels and score shapes; subclasses fit one binary curve."""
 
     def _fit_labels(self, scores: Any, true_classes: Any, classes: Any) -> tuple:
-        s = as_float_array(scores, "scores", ndim=(1, 2))
+        s = as_float_array(scores, "scores", ndim=(1, 2), exact_integers=True)
         truth = label_values(true_classes, "true_classes")
         if truth.size != s.shape[0]:
             raise ValueError(
@@ -158,7 +158,7 @@ class _Calibrator:
             raise RuntimeError(
                 f"this {type(self).__name__} is not fitted yet: call .fit(scores, true_classes)"
             )
-        s = as_float_array(scores, "scores", ndim=(1, 2))
+        s = as_float_array(scores, "scores", ndim=(1, 2), exact_integers=True)
         expected = 1 if self.n_features_in_ == 1 else 2
         if s.ndim != expected or (s.ndim == 2 and s.shape[1] != self.n_features_in_):
             shape = "1-D" if expected == 1 else f"(items, {self.n_features_in_})"

@@ -912,14 +912,14 @@ def as_outputs(
                 UserWarning,
                 stacklevel=4,  # as_outputs, the transducer's helper and method, the caller
             )
-        values = as_float_array(outputs.to_numpy(), name, ndim=2)
+        values = as_float_array(outputs.to_numpy(), name, ndim=2, exact_integers=True)
     elif isinstance(outputs, pd.Series):
         columns = (str(outputs.name) if outputs.name is not None else "output",)
         if expected is not None and outputs.name is not None and by_name:
             _check_names(columns, expected, name)
-        values = as_float_array(outputs.to_numpy(), name, ndim=1)[:, None]
+        values = as_float_array(outputs.to_numpy(), name, ndim=1, exact_integers=True)[:, None]
     else:
-        values = as_float_array(outputs, name, ndim=(1, 2))
+        values = as_float_array(outputs, name, ndim=(1, 2), exact_integers=True)
         if values.ndim == 1:
             values = values[:, None]
             columns = ("output",)
