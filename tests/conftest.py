@@ -323,3 +323,54 @@ def joint():
     )  # fmt: skip
     t.members_ = {"rf": ["rf"], "nn": ["nn"]}  # as fit({"rf": ..., "nn": ...}) records
     return t
+
+
+# ------------------------------------------------------------- open files
+def _open_files(path: Path) -> list[str]:
+    """This process's open descriptors (from /proc/<pid>/fd) that point at ``path``."""
+    import glob
+    import os
+
+    links = []
+    for fd in glob.glob(f"/proc/{os.getpid()}/fd/*"):
+        try:
+            links.append(os.readlink(fd))
+        except OSError:
+            continue
+    return [link for link in links if link == str(path)]
+
+
+@pytest.fixture(scope="session")
+def open_files():
+    """open_files(path): the open descriptors of ``path`` (:func:`_open_files`)."""
+    return _open_files
+
+
+# ------------------------------------------------------------- the R bridge
+def _r_py(r, expression):
+    """An R value as Python, through the bridge's own conversion."""
+    from yieldwise.rbridge import _py
+
+    return _py(r(expression))
+
+
+def _r_error(r, expression):
+    """(classes, message) of the R condition that ``expression`` signals."""
+    result = r(
+        f"tryCatch({{{expression}; NULL}}, error = function(e) "
+        "list(class = class(e), message = conditionMessage(e)))"
+    )
+    assert result is not None and len(result) == 2, f"{expression} did not fail"
+    return list(result[0]), result[1][0]
+
+
+@pytest.fixture(scope="session")
+def r_py():
+    """r_py(r, expression): an R value as Python (:func:`_r_py`)."""
+    return _r_py
+
+
+@pytest.fixture(scope="session")
+def r_error():
+    """r_error(r, expression): (classes, message) of the R error (:func:`_r_error`)."""
+    return _r_error

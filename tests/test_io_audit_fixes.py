@@ -5,7 +5,6 @@ as the audit altered them."""
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -81,18 +80,8 @@ def _drop_attr(name):
     return lambda d: d.posterior.attrs.pop(name)
 
 
-def _open_files(path: Path) -> list[str]:
-    links = []
-    for fd in glob.glob(f"/proc/{os.getpid()}/fd/*"):
-        try:
-            links.append(os.readlink(fd))
-        except OSError:
-            continue
-    return [link for link in links if link == str(path)]
-
-
 # ------------------------------------------- item 1: a damaged data block
-def test_a_damaged_data_block_is_a_transducer_file_error_naming_the_file(saved):
+def test_a_damaged_data_block_is_a_transducer_file_error_naming_the_file(saved, open_files):
     h5py = pytest.importorskip("h5py")
     _, path = saved
     with h5py.File(path, "r") as f:
@@ -106,7 +95,7 @@ def test_a_damaged_data_block_is_a_transducer_file_error_naming_the_file(saved):
     assert message.startswith(f"{path}: cannot be read: part of its data is damaged (OSError: ")
     assert "Restore it from a copy, or save the transducer again" in message
     if os.path.isdir("/proc/self/fd"):
-        assert _open_files(path) == []  # closed although the reading failed
+        assert open_files(path) == []  # closed although the reading failed
 
 
 # -------------------------------------- item 2: the version is read first

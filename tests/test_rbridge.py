@@ -22,23 +22,6 @@ SCREENING = (
 FAST = "chains = 2, warmup = 200, draws = 200, backend = 'laplace'"
 
 
-def py(r, expression):
-    """An R value as Python, through the bridge's own conversion."""
-    from yieldwise.rbridge import _py
-
-    return _py(r(expression))
-
-
-def r_error(r, expression):
-    """(classes, message) of the R condition that ``expression`` signals."""
-    result = r(
-        f"tryCatch({{{expression}; NULL}}, error = function(e) "
-        "list(class = class(e), message = conditionMessage(e)))"
-    )
-    assert result is not None and len(result) == 2, f"{expression} did not fail"
-    return list(result[0]), result[1][0]
-
-
 @pytest.fixture(scope="module")
 def digits(r_session):
     """360 shipped calibration items in R, label a factor with levels other, eight."""
@@ -81,7 +64,7 @@ def test_utility_matrix_keeps_dimnames(r_session):
     assert list(r("rownames(yw_utility_matrix(V))")) == ["a", "b"]
 
 
-def test_confusion_yield_and_metrics_equal_python(r_session):
+def test_confusion_yield_and_metrics_equal_python(r_session, r_py):
     r = r_session
     truth = ["ill", "ill", "healthy", "healthy", "healthy", "ill", "healthy"]
     said = ["ill", "healthy", "healthy", "ill", "healthy", "ill", "healthy"]
@@ -108,7 +91,7 @@ def test_confusion_yield_and_metrics_equal_python(r_session):
     # by hand: counts [[3, 1], [1, 2]] -> (0*3 - 10*1 - 1*1 + 5*2) / 7 = -1/7
     assert r("yw_yield(C, U)")[0] == pytest.approx(-1 / 7, abs=1e-15)
     assert yw.utility_yield(cm, u) == pytest.approx(-1 / 7, abs=1e-15)
-    table = py(r, "yw_metrics(C, positive = 'ill')").set_index("metric")
+    table = r_py(r, "yw_metrics(C, positive = 'ill')").set_index("metric")
     assert table.loc["accuracy", "value"] == pytest.approx(5 / 7)
     assert table.loc["f1", "value"] == pytest.approx(yw.metrics.f1(cm, positive="ill"))
     assert table.loc["matthews", "value"] == pytest.approx(yw.metrics.matthews(cm))
@@ -116,8 +99,8 @@ def test_confusion_yield_and_metrics_equal_python(r_session):
     assert not table.loc["f1", "admissible"] and table.loc["accuracy", "admissible"]
 
 
-def test_audit_equals_python(r_session):
-    table = py(
+def test_audit_equals_python(r_session, r_py):
+    table = r_py(
         r_session,
         "yw_audit(metrics = c('accuracy', 'f1'), error_sd = c(0, 0.1), n_pairs = 5000, seed = 3)",
     )
@@ -141,7 +124,7 @@ def test_decide_on_probabilities(r_session):
 
 
 # ------------------------------------------------------------------ errors
-def test_python_errors_arrive_as_yieldwise_errors(r_session):
+def test_python_errors_arrive_as_yieldwise_errors(r_session, r_error):
     classes, message = r_error(
         r_session, "yw_utility_matrix(matrix(1:6, 2), classes = c('a', 'b'))"
     )
@@ -153,7 +136,7 @@ def test_python_errors_arrive_as_yieldwise_errors(r_session):
     assert "yieldwise_error" in classes and "no help for 'yw_nothing'" in message
 
 
-def test_missing_values_are_reported_by_column_and_row(r_session, digits):
+def test_missing_values_are_reported_by_column_and_row(r_session, digits, r_error):
     r = r_session
     r("holey <- digits; holey$forest_votes[c(3, 8)] <- NA")
     classes, message = r_error(r, "yw_fit(holey, 'label', 'forest_votes')")
@@ -178,10 +161,10 @@ def test_missing_values_are_reported_by_column_and_row(r_session, digits):
 
 
 # ------------------------------------------------------------------ transducers
-def test_predict_and_decide_equal_python(r_session, fits, digits):
+def test_predict_and_decide_equal_python(r_session, fits, digits, r_py):
     r = r_session
     forest = fits["forest"]
-    long = py(r, "yw_predict(forest, digits[1:5, ], prob = 0.9)")
+    long = r_py(r, "yw_predict(forest, digits[1:5, ], prob = 0.9)")
     band = forest.predict_interval(digits[["forest_votes"]].iloc[:5], prob=0.9)
     assert list(long["class"].cat.categories) == ["other", "eight"]
     np.testing.assert_allclose(long["probability"].to_numpy().reshape(5, 2), band["mean"].values)
@@ -196,10 +179,10 @@ def test_predict_and_decide_equal_python(r_session, fits, digits):
     assert chosen == list(forest.decide(digits[["forest_votes"]], u))
 
 
-def test_long_run_utility_draws(r_session, fits):
+def test_long_run_utility_draws(r_session, fits, r_py):
     r = r_session
     r(f"U <- {SCREENING}")
-    draws = py(r, "as.data.frame(yw_long_run_utility(net, U))")
+    draws = r_py(r, "as.data.frame(yw_long_run_utility(net, U))")
     u = yw.UtilityMatrix(
         [[0, -10], [-1, 5]], decisions=["pass", "check"], classes=["other", "eight"]
     )
@@ -214,19 +197,19 @@ def test_long_run_utility_draws(r_session, fits):
     if has_posterior:
         r("lr <- yw_long_run_utility(net, U)")
         assert "draws_df" in list(r("class(lr)"))
-        summary = py(r, "as.data.frame(posterior::summarise_draws(lr))")
+        summary = r_py(r, "as.data.frame(posterior::summarise_draws(lr))")
         assert summary["mean"][0] == pytest.approx(expected.values.mean())
         assert summary["variable"][0] == "long_run_utility"
     has_bayesplot = r("isTRUE(requireNamespace('bayesplot', quietly = TRUE))")[0]
     assert has_bayesplot or os.environ.get("CI") != "true"
     if has_posterior and has_bayesplot:
         # bayesplot reads the draws_df directly: its interval data match the draws
-        intervals = py(r, "as.data.frame(bayesplot::mcmc_intervals_data(lr, prob_outer = 0.9))")
+        intervals = r_py(r, "as.data.frame(bayesplot::mcmc_intervals_data(lr, prob_outer = 0.9))")
         assert intervals["m"][0] == pytest.approx(np.median(expected.values))
         assert intervals["ll"][0] == pytest.approx(np.quantile(expected.values, 0.05))
 
 
-def test_fit_then_compare_round_trip_on_shipped_data(r_session, fits):
+def test_fit_then_compare_round_trip_on_shipped_data(r_session, fits, r_py):
     r = r_session
     r(f"U <- {SCREENING}")
     r("A <- yw_utility_matrix(diag(2), c('pass', 'check'), c('other', 'eight'))")
@@ -237,26 +220,26 @@ def test_fit_then_compare_round_trip_on_shipped_data(r_session, fits):
     )
     a = yw.UtilityMatrix(np.eye(2), decisions=["pass", "check"], classes=["other", "eight"])
     comparison = yw.compare(fits, {"screening": u, "accuracy": a})
-    summary = py(r, "cmp$summary")
+    summary = r_py(r, "cmp$summary")
     expected = comparison.summary()
     np.testing.assert_allclose(summary["mean"], expected["mean"])
     np.testing.assert_allclose(summary["prob_best"], expected["prob_best"])
     superiority = np.asarray(r("cmp$superiority$screening"))
     np.testing.assert_allclose(superiority, comparison.prob_superiority(matrix="screening").values)
     assert list(r("dimnames(cmp$superiority$screening)$versus")) == ["forest", "net"]
-    draws = py(r, "as.data.frame(cmp$draws)")
+    draws = r_py(r, "as.data.frame(cmp$draws)")
     np.testing.assert_allclose(
         draws["net[accuracy]"], comparison.utilities["net"].sel(matrix="accuracy").values.ravel()
     )
 
 
-def test_save_and_load(r_session, fits, digits, tmp_path):
+def test_save_and_load(r_session, fits, digits, tmp_path, r_py):
     r = r_session
     path = tmp_path / "forest.nc"
     r(f"yw_save(forest, '{path}'); again <- yw_load('{path}')")
     np.testing.assert_array_equal(
-        py(r, "yw_predict(again, digits)")["probability"],
-        py(r, "yw_predict(forest, digits)")["probability"],
+        r_py(r, "yw_predict(again, digits)")["probability"],
+        r_py(r, "yw_predict(forest, digits)")["probability"],
     )
     reloaded = yw.Transducer.load(path)
     np.testing.assert_array_equal(
@@ -329,7 +312,7 @@ def test_yieldwise_r_runs_a_script(r_session, tmp_path):
     assert missing.returncode == 2 and "no such R script" in missing.stderr
 
 
-def test_report_from_r(r_session, tmp_path):
+def test_report_from_r(r_session, tmp_path, r_error):
     """yw_report on the shipped configuration, with fewer draws."""
     from yieldwise.datasets import data_file
 
@@ -363,7 +346,7 @@ def test_python_warnings_become_r_warnings_and_handles_are_released(r_session, d
     assert key not in _handles  # R's finalizer released the Python object
 
 
-def test_the_documented_r_example_runs(r_session, tmp_path):
+def test_the_documented_r_example_runs(r_session, tmp_path, r_py):
     """docs/r.md's complete example, on the shipped data, with fewer draws."""
     docs = (Path(__file__).resolve().parent.parent / "docs" / "r.md").read_text()
     example = docs.split("## A complete example")[1].split("```r")[1].split("```")[0]
@@ -375,7 +358,7 @@ def test_the_documented_r_example_runs(r_session, tmp_path):
     r_session(f"setwd('{tmp_path}')")
     try:
         r_session(f"suppressWarnings({{\n{example}\n}})")
-        summary = py(r_session, "result$summary")
+        summary = r_py(r_session, "result$summary")
     finally:
         r_session(f"setwd('{Path.cwd()}')")
     assert list(summary["classifier"]) == ["forest", "net"]
@@ -395,7 +378,7 @@ def test_python_children_still_start_after_r(r_session):
     assert "/usr/lib/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")
 
 
-def test_kernel_tail_cut_reaches_the_transducer_from_r(r_session, digits):
+def test_kernel_tail_cut_reaches_the_transducer_from_r(r_session, digits, r_error):
     """yw_fit(kernel_tail_cut = 0) keeps every kernel value (the remedy the fit's warning
     names); the default is Python's; a bad value is a yieldwise_error naming it."""
     from yieldwise.rbridge import _handles
@@ -426,7 +409,7 @@ def test_kernel_tail_cut_reaches_the_transducer_from_r(r_session, digits):
     assert "kernel_tail_cut must be a number in [0, 1e-6]" in message
 
 
-def test_class_reduction_reaches_the_transducer_from_r(r_session, digits):
+def test_class_reduction_reaches_the_transducer_from_r(r_session, digits, r_error):
     """yw_fit(class_reduction = ...) sets the Python argument: "ranks" reduces the ten-class
     digits (the default "auto" too), NULL never reduces; predictions come back per class and
     sum to one; a bad value is a yieldwise_error naming it."""

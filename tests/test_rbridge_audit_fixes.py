@@ -23,23 +23,6 @@ SCREENING_PY = yw.UtilityMatrix(
 )
 
 
-def py(r, expression):
-    """An R value as Python, through the bridge's own conversion."""
-    from yieldwise.rbridge import _py
-
-    return _py(r(expression))
-
-
-def r_error(r, expression):
-    """(classes, message) of the R condition that ``expression`` signals."""
-    result = r(
-        f"tryCatch({{{expression}; NULL}}, error = function(e) "
-        "list(class = class(e), message = conditionMessage(e)))"
-    )
-    assert result is not None and len(result) == 2, f"{expression} did not fail"
-    return list(result[0]), result[1][0]
-
-
 def r_warnings(r, expression):
     """(value, warning messages) of ``expression`` in R."""
     result = r(
@@ -60,7 +43,7 @@ def rds(r, tmp_path, expression):
 
 
 # ------------------------------------------------------------------ A1
-def test_a1_probability_matrix_columns_are_matched_by_name(r_session):
+def test_a1_probability_matrix_columns_are_matched_by_name(r_session, r_error):
     r = r_session
     r(f"U <- {SCREENING}")
     # P(eight) = 0.05, 0.1, 0.5 for three items; threshold 1/16 (by hand: 0*(1-p) - 10p
@@ -101,7 +84,7 @@ def test_a1_probability_matrix_columns_are_matched_by_name(r_session):
 
 
 # ------------------------------------------------------------------ A2
-def test_a2_numeric_labels_keep_r_order_in_confusion_matrices(r_session):
+def test_a2_numeric_labels_keep_r_order_in_confusion_matrices(r_session, r_error):
     r = r_session
     # R's numeric order, not the strings' "1" < "10" < "2"
     assert list(r("colnames(yw_confusion(c(1, 2, 10), c(1, 2, 10)))")) == ["1", "2", "10"]
@@ -194,7 +177,7 @@ def test_a4_duplicated_names_are_refused_not_dropped(r_session, tmp_path):
     assert rds(r_session, tmp_path, "c(a = 1, b = 2)") == {"a": 1.0, "b": 2.0}
 
 
-def test_a4_b2_missing_scalar_arguments_are_named(r_session):
+def test_a4_b2_missing_scalar_arguments_are_named(r_session, r_error):
     r = r_session
     r("d <- data.frame(y = rep(c('a', 'b'), 10), s = seq(-1, 1, length.out = 20))")
     cases = {
@@ -221,7 +204,7 @@ def test_a4_b2_missing_scalar_arguments_are_named(r_session):
         assert "2147483648" not in message and "cannot convert" not in message
 
 
-def test_a4_missing_prevalences_are_refused_by_position(r_session):
+def test_a4_missing_prevalences_are_refused_by_position(r_session, r_error):
     r = r_session
     r(f"U <- {SCREENING}")
     _, message = r_error(
@@ -233,7 +216,7 @@ def test_a4_missing_prevalences_are_refused_by_position(r_session):
 
 
 # ------------------------------------------------------------------ A5
-def test_a5_missing_labels_are_refused_not_named_none(r_session):
+def test_a5_missing_labels_are_refused_not_named_none(r_session, r_error):
     from yieldwise.rbridge import _strings
 
     r = r_session
@@ -334,7 +317,7 @@ def test_b1_numeric_and_logical_labels_print_as_everywhere_else(r_session):
 
 
 # ------------------------------------------------------------------ B3
-def test_b3_a_matrix_without_row_names_is_refused(r_session):
+def test_b3_a_matrix_without_row_names_is_refused(r_session, r_error):
     r = r_session
     r("C <- yw_confusion(c('a', 'b'), c('a', 'b'))")
     r("V <- matrix(c(1, 0, 0, 1), 2, dimnames = list(NULL, c('a', 'b')))")
@@ -347,13 +330,13 @@ def test_b3_a_matrix_without_row_names_is_refused(r_session):
 
 
 # ------------------------------------------------------------------ B8
-def test_b8_metrics_of_a_multiclass_matrix(r_session):
+def test_b8_metrics_of_a_multiclass_matrix(r_session, r_py, r_error):
     r = r_session
     truth, said = ["a", "b", "c", "c"], ["a", "b", "b", "c"]
     r(f"C3 <- yw_confusion(c{tuple(truth)}, c{tuple(said)})")
     cm = yw.ConfusionMatrix.from_labels(truth, said, classes=["a", "b", "c"])
     _, warned = r_warnings(r, "yw_metrics(C3)")
-    table = py(r, "suppressWarnings(yw_metrics(C3))").set_index("metric")
+    table = r_py(r, "suppressWarnings(yw_metrics(C3))").set_index("metric")
     one_vs_rest = ["precision", "recall", "specificity", "f1", "fowlkes_mallows"]
     assert table.loc[one_vs_rest, "value"].isna().all()
     assert (
@@ -364,14 +347,14 @@ def test_b8_metrics_of_a_multiclass_matrix(r_session):
     assert table.loc["matthews", "value"] == pytest.approx(yw.metrics.matthews(cm))
     assert table.loc["cohen_kappa", "value"] == pytest.approx(yw.metrics.cohen_kappa(cm))
     for average in ("macro", "weighted", "micro"):
-        table = py(r, f"yw_metrics(C3, average = '{average}')").set_index("metric")
+        table = r_py(r, f"yw_metrics(C3, average = '{average}')").set_index("metric")
         for name in one_vs_rest:
             function = yw.metrics.CONFUSION_METRICS[name]
             assert table.loc[name, "value"] == pytest.approx(function(cm, average=average)), name
     # by hand: recall of c is 1/2, precision of b is 1/2
-    table = py(r, "yw_metrics(C3, positive = 'c')").set_index("metric")
+    table = r_py(r, "yw_metrics(C3, positive = 'c')").set_index("metric")
     assert table.loc["recall", "value"] == pytest.approx(1 / 2)
-    assert py(r, "yw_metrics(C3, positive = 'b')").set_index("metric").loc[
+    assert r_py(r, "yw_metrics(C3, positive = 'b')").set_index("metric").loc[
         "precision", "value"
     ] == pytest.approx(1 / 2)
     _, message = r_error(r, "yw_metrics(C3, average = 'mean')")
@@ -381,7 +364,7 @@ def test_b8_metrics_of_a_multiclass_matrix(r_session):
     # binary, without positive: the first class, as the help says and Python does
     r("C2 <- yw_confusion(c('a', 'b', 'b'), c('a', 'b', 'a'))")
     cm2 = yw.ConfusionMatrix.from_labels(["a", "b", "b"], ["a", "b", "a"])
-    table = py(r, "yw_metrics(C2)").set_index("metric")
+    table = r_py(r, "yw_metrics(C2)").set_index("metric")
     assert table.loc["precision", "value"] == pytest.approx(yw.metrics.precision(cm2))
     assert table.loc["precision", "value"] == pytest.approx(1 / 2)  # 'a' decided twice, once right
     help_text = r("paste(capture.output(yw_help('yw_metrics')), collapse = ' ')")[0]
@@ -389,7 +372,7 @@ def test_b8_metrics_of_a_multiclass_matrix(r_session):
 
 
 # ------------------------------------------------------------------ B9
-def test_b9_a_character_matrix_is_reported_as_such(r_session):
+def test_b9_a_character_matrix_is_reported_as_such(r_session, r_error):
     classes, message = r_error(r_session, "yw_utility_matrix(matrix(c('1', '0', '0', '1'), 2))")
     assert "yieldwise_error" in classes
     assert message.startswith("'values' must be a numeric matrix, found a character matrix")

@@ -3,7 +3,6 @@ open (issue 17, item 11). Real NetCDF files, altered field by field."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 from pathlib import Path
@@ -52,23 +51,13 @@ def _altered(path: Path, change) -> Path:
     return out
 
 
-def _open_files(path: Path) -> list[str]:
-    links = []
-    for fd in glob.glob(f"/proc/{os.getpid()}/fd/*"):
-        try:
-            links.append(os.readlink(fd))
-        except OSError:
-            continue
-    return [link for link in links if link == str(path)]
-
-
-def test_round_trip_is_exact_and_the_file_is_closed(saved):
+def test_round_trip_is_exact_and_the_file_is_closed(saved, open_files):
     t, path = saved
     loaded = Transducer.load(path)
     np.testing.assert_array_equal(loaded.predict_proba(Y), t.predict_proba(Y))
     assert loaded.classes_ == t.classes_ and loaded.transform_ == t.transform_
     if os.path.isdir("/proc/self/fd"):
-        assert _open_files(path) == []
+        assert open_files(path) == []
     loaded.save(path)  # over the very file it was loaded from
     again = Transducer.load(path)
     np.testing.assert_array_equal(again.predict_proba(Y), t.predict_proba(Y))
