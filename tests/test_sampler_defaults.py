@@ -40,21 +40,20 @@ def test_a_fit_records_the_warmup_and_adapt_delta_its_dimensions_chose():
         one = Transducer(**kw).fit(rng.normal(c, 1.0), c)
         two = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 2)), c)
         three = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 3)), c)
-        five = Transducer(**kw).fit(rng.normal(c[:, None], 1.0, (300, 5)), c)
         given = Transducer(**kw, warmup=77, adapt_delta=0.9).fit(rng.normal(c, 1.0), c)
         kw.pop("draws")
         chosen = [
             Transducer(**kw).fit(y, c)
             for y in (rng.normal(c, 1.0), rng.normal(c[:, None], 1.0, (300, 2)))
         ]
-    ran = [fit_record(t.posterior_)["sampler"] for t in (one, two, three, five, given)]
-    assert [r["warmup"] for r in ran] == [500, 250, 250, 250, 77]
+    ran = [fit_record(t.posterior_)["sampler"] for t in (one, two, three, given)]
+    assert [r["warmup"] for r in ran] == [500, 250, 250, 77]
     # the step size's last window: 150 of one dimension's 500; Stan's own (not recorded)
     # for two and more, and where 30 % of the warm-up would be under Stan's 50
-    assert [r.get("step_size_window") for r in ran] == [150, None, None, None, None]
-    # three dimensions: whitened centres at 0.99; five: the plain blocks at 0.95
-    assert [r["adapt_delta"] for r in ran] == [0.99, 0.97, 0.99, 0.95, 0.9]
-    assert [r["draws"] for r in ran] == [50, 50, 50, 50, 50]  # given
+    assert [r.get("step_size_window") for r in ran] == [150, None, None, None]
+    # three dimensions: whitened centres at 0.99 (five or more: 0.95, the next test)
+    assert [r["adapt_delta"] for r in ran] == [0.99, 0.97, 0.99, 0.9]
+    assert [r["draws"] for r in ran] == [50, 50, 50, 50]  # given
     # not given: 1,000 draws per chain for one output dimension, 750 for two
     assert [fit_record(t.posterior_)["sampler"]["draws"] for t in chosen] == [1000, 750]
     assert [t.posterior.n_draws for t in chosen] == [2 * 1000, 2 * 750]
