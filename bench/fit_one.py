@@ -44,13 +44,13 @@ import yieldwise.transducer.stan_data as stan_data
 from yieldwise import Transducer
 from yieldwise.datasets import load_digits_binary, load_digits_ten, load_digits_three
 
-#: The network's two logits on the binary digits, a joint fit's member.
+#: The network's two logits on the binary digits (its own set, and a joint fit's member).
 _LOGITS = ["net_logit_other", "net_logit_eight"]
 #: The shipped sets: (loader, output columns), or for a joint fit (kernels at centres: three
 #: or four output dimensions) (loader, {classifier: its columns}).
 SHIPPED = {
     "digits-forest": (load_digits_binary, ["forest_votes"]),
-    "digits-logits": (load_digits_binary, ["net_logit_other", "net_logit_eight"]),
+    "digits-logits": (load_digits_binary, _LOGITS),
     "digits-knn": (load_digits_binary, ["knn_votes"]),
     "digits-3-5-8": (load_digits_three, ["p_three", "p_five", "p_eight"]),
     "digits-ten": (load_digits_ten, [f"p_{name}" for name in (

@@ -858,7 +858,9 @@ def _of_type(value: Any, kind: type, tag: str) -> Any:
 
 
 def _hashable(key: Any) -> Any:
-    """A mapping key read back: a list (a tuple stored inside a tuple's JSON) is refused."""
+    """A mapping key read back. A key :func:`settings_to_json` wrote decodes to a hashable
+    value (a tuple key comes back a tuple); a list key, which only an altered file can
+    hold, is refused."""
     try:
         hash(key)
     except TypeError:
