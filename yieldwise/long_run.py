@@ -129,6 +129,21 @@ _INTEGRATION_SHARE = 0.2
 _DENSE_CELLS = 250_000_000
 
 
+@dataclass(frozen=True)
+class _Taken:
+    """Where each decision of a batch of matrices is taken: ``masks[k - 1]`` (m, J) bool,
+    ``chosen == k`` for decisions ``k = 1 .. D - 1``, and for factored cells ``regions``
+    (D, m, K), the kernels summed over the points where each decision is taken (decision
+    0's the rest). A rule's utilities and its Monte Carlo errors' class sums both come
+    from ``regions`` (through the weights, (K, C) per draw), so the points are contracted
+    once per batch: (m, J) x (J, K) per decision beyond the first, where gathering each
+    point's gains took a (J, m C) gather and a (K, J) x (J, m C) product (bench_rules at
+    10,000 matrices: docs/benchmarks.md)."""
+
+    masks: list[np.ndarray]
+    regions: np.ndarray | None
+
+
 @dataclass
 class _Cells:
     """A partition of the output space (or Monte Carlo points), ready for decisions.
@@ -290,22 +305,37 @@ class _Cells:
                                    for _, block in self.draw_blocks()])  # fmt: skip
         return np.einsum("sjc,jd->sdc", self.mass, indicator)
 
-    def utilities(self, matrices: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    def taken(self, chosen: np.ndarray, decisions: int) -> _Taken:
+        """:class:`_Taken` of the decisions ``chosen`` (m, J) among ``decisions``."""
+        masks = [chosen == k for k in range(1, decisions)]
+        if self.kernels is None or self.weights is None:
+            return _Taken(masks, None)
+        k = self.kernels.shape[1]
+        regions = np.empty((decisions, len(chosen), k))
+        indicator = np.empty(chosen.shape)
+        for d, mask in enumerate(masks, start=1):
+            np.copyto(indicator, mask)  # as float: one BLAS product per decision
+            np.matmul(indicator, self.kernels, out=regions[d])
+        regions[0] = self.kernels.sum(axis=0) - regions[1:].sum(axis=0)
+        return _Taken(masks, regions)
+
+    def utilities(self, matrices: np.ndarray, chosen: np.ndarray,
+                  taken: _Taken | None = None) -> np.ndarray:  # fmt: skip
         """(S, m): ``sum_jc M_t(c, j) U_m[d_m(j), c]``, each matrix's utility per draw of
-        its decisions ``chosen`` (m, J). The gains ``U_m[d_m(j), c]`` are gathered as
-        whole rows with one ``np.take`` (``take_along_axis`` was 4x slower). Factored: the
-        kernels contract the cells first, (K, J) x (J, m C), then the weights the kernels,
-        (S, K C) x (K C, m): about S / K times less work than the dense (S, J C) x
-        (J C, m) when the cells outnumber the draws (15x for 3,000 draws, 196 kernels)."""
+        its decisions ``chosen`` (m, J). Factored: ``sum_kc weights[t, k, c] G_m[k, c]``
+        with ``G_m[k, c] = sum_d U_m[d, c] regions[d, m, k]`` (:meth:`taken`, or
+        ``taken`` when the caller has it), one (S, K C) x (K C, m) product. Dense: the
+        gains ``U_m[d_m(j), c]`` are gathered as whole rows with one ``np.take``
+        (``take_along_axis`` was 4x slower), then (S, J C) x (J C, m)."""
         m, d, c = matrices.shape
+        if self.kernels is not None and self.weights is not None:
+            regions = (taken if taken is not None else self.taken(chosen, d)).regions
+            assert regions is not None
+            k = self.kernels.shape[1]
+            gains = np.matmul(regions.transpose(1, 2, 0), matrices)  # (m, K, C)
+            return self.weights.reshape(self.weights.shape[0], k * c) @ gains.reshape(m, k * c).T
         rows = matrices.reshape(m * d, c)
         offsets = np.arange(m) * d
-        if self.kernels is not None and self.weights is not None:
-            j, k = self.kernels.shape
-            gains = np.take(rows, chosen.T + offsets, axis=0)  # (J, m, C)
-            per_kernel = (self.kernels.T @ gains.reshape(j, m * c)).reshape(k, m, c)
-            flat = np.ascontiguousarray(per_kernel.transpose(0, 2, 1)).reshape(k * c, m)
-            return self.weights.reshape(self.weights.shape[0], k * c) @ flat
         j = chosen.shape[1]
         gains = np.take(rows, chosen + offsets[:, None], axis=0).reshape(m, j * c).T
         if self.blocked:
@@ -1354,7 +1384,9 @@ def _best(expected: np.ndarray, *, choice: bool = False) -> tuple[np.ndarray | N
     return chosen, best
 
 
-def _standard_errors(contribution: np.ndarray, cells: _Cells) -> np.ndarray:
+def _standard_errors(
+    contribution: np.ndarray, cells: _Cells, *, overwrite: bool = False
+) -> np.ndarray:
     """The Monte Carlo standard error of the posterior-mean utility per matrix, from each
     point's contribution (m, J), whose mean the posterior-mean utility is.
 
@@ -1362,7 +1394,8 @@ def _standard_errors(contribution: np.ndarray, cells: _Cells) -> np.ndarray:
     s_k^2) / J`` with ``s_k^2`` the contributions' variance within stratum ``k`` (a
     stratum of one point takes the variance over all points). Points sampled without
     replacement from a finite population (``cells.population``): with the
-    finite-population correction, 0 when every item is a point.
+    finite-population correction, 0 when every item is a point. ``overwrite``: the
+    contributions are the caller's to spend (their deviations are formed in place).
     """
     j = contribution.shape[1]
     if j < 2:
@@ -1374,12 +1407,14 @@ def _standard_errors(contribution: np.ndarray, cells: _Cells) -> np.ndarray:
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     sums = np.add.reduceat(contribution, starts, axis=1)  # (m, strata)
     means = sums / counts
-    squares = np.add.reduceat((contribution - np.repeat(means, counts, axis=1)) ** 2, starts,
-                              axis=1)  # fmt: skip
+    single = counts == 1  # their variance: the one over all points (taken before overwriting)
+    overall = contribution.var(axis=1, ddof=1)[:, None] if single.any() else None
+    spread = contribution if overwrite else contribution.copy()
+    spread -= means[:, np.repeat(np.arange(len(counts)), counts)]  # (2x np.repeat's speed)
+    squares = np.add.reduceat(np.square(spread, out=spread), starts, axis=1)
     within = np.where(counts > 1, squares / np.maximum(counts - 1, 1), 0.0)
-    single = counts == 1
-    if single.any():
-        within[:, single] = contribution.var(axis=1, ddof=1)[:, None]
+    if overall is not None:
+        within[:, single] = overall
     return np.sqrt(within @ counts) / j
 
 
@@ -1446,12 +1481,11 @@ def _monte_carlo_errors(
     return errors
 
 
-def _error_function(
-    cells: _Cells, matrices: np.ndarray
-) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``errors(batch, chosen)``, (2, len(batch)): the Monte Carlo errors of the matrices
-    ``batch`` (a part of ``matrices``) with decisions ``chosen`` (batch, J), the same in
-    every draw: the standard error of the posterior mean, and the mean over draws (a few
+def _error_function(cells: _Cells, matrices: np.ndarray) -> Callable[..., np.ndarray]:
+    """``errors(batch, chosen, taken=None)``, (2, len(batch)): the Monte Carlo errors of
+    the matrices ``batch`` (a part of ``matrices``) with decisions ``chosen`` (batch, J),
+    the same in every draw (``taken``: their :meth:`_Cells.taken`, when the caller has
+    it): the standard error of the posterior mean, and the mean over draws (a few
     evenly spaced: :func:`_error_sample`) of single draws' own standard errors.
 
     Scaled cells (``cells.class_mass``, the ratio estimator of :func:`_monte_carlo_cells`):
@@ -1476,42 +1510,59 @@ def _error_function(
     sample = np.ascontiguousarray(masses[:, points].transpose(0, 2, 1))  # (draws, C, J')
     mean = cells.mean_mass()  # (J, C)
     both = class_sums = whole = None
+    factored = cells.kernels is not None and cells.weights is not None
     if cells.class_mass is not None:  # the posterior-mean masses and the picked draws'
-        both = np.concatenate([mean[:, None], masses.transpose(1, 0, 2)], axis=1)
-        both = both.reshape(j, -1)  # (J, (1 + draws) C)
-        class_sums = both.sum(axis=0).reshape(-1, c)  # (1 + draws, C): their class totals
+        if factored:  # as weights (K, (1 + draws) C), which the kernel regions contract
+            assert cells.kernels is not None and cells.weights is not None
+            w = np.concatenate([cells.weights.mean(axis=0)[None], cells.weights[picked]])
+            both = np.ascontiguousarray(w.transpose(1, 0, 2)).reshape(w.shape[1], -1)
+            class_sums = (cells.kernels.sum(axis=0) @ both).reshape(-1, c)
+        else:  # as masses (J, (1 + draws) C), which the decisions' masks contract
+            both = np.concatenate([mean[:, None], masses.transpose(1, 0, 2)], axis=1)
+            both = both.reshape(j, -1)
+            class_sums = both.sum(axis=0).reshape(-1, c)
+        # class_sums (1 + draws, C): their class totals
         whole = np.where(class_sums > 0, class_sums, 1.0)
         whole[1:] = cells.class_mass[picked]  # a draw's own: exact (F_t(c), or r_c)
 
-    def errors(batch: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    def errors(batch: np.ndarray, chosen: np.ndarray, taken: _Taken | None = None) -> np.ndarray:
         m = len(batch)
-        expected = (batch.reshape(-1, c) @ mean.T).reshape(m, d, j)
-        per_point = expected[:, 0]  # (m, J): each point's sum_c Mbar(c, j) U[d_j, c]
-        # each class's utility over the points, sum_j M(c, j) U[d_j, c], of the posterior-
-        # mean masses and the picked draws': U[0, c] times the class's mass, plus (U[k, c]
-        # - U[0, c]) times its mass where decision k is taken
-        sums = None if both is None else batch[:, None, 0, :] * class_sums[None]
-        for k in range(1, d):
-            taken = chosen == k
-            per_point = np.where(taken, expected[:, k], per_point)
-            if sums is not None:
-                region = (taken.astype(float) @ both).reshape(m, -1, c)  # (m, 1 + draws, C)
-                sums += (batch[:, k] - batch[:, 0])[:, None, :] * region
-        own = np.zeros((len(picked), m, len(points)))
-        gains = chosen[:, points]  # (m, J'): the sampled points' decisions
-        if sums is not None:
-            sums /= whole[None]  # (m, 1 + draws, C): each class's mean utility
-            per_point = per_point - sums[:, 0] @ mean.T  # centred on the posterior-mean one
-            for k in range(c):  # single draws, centred on their own
-                term = np.take_along_axis(batch[:, :, k], gains, axis=1)[None]
-                own += sample[:, None, k] * (term - sums[:, 1:, k].T[:, :, None])
+        if taken is None:
+            taken = cells.taken(chosen, d)
+        shift = None
+        if both is not None:
+            # each class's utility over the points, sum_j M(c, j) U[d_j, c], of the
+            # posterior-mean masses and the picked draws': U[0, c] times the class's
+            # mass, plus (U[k, c] - U[0, c]) times its mass where decision k is taken
+            if taken.regions is not None:
+                region = taken.regions[1:].reshape(-1, taken.regions.shape[2]) @ both
+            else:
+                region = np.stack([mask.astype(float) @ both for mask in taken.masks])
+            region = region.reshape(d - 1, m, len(whole), c)  # (D - 1, m, 1 + draws, C)
+            sums = batch[:, None, 0, :] * class_sums[None]  # (m, 1 + draws, C)
+            sums += np.einsum("mkc,kmtc->mtc", batch[:, 1:] - batch[:, :1], region)
+            sums /= whole[None]  # each class's mean utility
+            shift = sums[:, 0]  # (m, C): the posterior-mean masses' vbar_c
+        # each point's contribution J sum_c Mbar(c, j) (U[d_j, c] - vbar_c) (no shift:
+        # unscaled cells), J folded into the (m, D, C) utilities before the product
+        centred = batch * j if shift is None else (batch - shift[:, None, :]) * j
+        expected = (centred.reshape(-1, c) @ mean.T).reshape(m, d, j)
+        per_point = expected[:, 0].copy()  # (m, J)
+        for k, mask in enumerate(taken.masks, start=1):
+            np.copyto(per_point, expected[:, k], where=mask)
+        # single draws: own[t, m, j] = sum_c M_t(c, j) U[d_j, c] over the sampled points,
+        # the gains gathered as rows (m, J', C), then one small product per point
+        gains = np.take(batch.reshape(m * d, c), chosen[:, points] + (np.arange(m) * d)[:, None],
+                        axis=0)  # fmt: skip
+        own = np.matmul(gains.transpose(1, 0, 2), sample.transpose(2, 1, 0)).transpose(2, 1, 0)
+        if shift is not None:  # centred on each draw's own class means, v_tc
+            own -= np.matmul(sums[:, 1:].transpose(1, 0, 2), sample)  # (draws, m, J')
             own *= j
-        else:
-            for k in range(c):
-                own += sample[:, None, k] * np.take_along_axis(batch[:, :, k], gains, axis=1)
+        else:  # each point's expected utility under the draw
             total = sample.sum(axis=1)[:, None, :]
             own = np.divide(own, total, out=np.zeros_like(own), where=total > 0)
-        return np.stack([_standard_errors(per_point * j, cells), _draw_errors(own, cells, counts)])
+        errors = _draw_errors(own, cells, counts)
+        return np.stack([_standard_errors(per_point, cells, overwrite=True), errors])
 
     return errors
 
@@ -1560,12 +1611,13 @@ def _general_augmented(
         m = slice(a, a + step)
         batch = matrices[m]
         chosen, _ = _choices(cells.proba, batch)  # (m, J)
+        taken = None if kept is not None else cells.taken(chosen, batch.shape[1])
         if kept is not None:
             kept[m] = chosen
         else:
-            values[:, m] = cells.utilities(batch, chosen)
+            values[:, m] = cells.utilities(batch, chosen, taken)
         if errors_of is not None and standard is not None:
-            standard[:, m] = errors_of(batch, chosen)
+            standard[:, m] = errors_of(batch, chosen, taken)
         if cells.neighbours:  # as _mixed_mass, for every matrix of the batch at once
             change = np.zeros(chosen.shape, dtype=bool)
             change[:, 1:] |= chosen[:, 1:] != chosen[:, :-1]
