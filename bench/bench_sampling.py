@@ -184,6 +184,7 @@ def run(case: str, seed: int, args) -> dict:
         "seconds": summary["sampling_seconds"],
         "adapt_delta": summary["adapt_delta"],
         "warmup": summary["warmup"],
+        "max_treedepth": summary["max_treedepth"],
         "draws": summary["draws"],
         "divergences": summary["divergent"],
         "treedepth_hits": summary["max_treedepth_hits"],
@@ -283,7 +284,7 @@ def _section(results: list[dict], args) -> str:
         f"{_per_case_text(results, 'warmup')} warm-up + "
         f"{_per_case_text(results, 'draws')} draws, "
         f"adapt_delta {_per_case_text(results, 'adapt_delta')}, "
-        f"max_treedepth {DEFAULTS['max_treedepth']}; data sets and sampler seeds "
+        f"max_treedepth {_per_case_text(results, 'max_treedepth')}; data sets and sampler seeds "
         f"1..{args.seeds} (each 1-D case), 1..{args.logit_seeds} (logits); compile excluded). "
         "Invariant quantities: the log-likelihood and F_t(1 | y) at 10 fixed outputs. "
         "Design and history: docs/model.md.\n\n" + head + rows

@@ -272,10 +272,10 @@ def sampler_record(
             "stan_version": str(attrs.get("yieldwise_stan_version", "")),
             # the hyper-parameters the fit used, so that a study mixing designs shows it
             "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
-            # warm-up and adapt_delta as the fit ran (the constructor's default None of each
-            # depends on the output dimensions)
-            "settings": {k: params[k] for k in ("chains", "draws", "max_treedepth")}
-            | {"warmup": info["warmup"], "adapt_delta": info["adapt_delta"]},
+            # warm-up, adapt_delta and max_treedepth as the fit ran (the constructor's
+            # default None of each depends on the output dimensions)
+            "settings": {k: params[k] for k in ("chains", "draws")}
+            | {k: info[k] for k in ("warmup", "adapt_delta", "max_treedepth")},
             "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
         }
         | ({"prefixes": prefix_diagnostics(transducer, prefix_draws)} if prefix_draws else {})

@@ -58,13 +58,15 @@ def test_the_table_applies_each_cases_target(bench_sampling, monkeypatch):
         seconds = {"votes": 6.0, "study-votes": 12.0, "clipped": 15.0, "logits": 29.0}[case]
         return {"case": case, "seed": seed, "description": f"{case} set", "rows": 10, "K": 60,
                 "backend": "pystan", "seconds": seconds, "adapt_delta": 0.99, "warmup": 500,
-                "draws": 1000, "divergences": 0, "treedepth_hits": 0, "iterations": 4000,
+                "max_treedepth": 10, "draws": 1000, "divergences": 0, "treedepth_hits": 0,
+                "iterations": 4000,
                 "mean_steps": 31.0, "rhat_log_lik": 1.001, "rhat_transducer_max": 1.002,
                 "ess_log_lik": 3000.0, "ess_transducer_min": 900.0}  # fmt: skip
 
     monkeypatch.setattr(bench_sampling, "run", fake_run)
     pytest.importorskip("httpstan")
     assert bench_sampling.main(["--seeds", "1", "--logit-seeds", "1", "--write"]) == 0
+    assert "max_treedepth 10 (votes), 10 (study-votes)" in written["t"]  # as each case ran
     rows = {line.split(":")[0].lstrip("| "): line for line in written["t"].splitlines()[4:]}
     assert rows["votes"].endswith(
         "| 6 s (10 s) | 0 | 0 / 4,000 | 31 | 1.001, 1.002 | 3000, 900 | yes |"

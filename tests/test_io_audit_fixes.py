@@ -180,6 +180,14 @@ RECORD_CASES = [
      "attribute 'yieldwise_sampler': expected JSON dict, found list"),
     (_json_attr("yieldwise_sampler", lambda r: r.update(likelihood="dense")),
      "attribute 'yieldwise_sampler': 'likelihood' must be a JSON object, found 'dense'"),
+    (_json_attr("yieldwise_sampler", lambda r: r.update(max_treedepth="eleven")),
+     "attribute 'yieldwise_sampler': 'max_treedepth': expected an integer, found 'eleven'"),
+    (_json_attr("yieldwise_sampler", lambda r: r.update(max_treedepth=0)),
+     "attribute 'yieldwise_sampler': 'max_treedepth': expected an integer >= 1, found 0"),
+    (lambda d: (_json_attr("yieldwise_sampler", lambda r: r.pop("max_treedepth"))(d),
+                _json_attr("yieldwise_settings", lambda r: r.update(max_treedepth=None))(d)),
+     "attribute 'yieldwise_sampler': the sampler record lacks 'max_treedepth' and the "
+     "settings' is None"),
     (_json_attr("yieldwise_sampler", lambda r: r.update(pareto_k="high")),
      "attribute 'yieldwise_sampler': expected a number, found 'high'"),
     (_drop_attr("yieldwise_backend_version"), f"attribute 'yieldwise_backend_version' {MISSING}"),
@@ -731,3 +739,34 @@ def test_a_file_without_tags_reads_its_settings_as_before(saved):
     assert loaded.get_params()["output_transform"] == ["identity"]
     assert loaded.get_params()["max_treedepth"] == t.max_treedepth
     np.testing.assert_array_equal(loaded.predict_proba(Y), t.predict_proba(Y))
+
+
+def test_tree_depth_hits_are_counted_at_the_depth_the_fit_ran_with(saved):
+    """The sampler record's max_treedepth (what ran: the constructor's is None by default,
+    the depth chosen per output dimensions); a file from before that default, whose
+    sampler record lacks it, counts at its settings' depth. Depths 10 and 11 alternate
+    along the draws, so each threshold counts differently."""
+    _, path = saved
+
+    def hits(sampler_depth, settings_depth, name):
+        def change(data):
+            depth = data.sample_stats["tree_depth"]
+            depth.values[:] = np.arange(depth.size).reshape(depth.shape) % 2 + 10
+            _json_attr("yieldwise_settings", lambda r: r.update(max_treedepth=settings_depth))(data)
+            if sampler_depth is None:
+                _json_attr("yieldwise_sampler", lambda r: r.pop("max_treedepth"))(data)
+            else:
+                _json_attr("yieldwise_sampler", lambda r: r.update(max_treedepth=sampler_depth))(
+                    data
+                )
+
+        loaded = Transducer.load(_altered(path, change, name))
+        return loaded.sampler_summary()["max_treedepth_hits"]
+
+    size = Transducer.load(path).posterior_.sample_stats["tree_depth"].size
+    assert size >= 2
+    elevens = size // 2  # depths 10, 11, 10, ...
+    assert hits(11, None, "a.nc") == elevens  # a current file: the depth chosen per fit
+    assert hits(12, 10, "b.nc") == 0  # the sampler record's depth, not the settings'
+    assert hits(None, 10, "c.nc") == size  # a file from before: its settings' depth
+    assert hits(None, 11, "d.nc") == elevens

@@ -109,8 +109,10 @@ def test_task_seeds_are_fixed_numbers_in_every_process():
         # audit 2026-12-06: each names the setting or the column it is about
         (lambda: fit_many(tasks(), transducer={**LAPLACE, "chains": None}), TypeError,
          r"transducer: chains must be an integer such as 4, found None of type NoneType"),
-        (lambda: fit_many(tasks(), transducer={**LAPLACE, "max_treedepth": None}), TypeError,
-         r"transducer: max_treedepth must be an integer such as 10, found None"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "max_treedepth": [11]}), TypeError,
+         r"transducer: max_treedepth must be an integer such as 10, found \[11\]"),
+        (lambda: fit_many(tasks(), transducer={**LAPLACE, "max_treedepth": "ten"}), ValueError,
+         r"transducer: max_treedepth must be a positive integer, got 'ten'"),
         (lambda: fit_many(tasks(), transducer={**LAPLACE, "likelihood_bins": -3}), ValueError,
          r"transducer: likelihood_bins must be \"auto\", None or a fraction"),
         (lambda: fit_many(tasks(), transducer={**LAPLACE, "class_reduction": "bogus"}), ValueError,

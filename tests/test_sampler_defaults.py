@@ -53,6 +53,9 @@ def test_a_fit_records_the_warmup_and_adapt_delta_its_dimensions_chose():
     assert [r.get("step_size_window") for r in ran] == [150, None, None, None]
     # three dimensions: whitened centres at 0.99 (five or more: 0.95, the next test)
     assert [r["adapt_delta"] for r in ran] == [0.99, 0.97, 0.99, 0.9]
+    # and a deeper tree (11) for three dimensions
+    assert [r["max_treedepth"] for r in ran] == [10, 10, 11, 10]
+    assert three.get_params()["max_treedepth"] is None  # the constructor's: by dimensions
     assert [r["draws"] for r in ran] == [50, 50, 50, 50]  # given
     # not given: 1,000 draws per chain for one output dimension, 750 for two
     assert [fit_record(t.posterior_)["sampler"]["draws"] for t in chosen] == [1000, 750]
@@ -64,7 +67,8 @@ def test_a_fit_records_the_warmup_and_adapt_delta_its_dimensions_chose():
     [("adapt_delta", 0.99, 0.97, 0.99, 0.95, [(1, 0.8), (2, 0.999), (3, 0.9), (9, 0.9)]),
      # 0 is a value given (checked by the backends), not a missing one
      ("warmup", 500, 250, 250, 250, [(1, 100), (2, 0)]),
-     ("draws", 1000, 750, 750, 750, [(1, 300), (2, 2000)])],
+     ("draws", 1000, 750, 750, 750, [(1, 300), (2, 2000)]),
+     ("max_treedepth", 10, 10, 11, 10, [(1, 12), (3, 10), (9, 13)])],
 )  # fmt: skip
 def test_a_setting_follows_the_output_dimensions_unless_given(
     name, one_dim, two_dims, centres_whitened, multi, given
@@ -154,6 +158,8 @@ def test_a_class_reduction_with_pair_offsets_takes_its_own_adapt_delta(five_clas
 
     assert SAMPLER_DEFAULTS.adapt_delta_for(1, grouped=True) == 0.95
     assert SAMPLER_DEFAULTS.adapt_delta_for(1, 0.8, grouped=True) == 0.8
+    assert SAMPLER_DEFAULTS.max_treedepth_for(1, grouped=True) == 10
+    assert SAMPLER_DEFAULTS.max_treedepth_for(3, grouped=True) == 10  # not whitened centres
     frame, labels = five_class_data(400, 1)
     kw = {"backend": "laplace", "chains": 2, "draws": 50, "seed": 1, "progress": False}
     ran = []

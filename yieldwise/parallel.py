@@ -182,12 +182,12 @@ def _sampler_argument(name: str, value: Any) -> None:
     from .backends._base import check_sampler_arguments
     from .transducer.sampler import SAMPLER_DEFAULTS
 
-    if value is None and name in ("warmup", "draws", "adapt_delta", "seed"):
+    if value is None and name in ("warmup", "draws", "adapt_delta", "max_treedepth", "seed"):
         return  # None: each fit takes the default of its output dimensions (seed: drawn)
     defaults = {
         "chains": SAMPLER_DEFAULTS.chains, "warmup": SAMPLER_DEFAULTS.warmup_for(1),
         "draws": SAMPLER_DEFAULTS.draws_for(1), "seed": None,
-        "max_treedepth": SAMPLER_DEFAULTS.max_treedepth,
+        "max_treedepth": SAMPLER_DEFAULTS.max_treedepth_for(1),
         "adapt_delta": SAMPLER_DEFAULTS.adapt_delta_for(1),
     }  # fmt: skip
     try:

@@ -255,14 +255,24 @@ class StanBackend(abc.ABC):
         return f"<{type(self).__name__} name={self.name!r}>"
 
 
+def _whole(value: Any) -> bool:
+    """``value`` equals an integer (2 and 2.0 do; "ten" does not, where ``int`` would
+    raise its own message). None and other non-numbers raise TypeError, as ``int``
+    does."""
+    try:
+        return int(value) == value
+    except ValueError:  # a string that is no integer
+        return False
+
+
 def check_sampler_arguments(
     chains: int, warmup: int, draws: int, seed: int | None, max_treedepth: int, adapt_delta: float
 ) -> int:
     """Validate the common sampler arguments; return the seed to use (drawn if None)."""
     for label, value, low in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1)):
-        if int(value) != value or value < low:
+        if not _whole(value) or value < low:
             raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
-    if int(max_treedepth) != max_treedepth or max_treedepth < 1:
+    if not _whole(max_treedepth) or max_treedepth < 1:
         raise ValueError(f"max_treedepth must be a positive integer, got {max_treedepth!r}")
     if not 0 < adapt_delta < 1:
         raise ValueError(f"adapt_delta must lie in (0, 1), got {adapt_delta!r}")

@@ -260,6 +260,18 @@ def approximation_pareto_k(idata: Any) -> float | None:
     return None if k is None else float(k)
 
 
+def _max_treedepth(record: dict[str, Any]) -> int:
+    """The largest tree depth a fit ran with: its sampler record's, else (a file from
+    before the per-dimension default, 2026-12-07) the constructor's settings'."""
+    depth = record["sampler"].get("max_treedepth", record["settings"].get("max_treedepth"))
+    if depth is None:  # neither records it: not a file yieldwise wrote
+        raise ValueError(
+            "the fit records no max_treedepth (neither its sampler record nor its settings): "
+            "its tree-depth hits cannot be counted"
+        )
+    return int(depth)
+
+
 def sampler_summary(idata: Any) -> dict[str, Any]:
     """Divergences, tree-depth saturation, step sizes and timing of a fit, from its
     InferenceData (``sample_stats`` and the recorded settings); for a Laplace
@@ -272,13 +284,15 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         "chains": int(stats.sizes["chain"]),
         "draws": int(stats.sizes["draw"]),
         "divergent": int(stats["diverging"].values.sum()),
-        "max_treedepth_hits": int(
-            (stats["tree_depth"].values >= record["settings"]["max_treedepth"]).sum()
-        ),
+        # at the depth the fit ran with (the constructor's may be None: by dimensions;
+        # files before the per-dimension default hold it in the constructor's settings)
+        "max_treedepth_hits": int((stats["tree_depth"].values >= _max_treedepth(record)).sum()),
         "step_size": stats["step_size"].values.mean(axis=1).tolist(),
         # the target acceptance rate the fit ran at (None for a Laplace approximation or
         # given draws, which record none)
         "adapt_delta": record["sampler"].get("adapt_delta"),
+        # the largest tree depth it ran with (by default per output dimensions)
+        "max_treedepth": _max_treedepth(record),
         # the warm-up iterations per chain it ran (by default per output dimensions)
         "warmup": record["sampler"].get("warmup"),
         "sampling_seconds": record["sampling_seconds"],

@@ -192,10 +192,12 @@ class Transducer:
         seconds (:mod:`yieldwise.backends._laplace`), for dry runs and
         plumbing, never chosen by ``"auto"`` and not for decisions resting on the
         uncertainty (its bands are those of a Normal approximation).
-    max_treedepth, adapt_delta : NUTS tuning (defaults from
-        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`: 10, and for ``adapt_delta=None``
-        0.99 with one output dimension, 0.97 with two, 0.95 with more; the value used is in
-        ``sampler_summary()``).
+    max_treedepth, adapt_delta : NUTS tuning; None (the default) takes
+        :data:`yieldwise.transducer.SAMPLER_DEFAULTS`' value for the fit's output
+        dimensions: ``max_treedepth`` 11 with three or four (joint fits), else Stan's 10;
+        ``adapt_delta`` 0.99 with one, 0.97 with two, 0.99 with three or four, 0.95 with
+        more (0.95 for a class reduction's pair offsets). The values used are in
+        ``sampler_summary()``.
     progress : bool
         Show the sampler's progress.
     kernel_tail_cut : float
@@ -292,7 +294,7 @@ class Transducer:
         draws: int | None = SAMPLER_DEFAULTS.draws,
         seed: int | None = None,
         backend: str = "auto",
-        max_treedepth: int = SAMPLER_DEFAULTS.max_treedepth,
+        max_treedepth: int | None = SAMPLER_DEFAULTS.max_treedepth,
         # None: 0.99 for one output dimension, 0.97 for two, 0.99 for three or four, 0.95 for
         # more (SamplerDefaults says why)
         adapt_delta: float | None = SAMPLER_DEFAULTS.adapt_delta,
@@ -471,7 +473,9 @@ class Transducer:
             draws=SAMPLER_DEFAULTS.draws_for(transform.model_dims, self.draws),
             seed=seed,
             init=sampler_inits(data, chains, seed),
-            max_treedepth=self.max_treedepth,
+            max_treedepth=SAMPLER_DEFAULTS.max_treedepth_for(
+                transform.model_dims, self.max_treedepth, grouped=groups is not None
+            ),
             adapt_delta=SAMPLER_DEFAULTS.adapt_delta_for(
                 transform.model_dims, self.adapt_delta, grouped=groups is not None
             ),
@@ -649,7 +653,7 @@ class Transducer:
         }
         if sample_stats is not None:
             stats = {name: np.asarray(sample_stats[name]) for name in stats}
-        settings = {"max_treedepth": SAMPLER_DEFAULTS.max_treedepth, "seed": 0,
+        settings = {"max_treedepth": SAMPLER_DEFAULTS.MAX_TREEDEPTH, "seed": 0,
                     **(sampler or {})}  # fmt: skip
         result = SampleResult(
             draws={**{name: np.asarray(draws[name], float) for name in ("w", "alpha", "mu",

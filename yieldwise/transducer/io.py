@@ -150,8 +150,10 @@ def _json(kind: type) -> Callable[[Any], Any]:
     return parse
 
 
-def _integer(low: int) -> Callable[[Any], int]:
-    def parse(value: Any) -> int:
+def _integer(low: int, optional: bool = False) -> Callable[[Any], int | None]:
+    def parse(value: Any) -> int | None:
+        if value is None and optional:
+            return None
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
             raise ValueError(f"expected an integer, found {value!r}")
         if value < low:
@@ -208,10 +210,12 @@ def _classes(text: Any) -> tuple[Any, ...]:
 
 
 #: The entries of the constructor's settings (``yieldwise_settings``) that yieldwise reads
-#: back from a file (``sampler_summary``: tree-depth hits), and how each is read; the
-#: others are the constructor's, which a file of an older yieldwise may lack (the
-#: constructor's defaults then).
-SETTINGS_READ: dict[str, Callable[[Any], Any]] = {"max_treedepth": _integer(1)}
+#: back from a file (``sampler_summary``: tree-depth hits, at this depth in a file whose
+#: sampler record lacks the depth it ran with, written before the per-dimension default
+#: of 2026-12-07; None: chosen per fit), and how each is read; the others are the
+#: constructor's, which a file of an older yieldwise may lack (the constructor's defaults
+#: then).
+SETTINGS_READ: dict[str, Callable[[Any], Any]] = {"max_treedepth": _integer(1, optional=True)}
 
 
 def _settings(text: Any) -> dict[str, Any]:
@@ -237,6 +241,11 @@ def _sampler(text: Any) -> dict[str, Any]:
         _number(record["pareto_k"])
     if "seed" in record:
         _integer(0)(record["seed"])
+    if "max_treedepth" in record:  # the depth run with, for the tree-depth hits
+        try:
+            _integer(1)(record["max_treedepth"])
+        except ValueError as exc:
+            raise ValueError(f"'max_treedepth': {exc}") from None
     return record
 
 
@@ -520,6 +529,15 @@ def _read_attributes(path: Path, data: Any) -> dict[str, Any]:
     for name, (parse, default) in OPTIONAL_ATTRIBUTES.items():
         meta[name] = _parse(path, name, parse, attrs[name]) if name in attrs else default
     _check_version(path, data, meta[FORMAT_ATTRIBUTE])  # absent: version 1
+    if (
+        "max_treedepth" not in meta["yieldwise_sampler"]
+        and meta["yieldwise_settings"]["max_treedepth"] is None
+    ):  # sampler_summary counts the tree-depth hits at the depth run with
+        raise TransducerFileError(
+            f"{path}: attribute 'yieldwise_sampler': the sampler record lacks "
+            "'max_treedepth' and the settings' is None (chosen per fit), so the depth the "
+            "fit ran with is unknown; the file was altered"
+        )
     if (
         meta[FORMAT_ATTRIBUTE] < _TEMPERATURE_SINCE
         and meta["yieldwise_class_reduction"] is not None
