@@ -1561,8 +1561,8 @@ def _error_function(cells: _Cells, matrices: np.ndarray) -> Callable[..., np.nda
         else:  # each point's expected utility under the draw
             total = sample.sum(axis=1)[:, None, :]
             own = np.divide(own, total, out=np.zeros_like(own), where=total > 0)
-        errors = _draw_errors(own, cells, counts)
-        return np.stack([_standard_errors(per_point, cells, overwrite=True), errors])
+        single_draws = _draw_errors(own, cells, counts)
+        return np.stack([_standard_errors(per_point, cells, overwrite=True), single_draws])
 
     return errors
 
