@@ -162,6 +162,7 @@ def run(case: str, seed: int, args) -> dict:
         seed=sampler_seed,
         backend=args.backend,
         adapt_delta=args.adapt_delta,
+        max_treedepth=args.max_treedepth,
         prior=json.loads(args.prior) if args.prior else None,
         progress=False,
     )
@@ -220,6 +221,12 @@ def main(argv=None) -> int:
     parser.add_argument("--prior", default="", help="JSON overrides, e.g. '{\"tau_f_scale\": 2}'")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--adapt-delta", type=float, default=DEFAULTS["adapt_delta"])
+    parser.add_argument(
+        "--max-treedepth",
+        type=int,
+        default=DEFAULTS["max_treedepth"],
+        help="default: by output dimensions (SamplerDefaults.max_treedepth_for)",
+    )
     args = parser.parse_args(argv)
     unknown = [case for case in args.cases if case not in CASES]
     if unknown:

@@ -74,3 +74,19 @@ def test_the_table_applies_each_cases_target(bench_sampling, monkeypatch):
     assert rows["study-votes"].endswith("| NO |") and "| 12 s (10 s) |" in rows["study-votes"]
     assert rows["clipped"].endswith("| (no target) |") and "| 15 s (no target) |" in rows["clipped"]
     assert rows["logits"].endswith("| yes |") and "| 29 s (30 s) |" in rows["logits"]
+
+
+def test_the_tree_depth_is_the_per_dimension_default_unless_given(bench_sampling, monkeypatch):
+    """--max-treedepth reaches each fit; without it the constructor's None (chosen by the
+    output dimensions, as a user's fit)."""
+    seen = []
+
+    def fake_run(case, seed, args):
+        seen.append(args.max_treedepth)
+        raise KeyboardInterrupt  # one call is enough
+
+    monkeypatch.setattr(bench_sampling, "run", fake_run)
+    for argv, expected in ((["votes"], None), (["votes", "--max-treedepth", "12"], 12)):
+        with pytest.raises(KeyboardInterrupt):
+            bench_sampling.main(argv)
+        assert seen.pop() == expected

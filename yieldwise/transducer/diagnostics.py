@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import Label
-from .io import fit_record
+from .io import fit_record, recorded_max_treedepth
 
 __all__ = [
     "BIN_ESS_SHARE_MIN",
@@ -260,18 +260,6 @@ def approximation_pareto_k(idata: Any) -> float | None:
     return None if k is None else float(k)
 
 
-def _max_treedepth(record: dict[str, Any]) -> int:
-    """The largest tree depth a fit ran with: its sampler record's, else (a file from
-    before the per-dimension default, 2026-12-07) the constructor's settings'."""
-    depth = record["sampler"].get("max_treedepth", record["settings"].get("max_treedepth"))
-    if depth is None:  # neither records it: not a file yieldwise wrote
-        raise ValueError(
-            "the fit records no max_treedepth (neither its sampler record nor its settings): "
-            "its tree-depth hits cannot be counted"
-        )
-    return int(depth)
-
-
 def sampler_summary(idata: Any) -> dict[str, Any]:
     """Divergences, tree-depth saturation, step sizes and timing of a fit, from its
     InferenceData (``sample_stats`` and the recorded settings); for a Laplace
@@ -279,6 +267,7 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
     (above about 0.7 its draws misstate the posterior; None for MCMC)."""
     stats = idata.sample_stats
     record = fit_record(idata)
+    depth = recorded_max_treedepth(record["sampler"], record["settings"])
     return {
         "backend": record["backend"],
         "chains": int(stats.sizes["chain"]),
@@ -286,13 +275,13 @@ def sampler_summary(idata: Any) -> dict[str, Any]:
         "divergent": int(stats["diverging"].values.sum()),
         # at the depth the fit ran with (the constructor's may be None: by dimensions;
         # files before the per-dimension default hold it in the constructor's settings)
-        "max_treedepth_hits": int((stats["tree_depth"].values >= _max_treedepth(record)).sum()),
+        "max_treedepth_hits": int((stats["tree_depth"].values >= depth).sum()),
         "step_size": stats["step_size"].values.mean(axis=1).tolist(),
         # the target acceptance rate the fit ran at (None for a Laplace approximation or
         # given draws, which record none)
         "adapt_delta": record["sampler"].get("adapt_delta"),
         # the largest tree depth it ran with (by default per output dimensions)
-        "max_treedepth": _max_treedepth(record),
+        "max_treedepth": depth,
         # the warm-up iterations per chain it ran (by default per output dimensions)
         "warmup": record["sampler"].get("warmup"),
         "sampling_seconds": record["sampling_seconds"],

@@ -529,15 +529,14 @@ def _read_attributes(path: Path, data: Any) -> dict[str, Any]:
     for name, (parse, default) in OPTIONAL_ATTRIBUTES.items():
         meta[name] = _parse(path, name, parse, attrs[name]) if name in attrs else default
     _check_version(path, data, meta[FORMAT_ATTRIBUTE])  # absent: version 1
-    if (
-        "max_treedepth" not in meta["yieldwise_sampler"]
-        and meta["yieldwise_settings"]["max_treedepth"] is None
-    ):  # sampler_summary counts the tree-depth hits at the depth run with
+    try:  # sampler_summary counts the tree-depth hits at the depth run with
+        recorded_max_treedepth(meta["yieldwise_sampler"], meta["yieldwise_settings"])
+    except ValueError:
         raise TransducerFileError(
             f"{path}: attribute 'yieldwise_sampler': the sampler record lacks "
             "'max_treedepth' and the settings' is None (chosen per fit), so the depth the "
             "fit ran with is unknown; the file was altered"
-        )
+        ) from None
     if (
         meta[FORMAT_ATTRIBUTE] < _TEMPERATURE_SINCE
         and meta["yieldwise_class_reduction"] is not None
@@ -921,6 +920,20 @@ def record_reduction(idata: Any, transducer: Any, y: np.ndarray, class_index: np
 def record_classifier(idata: Any, name: str) -> None:
     """Record the name of the classifier whose outputs were calibrated."""
     idata.posterior.attrs["yieldwise_classifier"] = name
+
+
+def recorded_max_treedepth(sampler: dict[str, Any], settings: dict[str, Any]) -> int:
+    """The largest tree depth a fit ran with: its sampler record's, else (a file from
+    before the per-dimension default, 2026-12-07) the constructor's settings'. A
+    ValueError if neither records it (not a file yieldwise wrote): its tree-depth hits
+    could not be counted."""
+    depth = sampler.get("max_treedepth", settings.get("max_treedepth"))
+    if depth is None:
+        raise ValueError(
+            "the fit records no max_treedepth (neither its sampler record nor its settings): "
+            "its tree-depth hits cannot be counted"
+        )
+    return int(depth)
 
 
 def fit_record(idata: Any) -> dict[str, Any]:
