@@ -987,3 +987,79 @@ def test_loo_warns_when_items_beyond_every_kernel_carry_its_variance():
         )
         assert uniform.transform_.kind == ("identity",)
         uniform.loo()
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "keepdims"),
+    [((5, 4), None, False), ((5, 4), 0, False), ((5, 4), 1, True), ((3, 5, 4), (1, 2), True),
+     ((3, 5, 4), -2, False), ((3, 5, 4), -1, False), ((7,), None, True)],
+)  # fmt: skip
+def test_the_backends_logsumexp_is_scipys(shape, axis, keepdims):
+    """The lean log-sum-exp of the Laplace backend against scipy's, values and shapes,
+    with rows of -inf, +inf, NaN and values near the largest double."""
+    from scipy.special import logsumexp as reference
+
+    from yieldwise.backends._laplace import logsumexp
+
+    a = np.random.default_rng(3).normal(size=shape) * 300
+    got, expected = logsumexp(a, axis, keepdims), reference(a, axis=axis, keepdims=keepdims)
+    assert np.shape(got) == np.shape(expected)
+    assert np.allclose(got, expected, rtol=1e-14, atol=0)
+    edges = np.array([[-np.inf, -np.inf], [np.inf, 800.0], [np.nan, 1.0], [1e308, 1e308]])
+    assert np.array_equal(logsumexp(edges, 1), reference(edges, axis=1), equal_nan=True)
+    assert logsumexp(np.full(3, -np.inf)) == -np.inf
+
+
+def _batch_models():
+    """A plain three-class model (marginal density, level ridge, floor, random whitening),
+    one with group offsets and one with local blocks."""
+    rng = np.random.default_rng(11)
+    data, *_ = _data(classes=3)
+    plain = {**_random_whitening(data, rng), "tau_f_floor": 0.9, "density_marginal": 1,
+             "level_scale": 2.0}  # fmt: skip
+    n = 240
+    cls = rng.integers(0, 3, n)
+    y = np.round(rng.normal(cls, 1.0), 1)
+    groups = (rng.integers(0, 5, n), np.array([0, 0, 1, 1, 2]))  # group, its parent
+    grouped, _ = build_stan_data(cls, y, y, None, 3, preconditioned=False, groups=groups)
+    local, _ = build_stan_data(cls, y, y, None, 3, 12, {"tau_l_scale": 5.0}, preconditioned=False)
+    return {"plain": plain, "grouped": grouped, "local": local}
+
+
+@pytest.mark.parametrize("kind", ["plain", "grouped", "local"])
+def test_log_densities_of_a_batch_are_each_rows_own_and_the_hessian_its_differences(kind):
+    """log_densities over six points equals log_density at each alone (no row leaks into
+    another; a row whose likelihood underflows is -inf with a NaN gradient and leaves the
+    others as they are), and the Hessian from one batch of 2 U gradients equals the central
+    differences of the gradient taken one coordinate at a time."""
+    model = TransducerDensity(_batch_models()[kind])
+    rng = np.random.default_rng(3)
+    us = np.stack([_random_u(model, rng) for _ in range(6)])
+    us[:, model.slices["log_tau_f"]] += rng.normal(0.0, 0.3, (6, 2))  # rows differ everywhere
+    lp, grad = model.log_densities(us)
+    for i, u in enumerate(us):
+        alone = model.log_density(u)
+        assert lp[i] == pytest.approx(alone[0], rel=1e-12)
+        np.testing.assert_allclose(grad[i], alone[1], rtol=1e-10, atol=1e-10)
+    if kind == "grouped":  # 60 kernels: row 2's density slopes by 10^4 along the outputs,
+        # so the items at the far end get weight 0 at every kernel they reach (the plain and
+        # local models' 12 wide kernels keep some weight everywhere)
+        broken = us.copy()
+        broken[2, model.slices["a_fixed"]] = 1e4
+        lp_b, grad_b = model.log_densities(broken)
+        assert lp_b[2] == -np.inf and np.isnan(grad_b[2]).all()
+        keep = np.arange(6) != 2
+        np.testing.assert_allclose(lp_b[keep], lp[keep], rtol=1e-12)
+        np.testing.assert_allclose(grad_b[keep], grad[keep], rtol=1e-10, atol=1e-10)
+    u = us[0]
+    h = 1e-5 * np.maximum(1.0, np.abs(u))
+    columns = []
+    for j in range(u.size):
+        step = np.zeros_like(u)
+        step[j] = h[j]
+        columns.append(
+            (model.log_density(u + step)[1] - model.log_density(u - step)[1]) / (2 * h[j])
+        )
+    by_coordinate = np.column_stack(columns)
+    np.testing.assert_allclose(model.hessian(u), 0.5 * (by_coordinate + by_coordinate.T),
+                               rtol=1e-7, atol=1e-7 * np.abs(by_coordinate).max())  # fmt: skip

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from ._base import CompilationError, CompiledProgram, SampleResult, SamplingError, StanBackend
 
@@ -64,6 +64,29 @@ __all__ = [
     "laplace",
     "scale_marginals",
 ]
+
+
+def logsumexp(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> Any:
+    """``log(sum(exp(a)))`` over ``axis``, shifted by the largest value, as
+    ``scipy.special.logsumexp`` for real arrays (all ``-inf``: ``-inf``; any ``+inf``:
+    ``+inf``; NaN propagates), without its array-API dispatch: that took 0.34 ms a call,
+    over half of a Laplace fit's time in the Hessian's 2 U gradients (five classes, 400
+    items: 27 of 55 s, 2026-12-07)."""
+    a = np.asarray(a, dtype=float)
+    top = np.max(a, axis=axis, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    with np.errstate(divide="ignore", over="ignore"):  # log 0, and exp of an infinite top's row
+        out = np.log(np.exp(a - top).sum(axis=axis, keepdims=True)) + top
+    if keepdims:
+        return out
+    return out.reshape(())[()] if axis is None else np.squeeze(out, axis=axis)
+
+
+def _by_columns(matrices: np.ndarray) -> np.ndarray:
+    """(B, rows, columns) matrices flattened column by column, (B, rows x columns): as
+    Stan's to_matrix and :meth:`TransducerDensity.unpack` read them."""
+    return matrices.swapaxes(-1, -2).reshape(len(matrices), -1)
+
 
 #: Relative step of the central differences that give the Hessian from the exact gradient.
 _HESSIAN_STEP = 1e-5
@@ -339,114 +362,133 @@ class TransducerDensity:
             theta = theta - (logsumexp(theta, axis=-1) - a)[..., None]
         return theta
 
-    def _lik(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        top = theta.max(axis=0)
-        e = np.exp(theta - top)
-        m = self.kern @ e  # (N, C)
-        rows = np.arange(self.cls.size)
-        lik = m[rows, self.cls]
-        log_norm = float(logsumexp(theta))
-        return e, lik, top, log_norm
-
     def log_density(self, u: np.ndarray) -> tuple[float, np.ndarray]:
-        """Log posterior (Stan's target, Jacobians of the log scales included) and gradient."""
-        p = self.unpack(u)
-        w = self.smooth_blocks(u)  # once, for theta, the prior and the gradient
-        groups = self.group_blocks(u) if self.G > 0 else None  # likewise for the offsets
-        theta = self.theta(u, w)
-        e, lik, top, log_norm = self._lik(theta)
-        if not np.all(lik > _LIK_FLOOR):
-            # A row whose kept kernels all carry weight 0 in double precision (underflow
-            # of exp(theta - top), or the kernel matrix's cut, stan_data.KERNEL_TAIL_CUT):
-            # the density is 0 at u, as in Stan's log(lik). The mode search's trial steps
-            # reach such points (two logits, 3,600 items: 4 of 20 coverage fits) and reject
-            # them on the value alone; the gradient has no meaning there, and computing
-            # it would divide by 0 (numpy's RuntimeWarnings reached the user). Rows whose
-            # likelihood is positive but below _LIK_FLOOR are treated alike: count / lik
-            # would overflow (votes, 3,600 items: 2 of 18 coverage fits, 2026-11-28).
-            return -np.inf, np.full(u.shape, np.nan)
-        tau_a = float(np.exp(p["log_tau_a"]))
+        """Log posterior (Stan's target, Jacobians of the log scales included) and gradient
+        at one point ``u`` (:meth:`log_densities` of one row)."""
+        lp, grad = self.log_densities(np.asarray(u, dtype=float)[None])
+        return float(lp[0]), grad[0]
+
+    def log_densities(self, us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`log_density` at each row of ``us`` (B, size): (B,) values and (B, size)
+        gradients, every operation over the rows at once (the Hessian's 2 U gradients in
+        one call, not 2 U calls of Python's overhead).
+
+        A row whose kept kernels all carry weight 0 in double precision (underflow of
+        exp(theta - top), or the kernel matrix's cut, stan_data.KERNEL_TAIL_CUT) has
+        density 0, as in Stan's log(lik): its value is -inf and its gradient NaN. The mode
+        search's trial steps reach such points (two logits, 3,600 items: 4 of 20 coverage
+        fits) and reject them on the value alone; the gradient has no meaning there, and
+        computing it would divide by 0 (numpy's RuntimeWarnings reached the user). Rows
+        whose likelihood is positive but below _LIK_FLOOR are treated alike: count / lik
+        would overflow (votes, 3,600 items: 2 of 18 coverage fits, 2026-11-28). So the
+        other rows are computed alone.
+        """
+        us = np.asarray(us, dtype=float)
+        p = self.unpack(us)
+        w = self.smooth_blocks(us)  # once, for theta, the prior and the gradient
+        groups = self.group_blocks(us) if self.G > 0 else None  # likewise for the offsets
+        theta = self.theta(us, w)  # (B, K, C)
+        top = theta.max(axis=-2)  # (B, C)
+        e = np.exp(theta - top[:, None, :])
+        rows = np.arange(self.cls.size)
+        lik = (self.kern @ e)[:, rows, self.cls]  # (B, N): each row's own class
+        bad = ~np.all(lik > _LIK_FLOOR, axis=-1)
+        if bad.any():
+            lp, grad = np.full(len(us), -np.inf), np.full(us.shape, np.nan)
+            if not bad.all():
+                lp[~bad], grad[~bad] = self.log_densities(us[~bad])
+            return lp, grad
+        log_norm = logsumexp(theta, axis=(-2, -1))  # (B,)
+        tau_a = np.exp(p["log_tau_a"])
         tau_f = np.exp(p["log_tau_f"])
         fs = self.fixed_scale
-        weight = np.zeros((self.cls.size, self.C))
-        weight[np.arange(self.cls.size), self.cls] = self.count / lik
+        weight = np.zeros((len(us), self.cls.size, self.C))
+        weight[:, rows, self.cls] = self.count / lik
         if self.G == 0:
-            ll = float(self.count @ (np.log(lik) + top[self.cls])) - self.total * log_norm
+            ll = (np.log(lik) + top[:, self.cls]) @ self.count - self.total * log_norm
             # d ll / d theta[k, c] = sum_{n: c_n = c} count_n kern[n, k] beta_kc / lik_n
             #                        - total softmax(theta)[k, c]
-            normaliser = self.total * np.exp(theta - log_norm)
+            normaliser = self.total * np.exp(theta - log_norm[:, None, None])
         else:  # each row's group offset and its group's normaliser (the Stan program)
-            off = self.offsets(u, groups)
-            lnz = self.group_log_norm(theta, off)
-            ll = float(self.count @ (np.log(lik) + top[self.cls] + off[self.grp, self.cls]
-                                     - lnz[self.grp]))  # fmt: skip
+            off = self.offsets(us, groups)  # (B, G, C)
+            lnz = self.group_log_norm(theta, off)  # (B, G)
+            ll = (np.log(lik) + top[:, self.cls] + off[:, self.grp, self.cls]
+                  - lnz[:, self.grp]) @ self.count  # fmt: skip
             # group g's class shares pi_g(c) = exp(off[g, c] + lse_k theta[k, c] - lnz[g])
-            share = np.exp(off + logsumexp(theta, axis=0)[None, :] - lnz[:, None])
-            normaliser = np.exp(theta) * (self.group_total @ np.exp(off - lnz[:, None]))
-            g_off = self.group_class - self.group_total[:, None] * share  # (G, C)
-        lp = ll + float(self.log_prior(u, w, groups))
-        g_theta = (self.kern.T @ weight) * e - normaliser
-        g_a = g_theta.sum(axis=1)
-        g_f = g_theta[:, 1:]
+            share = np.exp(off + logsumexp(theta, axis=-2)[:, None, :] - lnz[..., None])
+            normaliser = (
+                np.exp(theta) * (self.group_total @ np.exp(off - lnz[..., None]))[:, None, :]
+            )
+            g_off = self.group_class - self.group_total[:, None] * share  # (B, G, C)
+        lp = ll + self.log_prior(us, w, groups)
+        g_theta = (self.kern.T @ weight) * e - normaliser  # (B, K, C)
+        g_a = g_theta.sum(axis=-1)
+        g_f = g_theta[..., 1:]
         if self.marginal:  # d theta[k, c] / d f_j[k] = [c = j] - softmax(0, f[k])_j
-            alpha = np.exp(theta - logsumexp(theta, axis=1, keepdims=True))  # = softmax(0, f)
-            g_f = g_f - alpha[:, 1:] * g_a[:, None]
+            alpha = np.exp(theta - logsumexp(theta, axis=-1, keepdims=True))  # = softmax(0, f)
+            g_f = g_f - alpha[..., 1:] * g_a[..., None]
         if self.level_scale > 0:  # the candidate ridge on f (its value: log_prior)
-            g_f = g_f - (theta[:, 1:] - theta[:, :1]) / self.level_scale**2
-        # d ll / d b for each block (R, C), then through b = Q tilde, tilde(e, t)
-        h = self.smooth.T @ np.column_stack([g_a, g_f])
-        v, tilde, inv_tau2 = w["v"], w["tilde"], np.exp(-2.0 * w["t"])
-        g_tilde = np.einsum("crs,rc->sc", self.rotation, h) - tilde * inv_tau2
+            g_f = g_f - (theta[..., 1:] - theta[..., :1]) / self.level_scale**2
+        # d ll / d b for each block (B, R, C), then through b = Q tilde, tilde(e, t)
+        h = self.smooth.T @ np.concatenate([g_a[..., None], g_f], axis=-1)
+        v, tilde, inv_tau2 = w["v"], w["tilde"], np.exp(-2.0 * w["t"])  # inv_tau2 (B, C)
+        g_tilde = np.einsum("crs,...rc->...sc", self.rotation, h) - tilde * inv_tau2[:, None]
         # d tilde / d t = (2 v^2 kappa + v^(3/2) e) exp(-2 t)
-        d_tilde = (2 * v**2 * self.kappa + v**1.5 * w["e"]) * inv_tau2
+        d_tilde = (2 * v**2 * self.kappa + v**1.5 * w["e"]) * inv_tau2[:, None]
         g_t = (
-            np.sum(g_tilde * d_tilde, axis=0)
-            + np.sum(tilde**2, axis=0) * inv_tau2  # the prior's explicit t
+            np.sum(g_tilde * d_tilde, axis=-2)
+            + np.sum(tilde**2, axis=-2) * inv_tau2  # the prior's explicit t
             - self.R
-            + np.sum(v, axis=0) * inv_tau2  # the whitening's log Jacobian
-            + np.concatenate([[-((tau_a / self.tau_a_scale) ** 2)], self._tau_f_slope(tau_f)])
+            + np.sum(v, axis=-2) * inv_tau2  # the whitening's log Jacobian
+            + np.concatenate(
+                [-((tau_a[:, None] / self.tau_a_scale) ** 2), self._tau_f_slope(tau_f)], axis=-1
+            )
             + 1
         )
         g_e = np.sqrt(v) * g_tilde
-        grad = np.empty_like(u)
+        grad = np.empty_like(us)
         s = self.slices
-        if self.J > 0:  # the local blocks, by the same chain rule (C - 1, J, M)
+        b_rows = len(us)
+        if self.J > 0:  # the local blocks, by the same chain rule (B, C - 1, J, M)
             v_l, tilde_l, inv_l = w["v_l"], w["tilde_l"], np.exp(-2.0 * w["t_l"])[..., None]
-            g_tilde_l = np.einsum("ckjm,kc->cjm", self.local_f, g_f) - tilde_l * inv_l
+            g_tilde_l = np.einsum("ckjm,...kc->...cjm", self.local_f, g_f) - tilde_l * inv_l
             d_tilde_l = (2 * v_l**2 * self.kappa_l + v_l**1.5 * w["e_l"]) * inv_l
             tau_l = np.exp(w["t_l"])
-            grad[s["log_tau_l"]] = (
+            grad[:, s["log_tau_l"]] = (
                 np.sum(g_tilde_l * d_tilde_l + (tilde_l**2 + v_l) * inv_l, axis=-1)
                 - self.M
                 + self._tau_l_slope(tau_l)
                 + 1
-            ).ravel()
-            grad[s["e_l"]] = (np.sqrt(v_l) * g_tilde_l).ravel()
-        grad[s["a_fixed"]] = self.fixed[:, 1:].T @ g_a - p["a_fixed"] / fs[1:] ** 2
-        grad[s["a_raw"]] = g_e[:, 0]
-        grad[s["log_tau_a"]] = g_t[0]
-        grad[s["f_fixed"]] = (self.fixed.T @ g_f + self._odds_fixed_slope(p["f_fixed"])).ravel("F")
-        grad[s["f_raw"]] = g_e[:, 1:].ravel("F")
-        grad[s["log_tau_f"]] = g_t[1:]
+            ).reshape(b_rows, -1)
+            grad[:, s["e_l"]] = (np.sqrt(v_l) * g_tilde_l).reshape(b_rows, -1)
+        grad[:, s["a_fixed"]] = g_a @ self.fixed[:, 1:] - p["a_fixed"] / fs[1:] ** 2
+        grad[:, s["a_raw"]] = g_e[..., 0]
+        grad[:, s["log_tau_a"]] = g_t[:, :1]
+        # matrices column by column, as unpack reads them
+        grad[:, s["f_fixed"]] = _by_columns(
+            self.fixed.T @ g_f + self._odds_fixed_slope(p["f_fixed"])
+        )
+        grad[:, s["f_raw"]] = _by_columns(g_e[..., 1:])
+        grad[:, s["log_tau_f"]] = g_t[:, 1:]
         if self.G > 0:
-            grad[s["e_h"]], grad[s["e_g"]], g_t_h, g_t_g = self._group_gradient(
-                groups, g_off[:, 1:]
+            grad[:, s["e_h"]], grad[:, s["e_g"]], g_t_h, g_t_g = self._group_gradient(
+                groups, g_off[..., 1:]
             )
             # through (log tau, z) -> (log tau_h, log tau_g): d/d log tau = g_h + g_g,
             # d/dz = (1 - rho) g_h / 2 - rho g_g / 2
             rho = expit(p["pair_share"])
-            grad[s["log_tau_pair"]] = g_t_h + g_t_g
-            grad[s["pair_share"]] = 0.5 * ((1.0 - rho) * g_t_h - rho * g_t_g)
+            grad[:, s["log_tau_pair"]] = g_t_h + g_t_g
+            grad[:, s["pair_share"]] = 0.5 * ((1.0 - rho) * g_t_h - rho * g_t_g)
         return lp, grad
 
     def _group_gradient(
         self, q: Mapping[str, np.ndarray], d_off: np.ndarray
     ) -> tuple[np.ndarray, ...]:
         """The gradient in the group block's coordinates ``e_h``, ``e_g`` (flattened column
-        by column), ``log tau_h`` and ``log tau_g``, given the point's :meth:`group_blocks`
-        ``q`` and ``d_off`` (G, C - 1), the likelihood's gradient in the offsets: by the
-        chain rule through that map (stan/transducer.stan, "Group offsets"), with the
-        prior and log Jacobian of :meth:`log_prior`."""
+        by column), ``log tau_h`` and ``log tau_g``, at each of B points, given their
+        :meth:`group_blocks` ``q`` and ``d_off`` (B, G, C - 1), the likelihood's gradient in
+        the offsets: by the chain rule through that map (stan/transducer.stan, "Group
+        offsets"), with the prior and log Jacobian of :meth:`log_prior`."""
         h, b, v_h, v_g = q["h"], q["b"], q["v_h"], q["v_g"]
         e_h, e_g, tau_h2, tau_g2, inv_a = q["e_h"], q["e_g"], q["tau_h2"], q["tau_g2"], q["inv_a"]
         lam, kappa, parent, children = self.lam_g, self.kappa_g, self.parent, self.children
@@ -460,25 +502,25 @@ class TransducerDensity:
         # log tau_h: v_h = 1 / (Lambda + tau_h^-2), d v_h / d t_h = 2 v_h^2 tau_h^-2
         dh_dt_h = (2 * v_h**2 * q["linear_h"] + v_h**1.5 * e_h) / tau_h2
         g_t_h = (
-            np.sum(g_h * dh_dt_h + h**2 / tau_h2 - 1.0 + v_h / tau_h2, axis=0)
-            - tau_h2[0] / self.tau_g_scale**2
+            np.sum(g_h * dh_dt_h + h**2 / tau_h2 - 1.0 + v_h / tau_h2, axis=-2)
+            - tau_h2[..., 0, :] / self.tau_g_scale**2
             + 1.0
         )
         # log tau_g, directly through b (v_g) and through h (Lambda and the linear term)
-        residual = kappa - lam * h[parent]
+        residual = kappa - lam * h[..., parent, :]
         db_dt_g = (2 * v_g**2 * residual + v_g**1.5 * e_g) / tau_g2
         d_inv_a = -2.0 * lam * tau_g2 * inv_a**2  # d (1 / A_g) / d t_g
         d_lambda_h = children @ (lam * d_inv_a)  # d Lambda_p / d t_g
         d_linear_h = children @ (kappa * d_inv_a)  # d K_p / d t_g
         dh_dlambda = -(v_h**2) * q["linear_h"] - 0.5 * v_h**1.5 * e_h  # d h / d Lambda
         g_t_g = (
-            np.sum(g_b * db_dt_g + b**2 / tau_g2 - 1.0 + v_g / tau_g2, axis=0)
-            + np.sum(g_h * (dh_dlambda * d_lambda_h + v_h * d_linear_h), axis=0)
-            - 0.5 * np.sum(v_h * d_lambda_h, axis=0)
-            - tau_g2[0] / self.tau_g_scale**2
+            np.sum(g_b * db_dt_g + b**2 / tau_g2 - 1.0 + v_g / tau_g2, axis=-2)
+            + np.sum(g_h * (dh_dlambda * d_lambda_h + v_h * d_linear_h), axis=-2)
+            - 0.5 * np.sum(v_h * d_lambda_h, axis=-2)
+            - tau_g2[..., 0, :] / self.tau_g_scale**2
             + 1.0
         )
-        return g_e_h.ravel("F"), g_e_g.ravel("F"), g_t_h, g_t_g
+        return _by_columns(g_e_h), _by_columns(g_e_g), g_t_h, g_t_g
 
     def start(self, init: Mapping[str, Any] | None) -> np.ndarray:
         """``u`` from the sampler's initial values (``stan_data.initial_values``)."""
@@ -646,11 +688,13 @@ class TransducerDensity:
     def hessian(self, u: np.ndarray) -> np.ndarray:
         """Central differences of the exact gradient, symmetrised."""
         h = _HESSIAN_STEP * np.maximum(1.0, np.abs(u))
-        out = np.empty((u.size, u.size))
-        for j in range(u.size):  # one pair of gradients per coordinate (not per draw or item)
-            step = np.zeros_like(u)
-            step[j] = h[j]
-            out[:, j] = (self.log_density(u + step)[1] - self.log_density(u - step)[1]) / (2 * h[j])
+        points = np.concatenate([u + np.diag(h), u - np.diag(h)])  # row j: u +- h_j e_j
+        grads = np.empty_like(points)
+        # the 2 U gradients in blocks of at most _QUANTITY_BLOCK rows x classes numbers
+        step = max(1, _QUANTITY_BLOCK // max(1, self.cls.size * self.C))
+        for a in range(0, len(points), step):
+            grads[a : a + step] = self.log_densities(points[a : a + step])[1]
+        out = ((grads[: u.size] - grads[u.size :]) / (2 * h)[:, None]).T  # column j: d grad / d u_j
         return 0.5 * (out + out.T)
 
     def _log_rows(
