@@ -847,7 +847,9 @@ _MARGINAL_POINTS = 25
 #: :class:`TransducerLaplace` replaces the mode's Normal by :func:`scale_marginals`' for
 #: models of at most this many coordinates. Each grid point costs a conditional mode and
 #: a Hessian (2 U gradients): 1.3-5.7 s a fit at U = 61 (one output dimension, 300-3,600
-#: items; 2026-12-05), where a 2-D grid's U = 393 would cost minutes.
+#: items; 2026-12-05), where a 2-D grid's U = 393 would cost minutes. (Measured before the
+#: Hessian's gradients were batched, 2026-12-07: a five-class fit with pair offsets went
+#: from 55 to 17 s; whether 2-D grids can now afford the marginals is not measured.)
 MARGINAL_MAX_SIZE = 160
 
 
