@@ -379,6 +379,10 @@ class _LogGammaScale:
                   + 0.5 * np.sum(r**2 / var**2 * dvar) - 0.5 * np.sum(dvar / var))  # fmt: skip
         return lp, np.r_[grad_v, -r / var]
 
+    def log_densities(self, us):  # the protocol scale_marginals reads: rows of points
+        values, grads = zip(*(self.log_density(u) for u in us), strict=True)
+        return np.array(values), np.array(grads)
+
     def hessian(self, u):
         h = 1e-5
         columns = [(self.log_density(u + h * e)[1] - self.log_density(u - h * e)[1]) / (2 * h)
@@ -1063,3 +1067,26 @@ def test_log_densities_of_a_batch_are_each_rows_own_and_the_hessian_its_differen
     by_coordinate = np.column_stack(columns)
     np.testing.assert_allclose(model.hessian(u), 0.5 * (by_coordinate + by_coordinate.T),
                                rtol=1e-7, atol=1e-7 * np.abs(by_coordinate).max())  # fmt: skip
+
+
+def test_the_mode_search_takes_its_curvature_from_batched_gradients():
+    """_minimum on a quadratic 0.5 x'Ax - b'x, its Hessian-vector products from the
+    gradients of two points at a time: the minimum A^-1 b by a linear solve, and every
+    curvature call asked for exactly two points."""
+    from yieldwise.backends._laplace import _minimum
+
+    rng = np.random.default_rng(8)
+    q = rng.normal(size=(6, 6))
+    a, b = q @ q.T + 6 * np.eye(6), rng.normal(size=6)
+    calls = []
+
+    def negative(x):
+        return 0.5 * x @ a @ x - b @ x, a @ x - b
+
+    def gradients(xs):
+        calls.append(xs.shape)
+        return xs @ a - b  # a is symmetric: each row's a x - b
+
+    found = _minimum(negative, gradients, np.zeros(6), 100)
+    np.testing.assert_allclose(found.x, np.linalg.solve(a, b), atol=1e-6)  # gtol 1e-6
+    assert calls and set(calls) == {(2, 6)}
