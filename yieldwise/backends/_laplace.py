@@ -83,9 +83,9 @@ def logsumexp(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> Any:
 
 
 def _by_columns(matrices: np.ndarray) -> np.ndarray:
-    """(B, rows, columns) matrices flattened column by column, (B, rows x columns): as
+    """(..., rows, columns) matrices flattened column by column, (..., rows x columns): as
     Stan's to_matrix and :meth:`TransducerDensity.unpack` read them."""
-    return matrices.swapaxes(-1, -2).reshape(len(matrices), -1)
+    return matrices.swapaxes(-1, -2).reshape(*matrices.shape[:-2], -1)
 
 
 #: Relative step of the central differences that give the Hessian from the exact gradient.
@@ -291,8 +291,8 @@ class TransducerDensity:
             q["v_g"]
         )
         s = self.slices
-        out[..., s["e_h"]] = e_h.swapaxes(-1, -2).reshape(*e_h.shape[:-2], -1)
-        out[..., s["e_g"]] = e_g.swapaxes(-1, -2).reshape(*e_g.shape[:-2], -1)
+        out[..., s["e_h"]] = _by_columns(e_h)
+        out[..., s["e_g"]] = _by_columns(e_g)
         return out
 
     def group_likelihood(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -564,7 +564,7 @@ class TransducerDensity:
         v = self._variances(t)
         e = (np.einsum("crs,...rc->...sc", self.rotation, b) - v * self.kappa) / np.sqrt(v)
         out[..., self.slices["a_raw"]] = e[..., 0]
-        out[..., self.slices["f_raw"]] = e[..., 1:].swapaxes(-1, -2).reshape(*e.shape[:-2], -1)
+        out[..., self.slices["f_raw"]] = _by_columns(e[..., 1:])
         return out
 
     def log_prior(
@@ -812,15 +812,12 @@ def laplace(
     """
     model = TransducerDensity(data) if model is None else model
 
-    def negative(u: np.ndarray) -> tuple[float, np.ndarray]:
-        lp, grad = model.log_density(u)
+    def negatives(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lp, grad = model.log_densities(us)
         return -lp, -grad
 
-    def gradients(us: np.ndarray) -> np.ndarray:
-        return -model.log_densities(us)[1]
-
     first = model.start(init) if start is None else np.asarray(start, dtype=float)
-    found = _minimum(negative, gradients, first, 500)
+    found = _minimum(negatives, first, 500)
     mode = found.x
     lp_mode, grad = model.log_density(mode)
     if not np.isfinite(lp_mode) or not np.all(np.isfinite(grad)):
@@ -855,16 +852,20 @@ _MARGINAL_POINTS = 25
 MARGINAL_MAX_SIZE = 160
 
 
-def _minimum(negative: Any, gradients: Any, start: np.ndarray, maxiter: int) -> Any:
-    """scipy's trust-region Newton search for the minimum of ``negative`` (value and exact
-    gradient), its Hessian-vector products by central differences of that gradient, the
-    two points' gradients from one call of ``gradients`` (rows of points -> rows of
-    ``negative``'s gradients): a Newton step's products were half a Laplace fit's time."""
+def _minimum(negatives: Any, start: np.ndarray, maxiter: int) -> Any:
+    """scipy's trust-region Newton search for the minimum of a function given as
+    ``negatives`` (rows of points -> their values and exact gradients), its Hessian-vector
+    products by central differences of the gradient at two points, from one call (a
+    Newton step's products were half a Laplace fit's time)."""
     from scipy.optimize import minimize  # here, not at import: the backends load on every CLI call
+
+    def negative(x: np.ndarray) -> tuple[float, np.ndarray]:
+        values, grads = negatives(x[None])
+        return float(values[0]), grads[0]
 
     def curvature(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         h = _HESSIAN_STEP * max(1.0, float(np.abs(u).max())) / max(float(np.abs(v).max()), 1e-300)
-        up, down = gradients(np.stack([u + h * v, u - h * v]))
+        up, down = negatives(np.stack([u + h * v, u - h * v]))[1]
         return (up - down) / (2 * h)
 
     return minimize(negative, start, jac=True, hessp=curvature, method="trust-ncg",
@@ -880,18 +881,13 @@ def _conditional_mode(
     base = np.array(start, dtype=float)
     base[fixed] = values
 
-    def negative(x: np.ndarray) -> tuple[float, np.ndarray]:
-        u = base.copy()
-        u[rest] = x
-        lp, grad = model.log_density(u)
-        return -lp, -grad[rest]
-
-    def gradients(xs: np.ndarray) -> np.ndarray:
+    def negatives(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         us = np.repeat(base[None], len(xs), axis=0)
         us[:, rest] = xs
-        return -model.log_densities(us)[1][:, rest]
+        lp, grad = model.log_densities(us)
+        return -lp, -grad[:, rest]
 
-    found = _minimum(negative, gradients, base[rest], 200)
+    found = _minimum(negatives, base[rest], 200)
     u = base.copy()
     u[rest] = found.x
     return u, -float(found.fun)
