@@ -282,3 +282,41 @@ def test_near_best_against_exact_arithmetic_with_a_shift_and_a_rounding_tie():
     np.testing.assert_array_equal(
         near_best(values, spread[:, 0], axis=1), np.concatenate(per_item_expected)
     )
+
+
+# ------------------------------------------------------------- many at once
+def test_batch_equals_one_matrix_at_a_time_and_shares_nothing():
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(50, 3, 2))
+    labels = {"decisions": ["x", "y", "z"], "classes": ["a", "b"]}
+    many = UtilityMatrix.batch(values, **labels)
+    assert many == [UtilityMatrix(v, **labels) for v in values]
+    one_by_one = [UtilityMatrix(v, **labels) for v in values]
+    assert [hash(m) for m in many] == [hash(m) for m in one_by_one]
+    values[0, 0, 0] = 99.0  # the caller's array is copied, and the copies are read-only
+    assert many[0].values[0, 0] != 99.0 and not many[0].values.flags.writeable
+    with pytest.raises(ValueError, match="values is empty"):
+        UtilityMatrix.batch(np.empty((0, 2, 2)))
+    default = UtilityMatrix.batch(values[:2])
+    assert default[1].decisions == (0, 1, 2) and default[1].classes == (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("values", "labels", "error", "message"),
+    [
+        (np.ones((2, 2)), {}, ValueError, "values"),  # one matrix, not a stack of them
+        (np.zeros((3, 1, 2)), {}, ValueError, "at least 2 decisions and 2 classes"),
+        (np.stack([np.eye(2), np.full((2, 2), 3.0)]), {}, ValueError,
+         r"values\[1\] has every entry equal to 3.0"),
+        (np.stack([np.eye(2), np.eye(2) * 1e300]), {}, ValueError, "must lie within"),
+        (np.stack([np.eye(2), np.eye(2) * np.nan]), {}, ValueError, "finite"),
+        (np.stack([np.eye(2)]), {"classes": ["a"]}, ValueError, "classes must have 2 labels"),
+        (np.stack([np.eye(2)]), {"decisions": ["a", "a"]}, ValueError, "decisions"),
+    ],
+)  # fmt: skip
+def test_batch_refuses_what_the_constructor_refuses(values, labels, error, message):
+    with pytest.raises(error, match=message):
+        UtilityMatrix.batch(values, **labels)
+    if values.ndim == 3 and len(values):  # the same rule as one matrix at a time
+        with pytest.raises(error):
+            [UtilityMatrix(v, **labels) for v in values]

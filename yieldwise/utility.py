@@ -195,6 +195,54 @@ class UtilityMatrix:
         # + 0.0 makes -0.0 into 0.0: equal matrices (np.array_equal) hash alike
         return hash((self._decisions, self._classes, (self._values + 0.0).tobytes()))
 
+    @classmethod
+    def batch(
+        cls,
+        values: Any,
+        decisions: Iterable[Label] | None = None,
+        classes: Iterable[Label] | None = None,
+    ) -> list[UtilityMatrix]:
+        """One matrix per leading index of an ``(n, n_decisions, n_classes)`` array,
+        all labelled alike.
+
+        The same matrices as ``[UtilityMatrix(v, decisions, classes) for v in values]``,
+        under the same rules (finite, within ``+-MAX_ABS_UTILITY``, at least 2 x 2, not
+        constant), checked once over the whole array: ten thousand matrices in
+        milliseconds instead of about a second.
+
+        Examples
+        --------
+        >>> ms = UtilityMatrix.batch(np.eye(2)[None] * [[[1.0]], [[2.0]]], classes=["a", "b"])
+        >>> len(ms), float(ms[1].values[0, 0]), ms[1].classes
+        (2, 2.0, ('a', 'b'))
+        """
+        array = as_float_array(values, "values", ndim=3)
+        n, n_decisions, n_classes = array.shape
+        if n_decisions < 2 or n_classes < 2:
+            raise ValueError(
+                "values must have at least 2 decisions and 2 classes per matrix (shape "
+                f"(n, decisions, classes)), found shape {array.shape}"
+            )
+        check_utility_range(array, "values")  # as_float_array refused an empty stack
+        flat = array.reshape(n, -1)
+        constant = np.flatnonzero(flat.max(axis=1) == flat.min(axis=1))
+        if constant.size:
+            raise ValueError(
+                f"values[{int(constant[0])}] has every entry equal to "
+                f"{float(flat[constant[0], 0])!r}: every decision is worth the same "
+                "whatever the class, so the matrix cannot rank anything"
+            )
+        decision_labels = check_labels(decisions, n_decisions, "decisions")
+        class_labels = check_labels(classes, n_classes, "classes")
+        frozen = array.copy()  # never share (and freeze) the caller's array
+        frozen.setflags(write=False)
+        matrices = []
+        for one in frozen:  # only attribute assignments: the checks are done
+            matrix = cls.__new__(cls)
+            matrix._values, matrix._decisions, matrix._classes = one, decision_labels, class_labels
+            matrices.append(matrix)
+        return matrices
+
     # ------------------------------------------------------- binary chart (1.1)
     @classmethod
     def from_xy(
@@ -644,7 +692,7 @@ def sample_matrices(
         # row k chooses class k: order the rows as the decision labels say
         order = [class_labels.index(d) for d in decision_labels]
         values = values[:, order, :]
-    return [UtilityMatrix(v, decisions=decision_labels, classes=class_labels) for v in values]
+    return UtilityMatrix.batch(values, decisions=decision_labels, classes=class_labels)
 
 
 def _labels_or_count(value: Any, name: str) -> tuple[Label, ...]:
