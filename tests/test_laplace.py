@@ -1069,15 +1069,26 @@ def test_log_densities_of_a_batch_are_each_rows_own_and_the_hessian_its_differen
                                rtol=1e-7, atol=1e-7 * np.abs(by_coordinate).max())  # fmt: skip
 
 
-def test_the_mode_search_takes_its_curvature_from_batched_gradients():
-    """_minimum on a quadratic 0.5 x'Ax - b'x, its Hessian-vector products from the
-    gradients of two points at a time: the minimum A^-1 b by a linear solve, and every
-    call asked for one point (value and gradient) or two (a curvature)."""
+@pytest.mark.parametrize(
+    ("size", "batches"),
+    [
+        (6, {12}),  # a whole Hessian: its 2 U = 12 gradients in one call
+        (20, {16, 8}),  # 40 gradients in calls of at most _HESSIAN_POINTS = 16
+        (60, {2}),  # beyond _EXACT_NEWTON_MAX_SIZE: products, two points a call
+    ],
+)
+def test_the_mode_search_takes_its_curvature_from_batched_gradients(size, batches):
+    """_minimum on a quadratic 0.5 x'Ax - b'x, its curvature from the gradients of several
+    points at a time (a whole Hessian up to _EXACT_NEWTON_MAX_SIZE coordinates, else
+    Hessian-vector products): the minimum A^-1 b by a linear solve, and every call asked
+    for one point (value and gradient) or a batch of the expected sizes."""
+    from yieldwise.backends import _laplace
     from yieldwise.backends._laplace import _minimum
 
+    assert _laplace._EXACT_NEWTON_MAX_SIZE == 48 and _laplace._HESSIAN_POINTS == 16
     rng = np.random.default_rng(8)
-    q = rng.normal(size=(6, 6))
-    a, b = q @ q.T + 6 * np.eye(6), rng.normal(size=6)
+    q = rng.normal(size=(size, size))
+    a, b = q @ q.T + size * np.eye(size), rng.normal(size=size)
     calls = []
 
     def negatives(xs):
@@ -1085,6 +1096,7 @@ def test_the_mode_search_takes_its_curvature_from_batched_gradients():
         # a is symmetric: each row's value and gradient a x - b
         return 0.5 * np.einsum("ni,ij,nj->n", xs, a, xs) - xs @ b, xs @ a - b
 
-    found = _minimum(negatives, np.zeros(6), 100)
+    found = _minimum(negatives, np.zeros(size), 100)
     np.testing.assert_allclose(found.x, np.linalg.solve(a, b), atol=1e-6)  # gtol 1e-6
-    assert set(calls) == {(1, 6), (2, 6)}
+    assert found.success
+    assert {n for n, _ in calls} == {1} | batches and {u for _, u in calls} == {size}
