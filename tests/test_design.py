@@ -787,3 +787,37 @@ def test_an_extended_grid_can_keep_its_edge_on_an_atoms_side(monkeypatch):
     assert inner.min() - step <= lowest < inner.min() + step
     assert ends(inner, 2) == ends(inner, 1)
     assert ends(inner, 1)[0] < low - step  # the normal's tail reaches beyond the 1 % quantile
+
+
+def test_kmeans_keeps_the_run_of_least_weighted_inertia(monkeypatch):
+    """KMEANS_RESTARTS runs: run 0 from the seed's generator (one run is the plain
+    k-means++ and Lloyd), run r from [seed, r]'s; the centres kept are the run of least
+    weighted inertia, checked against each run computed on its own."""
+    from yieldwise import _design
+
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(size=(300, 3)), rng.normal(4, 0.5, size=(60, 3))])
+    weights = rng.integers(1, 4, len(points)).astype(float)
+
+    def inertia(centres):
+        return float(weights @ ((points[:, None] - centres[None]) ** 2).sum(axis=2).min(axis=1))
+
+    def run(r):
+        generator = np.random.default_rng(7 if r == 0 else [7, r])
+        start = _design._kmeans_plus_plus(points, weights, 12, generator)
+        return _design._lloyd(points, weights, start)
+
+    monkeypatch.setattr(_design, "KMEANS_RESTARTS", 1)
+    single = _design._kmeans(points, weights, 12, 7)
+    np.testing.assert_array_equal(single, run(0))
+    monkeypatch.setattr(_design, "KMEANS_RESTARTS", 6)
+    kept = _design._kmeans(points, weights, 12, 7)
+    inertias = [inertia(run(r)) for r in range(6)]
+    assert inertia(kept) == min(inertias) and len(set(np.round(inertias, 6))) > 1
+    np.testing.assert_array_equal(kept, _design._kmeans(points, weights, 12, 7))  # seeded
+    # Lloyd's fixed point: every centre the weighted mean of the points nearest to it
+    nearest = ((points[:, None] - kept[None]) ** 2).sum(axis=2).argmin(axis=1)
+    for j in range(len(kept)):
+        mine = nearest == j
+        np.testing.assert_allclose(kept[j], weights[mine] @ points[mine] / weights[mine].sum(),
+                                   atol=1e-8)  # fmt: skip

@@ -51,6 +51,8 @@ GRID_2D = 14
 #: Centres per output dimension for three or more dimensions ("auto"), at most MAX_CENTRES.
 CENTRES_PER_DIM = 10
 MAX_CENTRES = 120
+#: Runs of the centres' k-means (:func:`_kmeans`), the one of least weighted inertia kept.
+KMEANS_RESTARTS = 1
 #: Kernel width as a multiple of the grid spacing on a 1-D grid (the issue's measured
 #: sketch: 1, with 30 kernels). Half a spacing is the narrowest at which a sum of equal
 #: kernels stays flat between nodes (its ripple is ``2 exp(-2 pi^2 w^2)``: 1.4 % at 0.5,
@@ -602,8 +604,25 @@ def _with_first_order_walk(smooth: np.ndarray, null: np.ndarray, share: float) -
 
 
 def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """Count-weighted k-means (k-means++ start, Lloyd iterations), vectorised."""
-    rng = np.random.default_rng(seed)
+    """Count-weighted k-means (k-means++ start, Lloyd iterations), vectorised: of
+    :data:`KMEANS_RESTARTS` runs (the first from ``seed``'s generator, run ``r`` from
+    ``[seed, r]``'s), the centres of least weighted inertia."""
+    best, least = None, np.inf
+    for run in range(max(1, int(KMEANS_RESTARTS))):
+        rng = np.random.default_rng(seed if run == 0 else [seed, run])
+        centres = _lloyd(points, weights, _kmeans_plus_plus(points, weights, k, rng))
+        distances = ((points[:, None, :] - centres[None]) ** 2).sum(axis=2)
+        inertia = float(weights @ distances.min(axis=1))
+        if inertia < least:
+            best, least = centres, inertia
+    assert best is not None
+    return best
+
+
+def _kmeans_plus_plus(
+    points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator
+) -> np.ndarray:
+    """k-means++ starting centres, each drawn with probability weight x squared distance."""
     p = weights / weights.sum()
     centres = [points[rng.choice(points.shape[0], p=p)]]
     d2 = ((points - centres[0]) ** 2).sum(axis=1)
@@ -613,7 +632,11 @@ def _kmeans(points: np.ndarray, weights: np.ndarray, k: int, seed: int) -> np.nd
             break
         centres.append(points[rng.choice(points.shape[0], p=prob / prob.sum())])
         d2 = np.minimum(d2, ((points - centres[-1]) ** 2).sum(axis=1))
-    c = np.array(centres)
+    return np.array(centres)
+
+
+def _lloyd(points: np.ndarray, weights: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Lloyd's iterations from the centres ``c`` (at most 100), duplicates merged."""
     for _ in range(100):
         dist = ((points[:, None, :] - c[None]) ** 2).sum(axis=2)
         nearest = dist.argmin(axis=1)
