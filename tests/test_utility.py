@@ -290,9 +290,8 @@ def test_batch_equals_one_matrix_at_a_time_and_shares_nothing():
     values = rng.normal(size=(50, 3, 2))
     labels = {"decisions": ["x", "y", "z"], "classes": ["a", "b"]}
     many = UtilityMatrix.batch(values, **labels)
-    assert many == [UtilityMatrix(v, **labels) for v in values]
     one_by_one = [UtilityMatrix(v, **labels) for v in values]
-    assert [hash(m) for m in many] == [hash(m) for m in one_by_one]
+    assert many == one_by_one and [hash(m) for m in many] == [hash(m) for m in one_by_one]
     values[0, 0, 0] = 99.0  # the caller's array is copied, and the copies are read-only
     assert many[0].values[0, 0] != 99.0 and not many[0].values.flags.writeable
     with pytest.raises(ValueError, match="values is empty"):
@@ -305,7 +304,8 @@ def test_batch_equals_one_matrix_at_a_time_and_shares_nothing():
     ("values", "labels", "error", "message"),
     [
         (np.ones((2, 2)), {}, ValueError, "values"),  # one matrix, not a stack of them
-        (np.zeros((3, 1, 2)), {}, ValueError, "at least 2 decisions and 2 classes"),
+        (np.zeros((3, 1, 2)), {}, ValueError,
+         r"at least 2 decisions \(rows\) and 2 classes \(columns\) per matrix"),
         (np.stack([np.eye(2), np.full((2, 2), 3.0)]), {}, ValueError,
          r"values\[1\] has every entry equal to 3.0"),
         (np.stack([np.eye(2), np.eye(2) * 1e300]), {}, ValueError, "must lie within"),

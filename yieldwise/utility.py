@@ -87,17 +87,7 @@ class UtilityMatrix:
         )
         array = as_float_array(values, "values", ndim=2)
         n_decisions, n_classes = array.shape
-        if n_decisions < 2 or n_classes < 2:
-            raise ValueError(
-                "values must have at least 2 decisions (rows) and 2 classes (columns), "
-                f"found shape {array.shape}"
-            )
-        check_utility_range(array, "values")
-        if np.ptp(array) == 0:
-            raise ValueError(
-                f"values has every entry equal to {float(array.flat[0])!r}: every decision is "
-                "worth the same whatever the class, so the matrix cannot rank anything"
-            )
+        _check_matrix_values(array)
         self._values = array.copy()  # never share (and freeze) the caller's array
         self._values.setflags(write=False)
         self._decisions = check_labels(decisions, n_decisions, "decisions")
@@ -216,22 +206,9 @@ class UtilityMatrix:
         >>> len(ms), float(ms[1].values[0, 0]), ms[1].classes
         (2, 2.0, ('a', 'b'))
         """
-        array = as_float_array(values, "values", ndim=3)
-        n, n_decisions, n_classes = array.shape
-        if n_decisions < 2 or n_classes < 2:
-            raise ValueError(
-                "values must have at least 2 decisions and 2 classes per matrix (shape "
-                f"(n, decisions, classes)), found shape {array.shape}"
-            )
-        check_utility_range(array, "values")  # as_float_array refused an empty stack
-        flat = array.reshape(n, -1)
-        constant = np.flatnonzero(flat.max(axis=1) == flat.min(axis=1))
-        if constant.size:
-            raise ValueError(
-                f"values[{int(constant[0])}] has every entry equal to "
-                f"{float(flat[constant[0], 0])!r}: every decision is worth the same "
-                "whatever the class, so the matrix cannot rank anything"
-            )
+        array = as_float_array(values, "values", ndim=3)  # refuses an empty stack
+        _, n_decisions, n_classes = array.shape
+        _check_matrix_values(array)
         decision_labels = check_labels(decisions, n_decisions, "decisions")
         class_labels = check_labels(classes, n_classes, "classes")
         frozen = array.copy()  # never share (and freeze) the caller's array
@@ -437,6 +414,29 @@ class UtilityMatrix:
             f"<caption>UtilityMatrix ({self.shape[0]} decisions &times; {self.shape[1]} "
             "classes; rows decisions, columns classes)</caption>"
             f"<thead><tr><th>decision \\ class</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+
+def _check_matrix_values(array: np.ndarray) -> None:
+    """The rules of a utility matrix's ``values``, over one ``(decisions, classes)`` matrix
+    or a stack ``(n, decisions, classes)`` of them (:meth:`UtilityMatrix.batch`): at least
+    2 x 2, within ``+-MAX_ABS_UTILITY``, not constant. A stack's matrix is named
+    ``values[i]``."""
+    n_decisions, n_classes = array.shape[-2:]
+    if n_decisions < 2 or n_classes < 2:
+        per = " per matrix" if array.ndim == 3 else ""
+        raise ValueError(
+            f"values must have at least 2 decisions (rows) and 2 classes (columns){per}, "
+            f"found shape {array.shape}"
+        )
+    check_utility_range(array, "values")
+    flat = array.reshape(-1, n_decisions * n_classes)
+    constant = np.flatnonzero(flat.max(axis=1) == flat.min(axis=1))
+    if constant.size:
+        name = "values" if array.ndim == 2 else f"values[{int(constant[0])}]"
+        raise ValueError(
+            f"{name} has every entry equal to {float(flat[constant[0], 0])!r}: every decision "
+            "is worth the same whatever the class, so the matrix cannot rank anything"
         )
 
 

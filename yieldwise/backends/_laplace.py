@@ -688,14 +688,9 @@ class TransducerDensity:
     def hessian(self, u: np.ndarray) -> np.ndarray:
         """Central differences of the exact gradient, symmetrised."""
         h = _HESSIAN_STEP * np.maximum(1.0, np.abs(u))
-        points = np.concatenate([u + np.diag(h), u - np.diag(h)])  # row j: u +- h_j e_j
-        grads = np.empty_like(points)
         # the 2 U gradients in blocks of at most _QUANTITY_BLOCK rows x classes numbers
         step = max(1, _QUANTITY_BLOCK // max(1, self.cls.size * self.C))
-        for a in range(0, len(points), step):
-            grads[a : a + step] = self.log_densities(points[a : a + step])[1]
-        out = ((grads[: u.size] - grads[u.size :]) / (2 * h)[:, None]).T  # column j: d grad / d u_j
-        return 0.5 * (out + out.T)
+        return _difference_hessian(lambda us: self.log_densities(us)[1], u, h, step)
 
     def _log_rows(
         self, kern: np.ndarray, block: np.ndarray, theta: np.ndarray, shift: np.ndarray
@@ -866,6 +861,17 @@ _EXACT_NEWTON_MAX_SIZE = 48
 _HESSIAN_POINTS = 16
 
 
+def _difference_hessian(gradients: Any, u: np.ndarray, h: np.ndarray, block: int) -> np.ndarray:
+    """The Hessian at ``u`` by central differences of an exact gradient, symmetrised:
+    ``gradients`` (rows of points -> their gradients) at ``u +- h_j e_j``, the 2 U points
+    asked for in calls of at most ``block``."""
+    points = np.concatenate([u + np.diag(h), u - np.diag(h)])  # row j: u +- h_j e_j
+    grads = np.concatenate([gradients(points[a : a + block])
+                            for a in range(0, len(points), block)])  # fmt: skip
+    out = (grads[: u.size] - grads[u.size :]) / (2 * h)[:, None]  # row j: d grad / d u_j
+    return 0.5 * (out + out.T)
+
+
 def _minimum(negatives: Any, start: np.ndarray, maxiter: int) -> Any:
     """scipy's trust-region Newton search for the minimum of a function given as
     ``negatives`` (rows of points -> their values and exact gradients). Up to
@@ -885,12 +891,8 @@ def _minimum(negatives: Any, start: np.ndarray, maxiter: int) -> Any:
         return (up - down) / (2 * h)
 
     def whole(u: np.ndarray) -> np.ndarray:  # curvature's products along every axis
-        h = _HESSIAN_STEP * max(1.0, float(np.abs(u).max()))
-        points = np.concatenate([u + h * np.eye(u.size), u - h * np.eye(u.size)])
-        grads = np.concatenate([negatives(points[a : a + _HESSIAN_POINTS])[1]
-                                for a in range(0, len(points), _HESSIAN_POINTS)])  # fmt: skip
-        out = (grads[: u.size] - grads[u.size :]) / (2 * h)  # row j: d grad / d u_j
-        return 0.5 * (out + out.T)
+        h = np.full(u.size, _HESSIAN_STEP * max(1.0, float(np.abs(u).max())))
+        return _difference_hessian(lambda us: negatives(us)[1], u, h, _HESSIAN_POINTS)
 
     options = {"maxiter": maxiter, "gtol": 1e-6}
     if np.size(start) <= _EXACT_NEWTON_MAX_SIZE:
