@@ -512,7 +512,7 @@ def test_centres_design_is_deterministic_for_a_seed():
     b = _design.design_kernels(y, y, counts, seed=3)
     c = _design.design_kernels(y, y, counts, seed=4)
     assert a.kind == "centres" and a.shape == ()
-    assert a.loc.shape == (_design.CENTRES_PER_DIM * 3, 3)
+    assert a.loc.shape == (_design.auto_components(3), 3)
     np.testing.assert_array_equal(a.loc, b.loc)
     np.testing.assert_array_equal(a.smooth_basis, b.smooth_basis)
     assert not np.array_equal(a.loc, c.loc)  # the seed matters: it is recorded
@@ -684,7 +684,7 @@ def test_too_few_kernels_for_the_dimensions_are_refused():
 def test_auto_components():
     assert _design.auto_components(1) == 60
     assert _design.auto_components(2) == 196
-    assert _design.auto_components(3) == 30
+    assert _design.auto_components(3) == 120  # CENTRES_PER_DIM 40, capped at 120
     assert _design.auto_components(20) == _design.MAX_CENTRES == 120
 
 

@@ -48,8 +48,17 @@ __all__ = ["KernelDesign", "auto_components", "design_kernels", "kernel_matrix"]
 GRID_1D = 60
 #: Kernels per axis of a 2-D tensor grid ("auto"): 14 x 14 = 196 kernels.
 GRID_2D = 14
-#: Centres per output dimension for three or more dimensions ("auto"), at most MAX_CENTRES.
-CENTRES_PER_DIM = 10
+#: Centres per output dimension for three or more dimensions ("auto"), at most MAX_CENTRES:
+#: 120 centres from three dimensions on. Measured on the shipped digits' three joint fits
+#: at fit seeds 1-3 (docs/model_record.md, "Centres for joint fits: 120"): at 10 per
+#: dimension (30 or 40 centres) each member's marginal was blurred and moved with the
+#: k-means placement (the forest's long-run utility under vignette 3's matrix 0.20-0.36
+#: against 0.40 from its own fit; P(forest beats network) 0.008-0.886 on the same data);
+#: at 120 the conditional PSIS-LOO elpd was better in 8 of the 9 fits (by 1.3-14.4; worse
+#: by 1.1 in one), the forest's marginal 0.33-0.38 and that P 0.88-0.95. 60 centres in
+#: three dimensions tied on elpd and moved the P more (0.57-0.76); 240 (one seed each)
+#: were worse by 3.9-6.5 in elpd.
+CENTRES_PER_DIM = 40
 MAX_CENTRES = 120
 #: Runs of the centres' k-means (:func:`_kmeans`), the one of least weighted inertia kept.
 KMEANS_RESTARTS = 1
