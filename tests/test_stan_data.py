@@ -376,6 +376,11 @@ def test_default_prior_and_overrides():
     assert design_c.kind == "centres"
     np.testing.assert_array_equal(data_c["fixed_scale"], [5.0, 15.0, 15.0, 15.0])
     assert _stan_data.default_prior(design_c)["slope_scale"] == _design.CENTRES_SLOPE_SCALE
+    # ... and a soft floor under tau_f of their own, recorded, which the user can remove
+    assert data_c["tau_f_floor"] == design_c.record()["tau_f_floor"] == 0.3
+    assert _design.TAU_CLASS_FLOOR_CENTRES == 0.3
+    _, design_c0 = _stan_data.build_stan_data(cls, y3, y3, None, 2, 12, {"tau_f_floor": 0})
+    assert design_c0.tau_f_floor == 0.0
     prior = {"tau_a_scale": 3.0, "tau_f_scale": 0.5, "tau_f_df": 7, "tau_f_floor": 0.8,
              "intercept_scale": 2.0, "slope_scale": 7}  # fmt: skip
     data2, design2 = _stan_data.build_stan_data(cls, y, y, None, 2, 16, prior)

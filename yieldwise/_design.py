@@ -186,6 +186,20 @@ TAU_CLASS_FLOOR = 1.0
 #: decision-quality panel was clean without it, and the 2-D posterior of tau_f reaches
 #: down to 0.3 (5 %), where the floor would be a change of prior, not of geometry.
 TAU_CLASS_FLOOR_MULTI = 0.0
+#: ... and for scattered centres (three or more dimensions: joint fits), 0.3. The
+#: centres' Gaussian process has unit variance, so tau_f is the prior sd of the log-odds'
+#: non-linear part at a centre, in log units; below 0.3 the log-odds are linear in the
+#: outputs to within a few tenths. Without a floor the data of the shipped joint sets
+#: left tau_f spread over 0.08-5.7 (5-95 %), and the whitened sampler crossed that range
+#: slowly: tau_f's R-hat 1.01-1.11 and bulk ESS 32-326 in all nine fits (three sets x
+#: seeds 1-3, 120 centres), four of them not clean on the transducer's values. With the
+#: floor at 0.3 all nine are clean (R-hat <= 1.006, bulk ESS >= 567, 0 divergent
+#: transitions), faster in seven, with the conditional elpd 0.02-0.15 better and every
+#: member's long-run utility within 0.003; tau_f's own R-hat 1.006-1.021, ESS 152-603.
+#: A floor of 0.15 left two fits not clean; the 1-D floor of 1 had brought divergent
+#: transitions at 30-40 centres (docs/model_record.md, "A soft floor under tau_f for
+#: joint fits").
+TAU_CLASS_FLOOR_CENTRES = 0.3
 #: The density block's meaning (Stan data ``density_marginal``). 0: ``theta[k, c] = a[k] +
 #: f_c[k]`` with ``f_1 = 0``, so ``a`` is the first class's log weight, pinned only through
 #: ``a + f_c`` where the first class is rare: a ridge whose length grows with tau_f
@@ -759,8 +773,9 @@ def design_kernels(
     ``n_components`` None takes :func:`auto_components`; for a 2-D grid it is rounded to
     the nearest square (nodes per axis ``round(sqrt(K))``). ``tau_f_df`` ``"auto"`` takes
     :data:`TAU_CLASS_DF` for one output dimension and :data:`TAU_CLASS_DF_MULTI` for more;
-    ``tau_f_floor`` None takes :data:`TAU_CLASS_FLOOR` for one output dimension and
-    :data:`TAU_CLASS_FLOOR_MULTI` for more; ``tau_l_scale`` None takes :data:`LOCAL_SCALE`
+    ``tau_f_floor`` None takes :data:`TAU_CLASS_FLOOR` for one output dimension,
+    :data:`TAU_CLASS_FLOOR_MULTI` for two and :data:`TAU_CLASS_FLOOR_CENTRES` for more
+    (scattered centres); ``tau_l_scale`` None takes :data:`LOCAL_SCALE`
     for one output dimension and 0 (no local blocks) for more, where a positive value is
     refused; ``tau_a_scale`` and ``tau_f_scale`` None take
     :data:`TAU_DENSITY_SCALE` and :data:`TAU_CLASS_SCALE` (read at call time, as every
@@ -797,7 +812,10 @@ def design_kernels(
     if tau_f_df == "auto":
         tau_f_df = TAU_CLASS_DF if d == 1 else TAU_CLASS_DF_MULTI
     if tau_f_floor is None:
-        tau_f_floor = TAU_CLASS_FLOOR if d == 1 else TAU_CLASS_FLOOR_MULTI
+        tau_f_floor = (
+            TAU_CLASS_FLOOR if d == 1 else TAU_CLASS_FLOOR_MULTI if d == 2
+            else TAU_CLASS_FLOOR_CENTRES
+        )  # fmt: skip
     if tau_l_scale is None:
         tau_l_scale = LOCAL_SCALE if d == 1 else 0.0
     if tau_l_scale and d != 1:

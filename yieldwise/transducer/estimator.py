@@ -163,7 +163,8 @@ class Transducer:
         * ``tau_f_df`` (default 3): that half-Student-t's degrees of freedom (heavy
           tailed, so that data wanting a sharply bent curve get one), or None for a
           half-Normal scale, the default for two or more output dimensions;
-        * ``tau_f_floor`` (default 1; 0, none, for two or more output dimensions): a
+        * ``tau_f_floor`` (default 1; 0, none, for two output dimensions; 0.3 for three
+          or more, where the kernels are scattered centres): a
           soft floor under that smoothing sd (its density times
           ``1 - exp(-(tau_f / floor)^2)``; 0 for none), which keeps the sampler out of
           the funnel's neck at ``tau_f -> 0``;

@@ -531,8 +531,9 @@ def default_prior(design: KernelDesign) -> dict[str, float | None]:
       scale (the default for two or more output dimensions; docs/model.md, "The
       log-odds' smoothness prior");
     * ``tau_f_floor``: a soft floor under that sd, 0 for none (default 1 for one output
-      dimension, :data:`yieldwise._design.TAU_CLASS_FLOOR`, and none for more,
-      :data:`yieldwise._design.TAU_CLASS_FLOOR_MULTI`): the density is multiplied by
+      dimension, :data:`yieldwise._design.TAU_CLASS_FLOOR`, none for two,
+      :data:`yieldwise._design.TAU_CLASS_FLOOR_MULTI`, and 0.3 for three or more,
+      :data:`yieldwise._design.TAU_CLASS_FLOOR_CENTRES`): the density is multiplied by
       ``1 - exp(-(tau_f / floor)^2)``, keeping the sampler out of the funnel's neck;
     * ``intercept_scale``, ``slope_scale``: Normal sd's of the class log-odds' intercept
       and of every other fixed-effect coefficient (slopes per unit of the outputs'
