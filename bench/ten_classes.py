@@ -13,7 +13,8 @@ Keys (defaults in brackets):
 * ``per_dim`` [CENTRES_PER_DIM]: centres per output dimension; ``ell`` [GP_LENGTHSCALE_FACTOR]:
   the GP lengthscale as a multiple of the median nearest-centre distance; ``width``
   [CENTRES_WIDTH_FACTOR]: the kernels' sd as a multiple of the nearest-centre distance;
-  ``slope`` [CENTRES_SLOPE_SCALE]: the prior sd of the log-odds' slopes;
+  ``slope`` [CENTRES_SLOPE_SCALE]: the prior sd of the log-odds' slopes; ``floor``
+  [TAU_CLASS_FLOOR_CENTRES]: the soft floor under the log-odds' smoothing sd (0: none);
 * ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``backend`` [the Transducer's
   defaults], ``seed`` [1]
   (``backend=laplace``: the Normal approximation, for a quick look at held-out quality);
@@ -271,6 +272,8 @@ def main(argv: list[str]) -> int:
         design.GP_LENGTHSCALE_FACTOR = float(opts["ell"])
     if "slope" in opts:
         design.CENTRES_SLOPE_SCALE = float(opts["slope"])
+    if "floor" in opts:
+        design.TAU_CLASS_FLOOR_CENTRES = float(opts["floor"])
     if "width" in opts:
         design.CENTRES_WIDTH_FACTOR = float(opts["width"])
     if "marginal" in opts:
