@@ -1,0 +1,258 @@
+"""Joint transducers against a known truth: do a joint fit's bands cover ``p(class | y)``?
+
+The coverage study (bench/coverage.py) and the decision-quality panel have one- and
+two-dimensional outputs only. A joint transducer of three classifiers' 1-D outputs has
+three model dimensions, and its kernels sit at scattered centres (120 of them, with a
+Gaussian-process smoothing prior and a soft floor under ``tau_f``: docs/model.md). This
+study gives such fits a truth:
+
+* **three members**, each a real-valued score with Normal class-conditional laws,
+  independent given the class, 30 % positives (:data:`PREVALENCE`); the negatives' scores
+  are N(0, 1) in every member, the positives' N(d_j, s^2) with ``d = (1, 1.5, 2)``
+  (:data:`SHIFTS`);
+* **the truths** (``--truth``): ``linear``, ``s = 1`` (log-odds linear in the outputs, so
+  a logistic regression on the scores is the right model, and a smoothing prior can only
+  cost); ``quadratic``, ``s = 0.6`` (:data:`TRUTHS`; the log-odds bend down at both ends
+  of each score: not monotone). ``p(pos | y)`` is Bayes' rule of the known densities
+  (:func:`true_probability`);
+* **per repetition** a calibration set of ``n`` items (seed ``[2026, rep, n]``), one joint
+  fit at the defaults (fit seed ``rep + 1``), and 4,000 fresh items (:data:`TEST_ITEMS`):
+  the held-out mean log score of ``predict_proba`` beside the truth's own and a logistic
+  regression's on the raw scores; and at the first 400 of them (:data:`BAND_ITEMS`) the
+  central 50 / 75 / 95 % posterior bands of ``p(pos | y)`` (quantiles of
+  ``draws_proba``), counted where the true probability lies in [0.001, 0.999] (as the
+  coverage study counts bands) and over all 400.
+
+The points of one fit share its errors, so a repetition is the unit: the report gives
+the mean coverage over repetitions with its standard error across them, the fits clean
+by the package's own rule (``bench/_common.is_clean``), and the log scores.
+
+Usage (from the repository root)::
+
+    python bench/joint_truth.py --truth linear --n 1000 --reps 20 --out FILE
+    python bench/joint_truth.py --render FILE [FILE ...] --write   # docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+import warnings
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from _common import checkout_commit, is_clean, worst_diagnostics, write_section, write_whole
+from scipy.special import expit
+from scipy.stats import norm
+
+#: The positives' share.
+PREVALENCE = 0.3
+#: The positives' mean score per member (the negatives' is 0).
+SHIFTS = (1.0, 1.5, 2.0)
+#: The positives' sd per truth (the negatives' is 1).
+TRUTHS = {"linear": 1.0, "quadratic": 0.6}
+#: Held-out items per repetition for the log scores, and the first of them that get bands.
+TEST_ITEMS = 4000
+BAND_ITEMS = 400
+#: Central band levels, as in the coverage study.
+LEVELS = (0.5, 0.75, 0.95)
+#: Where the bands are counted: true probabilities in this closed interval.
+INSIDE = (0.001, 0.999)
+SECTION = "## Joint transducers against a known truth"
+
+
+def draw(truth: str, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` items: classes (1 = positive) and their three scores (m, 3)."""
+    if truth not in TRUTHS:
+        raise ValueError(f"truth must be one of {sorted(TRUTHS)}, found {truth!r}")
+    if not isinstance(m, int | np.integer) or m < 1:
+        raise ValueError(f"m (the number of items) must be a positive integer, found {m!r}")
+    cls = (rng.random(m) < PREVALENCE).astype(int)
+    shift, sd = np.asarray(SHIFTS), TRUTHS[truth]
+    z = rng.normal(size=(m, len(SHIFTS)))
+    y = np.where(cls[:, None] == 1, shift + sd * z, z)
+    return cls, y
+
+
+def true_probability(truth: str, y: np.ndarray) -> np.ndarray:
+    """``p(pos | y)`` by Bayes' rule of the known class-conditional densities."""
+    sd = TRUTHS[truth]
+    y = np.asarray(y, float)
+    log_odds = np.log(PREVALENCE / (1 - PREVALENCE)) + (
+        norm.logpdf(y, np.asarray(SHIFTS), sd) - norm.logpdf(y, 0.0, 1.0)
+    ).sum(axis=1)
+    return expit(log_odds)
+
+
+def coverage(draws: np.ndarray, truth: np.ndarray, levels=LEVELS) -> dict[str, dict]:
+    """Share of items whose true probability lies in each central band of ``draws``
+    ((S, items) draws of ``p(pos | y)``): over the items whose truth is in :data:`INSIDE`
+    (``inside``) and over all (``all``), per level, with the counts."""
+    truth = np.asarray(truth, float)
+    inside = (truth >= INSIDE[0]) & (truth <= INSIDE[1])
+    out: dict[str, dict] = {"n_inside": int(inside.sum()), "n_all": int(truth.size)}
+    for level in levels:
+        lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        hit = (lo <= truth) & (truth <= hi)
+        out[f"{level:g}"] = {
+            "inside": float(hit[inside].mean()) if inside.any() else None,
+            "all": float(hit.mean()),
+        }
+    return out
+
+
+def mean_log_score(cls: np.ndarray, p_pos: np.ndarray) -> float:
+    """Mean log probability of the true class, from ``p(pos | y)``."""
+    p = np.clip(np.asarray(p_pos, float), 1e-300, 1 - 1e-16)
+    return float(np.mean(np.where(np.asarray(cls) == 1, np.log(p), np.log1p(-p))))
+
+
+def members(y: np.ndarray) -> dict[str, pd.DataFrame]:
+    """The three scores as a joint transducer's members."""
+    return {f"m{j + 1}": pd.DataFrame({f"score_{j + 1}": y[:, j]}) for j in range(y.shape[1])}
+
+
+def repetition(truth: str, n: int, rep: int) -> dict:
+    """One calibration set, one joint fit at the defaults, its held-out figures."""
+    from sklearn.linear_model import LogisticRegression
+
+    import yieldwise as yw
+
+    rng = np.random.default_rng([2026, rep, n])
+    cls, y = draw(truth, n, rng)
+    labels = pd.Series(pd.Categorical(np.where(cls == 1, "pos", "neg"), ["neg", "pos"]))
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = yw.Transducer(seed=rep + 1, progress=False).fit(members(y), labels)
+    seconds = time.perf_counter() - started
+    test_cls, test_y = draw(truth, TEST_ITEMS, rng)
+    pos = list(t.classes_).index("pos")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # held-out scores beyond the calibration range
+        p = t.predict_proba(members(test_y))[:, pos]
+        bands = t.draws_proba(members(test_y[:BAND_ITEMS])).values[..., pos]
+    truth_at_bands = true_probability(truth, test_y[:BAND_ITEMS])
+    regression = LogisticRegression(C=1e6, max_iter=1000).fit(y, cls)
+    info, diag = t.sampler_summary(), t.diagnostics()
+    tau_f = t.posterior_.posterior["tau_f"].values.reshape(-1)
+    return {
+        "rep": rep, "n": n, "truth": truth,
+        "coverage": coverage(bands.reshape(-1, BAND_ITEMS), truth_at_bands),
+        "log_score": mean_log_score(test_cls, p),
+        "log_score_truth": mean_log_score(test_cls, true_probability(truth, test_y)),
+        "log_score_logistic": mean_log_score(test_cls, regression.predict_proba(test_y)[:, 1]),
+        "sampler": {
+            "divergent": int(info["divergent"]), "treedepth": int(info["max_treedepth_hits"]),
+            **worst_diagnostics(diag), "sampling_seconds": float(info["sampling_seconds"]),
+            "fit_seconds": seconds,
+        },
+        "tau_f": [float(q) for q in np.quantile(tau_f, [0.05, 0.5, 0.95])],
+        "warnings": sorted({type(w.message).__name__ for w in caught}),
+    }  # fmt: skip
+
+
+def summarise(reps: list[dict]) -> dict:
+    """Mean coverage per level over repetitions (inside and all) with its standard error
+    across them, fits clean, and the mean log scores."""
+    if not reps:
+        raise ValueError("summarise needs at least one repetition, found none")
+    out: dict = {"reps": len(reps), "clean": sum(is_clean(r["sampler"]) for r in reps)}
+    for level in LEVELS:
+        key = f"{level:g}"
+        for where in ("inside", "all"):
+            values = np.array([r["coverage"][key][where] for r in reps
+                               if r["coverage"][key][where] is not None], float)  # fmt: skip
+            se = float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else None
+            out[f"{key}_{where}"] = (float(values.mean()), se)
+    for key in ("log_score", "log_score_truth", "log_score_logistic"):
+        out[key] = float(np.mean([r[key] for r in reps]))
+    out["sampling_seconds"] = (
+        float(min(r["sampler"]["sampling_seconds"] for r in reps)),
+        float(max(r["sampler"]["sampling_seconds"] for r in reps)),
+    )
+    return out
+
+
+def _cell(summary: dict, level: str) -> str:
+    """A coverage cell: inside-mean % (its standard error) [all items' mean %]."""
+    (m, se), (m_all, _) = summary[f"{level}_inside"], summary[f"{level}_all"]
+    se_text = "" if se is None else f" ({100 * se:.0f})"
+    return f"{100 * m:.0f} %{se_text} [{100 * m_all:.0f} %]"
+
+
+def render(studies: list[dict]) -> str:
+    """The benchmarks.md section for one or more studies (one row per truth and size)."""
+    lines = [
+        SECTION, "",
+        "Command: " + "; ".join(f"`{s['meta']['command']}`" for s in studies) + ". "
+        + "; ".join(sorted({f"{s['meta']['date']} at {s['meta']['commit'] or 'unknown'}"
+                            for s in studies})) + f"; {studies[0]['meta']['machine']}. "
+        "Three members with 1-D real scores, independent given the class (bench/"
+        "joint_truth.py's docstring), one joint fit per repetition at the defaults (120 "
+        "centres). Coverage of the true `p(pos | y)` by the central bands at 400 held-out "
+        "items, mean over repetitions (standard error across them), counted where the "
+        "truth lies in [0.001, 0.999] (all items in brackets); held-out mean log score on "
+        "4,000 items against the truth's and a logistic regression's on the scores.", "",
+        "| truth | n | reps | clean | 50 % | 75 % | 95 % | log score: fit / truth / logistic "
+        "| sampling s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]  # fmt: skip
+    for study in studies:
+        s = summarise(study["reps"])
+        first = study["reps"][0]
+        lines.append(
+            f"| {first['truth']} | {first['n']:,} | {s['reps']} | {s['clean']} | "
+            f"{_cell(s, '0.5')} | {_cell(s, '0.75')} | {_cell(s, '0.95')} | {s['log_score']:.4f} / "
+            f"{s['log_score_truth']:.4f} / {s['log_score_logistic']:.4f} | "
+            f"{s['sampling_seconds'][0]:.0f}-{s['sampling_seconds'][1]:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--truth", choices=sorted(TRUTHS), default="linear")
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--first", type=int, default=0, help="first repetition's number")
+    parser.add_argument("--out", type=Path, help="JSON file for the study")
+    parser.add_argument("--render", type=Path, nargs="+", help="studies' JSON files")
+    parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    if args.render:
+        studies = [json.loads(path.read_text()) for path in args.render]
+        text = render(studies)
+        if args.write:
+            write_section(SECTION, text)
+        print(text)
+        return 0
+    if args.n < 10 or args.reps < 1:
+        parser.error(f"--n must be at least 10 and --reps at least 1, found {args.n}, "
+                     f"{args.reps}")  # fmt: skip
+    study = {
+        "meta": {
+            "command": "python bench/joint_truth.py " + " ".join(argv),
+            "date": date.today().isoformat(), "commit": checkout_commit(),
+            "machine": f"{platform.system()} {platform.machine()}, 2 cores",
+        },
+        "reps": [],
+    }  # fmt: skip
+    for rep in range(args.first, args.first + args.reps):
+        study["reps"].append(repetition(args.truth, args.n, rep))
+        if args.out:  # whole after every repetition: a stopped run keeps the ones done
+            write_whole(args.out, json.dumps(study, indent=1))
+        r = study["reps"][-1]
+        print(json.dumps({k: r[k] for k in ("rep", "coverage", "log_score", "sampler")}),
+              flush=True)  # fmt: skip
+    print(render([study]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

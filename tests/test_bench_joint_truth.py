@@ -1,0 +1,97 @@
+"""bench/joint_truth.py: its truth against Bayes' rule by hand and against its own sampler,
+the band coverage and the report's summary against worked examples (no fits: the study's
+numbers depend on sampling, its plumbing does not)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+
+@pytest.mark.parametrize("truth", ["linear", "quadratic"])
+def test_the_true_probability_is_bayes_rule_of_the_known_densities(bench_import, truth):
+    jt = bench_import("joint_truth")
+    rng = np.random.default_rng(3)
+    y = rng.normal(0.5, 2.0, (50, 3))
+    sd = {"linear": 1.0, "quadratic": 0.6}[truth]
+    pos = 0.3 * np.prod([stats.norm.pdf(y[:, j], [1.0, 1.5, 2.0][j], sd) for j in range(3)], 0)
+    neg = 0.7 * np.prod([stats.norm.pdf(y[:, j], 0.0, 1.0) for j in range(3)], 0)
+    np.testing.assert_allclose(jt.true_probability(truth, y), pos / (pos + neg), rtol=1e-10)
+
+
+@pytest.mark.parametrize("truth", ["linear", "quadratic"])
+def test_the_sampler_draws_what_the_truth_says(bench_import, truth):
+    """Class share, per-class means and sds, and calibration of the truth on its own
+    draws: among items whose true p(pos | y) is in a bin, the positives' share is the
+    bin's mean probability (within 4 standard errors)."""
+    jt = bench_import("joint_truth")
+    cls, y = jt.draw(truth, 60_000, np.random.default_rng(11))
+    assert abs(cls.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / cls.size)
+    sd = {"linear": 1.0, "quadratic": 0.6}[truth]
+    np.testing.assert_allclose(y[cls == 1].mean(0), [1.0, 1.5, 2.0], atol=0.03)
+    np.testing.assert_allclose(y[cls == 1].std(0), sd, atol=0.02)
+    np.testing.assert_allclose(y[cls == 0].mean(0), 0.0, atol=0.02)
+    np.testing.assert_allclose(y[cls == 0].std(0), 1.0, atol=0.02)
+    p = jt.true_probability(truth, y)
+    for lo, hi in [(0.05, 0.2), (0.2, 0.5), (0.5, 0.8), (0.8, 0.95)]:
+        at = (p >= lo) & (p < hi)
+        assert at.sum() > 500
+        se = np.sqrt(p[at].mean() * (1 - p[at].mean()) / at.sum())
+        assert abs(cls[at].mean() - p[at].mean()) < 4 * se
+
+
+def test_draw_refuses_an_unknown_truth_and_a_bad_size(bench_import):
+    jt = bench_import("joint_truth")
+    with pytest.raises(ValueError, match=r"truth must be one of \['linear', 'quadratic'\]"):
+        jt.draw("cubic", 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"m \(the number of items\) must be a positive integer"):
+        jt.draw("linear", 0, np.random.default_rng(0))
+
+
+def test_coverage_counts_a_worked_example(bench_import):
+    """Draws 0, 0.001, ..., 1 at every item: the 50 % band is [0.25, 0.75], the 95 % band
+    [0.025, 0.975]. Truths 0.5 (in both), 0.9 (in the 95 % only), 0.0005 (in neither, and
+    outside [0.001, 0.999], so counted only among all) and 0.2 (in the 95 % only)."""
+    jt = bench_import("joint_truth")
+    draws = np.repeat(np.linspace(0.0, 1.0, 1001)[:, None], 4, axis=1)
+    out = jt.coverage(draws, np.array([0.5, 0.9, 0.0005, 0.2]), levels=(0.5, 0.95))
+    assert (out["n_inside"], out["n_all"]) == (3, 4)
+    assert out["0.5"] == {"inside": pytest.approx(1 / 3), "all": pytest.approx(1 / 4)}
+    assert out["0.95"] == {"inside": pytest.approx(1.0), "all": pytest.approx(3 / 4)}
+
+
+def _rep(cover50, clean=True, score=-0.2):
+    cover = {"inside": cover50, "all": cover50 - 0.1}
+    return {
+        "rep": 0, "n": 1000, "truth": "linear",
+        "coverage": {"0.5": cover, "0.75": cover, "0.95": cover},
+        "log_score": score, "log_score_truth": -0.19, "log_score_logistic": -0.195,
+        "sampler": {"divergent": 0 if clean else 2, "treedepth": 0, "max_rhat": 1.002,
+                    "min_ess_bulk": 900.0, "sampling_seconds": 30.0 if clean else 45.0},
+    }  # fmt: skip
+
+
+def test_the_summary_and_its_row_match_a_hand_computation(bench_import, capsys, tmp_path):
+    jt = bench_import("joint_truth")
+    reps = [_rep(0.4), _rep(0.6, clean=False, score=-0.22), _rep(0.8)]
+    s = jt.summarise(reps)
+    # mean 0.6; sd (ddof 1) of 0.4, 0.6, 0.8 is 0.2, so the standard error is 0.2 / sqrt(3)
+    assert s["0.5_inside"] == (pytest.approx(0.6), pytest.approx(0.2 / np.sqrt(3)))
+    assert s["0.5_all"][0] == pytest.approx(0.5)
+    assert (s["reps"], s["clean"]) == (3, 2)
+    assert s["log_score"] == pytest.approx(-0.62 / 3)
+    assert s["sampling_seconds"] == (30.0, 45.0)
+    study = {"meta": {"command": "python bench/joint_truth.py --reps 3", "date": "2026-12-07",
+                      "commit": "abc1234", "machine": "Linux x86_64, 2 cores"},
+             "reps": reps}  # fmt: skip
+    row = "| linear | 1,000 | 3 | 2 | 60 % (12) [50 %] | 60 % (12) [50 %] | 60 % (12) [50 %] |"
+    assert row in jt.render([study])
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps(study))
+    assert jt.main(["--render", str(path)]) == 0  # prints, writes nothing without --write
+    assert row in capsys.readouterr().out
+    with pytest.raises(ValueError, match="at least one repetition"):
+        jt.summarise([])
