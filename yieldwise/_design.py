@@ -190,7 +190,7 @@ TAU_CLASS_FLOOR_MULTI = 0.0
 #: centres' Gaussian process has unit variance, so tau_f is the prior sd of the log-odds'
 #: non-linear part at a centre, in log units; below 0.3 the log-odds are linear in the
 #: outputs to within a few tenths. Without a floor the data of the shipped joint sets
-#: left tau_f spread over 0.08-5.7 (5-95 %), and the whitened sampler crossed that range
+#: left tau_f spread over 0.07-5.7 (5-95 %), and the whitened sampler crossed that range
 #: slowly: tau_f's R-hat 1.01-1.11 and bulk ESS 32-326 in all nine fits (three sets x
 #: seeds 1-3, 120 centres), four of them not clean on the transducer's values. With the
 #: floor at 0.3 all nine are clean (R-hat <= 1.006, bulk ESS >= 567, 0 divergent
