@@ -46,7 +46,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import checkout_commit, is_clean, worst_diagnostics, write_section, write_whole
+from _common import (
+    checkout_commit,
+    is_clean,
+    set_design_constants,
+    worst_diagnostics,
+    write_section,
+    write_whole,
+)
 from scipy.special import expit
 from scipy.stats import norm
 
@@ -186,6 +193,12 @@ def _cell(summary: dict, level: str) -> str:
     return f"{100 * m:.0f} %{se_text} [{100 * m_all:.0f} %]"
 
 
+def _design_text(study: dict) -> str:
+    """The design a study ran: ``defaults``, or its ``--set`` constants."""
+    settings = study["meta"].get("settings") or {}
+    return ", ".join(f"`{k}={v}`" for k, v in sorted(settings.items())) or "defaults"
+
+
 def render(studies: list[dict]) -> str:
     """The benchmarks.md section for one or more studies (one row per truth and size)."""
     lines = [
@@ -195,19 +208,21 @@ def render(studies: list[dict]) -> str:
                             for s in studies})) + f"; {studies[0]['meta']['machine']}. "
         "Three members with 1-D real scores, independent given the class (bench/"
         "joint_truth.py's docstring), one joint fit per repetition at the defaults (120 "
-        "centres). Coverage of the true `p(pos | y)` by the central bands at 400 held-out "
-        "items, mean over repetitions (standard error across them), counted where the "
-        "truth lies in [0.001, 0.999] (all items in brackets); held-out mean log score on "
+        "centres) or at the design the row names. Coverage of the true `p(pos | y)` by "
+        "the central bands at 400 held-out items, mean over repetitions (standard error "
+        "across them), counted where the truth lies in [0.001, 0.999] (all items in "
+        "brackets); held-out mean log score on "
         "4,000 items against the truth's and a logistic regression's on the scores.", "",
-        "| truth | n | reps | clean | 50 % | 75 % | 95 % | log score: fit / truth / logistic "
-        "| sampling s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| truth | n | design | reps | clean | 50 % | 75 % | 95 % | log score: fit / truth / "
+        "logistic | sampling s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for study in studies:
         s = summarise(study["reps"])
         first = study["reps"][0]
         lines.append(
-            f"| {first['truth']} | {first['n']:,} | {s['reps']} | {s['clean']} | "
+            f"| {first['truth']} | {first['n']:,} | {_design_text(study)} | {s['reps']} | "
+            f"{s['clean']} | "
             f"{_cell(s, '0.5')} | {_cell(s, '0.75')} | {_cell(s, '0.95')} | {s['log_score']:.4f} / "
             f"{s['log_score_truth']:.4f} / {s['log_score_logistic']:.4f} | "
             f"{s['sampling_seconds'][0]:.0f}-{s['sampling_seconds'][1]:.0f} |"
@@ -224,6 +239,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, help="JSON file for the study")
     parser.add_argument("--render", type=Path, nargs="+", help="studies' JSON files")
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    parser.add_argument(
+        "--set", dest="design", nargs="+", default=[], metavar="NAME=VALUE",
+        help="set constants of yieldwise._design for this run (a candidate to measure, "
+        "e.g. MAX_CENTRES=240); recorded in the study's meta and its rendered row",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.render:
         studies = [json.loads(path.read_text()) for path in args.render]
@@ -235,9 +255,11 @@ def main(argv: list[str]) -> int:
     if args.n < 10 or args.reps < 1:
         parser.error(f"--n must be at least 10 and --reps at least 1, found {args.n}, "
                      f"{args.reps}")  # fmt: skip
+    settings = set_design_constants(args.design, parser.error)
     study = {
         "meta": {
             "command": "python bench/joint_truth.py " + " ".join(argv),
+            "settings": settings,
             "date": date.today().isoformat(), "commit": checkout_commit(),
             "machine": f"{platform.system()} {platform.machine()}, 2 cores",
         },

@@ -51,6 +51,16 @@ def test_draw_refuses_an_unknown_truth_and_a_bad_size(bench_import):
         jt.draw("linear", 0, np.random.default_rng(0))
 
 
+def test_set_refuses_a_name_that_is_not_a_design_constant(bench_import, capsys):
+    jt = bench_import("joint_truth")
+    with pytest.raises(SystemExit) as stop:
+        jt.main(["--reps", "1", "--set", "NO_SUCH_CONSTANT=3"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--set: expected NAME=VALUE with NAME a constant of yieldwise._design" in err
+    assert "'NO_SUCH_CONSTANT=3'" in err
+
+
 def test_coverage_counts_a_worked_example(bench_import):
     """Draws 0, 0.001, ..., 1 at every item: the 50 % band is [0.25, 0.75], the 95 % band
     [0.025, 0.975]. Truths 0.5 (in both), 0.9 (in the 95 % only), 0.0005 (in neither, and
@@ -87,8 +97,17 @@ def test_the_summary_and_its_row_match_a_hand_computation(bench_import, capsys, 
     study = {"meta": {"command": "python bench/joint_truth.py --reps 3", "date": "2026-12-07",
                       "commit": "abc1234", "machine": "Linux x86_64, 2 cores"},
              "reps": reps}  # fmt: skip
-    row = "| linear | 1,000 | 3 | 2 | 60 % (12) [50 %] | 60 % (12) [50 %] | 60 % (12) [50 %] |"
+    cells = "3 | 2 | 60 % (12) [50 %] | 60 % (12) [50 %] | 60 % (12) [50 %] |"
+    row = f"| linear | 1,000 | defaults | {cells}"
     assert row in jt.render([study])
+    # a study run with --set names its design in the row (sorted by name), and only there
+    varied = {
+        **study,
+        "meta": {**study["meta"], "settings": {"MAX_CENTRES": 240, "CENTRES_PER_DIM": 80}},
+    }
+    both = jt.render([study, varied])
+    assert f"| linear | 1,000 | `CENTRES_PER_DIM=80`, `MAX_CENTRES=240` | {cells}" in both
+    assert row in both
     path = tmp_path / "study.json"
     path.write_text(json.dumps(study))
     assert jt.main(["--render", str(path)]) == 0  # prints, writes nothing without --write
