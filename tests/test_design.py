@@ -537,6 +537,33 @@ def test_centres_are_a_fixed_point_of_weighted_k_means():
         np.testing.assert_allclose(centres_u[j], mean, atol=1e-7)
 
 
+def test_centres_class_balanced_candidate_weighs_k_means_by_the_blend(monkeypatch):
+    """CENTRES_CLASS_BALANCED = s: the centres are those of counts-share ``1 - s`` plus
+    class-balanced share ``s`` (each normalised), so s = 1 is the design of the balanced
+    weights alone, s = 0 that of the counts, and the knob is off by default."""
+    rng = np.random.default_rng(8)
+    y, counts = _blobs(rng, 600)
+    cls = (y[:, 0] > np.quantile(y[:, 0], 0.85)).astype(int)  # a rare class, one region
+    balanced = counts / np.bincount(cls, weights=counts)[cls]
+    assert _design.CENTRES_CLASS_BALANCED == 0
+    off = _design.design_kernels(y, y, counts, 30, seed=2, range_weights=balanced)
+    np.testing.assert_array_equal(off.loc, _design.design_kernels(y, y, counts, 30, seed=2).loc)
+    monkeypatch.setattr(_design, "CENTRES_CLASS_BALANCED", 1.0)
+    full = _design.design_kernels(y, y, counts, 30, seed=2, range_weights=balanced)
+    alone = _design.design_kernels(y, y, balanced, 30, seed=2)  # no range_weights: no blend
+    np.testing.assert_allclose(full.loc, alone.loc, rtol=0, atol=1e-9)
+    # the rare class's region gets more centres than the counts gave it
+    edge = np.quantile(y[:, 0], 0.85)
+    assert (full.loc[:, 0] > edge).sum() > (off.loc[:, 0] > edge).sum()
+    monkeypatch.setattr(_design, "CENTRES_CLASS_BALANCED", 0.5)
+    half = _design.design_kernels(y, y, counts, 30, seed=2, range_weights=balanced)
+    blend = 0.5 * counts / counts.sum() + 0.5 * balanced / balanced.sum()
+    monkeypatch.setattr(_design, "CENTRES_CLASS_BALANCED", 0.0)
+    np.testing.assert_allclose(
+        half.loc, _design.design_kernels(y, y, blend, 30, seed=2).loc, rtol=0, atol=1e-9
+    )
+
+
 def test_centres_gp_basis_is_orthogonal_to_the_linear_functions(monkeypatch):
     monkeypatch.setattr(_design, "GP_VARIANCE_SHARE", None)  # the untruncated process
     rng = np.random.default_rng(7)

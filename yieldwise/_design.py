@@ -82,6 +82,12 @@ WIDTH_FACTOR_2D = 0.5
 #: is this multiple of the typical distance from a centre to its nearest other centre
 #: (the median per-dimension gap times sqrt(D)).
 CENTRES_WIDTH_FACTOR = 1.0
+#: A candidate, off (0; measured 2026-12-07, docs/model_record.md, "Where joint fits'
+#: bands miss"): for scattered centres, the share of the class-balanced law (each class's
+#: rows weighted by the inverse of its count, as RANGE_CLASS_BALANCED) in the weights of
+#: the centres' k-means and of their standardising range; the rest is the rows' counts.
+#: At 1 a rare class's outputs get as many centres as a common one's.
+CENTRES_CLASS_BALANCED = 0.0
 #: Range of the grid: weighted quantiles of the outputs, so that a few far outliers
 #: do not spread the kernels thin over the bulk; outputs beyond are still modelled by the
 #: outer kernels' Normal tails. Measured with the Laplace backend (mean regret over 2,000
@@ -696,10 +702,14 @@ def _leading(
 
 def _centres_design(
     rep: np.ndarray, weights: np.ndarray, k: int, seed: int, tau_a_scale: float,
-    tau_f_scale: float,
+    tau_f_scale: float, balanced: np.ndarray | None = None,
 ) -> KernelDesign:  # fmt: skip
     finite = np.isfinite(rep).all(axis=1)
     pts, wts = rep[finite], weights[finite]
+    share = float(CENTRES_CLASS_BALANCED)
+    if share and balanced is not None:  # the candidate: part class-balanced weights
+        bal = np.asarray(balanced, float)[finite]
+        wts = (1 - share) * wts / wts.sum() + share * bal / bal.sum()
     ranges = [_axis_range(pts[:, j], wts) for j in range(pts.shape[1])]
     low = np.array([r[0] for r in ranges])
     span = np.array([r[1] - r[0] for r in ranges])
@@ -811,7 +821,9 @@ def design_kernels(
     else:
         if k < d + 2:
             raise ValueError(f"n_components must be at least {d + 2} for {d} output dimensions")
-        design = _centres_design(rep, weights, k, seed, tau_a_scale, tau_f_scale)
+        design = _centres_design(
+            rep, weights, k, seed, tau_a_scale, tau_f_scale, balanced=range_weights
+        )
     if tau_f_df == "auto":
         tau_f_df = TAU_CLASS_DF if d == 1 else TAU_CLASS_DF_MULTI
     if tau_f_floor is None:
