@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "benchmarks.md"
@@ -163,3 +164,75 @@ def parse_value(text: str):
         except ValueError:
             pass
     return text
+
+
+def sampler_record(
+    transducer: Any, seconds: float, caught: list, prefix_draws: tuple[int, ...] = ()
+) -> dict:
+    """Seconds, divergences, tree-depth hits, worst R-hat, lowest bulk ESS, warnings.
+
+    ``prefix_draws``: also the worst R-hat and lowest bulk ESS of each chain's first ``d``
+    draws, for each ``d`` (``--prefix-draws``). With the same seed and warm-up, a fit of
+    ``d`` draws per chain takes exactly these draws (the sampler's path does not depend on
+    how long it runs on), so one fit measures a smaller ``draws`` setting as well.
+    """
+    import json
+
+    import numpy as np
+
+    info = transducer.sampler_summary()
+    params = transducer.get_params()
+    table = transducer.diagnostics()
+    attrs = transducer.posterior_.posterior.attrs
+    stats = transducer.posterior_.sample_stats
+    return (
+        {
+            "seconds": float(seconds),
+            "sampling_seconds": float(info["sampling_seconds"]),
+            # the sampler's work, which the machine's load does not change (seconds do)
+            "steps_per_iteration": float(np.asarray(stats["n_steps"]).mean()),
+            "step_size": float(np.asarray(stats["step_size"]).mean()),
+            "divergent": int(info["divergent"]),
+            "treedepth": int(info["max_treedepth_hits"]),
+            "transitions": int(info["chains"] * info["draws"]),
+            **worst_diagnostics(table),
+            "components": int(transducer.n_components_),
+            "backend": str(attrs.get("yieldwise_backend", "")),
+            "backend_version": str(attrs.get("yieldwise_backend_version", "")),
+            "stan_version": str(attrs.get("yieldwise_stan_version", "")),
+            # the hyper-parameters the fit used, so that a study mixing designs shows it
+            "prior": json.loads(attrs.get("yieldwise_prior", "{}")),
+            # warm-up, adapt_delta and max_treedepth as the fit ran (the constructor's
+            # default None of each depends on the output dimensions)
+            "settings": {k: params[k] for k in ("chains", "draws")}
+            | {k: info[k] for k in ("warmup", "adapt_delta", "max_treedepth")},
+            "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+        }
+        | ({"prefixes": prefix_diagnostics(transducer, prefix_draws)} if prefix_draws else {})
+        | (
+            # an approximation's distance from the posterior (backend="laplace")
+            {"pareto_k": float(info["pareto_k"])} if info.get("pareto_k") is not None else {}
+        )
+    )
+
+
+def prefix_diagnostics(transducer: Any, prefix_draws: tuple[int, ...]) -> list[dict]:
+    """Worst R-hat and lowest bulk ESS of the invariant quantities (``diagnose``, as
+    ``Transducer.diagnostics``) over each chain's first ``d`` draws, for each ``d``."""
+    from yieldwise.transducer.diagnostics import diagnose
+
+    # a class-reduced transducer is diagnosed on its reduced fit, as its diagnostics() are
+    transducer = getattr(transducer, "reduced_", None) or transducer
+    reference = transducer.reference_outputs()
+    proba = transducer.draws_proba(reference).values  # (chain, draw, item, class)
+    log_lik = transducer.posterior_.posterior["log_lik"].values
+    out = []
+    for d in prefix_draws:
+        if not 4 <= d <= log_lik.shape[1]:
+            raise ValueError(
+                f"prefix_draws must lie in 4 .. {log_lik.shape[1]} (the fit's draws per "
+                f"chain), found {d}"
+            )
+        table = diagnose(log_lik[:, :d], proba[:, :d], reference, transducer.classes_)
+        out.append({"draws": int(d), **worst_diagnostics(table)})
+    return out

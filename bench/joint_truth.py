@@ -19,8 +19,8 @@ study gives such fits a truth:
   fit at the defaults (fit seed ``rep + 1``), and 4,000 fresh items (:data:`TEST_ITEMS`):
   the held-out mean log score of ``predict_proba`` beside the truth's own and a logistic
   regression's on the raw scores; and at the first 400 of them (:data:`BAND_ITEMS`) the
-  central 50 / 75 / 95 % posterior bands of ``p(pos | y)`` (quantiles of
-  ``draws_proba``), counted where the true probability lies in [0.001, 0.999] (as the
+  central 50 / 75 / 95 % posterior bands of ``p(pos | y)`` (``predict_interval``),
+  counted where the true probability lies in [0.001, 0.999] (as the
   coverage study counts bands) and over all 400.
 
 The points of one fit share its errors, so a repetition is the unit: the report gives
@@ -49,8 +49,8 @@ import pandas as pd
 from _common import (
     checkout_commit,
     is_clean,
+    sampler_record,
     set_design_constants,
-    worst_diagnostics,
     write_section,
     write_whole,
 )
@@ -96,16 +96,16 @@ def true_probability(truth: str, y: np.ndarray) -> np.ndarray:
     return expit(log_odds)
 
 
-def coverage(draws: np.ndarray, truth: np.ndarray, levels=LEVELS) -> dict[str, dict]:
-    """Share of items whose true probability lies in each central band of ``draws``
-    ((S, items) draws of ``p(pos | y)``): over the items whose truth is in :data:`INSIDE`
-    (``inside``) and over all (``all``), per level, with the counts."""
+def coverage(bands: dict[float, tuple], truth: np.ndarray) -> dict[str, dict]:
+    """Share of items whose true probability lies in each central band (``bands`` maps a
+    level to its ``(lower, upper)`` arrays over the items, as ``predict_interval`` gives
+    them): over the items whose truth is in :data:`INSIDE` (``inside``) and over all
+    (``all``), per level, with the counts."""
     truth = np.asarray(truth, float)
     inside = (truth >= INSIDE[0]) & (truth <= INSIDE[1])
     out: dict[str, dict] = {"n_inside": int(inside.sum()), "n_all": int(truth.size)}
-    for level in levels:
-        lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
-        hit = (lo <= truth) & (truth <= hi)
+    for level, (lo, hi) in bands.items():
+        hit = (np.asarray(lo) <= truth) & (truth <= np.asarray(hi))
         out[f"{level:g}"] = {
             "inside": float(hit[inside].mean()) if inside.any() else None,
             "all": float(hit.mean()),
@@ -139,26 +139,23 @@ def repetition(truth: str, n: int, rep: int) -> dict:
         t = yw.Transducer(seed=rep + 1, progress=False).fit(members(y), labels)
     seconds = time.perf_counter() - started
     test_cls, test_y = draw(truth, TEST_ITEMS, rng)
-    pos = list(t.classes_).index("pos")
+    at_bands = members(test_y[:BAND_ITEMS])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # held-out scores beyond the calibration range
-        p = t.predict_proba(members(test_y))[:, pos]
-        bands = t.draws_proba(members(test_y[:BAND_ITEMS])).values[..., pos]
-    truth_at_bands = true_probability(truth, test_y[:BAND_ITEMS])
+        p = t.predict_proba(members(test_y))[:, list(t.classes_).index("pos")]
+        bands = {}
+        for level in LEVELS:  # the package's own bands, as a user reads them
+            band = t.predict_interval(at_bands, level).sel({"class": "pos"})
+            bands[level] = (band["lower"].values, band["upper"].values)
     regression = LogisticRegression(C=1e6, max_iter=1000).fit(y, cls)
-    info, diag = t.sampler_summary(), t.diagnostics()
     tau_f = t.posterior_.posterior["tau_f"].values.reshape(-1)
     return {
         "rep": rep, "n": n, "truth": truth,
-        "coverage": coverage(bands.reshape(-1, BAND_ITEMS), truth_at_bands),
+        "coverage": coverage(bands, true_probability(truth, test_y[:BAND_ITEMS])),
         "log_score": mean_log_score(test_cls, p),
         "log_score_truth": mean_log_score(test_cls, true_probability(truth, test_y)),
         "log_score_logistic": mean_log_score(test_cls, regression.predict_proba(test_y)[:, 1]),
-        "sampler": {
-            "divergent": int(info["divergent"]), "treedepth": int(info["max_treedepth_hits"]),
-            **worst_diagnostics(diag), "sampling_seconds": float(info["sampling_seconds"]),
-            "fit_seconds": seconds,
-        },
+        "sampler": sampler_record(t, seconds, caught),  # coverage.py's record
         "tau_f": [float(q) for q in np.quantile(tau_f, [0.05, 0.5, 0.95])],
         "warnings": sorted({type(w.message).__name__ for w in caught}),
     }  # fmt: skip

@@ -738,10 +738,11 @@ def test_backend_reaches_the_fits_and_the_command(cov, tmp_path, monkeypatch, ca
     assert "--backend" in capsys.readouterr().err
 
 
-def test_prefix_diagnostics_are_the_first_draws_of_each_chain(cov):
+def test_prefix_diagnostics_are_the_first_draws_of_each_chain(bench_import):
     """What a fit of fewer draws would report (the same seed takes the same path):
     R-hat and bulk ESS over each chain's first d draws, worked out with ArviZ on the
     sliced quantities; the full length gives the fit's own table."""
+    common = bench_import("_common")  # sampler_record and prefixes live there
     import warnings
 
     import arviz as az
@@ -754,7 +755,7 @@ def test_prefix_diagnostics_are_the_first_draws_of_each_chain(cov):
         t = Transducer(backend="laplace", chains=2, draws=s, seed=1, progress=False).fit(
             rng.normal(c, 1.0), c
         )
-    short, full = cov.prefix_diagnostics(t, (20, s))
+    short, full = common.prefix_diagnostics(t, (20, s))
     table = t.diagnostics()
     assert full == {"draws": s, "max_rhat": table["r_hat"].max(),
                     "min_ess_bulk": table["ess_bulk"].min()}  # fmt: skip
@@ -767,12 +768,13 @@ def test_prefix_diagnostics_are_the_first_draws_of_each_chain(cov):
         min(float(az.ess(v, method="bulk")) for v in series)
     )
     with pytest.raises(ValueError, match=r"prefix_draws must lie in 4 \.\. 50 .* found 60"):
-        cov.prefix_diagnostics(t, (60,))
+        common.prefix_diagnostics(t, (60,))
 
 
-def test_prefix_diagnostics_of_a_class_reduced_fit_are_its_reduced_fits(cov):
+def test_prefix_diagnostics_of_a_class_reduced_fit_are_its_reduced_fits(bench_import):
     """Ten-class outputs are reduced to ranks; the full-length prefix equals the fit's own
     diagnostics() table, which is the reduced fit's."""
+    common = bench_import("_common")  # sampler_record and prefixes live there
     import warnings
 
     rng = np.random.default_rng(5)
@@ -783,7 +785,7 @@ def test_prefix_diagnostics_of_a_class_reduced_fit_are_its_reduced_fits(cov):
         warnings.simplefilter("ignore")
         t = Transducer(backend="laplace", chains=2, draws=50, seed=1, progress=False).fit(p, labels)
     assert t.reduction_ is not None
-    (full,) = cov.prefix_diagnostics(t, (50,))
+    (full,) = common.prefix_diagnostics(t, (50,))
     table = t.diagnostics()
     assert full == {"draws": 50, "max_rhat": table["r_hat"].max(),
                     "min_ess_bulk": table["ess_bulk"].min()}  # fmt: skip
@@ -804,9 +806,10 @@ def test_prefix_draws_reach_the_fits_and_the_command(cov, tmp_path, monkeypatch)
     assert cov.load_results(out)["runs"][-1]["command"].endswith("--prefix-draws 500 600")
 
 
-def test_a_fit_records_the_settings_it_ran_at(cov):
+def test_a_fit_records_the_settings_it_ran_at(bench_import):
     """The warm-up and adapt_delta the output dimensions chose, not the constructor's None
     (the study's tables group the fits by them), and a Laplace fit's Pareto k."""
+    common = bench_import("_common")  # sampler_record and prefixes live there
     import warnings
 
     rng = np.random.default_rng(8)
@@ -817,7 +820,7 @@ def test_a_fit_records_the_settings_it_ran_at(cov):
             rng.normal(c, 1.0), c
         )
     assert t.get_params()["warmup"] is None
-    record = cov.sampler_record(t, 1.0, [])
+    record = common.sampler_record(t, 1.0, [])
     settings = record["settings"]
     assert settings["warmup"] == 500  # one output dimension
     assert settings["chains"] == 2 and settings["draws"] == 50

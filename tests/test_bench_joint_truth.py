@@ -62,15 +62,18 @@ def test_set_refuses_a_name_that_is_not_a_design_constant(bench_import, capsys):
 
 
 def test_coverage_counts_a_worked_example(bench_import):
-    """Draws 0, 0.001, ..., 1 at every item: the 50 % band is [0.25, 0.75], the 95 % band
-    [0.025, 0.975]. Truths 0.5 (in both), 0.9 (in the 95 % only), 0.0005 (in neither, and
-    outside [0.001, 0.999], so counted only among all) and 0.2 (in the 95 % only)."""
+    """Bands [0.25, 0.75] (50 %) and [0.025, 0.975] (95 %) at every item. Truths 0.5 (in
+    both), 0.9 (in the 95 % only), 0.0005 (in neither, and outside [0.001, 0.999], so
+    counted only among all) and 0.2 (in the 95 % only); a band's ends count as inside."""
     jt = bench_import("joint_truth")
-    draws = np.repeat(np.linspace(0.0, 1.0, 1001)[:, None], 4, axis=1)
-    out = jt.coverage(draws, np.array([0.5, 0.9, 0.0005, 0.2]), levels=(0.5, 0.95))
+    four = np.ones(4)
+    bands = {0.5: (0.25 * four, 0.75 * four), 0.95: (0.025 * four, 0.975 * four)}
+    out = jt.coverage(bands, np.array([0.5, 0.9, 0.0005, 0.2]))
     assert (out["n_inside"], out["n_all"]) == (3, 4)
     assert out["0.5"] == {"inside": pytest.approx(1 / 3), "all": pytest.approx(1 / 4)}
     assert out["0.95"] == {"inside": pytest.approx(1.0), "all": pytest.approx(3 / 4)}
+    edge = jt.coverage({0.5: (0.25 * four, 0.75 * four)}, np.array([0.25, 0.75, 0.7501, 0.2499]))
+    assert edge["0.5"]["all"] == pytest.approx(0.5)
 
 
 def _rep(cover50, clean=True, score=-0.2):

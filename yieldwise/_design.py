@@ -88,6 +88,13 @@ CENTRES_WIDTH_FACTOR = 1.0
 #: the centres' k-means and of their standardising range; the rest is the rows' counts.
 #: At 1 a rare class's outputs get as many centres as a common one's.
 CENTRES_CLASS_BALANCED = 0.0
+#: A candidate, off (0; measured 2026-12-07, docs/model_record.md, "Where joint fits'
+#: bands miss"): for scattered centres, each kernel's width scaled by its centre's own
+#: spacing, the distance to its m-th nearest other centre (m = this value) over the
+#: median of those distances, clipped to [1/2, 2] (an adaptive kernel estimate's local
+#: bandwidth: narrower where the centres crowd, as k-means crowds them where the outputs
+#: do). The widths are recorded per kernel, (K, D), as the Stan data already carry them.
+CENTRES_LOCAL_WIDTH = 0
 #: Range of the grid: weighted quantiles of the outputs, so that a few far outliers
 #: do not spread the kernels thin over the bulk; outputs beyond are still modelled by the
 #: outer kernels' Normal tails. Measured with the Laplace backend (mean regret over 2,000
@@ -724,6 +731,10 @@ def _centres_design(
     spacing_u = np.median(np.abs(centres_u - centres_u[nearest]), axis=0)
     spacing_u = np.maximum(spacing_u, 1e-3)
     width = spacing_u * span * CENTRES_WIDTH_FACTOR * np.sqrt(centres_u.shape[1])
+    m = int(CENTRES_LOCAL_WIDTH)
+    if m > 0:  # the candidate: per-kernel widths from each centre's own spacing
+        own = np.sort(dist, axis=1)[:, min(m, dist.shape[1] - 1) - 1]
+        width = width[None, :] * np.clip(own / np.median(own), 0.5, 2.0)[:, None]
     # Gaussian-process smoothing prior over the centres, lengthscale twice the spacing,
     # truncated to its leading eigenvectors (GP_VARIANCE_SHARE)
     ell = GP_LENGTHSCALE_FACTOR * float(np.median(dist.min(axis=1)))
