@@ -564,6 +564,35 @@ def test_centres_class_balanced_candidate_weighs_k_means_by_the_blend(monkeypatc
     )
 
 
+@pytest.mark.parametrize("power", [1.0, 2.5])
+def test_centres_local_width_candidate_scales_each_kernel_by_its_own_spacing(monkeypatch, power):
+    """CENTRES_LOCAL_WIDTH = m: kernel k's widths are the global widths times
+    (r_k / median r) ** CENTRES_LOCAL_POWER clipped to [1/2, 2], r_k the distance (in the
+    standardised coordinates) from centre k to its m-th nearest other centre; recomputed
+    here with scipy's distances from the design's own centres."""
+    rng = np.random.default_rng(9)
+    y, counts = _blobs(rng, 700)
+    base = _design.design_kernels(y, y, counts, 40, seed=5)
+    monkeypatch.setattr(_design, "CENTRES_LOCAL_WIDTH", 3)
+    monkeypatch.setattr(_design, "CENTRES_LOCAL_POWER", power)
+    local = _design.design_kernels(y, y, counts, 40, seed=5)
+    np.testing.assert_array_equal(local.loc, base.loc)  # same centres, same basis
+    np.testing.assert_array_equal(local.smooth_basis, base.smooth_basis)
+    assert base.width.shape == (3,) and local.width.shape == (40, 3)
+    centres_u = local.fixed_basis[:, 1:]  # the standardised centres
+    dist = cdist(centres_u, centres_u)
+    np.fill_diagonal(dist, np.inf)
+    third = np.sort(dist, axis=1)[:, 2]
+    factor = np.clip((third / np.median(third)) ** power, 0.5, 2.0)
+    np.testing.assert_allclose(local.width, base.width[None, :] * factor[:, None], rtol=1e-12)
+    assert factor.min() < 1 < factor.max()  # the blobs crowd some centres, not others
+    # the Stan data carry the per-kernel widths as they are
+    kern, _ = _design.kernel_matrix(local.loc, local.width, y[:5], y[:5], np.zeros(3, bool))
+    by_hand = np.exp(-0.5 * (((y[:5, None, :] - local.loc[None]) / local.width[None]) ** 2)
+                     ).prod(axis=2) / local.width.prod(axis=1)[None]  # fmt: skip
+    np.testing.assert_allclose(kern, by_hand / by_hand.max(axis=1, keepdims=True), rtol=1e-9)
+
+
 def test_centres_gp_basis_is_orthogonal_to_the_linear_functions(monkeypatch):
     monkeypatch.setattr(_design, "GP_VARIANCE_SHARE", None)  # the untruncated process
     rng = np.random.default_rng(7)

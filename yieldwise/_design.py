@@ -95,6 +95,10 @@ CENTRES_CLASS_BALANCED = 0.0
 #: bandwidth: narrower where the centres crowd, as k-means crowds them where the outputs
 #: do). The widths are recorded per kernel, (K, D), as the Stan data already carry them.
 CENTRES_LOCAL_WIDTH = 0
+#: ... and the power of that ratio (1: widths in proportion to the local spacing; an
+#: adaptive kernel estimate's square-root law, width ~ density^(-1/2), is (D + 2) / 2
+#: here, since k-means spaces centres ~ density^(-1/(D + 2))).
+CENTRES_LOCAL_POWER = 1.0
 #: Range of the grid: weighted quantiles of the outputs, so that a few far outliers
 #: do not spread the kernels thin over the bulk; outputs beyond are still modelled by the
 #: outer kernels' Normal tails. Measured with the Laplace backend (mean regret over 2,000
@@ -734,7 +738,8 @@ def _centres_design(
     m = int(CENTRES_LOCAL_WIDTH)
     if m > 0:  # the candidate: per-kernel widths from each centre's own spacing
         own = np.sort(dist, axis=1)[:, min(m, dist.shape[1] - 1) - 1]
-        width = width[None, :] * np.clip(own / np.median(own), 0.5, 2.0)[:, None]
+        ratio = (own / np.median(own)) ** float(CENTRES_LOCAL_POWER)
+        width = width[None, :] * np.clip(ratio, 0.5, 2.0)[:, None]
     # Gaussian-process smoothing prior over the centres, lengthscale twice the spacing,
     # truncated to its leading eigenvectors (GP_VARIANCE_SHARE)
     ell = GP_LENGTHSCALE_FACTOR * float(np.median(dist.min(axis=1)))
