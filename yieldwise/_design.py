@@ -97,7 +97,7 @@ CENTRES_CLASS_BALANCED = 0.0
 #: bandwidth: narrower where the centres crowd, as k-means crowds them where the outputs
 #: do). The widths are recorded per kernel, (K, D), as the Stan data already carry them.
 #: Measured at 4 (10 repetitions of bench/joint_truth.py, n = 1,000): the quadratic truth's
-#: bands 20 / 37 / 64 -> 30 / 50 / 81 %, the linear truth's 48 / 72 / 94 -> 49 / 72 / 90 %
+#: bands 20 / 37 / 64 -> 30 / 50 / 81 %, the linear truth's 48 / 72 / 94 -> 50 / 72 / 90 %
 #: with the log score 0.0009 worse; on the shipped joint sets the conditional elpd worse
 #: in 7 of 9 fits and 4 of 9 not clean (none at the default).
 CENTRES_LOCAL_WIDTH = 0
