@@ -31,6 +31,7 @@ Usage (from the repository root)::
 
     python bench/joint_truth.py --truth linear --n 1000 --reps 20 --out FILE
     python bench/joint_truth.py --render FILE [FILE ...] --write   # docs/benchmarks.md
+    python bench/joint_truth.py --compare BASE OTHER   # paired by repetition
 """
 
 from __future__ import annotations
@@ -183,6 +184,53 @@ def summarise(reps: list[dict]) -> dict:
     return out
 
 
+def compare(base: dict, other: dict) -> dict:
+    """Two studies of one truth and size, paired by repetition (the same calibration and
+    test sets, :func:`repetition`'s seed): both summaries over the repetitions they share,
+    and the other's held-out log score minus the base's per shared repetition, with its
+    mean, standard error across repetitions and how many are better (> 0)."""
+    for key in ("truth", "n"):
+        values = {r[key] for r in base["reps"] + other["reps"]}
+        if len(values) > 1:
+            raise ValueError(f"compare needs two studies of one {key}, found {sorted(values)}")
+    a = {r["rep"]: r for r in base["reps"]}
+    b = {r["rep"]: r for r in other["reps"]}
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        raise ValueError(
+            f"compare needs repetitions both studies ran, found {sorted(a)} and {sorted(b)}"
+        )
+    diff = np.array([b[k]["log_score"] - a[k]["log_score"] for k in shared])
+    se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else None
+    return {
+        "reps": shared, "base": summarise([a[k] for k in shared]),
+        "other": summarise([b[k] for k in shared]),
+        "log_score_diff": [float(d) for d in diff], "mean_diff": (float(diff.mean()), se),
+        "better": int((diff > 0).sum()),
+    }  # fmt: skip
+
+
+def _compare_text(base: dict, other: dict) -> str:
+    """:func:`compare` as text: one line per study, then the paired log-score lines."""
+    c = compare(base, other)
+    lines = [f"repetitions {c['reps']} ({base['reps'][0]['truth']}, n = {base['reps'][0]['n']})"]
+    for name, study in (("base", base), ("other", other)):
+        s = c[name]
+        lines.append(
+            f"{name} ({_design_text(study)}): {_cell(s, '0.5')} / {_cell(s, '0.75')} / "
+            f"{_cell(s, '0.95')}; log score {s['log_score']:.4f}; clean {s['clean']} of "
+            f"{s['reps']}; sampling {s['sampling_seconds'][0]:.0f}-"
+            f"{s['sampling_seconds'][1]:.0f} s"
+        )
+    mean, se = c["mean_diff"]
+    se_text = "" if se is None else f" (SE {se:.4f})"
+    lines.append(
+        f"log score, other - base: mean {mean:+.4f}{se_text}; better in {c['better']} of "
+        f"{len(c['reps'])}; per repetition " + ", ".join(f"{d:+.4f}" for d in c["log_score_diff"])
+    )
+    return "\n".join(lines)
+
+
 def _cell(summary: dict, level: str) -> str:
     """A coverage cell: inside-mean % (its standard error) [all items' mean %]."""
     (m, se), (m_all, _) = summary[f"{level}_inside"], summary[f"{level}_all"]
@@ -237,11 +285,22 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--render", type=Path, nargs="+", help="studies' JSON files")
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     parser.add_argument(
+        "--compare", type=Path, nargs=2, metavar=("BASE", "OTHER"),
+        help="two studies' JSON files, paired by repetition: bands, log scores, differences",
+    )  # fmt: skip
+    parser.add_argument(
         "--set", dest="design", nargs="+", default=[], metavar="NAME=VALUE",
         help="set constants of yieldwise._design for this run (a candidate to measure, "
         "e.g. MAX_CENTRES=240); recorded in the study's meta and its rendered row",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.compare:
+        base, other = (json.loads(path.read_text()) for path in args.compare)
+        try:
+            print(_compare_text(base, other))
+        except ValueError as error:
+            parser.error(f"--compare: {error}")
+        return 0
     if args.render:
         studies = [json.loads(path.read_text()) for path in args.render]
         text = render(studies)

@@ -117,3 +117,36 @@ def test_the_summary_and_its_row_match_a_hand_computation(bench_import, capsys, 
     assert row in capsys.readouterr().out
     with pytest.raises(ValueError, match="at least one repetition"):
         jt.summarise([])
+
+
+def test_compare_pairs_repetitions_by_hand(bench_import, capsys, tmp_path):
+    """Base reps 0-2, other reps 1-3: the shared reps 1 and 2; log-score differences
+    -0.19 - (-0.2) = +0.01 and -0.23 - (-0.2) = -0.03 (mean -0.01, sd 0.02 sqrt(2),
+    standard error 0.02), one better."""
+    jt = bench_import("joint_truth")
+    base = [{**_rep(c), "rep": k} for k, c in enumerate((0.4, 0.6, 0.8))]
+    other = [{**_rep(c, score=s), "rep": k + 1}
+             for k, (c, s) in enumerate(((0.5, -0.19), (0.7, -0.23), (0.9, -0.2)))]  # fmt: skip
+    meta = {"command": "x", "date": "2026-12-08", "commit": "abc", "machine": "m"}
+    c = jt.compare({"meta": meta, "reps": base}, {"meta": meta, "reps": other})
+    assert c["reps"] == [1, 2] and c["better"] == 1
+    assert c["log_score_diff"] == [pytest.approx(0.01), pytest.approx(-0.03)]
+    assert c["mean_diff"] == (pytest.approx(-0.01), pytest.approx(0.02))
+    assert c["base"]["0.5_inside"][0] == pytest.approx(0.7)  # reps 1 and 2 only
+    assert c["other"]["0.5_inside"][0] == pytest.approx(0.6)
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, reps in zip(paths, (base, other), strict=True):
+        path.write_text(json.dumps({"meta": meta, "reps": reps}))
+    assert jt.main(["--compare", *map(str, paths)]) == 0
+    out = capsys.readouterr().out
+    assert "mean -0.0100 (SE 0.0200); better in 1 of 2" in out
+    assert "base (defaults): 70 %" in out
+    with pytest.raises(ValueError, match="repetitions both studies ran"):
+        jt.compare({"meta": meta, "reps": base[:1]}, {"meta": meta, "reps": other[1:]})
+    quad = [{**r, "truth": "quadratic"} for r in other]
+    with pytest.raises(ValueError, match="one truth"):
+        jt.compare({"meta": meta, "reps": base}, {"meta": meta, "reps": quad})
+    paths[1].write_text(json.dumps({"meta": meta, "reps": quad}))
+    with pytest.raises(SystemExit):
+        jt.main(["--compare", *map(str, paths)])
+    assert "--compare: compare needs two studies of one truth" in capsys.readouterr().err
