@@ -68,7 +68,7 @@ SHIPPED = {
 RESAMPLED = ("digits-ten",)
 
 
-def _shipped(name: str) -> tuple[pd.DataFrame | dict[str, pd.DataFrame], pd.Series]:
+def shipped_set(name: str) -> tuple[pd.DataFrame | dict[str, pd.DataFrame], pd.Series]:
     """A shipped set's outputs (a mapping of each classifier's for a joint fit) and labels."""
     loader, columns = SHIPPED[name]
     frame = loader()
@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
         stan_data.precondition = functools.partial(stan_data.precondition, whiten=False)
     seed = options.pop("seed", 1)
     if name in SHIPPED:
-        n, (frame, labels) = args[1], _shipped(name)
+        n, (frame, labels) = args[1], shipped_set(name)
         if resample:
             pick = np.random.default_rng([2026, int(n)]).integers(0, len(frame), int(n))
             frame, labels = frame.iloc[pick], labels.iloc[pick]
