@@ -226,6 +226,14 @@ def summarise(reps: list[dict]) -> dict:
     # the right model's coverage on the same sets (recomputed from the seeds: no Stan)
     reference = [reference_coverage(r["truth"], r["n"], r["rep"]) for r in reps]
     out["reference"] = {k: float(np.mean([ref[k] for ref in reference])) for k in reference[0]}
+    # ... and the fit's coverage minus it, set by set: mean and standard error
+    out["reference_gap"] = {}
+    for key in out["reference"]:
+        gap = np.array([r["coverage"][key]["inside"] - ref[key]
+                        for r, ref in zip(reps, reference, strict=True)
+                        if r["coverage"][key]["inside"] is not None], float)  # fmt: skip
+        se = float(gap.std(ddof=1) / np.sqrt(gap.size)) if gap.size > 1 else None
+        out["reference_gap"][key] = (float(gap.mean()), se)
     out["sampling_seconds"] = (
         float(min(r["sampler"]["sampling_seconds"] for r in reps)),
         float(max(r["sampler"]["sampling_seconds"] for r in reps)),
@@ -272,6 +280,9 @@ def _compare_text(base: dict, other: dict) -> str:
             f"{s['reps']}; sampling {s['sampling_seconds'][0]:.0f}-"
             f"{s['sampling_seconds'][1]:.0f} s"
         )
+        gaps = ", ".join(f"{100 * m:+.1f}" + ("" if e is None else f" ({100 * e:.1f})")
+                         for m, e in s["reference_gap"].values())  # fmt: skip
+        lines.append(f"  coverage minus the right model's, set by set (points, SE): {gaps}")
     mean, se = c["mean_diff"]
     se_text = "" if se is None else f" (SE {se:.4f})"
     lines.append(

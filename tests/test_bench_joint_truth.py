@@ -134,6 +134,13 @@ def test_compare_pairs_repetitions_by_hand(bench_import, capsys, tmp_path):
     assert c["mean_diff"] == (pytest.approx(-0.01), pytest.approx(0.02))
     assert c["base"]["0.5_inside"][0] == pytest.approx(0.7)  # reps 1 and 2 only
     assert c["other"]["0.5_inside"][0] == pytest.approx(0.6)
+    ref = [jt.reference_coverage("linear", 1000, k)["0.5"] for k in (1, 2)]
+    assert c["base"]["reference"]["0.5"] == pytest.approx(np.mean(ref))
+    gap = np.array([0.6, 0.8]) - ref  # reps 1 and 2 of the base: 0.6 and 0.8
+    assert c["base"]["reference_gap"]["0.5"] == (
+        pytest.approx(gap.mean()),
+        pytest.approx(gap.std(ddof=1) / np.sqrt(2)),
+    )
     paths = [tmp_path / "a.json", tmp_path / "b.json"]
     for path, reps in zip(paths, (base, other), strict=True):
         path.write_text(json.dumps({"meta": meta, "reps": reps}))
