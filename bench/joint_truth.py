@@ -304,6 +304,12 @@ def _reference_text(summary: dict) -> str:
     return " / ".join(f"{100 * v:.0f}" for v in summary["reference"].values()) + " %"
 
 
+def _centres_text(study: dict) -> str:
+    """The fits' numbers of centres as recorded (the design of the study's date)."""
+    found = sorted({r["sampler"].get("components") for r in study["reps"]} - {None})
+    return ", ".join(str(k) for k in found) or "-"
+
+
 def _design_text(study: dict) -> str:
     """The design a study ran: ``defaults``, or its ``--set`` constants."""
     settings = study["meta"].get("settings") or {}
@@ -318,8 +324,10 @@ def render(studies: list[dict]) -> str:
         + "; ".join(sorted({f"{s['meta']['date']} at {s['meta']['commit'] or 'unknown'}"
                             for s in studies})) + f"; {studies[0]['meta']['machine']}. "
         "Three members with 1-D real scores, independent given the class (bench/"
-        "joint_truth.py's docstring), one joint fit per repetition at the defaults (120 "
-        "centres) or at the design the row names. Coverage of the true `p(pos | y)` by "
+        "joint_truth.py's docstring), one joint fit per repetition at the defaults of "
+        "the study's date or at the design the row names (the centres column: as the fits "
+        "recorded them; 120 at every size until 2026-12-08, since then `round(3.65 "
+        "sqrt(n))` from 1,090 items on, at most 240). Coverage of the true `p(pos | y)` by "
         "the central bands at 400 held-out items, mean over repetitions (standard error "
         "across them), counted where the truth lies in [0.001, 0.999] (all items in "
         "brackets); beside them the same bands' coverage by the right model on the same "
@@ -329,8 +337,8 @@ def render(studies: list[dict]) -> str:
         "points from nominal; held-out mean log score on "
         "4,000 items against the truth's and a logistic regression's on the scores.", "",
         "| truth | n | design | reps | clean | 50 % | 75 % | 95 % | right model, same sets | "
-        "log score: fit / truth / logistic | sampling s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "log score: fit / truth / logistic | sampling s | centres |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for study in studies:
         s = summarise(study["reps"])
@@ -341,7 +349,8 @@ def render(studies: list[dict]) -> str:
             f"{_cell(s, '0.5')} | {_cell(s, '0.75')} | {_cell(s, '0.95')} | "
             f"{_reference_text(s)} | {s['log_score']:.4f} / "
             f"{s['log_score_truth']:.4f} / {s['log_score_logistic']:.4f} | "
-            f"{s['sampling_seconds'][0]:.0f}-{s['sampling_seconds'][1]:.0f} |"
+            f"{s['sampling_seconds'][0]:.0f}-{s['sampling_seconds'][1]:.0f} | "
+            f"{_centres_text(study)} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -103,6 +103,7 @@ def test_the_summary_and_its_row_match_a_hand_computation(bench_import, capsys, 
     cells = "3 | 2 | 60 % (12) [50 %] | 60 % (12) [50 %] | 60 % (12) [50 %] |"
     row = f"| linear | 1,000 | defaults | {cells}"
     assert row in jt.render([study])
+    assert "| 30-45 | - |" in jt.render([study])  # no components recorded in these reps
     # a study run with --set names its design in the row (sorted by name), and only there
     varied = {
         **study,

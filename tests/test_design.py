@@ -512,7 +512,7 @@ def test_centres_design_is_deterministic_for_a_seed():
     b = _design.design_kernels(y, y, counts, seed=3)
     c = _design.design_kernels(y, y, counts, seed=4)
     assert a.kind == "centres" and a.shape == ()
-    assert a.loc.shape == (_design.auto_components(3), 3)
+    assert a.loc.shape == (_design.auto_components(3, counts.sum()), 3)
     np.testing.assert_array_equal(a.loc, b.loc)
     np.testing.assert_array_equal(a.smooth_basis, b.smooth_basis)
     assert not np.array_equal(a.loc, c.loc)  # the seed matters: it is recorded
@@ -740,29 +740,31 @@ def test_too_few_kernels_for_the_dimensions_are_refused():
 def test_auto_components():
     assert _design.auto_components(1) == 60
     assert _design.auto_components(2) == 196
-    assert _design.auto_components(3) == 120  # CENTRES_PER_DIM 40, capped at 120
+    assert _design.auto_components(3) == 120  # no n: CENTRES_PER_DIM 40, capped at 120
     assert _design.auto_components(20) == _design.MAX_CENTRES == 120
-    assert _design.auto_components(3, 3600) == 120  # the growth rule is off by default
 
 
 def test_centres_growing_with_the_calibration_items(monkeypatch):
-    """CENTRES_PER_ROOT_N (a candidate, off): round(c sqrt(n)) centres, clipped; the
-    grids keep their sizes; a design takes n as the rows' counts summed."""
-    monkeypatch.setattr(_design, "CENTRES_PER_ROOT_N", 3.65)
-    # by hand: 3.65 * sqrt(1079) = 119.90, sqrt(300) -> 63.22, sqrt(3600) -> 219
+    """CENTRES_PER_ROOT_N: round(c sqrt(n)) centres, clipped to [120, 240] by default;
+    the grids keep their sizes; a design takes n as the rows' counts summed."""
+    # by hand: 3.65 * sqrt(1079) = 119.90, sqrt(2000) -> 163.23, sqrt(3600) -> 219
+    assert _design.CENTRES_PER_ROOT_N == 3.65
     assert _design.auto_components(3, 1079) == 120
-    assert _design.auto_components(4, 300) == 63
+    assert _design.auto_components(3, 300) == _design.CENTRES_GROWN_MIN == 120
+    assert _design.auto_components(4, 2000) == 163
     assert _design.auto_components(3, 3600) == 219
-    assert _design.auto_components(3, 10) == _design.CENTRES_GROWN_MIN == 30
-    assert _design.auto_components(3, 1e7) == _design.CENTRES_GROWN_MAX == 400
-    assert _design.auto_components(3) == 120  # no n: the fixed rule
+    assert _design.auto_components(3, 1e7) == _design.CENTRES_GROWN_MAX == 240
     assert _design.auto_components(1, 3600) == 60 and _design.auto_components(2, 3600) == 196
     monkeypatch.setattr(_design, "CENTRES_GROWN_MIN", 2)
+    assert _design.auto_components(4, 300) == 63  # 3.65 * sqrt(300) = 63.22
     assert _design.auto_components(3, 1) == 5  # never fewer than D + 2
+    monkeypatch.setattr(_design, "CENTRES_PER_ROOT_N", 0.0)  # off: the fixed rule
+    assert _design.auto_components(3, 3600) == 120
+    monkeypatch.setattr(_design, "CENTRES_PER_ROOT_N", 3.65)
     rng = np.random.default_rng(5)
     y, counts = _blobs(rng, n=400)
     counts[:] = 1
-    counts[:20] = 16  # 700 items on 400 rows: round(3.65 sqrt(700)) = round(96.57) = 97
+    counts[:20] = 16  # 700 items on 400 rows: round(3.65 sqrt(700)) = 97 (the floor lowered)
     design = _design.design_kernels(y, y, counts, seed=1)
     assert design.loc.shape == (97, 3)
     assert _design.design_kernels(y, y, counts, 50, seed=1).loc.shape == (50, 3)

@@ -60,21 +60,26 @@ GRID_2D = 14
 #: were worse by 3.9-6.5 in elpd.
 CENTRES_PER_DIM = 40
 MAX_CENTRES = 120
-#: A candidate, off (0): for scattered centres (three or more model dimensions), the
-#: number of centres grows with the calibration items ``n`` (the rows' counts summed):
-#: ``round(CENTRES_PER_ROOT_N * sqrt(n))``, clipped to [:data:`CENTRES_GROWN_MIN`,
-#: :data:`CENTRES_GROWN_MAX`], in place of ``min(MAX_CENTRES, CENTRES_PER_DIM * D)``.
-#: Why (docs/model_record.md, "Where joint fits' bands miss"): a fixed 120 is too coarse
-#: for a non-monotone truth at n = 3,600 (bands 12 / 21 / 38 %, the log score 0.006 per
-#: item behind the truth's at 1,000 and 3,600 alike: a bias that does not shrink with n;
-#: 240 centres there 36 / 58 / 80 %), and more than 300 items support on a linear truth
-#: (60 centres there: the same bands, the log score 0.0043 better). 3.65 gives 120 at
-#: the shipped joint sets' 1,079 items (where 120 was measured best of 30-240), 63 at
-#: 300, 115 at 1,000 and 219 at 3,600. The square root: a smooth function of D = 3
-#: inputs with two derivatives is estimated best with about n^(3/7) basis functions.
-CENTRES_PER_ROOT_N = 0.0
-CENTRES_GROWN_MIN = 30
-CENTRES_GROWN_MAX = 400
+#: For scattered centres (three or more model dimensions) the number of centres grows
+#: with the calibration items ``n`` (the rows' counts summed): ``round(CENTRES_PER_ROOT_N
+#: * sqrt(n))``, clipped to [:data:`CENTRES_GROWN_MIN`, :data:`CENTRES_GROWN_MAX`] (0: off,
+#: ``min(MAX_CENTRES, CENTRES_PER_DIM * D)`` whatever ``n``). 3.65 gives 120 at the shipped
+#: joint sets' 1,079 items (where 120 was measured best of 30-240, above) and 219 at 3,600;
+#: below 1,090 items it is the 120 of above. Measured with bench/joint_truth.py
+#: (docs/model_record.md, "Joint fits: centres growing with n"): at n = 3,600 on the
+#: non-monotone (quadratic) truth a fixed 120 covered 12 / 21 / 38 % at nominal 50 / 75 /
+#: 95 % where the right parametric model covers 34 / 58 / 83 % on the same five sets, with
+#: the log score 0.006 per item behind the truth's at 1,000 and 3,600 alike (a bias that
+#: does not shrink with n); 219 centres cover 39 / 59 / 78 %, the log score better in 5 of
+#: 5 (by 0.0044 on average). On the linear truth they cost 0.0006 per item of log score
+#: and three to five times the sampling (173-256 s against 48-60 s). Below 1,079 items the
+#: rule would give fewer centres: at n = 300, 63 left the bands as they were and 5 of 19
+#: fits not clean (divergent transitions), hence the floor at 120. The ceiling is the
+#: largest number measured. The square root: a smooth function of D = 3 inputs with two
+#: derivatives is estimated best with about n^(3/7) basis functions.
+CENTRES_PER_ROOT_N = 3.65
+CENTRES_GROWN_MIN = 120
+CENTRES_GROWN_MAX = 240
 #: Runs of the centres' k-means (:func:`_kmeans`), the one of least weighted inertia kept.
 KMEANS_RESTARTS = 1
 #: Kernel width as a multiple of the grid spacing on a 1-D grid (the issue's measured

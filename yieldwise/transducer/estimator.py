@@ -139,8 +139,9 @@ class Transducer:
     n_components : "auto" or int
         Number of fixed kernels ``K`` of the mixture (docs/model.md). ``"auto"``: an
         even grid of 60 kernels, half a spacing wide, for one output dimension, a 14 x 14
-        tensor grid for two, and 10 centres per dimension (at most 120) placed on the
-        data for more. An int sets ``K`` (a 2-D grid takes the nearest square); on a 1-D
+        tensor grid for two, and for more centres placed on the data: 120, or
+        ``round(3.65 sqrt(n))`` for ``n`` calibration items from 1,090 on (at most 240;
+        docs/model.md). An int sets ``K`` (a 2-D grid takes the nearest square); on a 1-D
         grid the smoothing prior keeps at most the random walk's 28 smoothest functions
         whatever ``K``, so a larger ``K`` makes the kernels finer, not the curve rougher.
     output_transform : str or sequence of str
