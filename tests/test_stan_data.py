@@ -370,11 +370,11 @@ def test_default_prior_and_overrides():
     data_n, design_n = _stan_data.build_stan_data(cls, y1, y1, None, 2, None, {"tau_f_df": None})
     assert (design_n.tau_f_df, data_n["tau_f_df"]) == (None, 0.0)
     np.testing.assert_array_equal(data["fixed_scale"], [5.0, 40.0, 40.0, 40.0])
-    # scattered centres (three dimensions or more) keep the narrower slope prior
+    # scattered centres (three dimensions or more): the same slope prior since 2026-12-08
     y3 = rng.normal(size=(300, 3))
     data_c, design_c = _stan_data.build_stan_data(cls, y3, y3, None, 2, 12)
     assert design_c.kind == "centres"
-    np.testing.assert_array_equal(data_c["fixed_scale"], [5.0, 15.0, 15.0, 15.0])
+    np.testing.assert_array_equal(data_c["fixed_scale"], [5.0, 40.0, 40.0, 40.0])
     assert _stan_data.default_prior(design_c)["slope_scale"] == _design.CENTRES_SLOPE_SCALE
     # ... and a soft floor under tau_f of their own, recorded, which the user can remove
     assert data_c["tau_f_floor"] == design_c.record()["tau_f_floor"] == 0.3

@@ -185,12 +185,22 @@ EXTEND_MAX_1D = 20
 #: clipped unchanged (docs/model.md, "The slopes' prior").
 INTERCEPT_SCALE = 5.0
 SLOPE_SCALE = 40.0
-#: ... for scattered centres (three or more dimensions), not yet measured with the wider
-#: prior: on the 10-class digits the flattest directions of the posterior are fixed-effect
-#: directions that the data leave to this prior alone (docs/model.md, "Centres for three or
-#: more dimensions"), so a wider prior lengthens NUTS's trajectories there, which already
-#: take 255 leapfrog steps per iteration.
-CENTRES_SLOPE_SCALE = 15.0
+#: ... and for scattered centres (three or more dimensions), 40 too since 2026-12-08
+#: (docs/model_record.md, "Joint fits: centres growing with n"; 15 before). The centres'
+#: kernels are about as wide as a class's own spread, so the class log-odds' slope over the
+#: centres must be steeper than the outputs' own by about 1 / (1 - w^2) for kernels of sd
+#: w (for Normal classes, exactly: a Normal law of sd 1 is a mixture of kernels of sd w
+#: whose weights are Normal of sd sqrt(1 - w^2)): 8-21 per unit of u on bench/
+#: joint_truth.py's linear truth, where 15 shrank them. Measured at 40 against 15, paired:
+#: the held-out log score better in 19 of 20, 20 of 20, 8 of 10 and 10 of 10 fits (linear
+#: and quadratic truths, n = 300 and 1,000; by 0.0001-0.0005 per item), the bands 0-3
+#: points nearer nominal, sampling faster; the shipped joint sets' conditional elpd
+#: better in 9 of 9 fits (by 0.2-0.8), sampling faster in 8; one fit of 76 with a
+#: divergent transition (none at 15), one shipped fit at 15 missed R-hat (1.014) that did
+#: not at 40. Not measured on ten classes without the reduction, where the data leave the
+#: flattest fixed-effect directions to this prior (docs/model.md, "Centres for three or
+#: more dimensions") and NUTS already took 255 leapfrog steps per iteration at 15.
+CENTRES_SLOPE_SCALE = 40.0
 #: Half-Normal scale of the outputs' log-density's smoothing sd.
 TAU_DENSITY_SCALE = 20.0
 #: Half-Student-t scale of the class log-odds' smoothing sd (the random walk's tau: the

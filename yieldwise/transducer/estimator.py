@@ -170,8 +170,7 @@ class Transducer:
           ``1 - exp(-(tau_f / floor)^2)``; 0 for none), which keeps the sampler out of
           the funnel's neck at ``tau_f -> 0``;
         * ``intercept_scale`` (default 5): Normal sd of the class log-odds' intercepts;
-        * ``slope_scale`` (default 40; 15 for three or more output dimensions, where
-          the kernels are scattered centres): Normal sd of every other fixed-effect
+        * ``slope_scale`` (default 40): Normal sd of every other fixed-effect
           coefficient
           (the linear terms of the log-density and of the log-odds, per unit of the
           outputs' standardised range);
