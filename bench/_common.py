@@ -147,6 +147,13 @@ def set_design_constants(items, error) -> dict:
     return values
 
 
+def design_text(study: dict) -> str:
+    """The design a study ran (its meta's ``--set`` settings): ``defaults``, or the
+    constants it set, sorted by name, as code spans."""
+    settings = study["meta"].get("settings") or {}
+    return ", ".join(f"`{k}={v}`" for k, v in sorted(settings.items())) or "defaults"
+
+
 def parse_value(text: str):
     """A ``key=value`` option's value: None for ``none``, a tuple of numbers for
     comma-separated ones (``RANGE_QUANTILES=0.001,0.999``), else an int, a float or the

@@ -36,7 +36,14 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
-from _common import checkout_commit, is_clean, sampler_record, set_design_constants, write_whole
+from _common import (
+    checkout_commit,
+    design_text,
+    is_clean,
+    sampler_record,
+    set_design_constants,
+    write_whole,
+)
 from fit_one import SHIPPED, shipped_set
 
 #: The joint sets of bench/fit_one.py.
@@ -76,11 +83,6 @@ def fit_record(name: str, seed: int) -> dict:
     }  # fmt: skip
 
 
-def _settings_text(study: dict) -> str:
-    settings = study["meta"].get("settings") or {}
-    return ", ".join(f"`{k}={v}`" for k, v in sorted(settings.items())) or "defaults"
-
-
 def _sampler_text(s: dict) -> str:
     """divergent / tree-depth hits / worst R-hat / lowest bulk ESS / sampling s."""
     return (f"{s['divergent']} / {s['treedepth']} / {s['max_rhat']:.3f} / "
@@ -100,7 +102,7 @@ def render(studies: list[dict]) -> str:
             means = " / ".join(f"{v:.3f}" for v in r["long_run_mean"].values())
             beats = ", ".join(f"{v:.3f}" for v in r["prob_beats"].values())
             lines.append(
-                f"| {_settings_text(study)} | {r['set']} | {r['seed']} | "
+                f"| {design_text(study)} | {r['set']} | {r['seed']} | "
                 f"{r['sampler']['components']} | {_sampler_text(r['sampler'])} | "
                 f"{'yes' if is_clean(r['sampler']) else '**no**'} | "
                 f"{r['elpd_conditional']:.2f} | {means} | {beats} |"

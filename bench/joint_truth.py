@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from _common import (
     checkout_commit,
+    design_text,
     is_clean,
     sampler_record,
     set_design_constants,
@@ -274,7 +275,7 @@ def _compare_text(base: dict, other: dict) -> str:
     for name, study in (("base", base), ("other", other)):
         s = c[name]
         lines.append(
-            f"{name} ({_design_text(study)}): {_cell(s, '0.5')} / {_cell(s, '0.75')} / "
+            f"{name} ({design_text(study)}): {_cell(s, '0.5')} / {_cell(s, '0.75')} / "
             f"{_cell(s, '0.95')} (right model {_reference_text(s)}); log score "
             f"{s['log_score']:.4f}; clean {s['clean']} of "
             f"{s['reps']}; sampling {s['sampling_seconds'][0]:.0f}-"
@@ -310,12 +311,6 @@ def _centres_text(study: dict) -> str:
     return ", ".join(str(k) for k in found) or "-"
 
 
-def _design_text(study: dict) -> str:
-    """The design a study ran: ``defaults``, or its ``--set`` constants."""
-    settings = study["meta"].get("settings") or {}
-    return ", ".join(f"`{k}={v}`" for k, v in sorted(settings.items())) or "defaults"
-
-
 def render(studies: list[dict]) -> str:
     """The benchmarks.md section for one or more studies (one row per truth and size)."""
     lines = [
@@ -344,7 +339,7 @@ def render(studies: list[dict]) -> str:
         s = summarise(study["reps"])
         first = study["reps"][0]
         lines.append(
-            f"| {first['truth']} | {first['n']:,} | {_design_text(study)} | {s['reps']} | "
+            f"| {first['truth']} | {first['n']:,} | {design_text(study)} | {s['reps']} | "
             f"{s['clean']} | "
             f"{_cell(s, '0.5')} | {_cell(s, '0.75')} | {_cell(s, '0.95')} | "
             f"{_reference_text(s)} | {s['log_score']:.4f} / "
